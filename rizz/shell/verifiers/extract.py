@@ -1,0 +1,195 @@
+"""Answer extraction by expected output shape (RIZZ-SPEC §1: "an extractor takes the final
+answer ŷ_t from its raw text").
+
+A verbose model is scored on its answer, not on its preamble: ``"In 2019 there were 3 ...
+The answer is 42"`` with shape ``number`` gives ``"42"``; ``"The stance is B. hawkish"`` with
+shape ``letter`` gives ``"B"``.
+
+When nothing of the expected shape is found, ``parsed`` is False and ``answer`` falls back to
+the ``span`` reading of the text (first non-empty line with any ``Answer:`` prefix removed), so
+a verifier can still score it (e.g. NumGLUE-cm has non-numeric references such as ``"June"``).
+A wrong answer with ``parsed=True`` is a *substantive* failure (RIZZ-SPEC §6).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import attrs
+
+__all__ = ["SHAPES", "Extraction", "extract_answer"]
+
+SHAPES: tuple[str, ...] = ("letter", "number", "label", "span", "text", "code", "json")
+
+
+@attrs.frozen
+class Extraction:
+    """The final answer taken from a model's raw text.
+
+    Attributes:
+      answer: the extracted answer (str; ``""`` only when the text is empty).
+      parsed: False when nothing of the expected shape was found.
+    """
+
+    answer: str
+    parsed: bool
+
+
+# "Answer: B", "Final answer - (B)", "The answer is **B**", "Stance: B", "选项：B"
+_KEYWORDS = r"(?i:final\s+answer|answer|choice|option|stance|label|prediction)"
+_LETTER_AFTER_KEYWORD = re.compile(
+    _KEYWORDS + r"\s*(?i:is|was|would\s+be|should\s+be)?\s*[:：=\-]?\s*[\*\"'`]*\(?([A-E])\)?[\*\"'`]*"
+    r"(?![A-Za-z0-9])"
+)
+# "B", "B.", "(B)", "B)", "B: hawkish", "B - hawkish", "B\nBecause ..." at the start of the text
+_LEADING_LETTER = re.compile(r"^[\*\"'`]*\(?([A-E])\)?[\*\"'`]*(?=$|[.):：,\n]|\s+[-–—:])")
+# "The stance is B." / "is (C)," (a letter followed by punctuation or the end)
+_IS_LETTER = re.compile(r"(?i:\bis)\s+[\*\"'`]*\(?([A-E])\)?[\*\"'`]*(?=$|[.,;:)\n])")
+_PAREN_LETTER = re.compile(r"\(([A-E])\)")
+_LONE_LETTER_LINE = re.compile(r"^\s*[\*\"'`]*\(?([A-E])\)?[\*\"'`]*[.)]?\s*$", re.M)
+
+# 1,234 | 1234 | -3.5 | .5 | 1e-3 (thousands separators only in groups of three)
+_NUMBER = r"[-−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
+_NUMBER_RE = re.compile(r"(?<![\w.])" + _NUMBER)
+_NUMBER_AFTER_KEYWORD = re.compile(
+    r"(?i:answer|result|total|solution)\s*(?i:is|was|would\s+be|should\s+be|equals|=|:)\s*"
+    r"[^\d\n.−-]{0,12}?(" + _NUMBER + r")"
+)
+_BOXED = re.compile(r"\\boxed\{\s*[^\d\-−.]*?(" + _NUMBER + r")")
+_HASHES = re.compile(r"####\s*[^\d\-−.]*?(" + _NUMBER + r")")
+
+_PREFIX = re.compile(
+    r"^\s*[\*#>\s]*(?i:final\s+answer|short\s+answer|answer|label|output|response)\s*[\*]*\s*[:：]\s*[\*]*\s*"
+)
+_ANSWER_LINE = re.compile(r"^\s*[\*#>\s]*(?i:final\s+answer|answer)\s*[\*]*\s*[:：]", re.M)
+_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _strip_prefix(line: str) -> str:
+    return _PREFIX.sub("", line, count=1).strip().strip("*").strip()
+
+
+def _span(text: str) -> str:
+    """Last ``Answer:`` line if any, else the first non-empty line; prefix removed."""
+    answer_lines = [m.start() for m in _ANSWER_LINE.finditer(text)]
+    if answer_lines:
+        rest = text[answer_lines[-1]:]
+        head, _, tail = rest.partition("\n")
+        found = _strip_prefix(head)
+        # "Answer:\nParis" puts the answer on the next line
+        return found if found else _first_line(tail)
+    return _strip_prefix(_first_line(text))
+
+
+def _letter(text: str) -> str | None:
+    stripped = text.strip()
+    matches = list(_LETTER_AFTER_KEYWORD.finditer(stripped))
+    if matches:
+        return matches[-1].group(1)
+    lead = _LEADING_LETTER.match(stripped)
+    if lead:
+        return lead.group(1)
+    for pattern in (_IS_LETTER, _PAREN_LETTER, _LONE_LETTER_LINE):
+        matches = list(pattern.finditer(stripped))
+        if matches:
+            return matches[-1].group(1)
+    return None
+
+
+def _clean_number(token: str) -> str:
+    token = token.replace(",", "").replace("−", "-")
+    if token.startswith("-."):
+        token = "-0" + token[1:]
+    elif token.startswith("."):
+        token = "0" + token
+    return token
+
+
+def _number(text: str) -> str | None:
+    for pattern in (_BOXED, _HASHES, _NUMBER_AFTER_KEYWORD):
+        matches = list(pattern.finditer(text))
+        if matches:
+            return _clean_number(matches[-1].group(1))
+    matches = list(_NUMBER_RE.finditer(text))
+    if matches:
+        return _clean_number(matches[-1].group(0))
+    return None
+
+
+def _code(text: str) -> str:
+    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(text)]
+    if not blocks:
+        return text.strip("\n")
+    for lang, body in blocks:  # the first block that defines something
+        if lang in ("", "python", "py", "python3") and re.search(r"^\s*(def|class)\s", body, re.M):
+            return body.strip("\n")
+    return blocks[0][1].strip("\n")
+
+
+def _json(text: str) -> str | None:
+    decoder = json.JSONDecoder()
+    fenced = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("json", "")]
+    for candidate in [*fenced, text]:
+        for match in re.finditer(r"[\[{]", candidate):
+            try:
+                value, _ = decoder.raw_decode(candidate, match.start())
+            except json.JSONDecodeError:
+                continue
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return None
+
+
+def extract_answer(raw: str, shape: str | None) -> Extraction:
+    """Take the final answer of the expected shape from a model's raw text.
+
+    Args:
+      raw: the model's raw output text.
+      shape: one of ``SHAPES`` or None (None reads the whole text, like ``text``):
+        - ``letter``: a choice letter A–E ("B", "(B)", "B.", "Answer: B", "The stance is B.").
+        - ``number``: ``\\boxed{x}``, ``#### x``, "the answer is x", else the last number;
+          thousands commas removed, units/currency dropped ("$1,200.50" → "1200.50").
+        - ``label``: the first non-empty line, trimmed (an "Answer:" prefix removed).
+        - ``span``: the last "Answer:" line if any, else the first non-empty line, prefix removed.
+        - ``text``: the whole text, trimmed.
+        - ``code``: the first fenced block that defines a function/class (else the first fenced
+          block; an unclosed fence runs to the end), or the whole text.
+        - ``json``: the first valid JSON object/array (fenced ``json`` blocks first),
+          re-serialised canonically (sorted keys, no spaces, UTF-8 kept).
+
+    Returns:
+      ``Extraction(answer, parsed)``; when the shape is not found, ``parsed`` is False and
+      ``answer`` is the ``span`` reading of the text.
+
+    Raises:
+      ValueError: unknown shape (the message names the allowed ones).
+
+    Examples:
+      >>> extract_answer("In 2019 there were 3 cats. The answer is 42.", "number")
+      Extraction(answer='42', parsed=True)
+      >>> extract_answer("The stance is B. hawkish", "letter")
+      Extraction(answer='B', parsed=True)
+    """
+    if shape is not None and shape not in SHAPES:
+        raise ValueError(f"unknown shape {shape!r}; allowed: {', '.join(SHAPES)} or None")
+    text = raw if isinstance(raw, str) else str(raw)
+    if shape in (None, "text"):
+        answer = text.strip()
+        return Extraction(answer, bool(answer))
+    if shape in ("label", "span"):
+        answer = _span(text) if shape == "span" else _strip_prefix(_first_line(text))
+        return Extraction(answer, bool(answer))
+    if shape == "code":
+        answer = _code(text)
+        return Extraction(answer, bool(answer.strip()))
+    found = {"letter": _letter, "number": _number, "json": _json}[shape](text)
+    if found is None:
+        return Extraction(_span(text), False)
+    return Extraction(found, True)
