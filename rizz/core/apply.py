@@ -1,0 +1,211 @@
+"""``apply(event, state) -> state``: fold one past-tense event into the state.
+
+One ``singledispatch`` case per event (the eventsourcing shape, STYLE.md). Each case
+replaces only what the event names, so every other branch stays the same object.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from typing import Iterable
+
+import attrs
+import numpy as np
+from pyrsistent import pset, pvector
+
+from rizz.core import events as ev
+from rizz.core.records import AdaptiveState, Branch, BranchStats, RuleCounters
+from rizz.core.vec import as_vector
+
+__all__ = ["apply", "fold"]
+
+_RECENT = 32  # rewards kept in BranchStats.recent_rewards
+
+
+def _put(state: AdaptiveState, branch: Branch) -> AdaptiveState:
+    return attrs.evolve(state, branches=state.branches.set(branch.id, branch))
+
+
+def _stats(branch: Branch, **changes: object) -> Branch:
+    return attrs.evolve(branch, stats=attrs.evolve(branch.stats, **changes))
+
+
+def _counters(state: AdaptiveState, rule_id: str) -> RuleCounters:
+    return state.rule_ledger.get(rule_id, RuleCounters())
+
+
+def _ledger(state: AdaptiveState, rule_id: str, **changes: object) -> AdaptiveState:
+    c = attrs.evolve(_counters(state, rule_id), **changes)
+    return attrs.evolve(state, rule_ledger=state.rule_ledger.set(rule_id, c))
+
+
+@singledispatch
+def apply(event: object, state: AdaptiveState) -> AdaptiveState:
+    """Fold ``event`` into ``state``. Raises TypeError for an unknown event type."""
+    raise TypeError(f"no apply() case for {type(event).__name__}")
+
+
+def fold(state: AdaptiveState, events: Iterable[object]) -> AdaptiveState:
+    """Apply ``events`` in order."""
+    for e in events:
+        state = apply(e, state)
+    return state
+
+
+@apply.register
+def _(e: ev.BranchSpawned, s: AdaptiveState) -> AdaptiveState:
+    b = Branch(e.branch_id, e.label, e.anchor, e.label_embedding, e.shape, stats=BranchStats(created=e.step, last_used=e.step))
+    return attrs.evolve(s, branches=s.branches.set(b.id, b), next_branch=s.next_branch + 1)
+
+
+@apply.register
+def _(e: ev.LabelSnapped, s: AdaptiveState) -> AdaptiveState:
+    return s  # recorded for audits; the snapped label is already in the routing decision
+
+
+@apply.register
+def _(e: ev.Routed, s: AdaptiveState) -> AdaptiveState:
+    b = s.branches[e.branch_id]
+    st = b.stats
+    shapes = st.shapes.set(e.shape, st.shapes.get(e.shape, 0) + 1) if e.shape else st.shapes
+    changes: dict[str, object] = {"traffic": st.traffic + 1, "last_used": e.step, "shapes": shapes}
+    if e.answered and e.reward is not None:
+        recent = st.recent_rewards.append(e.reward)
+        changes.update(
+            answered=st.answered + 1,
+            reward_sum=st.reward_sum + e.reward,
+            recent_rewards=recent[-_RECENT:] if len(recent) > _RECENT else recent,
+        )
+    return attrs.evolve(_put(s, _stats(b, **changes)), steps=s.steps + 1)
+
+
+@apply.register
+def _(e: ev.EpisodeWritten, s: AdaptiveState) -> AdaptiveState:
+    b = s.branches[e.branch_id]
+    v = as_vector(e.embedding)
+    csum = v if not b.stats.centroid_sum else np.frombuffer(b.stats.centroid_sum, np.float32) + v
+    b = attrs.evolve(b, episodes=b.episodes.add(e.episode, e.embedding))
+    b = _stats(b, successes_since_distill=b.stats.successes_since_distill + 1, centroid_sum=csum.astype(np.float32).tobytes())
+    return _put(s, b)
+
+
+@apply.register
+def _(e: ev.EpisodeDeduplicated, s: AdaptiveState) -> AdaptiveState:
+    return s
+
+
+@apply.register
+def _(e: ev.AntiPatternWritten, s: AdaptiveState) -> AdaptiveState:
+    b = s.branches[e.branch_id]
+    return _put(s, attrs.evolve(b, failures=b.failures.add(e.anti_pattern, e.embedding)))
+
+
+@apply.register
+def _(e: ev.Quarantined, s: AdaptiveState) -> AdaptiveState:
+    b = s.branches[e.branch_id]
+    return _put(s, attrs.evolve(b, quarantine=b.quarantine.append(e.item)))
+
+
+@apply.register
+def _(e: ev.InteractionDiscarded, s: AdaptiveState) -> AdaptiveState:
+    return s
+
+
+@apply.register
+def _(e: ev.ContextStored, s: AdaptiveState) -> AdaptiveState:
+    b = s.branches[e.branch_id]
+    return _put(s, attrs.evolve(b, context=b.context.add(e.item, e.embedding)))
+
+
+@apply.register
+def _(e: ev.RuleAdded, s: AdaptiveState) -> AdaptiveState:
+    b = s.branches[e.branch_id]
+    s = _put(s, attrs.evolve(b, rules=b.rules.append(e.rule)))
+    return attrs.evolve(s, rule_ledger=s.rule_ledger.set(e.rule.id, RuleCounters()))
+
+
+@apply.register
+def _(e: ev.DistillationRecorded, s: AdaptiveState) -> AdaptiveState:
+    return _put(s, _stats(s.branches[e.branch_id], successes_since_distill=0))
+
+
+@apply.register
+def _(e: ev.RuleCountersMoved, s: AdaptiveState) -> AdaptiveState:
+    c = _counters(s, e.rule_id)
+    hb = c.helpful_branches.add(e.branch_id) if e.helpful else c.helpful_branches
+    return _ledger(s, e.rule_id, helpful=c.helpful + e.helpful, harmful=c.harmful + e.harmful, helpful_branches=hb)
+
+
+@apply.register
+def _(e: ev.RuleActivated, s: AdaptiveState) -> AdaptiveState:
+    return _ledger(s, e.rule_id, status="active")
+
+
+@apply.register
+def _(e: ev.RuleRetired, s: AdaptiveState) -> AdaptiveState:
+    return _ledger(s, e.rule_id, status="retired")
+
+
+@apply.register
+def _(e: ev.RulePromoted, s: AdaptiveState) -> AdaptiveState:
+    s = _ledger(s, e.rule_id, tier=e.tier)
+    if e.tier == "global":
+        return attrs.evolve(s, global_rules=s.global_rules.append(e.rule_id))
+    fam = s.family_rules.get(e.function)
+    fam = fam.append(e.rule_id) if fam is not None else pvector([e.rule_id])
+    return attrs.evolve(s, family_rules=s.family_rules.set(e.function, fam))
+
+
+@apply.register
+def _(e: ev.BranchesMerged, s: AdaptiveState) -> AdaptiveState:
+    kept, gone = s.branches[e.kept], s.branches[e.absorbed]
+    ks, gs = kept.stats, gone.stats
+    csum = b""
+    if ks.centroid_sum or gs.centroid_sum:
+        parts = [np.frombuffer(x, np.float32) for x in (ks.centroid_sum, gs.centroid_sum) if x]
+        csum = np.sum(parts, axis=0).astype(np.float32).tobytes()
+    shapes = ks.shapes
+    for k, v in gs.shapes.items():
+        shapes = shapes.set(k, shapes.get(k, 0) + v)
+    known = pset(r.id for r in kept.rules)
+    stats = attrs.evolve(
+        ks,
+        traffic=ks.traffic + gs.traffic,
+        answered=ks.answered + gs.answered,
+        reward_sum=ks.reward_sum + gs.reward_sum,
+        last_used=max(ks.last_used, gs.last_used),
+        shapes=shapes,
+        successes_since_distill=ks.successes_since_distill + gs.successes_since_distill,
+        centroid_sum=csum,
+    )
+    merged = attrs.evolve(
+        kept,
+        episodes=kept.episodes.merged(gone.episodes),
+        rules=kept.rules.extend(r for r in gone.rules if r.id not in known),
+        failures=kept.failures.merged(gone.failures),
+        context=kept.context.merged(gone.context),
+        quarantine=kept.quarantine.extend(gone.quarantine),
+        stats=stats,
+    )
+    return attrs.evolve(s, branches=s.branches.set(kept.id, merged).remove(gone.id))
+
+
+@apply.register
+def _(e: ev.BranchDeactivated, s: AdaptiveState) -> AdaptiveState:
+    return _put(s, attrs.evolve(s.branches[e.branch_id], active=False))
+
+
+@apply.register
+def _(e: ev.BranchPruned, s: AdaptiveState) -> AdaptiveState:
+    return attrs.evolve(s, branches=s.branches.remove(e.branch_id))
+
+
+@apply.register
+def _(e: ev.TurnRemembered, s: AdaptiveState) -> AdaptiveState:
+    wm = s.working_memory.append(e.turn)
+    return attrs.evolve(s, working_memory=wm[-e.capacity :] if len(wm) > e.capacity else wm)
+
+
+@apply.register
+def _(e: ev.StepRecorded, s: AdaptiveState) -> AdaptiveState:
+    return attrs.evolve(s, diagnostics=attrs.evolve(s.diagnostics, records=s.diagnostics.records.append(e.record)))

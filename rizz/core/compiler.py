@@ -1,0 +1,213 @@
+"""Prompt compiler (spec §5): retrieved material → a prompt under a hard token budget.
+
+A fixed priority cascade approximates "maximise value subject to tokens ≤ budget": blocks
+are laid out in ``policy.compiler.layout`` order; under pressure whole blocks give way in
+``policy.compiler.drop_order`` and, inside a block, the lowest-scored items go first. The
+instruction and the current input are never dropped; when they alone exceed the budget,
+:class:`PromptBudgetError` is raised. The memory-use preamble appears only while some memory
+block is shown, so as the budget shrinks the prompt becomes exactly the frozen baseline's
+(layout ``instruction, evidence, input``).
+
+Token counting is a function handed in (the shell passes the model's own tokenizer); the
+reported ``token_count`` is ``count_tokens(text)`` of the final text, never an estimate.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from attrs import frozen
+
+from rizz.core.policy import PROTECTED_BLOCKS, CompilerPolicy
+from rizz.core.retrieval import Retrieved
+
+__all__ = [
+    "HEADERS",
+    "MEMORY_BLOCKS",
+    "PREAMBLE",
+    "CompiledPrompt",
+    "DroppedItem",
+    "PromptBudgetError",
+    "PromptItem",
+    "PromptSection",
+    "compile_prompt",
+    "prompt_blocks",
+]
+
+#: Blocks that hold adaptive memory; the preamble is shown only when one of them is.
+MEMORY_BLOCKS = ("scoped_context", "rules", "examples", "mistakes", "working_memory")
+PREAMBLE = (
+    "Notes from earlier verified work follow. Apply a rule or example only when it fits the "
+    "current input; never repeat a listed mistake."
+)
+HEADERS = {
+    "scoped_context": "Context:",
+    "preamble": "",
+    "instruction": "",
+    "evidence": "Evidence:",
+    "rules": "Rules that helped before:",
+    "examples": "Solved examples:",
+    "mistakes": "Mistakes to avoid:",
+    "working_memory": "Recent turns:",
+    "input": "",
+}
+
+
+class PromptBudgetError(ValueError):
+    """The instruction and the input alone need ``needed`` tokens, more than ``budget``."""
+
+    def __init__(self, needed: int, budget: int) -> None:
+        super().__init__(f"instruction + input need {needed} tokens, over the prompt budget of {budget} tokens")
+        self.needed = needed
+        self.budget = budget
+
+
+@frozen
+class PromptItem:
+    id: str
+    text: str
+    score: float
+
+
+@frozen
+class PromptSection:
+    block: str
+    header: str
+    items: tuple[PromptItem, ...]
+
+    def text(self) -> str:
+        body = "\n\n".join(i.text for i in self.items)
+        return f"{self.header}\n{body}" if self.header else body
+
+
+@frozen
+class DroppedItem:
+    block: str
+    id: str
+    tokens: int
+    reason: str  # "budget" | "item-too-long"
+
+
+@frozen
+class CompiledPrompt:
+    """The compiled prompt: shown sections in layout order, its text and token count (tokens)."""
+
+    sections: tuple[PromptSection, ...]
+    text: str
+    token_count: int
+    budget: int
+    dropped: tuple[DroppedItem, ...]
+
+    def section(self, block: str) -> PromptSection | None:
+        return next((s for s in self.sections if s.block == block), None)
+
+    def item_ids(self, block: str) -> tuple[str, ...]:
+        s = self.section(block)
+        return tuple(i.id for i in s.items) if s else ()
+
+
+def _fmt_pair(inp: str, ans: str, label: str = "Answer") -> str:
+    return f"Input: {inp}\n{label}: {ans}"
+
+
+def prompt_blocks(retrieved: Retrieved, text: str, instruction: str | None, evidence: str | None) -> dict[str, list[PromptItem]]:
+    """The candidate items of every block, before budgeting. Evidence is split on blank lines
+    (earlier paragraphs score higher)."""
+    ev = [p.strip() for p in (evidence or "").split("\n\n") if p.strip()]
+    return {
+        "scoped_context": [PromptItem(s.item.key, s.item.text, s.score) for s in retrieved.context],  # type: ignore[attr-defined]
+        "preamble": [PromptItem("preamble", PREAMBLE, 0.0)],
+        "instruction": [PromptItem("instruction", instruction, 0.0)] if instruction else [],
+        "evidence": [PromptItem(f"evidence-{i}", p, -float(i)) for i, p in enumerate(ev)],
+        "rules": [PromptItem(s.item.id, s.item.text(), s.score) for s in retrieved.rules],  # type: ignore[attr-defined]
+        "examples": [PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer), s.score) for s in retrieved.examples],  # type: ignore[attr-defined]
+        "mistakes": [
+            PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer, "Wrong answer"), s.score)  # type: ignore[attr-defined]
+            for s in retrieved.failures
+        ],
+        "working_memory": [PromptItem(f"turn-{t.step}", _fmt_pair(t.input, t.answer), float(t.step)) for t in retrieved.working],
+        "input": [PromptItem("input", text, 0.0)],
+    }
+
+
+def _render(layout: Iterable[str], shown: dict[str, list[PromptItem]]) -> tuple[tuple[PromptSection, ...], str]:
+    has_memory = any(shown.get(b) for b in MEMORY_BLOCKS)
+    sections = []
+    for block in layout:
+        items = shown.get(block) or []
+        if not items or (block == "preamble" and not has_memory):
+            continue
+        sections.append(PromptSection(block, HEADERS[block], tuple(items)))
+    return tuple(sections), "\n\n".join(s.text() for s in sections)
+
+
+def compile_prompt(
+    blocks: dict[str, list[PromptItem]],
+    policy: CompilerPolicy,
+    count_tokens: Callable[[str], int],
+    budget: int | None = None,
+) -> CompiledPrompt:
+    """Fit ``blocks`` (from :func:`prompt_blocks`) into ``budget`` tokens (default: the policy's).
+
+    Args:
+      blocks: block name → candidate items.
+      policy: layout, drop order, per-item cap (tokens).
+      count_tokens: text → tokens, the model's own tokenizer.
+      budget: hard cap in tokens; the shell passes ``min(policy budget, window − answer reserve)``.
+    Returns:
+      A :class:`CompiledPrompt` with ``token_count ≤ budget``.
+    Raises:
+      PromptBudgetError: the protected blocks (instruction, input) alone exceed the budget.
+    """
+    budget = policy.token_budget if budget is None else budget
+    layout = policy.layout
+    shown = {b: sorted(blocks.get(b, []), key=lambda i: -i.score) for b in layout}
+    dropped: list[DroppedItem] = []
+    cost: dict[tuple[str, str], int] = {}
+    for b in layout:
+        keep = []
+        for it in shown[b]:
+            n = count_tokens(it.text)
+            cost[(b, it.id)] = n
+            if b not in PROTECTED_BLOCKS and n > policy.item_max_tokens:
+                dropped.append(DroppedItem(b, it.id, n, "item-too-long"))
+            else:
+                keep.append(it)
+        shown[b] = keep
+
+    protected = {b: shown[b] for b in PROTECTED_BLOCKS if b in shown}
+    _, ptext = _render(layout, protected)
+    needed = count_tokens(ptext)
+    if needed > budget:
+        raise PromptBudgetError(needed, budget)
+
+    # The drop sequence: blocks in drop order, lowest-scored items first inside a block. The
+    # preamble is never an item of it: it is shown exactly while some memory block is.
+    order = [b for b in policy.drop_order if b in layout and b not in PROTECTED_BLOCKS]
+    order += [b for b in reversed(layout) if b not in order and b not in PROTECTED_BLOCKS]
+    seq = [(b, it) for b in order if b != "preamble" for it in reversed(shown[b])]
+
+    def attempt(j: int) -> tuple[tuple[PromptSection, ...], str, int]:
+        gone = {(b, it.id) for b, it in seq[:j]}
+        kept = {b: [it for it in shown[b] if (b, it.id) not in gone] for b in layout}
+        sections, text = _render(layout, kept)
+        return sections, text, count_tokens(text)
+
+    # Smallest j such that dropping seq[:j] fits (binary search on exact counts; the count
+    # falls as items are removed). j = len(seq) leaves the protected blocks, which fit.
+    best = attempt(0)
+    j = 0
+    if best[2] > budget:
+        lo, hi = 0, len(seq)
+        best = attempt(hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            got = attempt(mid)
+            if got[2] <= budget:
+                hi, best = mid, got
+            else:
+                lo = mid
+        j = hi
+    dropped += [DroppedItem(b, it.id, cost[(b, it.id)], "budget") for b, it in seq[:j]]
+    sections, text, total = best
+    return CompiledPrompt(sections, text, total, budget, tuple(dropped))

@@ -1,0 +1,170 @@
+"""Decide what a step writes (spec §6): write gates, anti-patterns, quarantine, rules.
+
+Every function returns past-tense events and writes nothing. Writes target the selected
+branch only; rule counters live in the state's rule ledger (so evidence about a rule that was
+retrieved from another branch never rewrites that branch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from rizz.core import events as ev
+from rizz.core.inputs import StepInput, Verdict
+from rizz.core.policy import Policy
+from rizz.core.records import (
+    AdaptiveState,
+    AntiPattern,
+    Branch,
+    ContextItem,
+    Episode,
+    QuarantinedItem,
+    Rule,
+    RuleCounters,
+    StepRecord,
+    Turn,
+)
+from rizz.core.routing import RouteDecision
+from rizz.core.vec import as_vector
+
+__all__ = ["content_key", "decide_memory", "decide_rules", "distill_batch"]
+
+
+def content_key(*parts: str | None) -> str:
+    """sha256 (first 16 hex chars) of the parts joined by NUL: equal content, equal key."""
+    h = hashlib.sha256("\x00".join(p or "" for p in parts).encode("utf-8"))
+    return h.hexdigest()[:16]
+
+
+def _centroid_cos(branch: Branch, embedding: bytes) -> float | None:
+    if not branch.stats.centroid_sum:
+        return None
+    c = np.frombuffer(branch.stats.centroid_sum, np.float32)
+    n = float(np.linalg.norm(c))
+    return float(np.dot(c, as_vector(embedding)) / n) if n > 0 else None
+
+
+def _write_events(branch: Branch, policy: Policy, inp: StepInput, verdict: Verdict) -> list[object]:
+    w, q = policy.write, policy.quarantine
+    answer = inp.answer or ""
+    r = verdict.reward
+    bid = branch.id
+    if not w.enabled:
+        return [ev.InteractionDiscarded(bid, "writes-disabled", inp.step)]
+    key = content_key(inp.text, answer)
+    if r >= policy.write_threshold(verdict.verifier):
+        if q.enabled and len(branch.episodes) >= q.centroid_min_size:
+            cos = _centroid_cos(branch, inp.embedding)
+            if cos is not None and cos < q.centroid_min_similarity:
+                item = QuarantinedItem(key, inp.text, answer, r, "far-from-centroid", inp.step)
+                return [ev.Quarantined(bid, item)]
+        if w.dedupe and key in branch.episodes.keys:
+            return [ev.EpisodeDeduplicated(bid, key)]
+        return [ev.EpisodeWritten(bid, Episode(key, inp.text, answer, r, inp.scope, inp.step), inp.embedding)]
+    if not verdict.parsed:
+        return [ev.InteractionDiscarded(bid, "unparsed", inp.step)]
+    if r <= w.failure_threshold:
+        if w.dedupe and key in branch.failures.keys:
+            return [ev.EpisodeDeduplicated(bid, key)]
+        return [ev.AntiPatternWritten(bid, AntiPattern(key, inp.text, answer, r, inp.step), inp.embedding)]
+    if q.enabled and r >= q.middling_min:
+        return [ev.Quarantined(bid, QuarantinedItem(key, inp.text, answer, r, "middling-reward", inp.step))]
+    return [ev.InteractionDiscarded(bid, "low-reward", inp.step)]
+
+
+def decide_rules(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: Verdict, branch_id: str) -> list[object]:
+    """Counter moves, activation, retirement and tier promotion for the rules in the prompt.
+
+    A rule in the prompt of a step with reward ≥ ``helpful_reward`` gains a helpful count
+    (crediting ``branch_id``); reward ≤ ``harmful_reward`` on a parsed answer gains a harmful
+    count. Active after ``activation_helpful`` helpful uses with H > A; retired when
+    A − H ≥ ``retire_harmful_margin``; promoted to the family tier with helpful evidence from
+    ``family_min_branches`` branches, to the global tier with ``global_min_branches`` branches
+    of ``global_min_functions`` functions (spec §6).
+    """
+    rp = policy.rules
+    if not rp.enabled:
+        return []
+    out: list[object] = []
+    helpful = int(verdict.reward >= rp.helpful_reward)
+    harmful = int(verdict.parsed and verdict.reward <= rp.harmful_reward and not helpful)
+    for rid in inp.prompt_rule_ids:
+        if rid not in state.rule_ledger or not (helpful or harmful):
+            continue
+        c = state.rule_ledger[rid]
+        out.append(ev.RuleCountersMoved(rid, helpful, harmful, branch_id))
+        hb = c.helpful_branches.add(branch_id) if helpful else c.helpful_branches
+        c = RuleCounters(c.helpful + helpful, c.harmful + harmful, c.status, hb, c.tier)
+        if c.status != "retired" and c.harmful - c.helpful >= rp.retire_harmful_margin:
+            out.append(ev.RuleRetired(rid))
+            continue
+        if c.status == "candidate" and c.helpful >= rp.activation_helpful and c.helpful > c.harmful:
+            out.append(ev.RuleActivated(rid))
+            c = RuleCounters(c.helpful, c.harmful, "active", hb, c.tier)
+        if c.status != "active":
+            continue
+        rule = state.rule(rid)
+        if rule is None:
+            continue
+        functions = {state.branches[b].label.function for b in hb if b in state.branches}
+        if c.tier == "branch" and len(hb) >= rp.family_min_branches:
+            out.append(ev.RulePromoted(rid, "family", rule.function))
+            c = RuleCounters(c.helpful, c.harmful, c.status, hb, "family")
+        if c.tier != "global" and len(hb) >= rp.global_min_branches and len(functions) >= rp.global_min_functions:
+            out.append(ev.RulePromoted(rid, "global", rule.function))
+    return out
+
+
+def _new_rules(branch: Branch, policy: Policy, inp: StepInput) -> list[object]:
+    if not policy.rules.enabled:
+        return []
+    out: list[object] = []
+    known = {(r.antecedent, r.strategy) for r in branch.rules}
+    room = policy.rules.max_per_branch - len(branch.rules)
+    for i, cand in enumerate(inp.candidate_rules):
+        if room <= 0 or (cand.antecedent, cand.strategy) in known:
+            continue
+        rule = Rule(f"r{inp.step}-{i}", cand.antecedent, cand.strategy, cand.embedding, branch.id, branch.label.function, inp.step)
+        out.append(ev.RuleAdded(branch.id, rule))
+        known.add((cand.antecedent, cand.strategy))
+        room -= 1
+    if inp.distilled:
+        out.append(ev.DistillationRecorded(branch.id, len(out)))
+    return out
+
+
+def decide_memory(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: Verdict | None, decision: RouteDecision) -> list[object]:
+    """Events for the routed branch after the verdict: stats, writes, rules, working memory, diagnostics."""
+    branch = state.branches[decision.branch_id]
+    answered = not inp.context_only and verdict is not None
+    reward = verdict.reward if answered and verdict is not None else None
+    out: list[object] = [ev.Routed(branch.id, decision.score, inp.step, inp.shape, answered, reward)]
+    if inp.context_only:
+        if policy.write.enabled:
+            key = content_key(inp.text, inp.scope)
+            if policy.write.dedupe and key in branch.context.keys:
+                out.append(ev.EpisodeDeduplicated(branch.id, key))
+            else:
+                out.append(ev.ContextStored(branch.id, ContextItem(key, inp.text, inp.scope, inp.step), inp.embedding))
+    elif verdict is not None:
+        out += _write_events(branch, policy, inp, verdict)
+        out += decide_rules(state, policy, inp, verdict, branch.id)
+        if policy.write.working_memory_size > 0 and inp.answer is not None:
+            out.append(ev.TurnRemembered(Turn(inp.step, branch.id, inp.text, inp.answer, verdict.reward), policy.write.working_memory_size))
+    out += _new_rules(branch, policy, inp)
+    rec = StepRecord(inp.step, inp.item_id, branch.id, decision.score, decision.spawn is not None, reward, inp.prompt_tokens, inp.completion_tokens, inp.dropped)
+    out.append(ev.StepRecorded(rec))
+    return out
+
+
+def distill_batch(state: AdaptiveState, policy: Policy, branch_id: str) -> tuple[Episode, ...]:
+    """The verified episodes to distil into rules for ``branch_id`` now, or () when not due.
+
+    Due once the branch has ``rules.distill_every`` successes since its last distillation.
+    """
+    b = state.branches.get(branch_id)
+    if b is None or not policy.rules.enabled or b.stats.successes_since_distill < policy.rules.distill_every:
+        return ()
+    return tuple(b.episodes.records[-policy.rules.distill_every :])

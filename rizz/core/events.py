@@ -1,0 +1,193 @@
+"""Past-tense events: what a step decided. :mod:`rizz.core.transition` folds them.
+
+Each event is a small frozen record naming the branch (or rule) it touches, so a diff or an
+audit can say what a step changed without comparing whole states (STYLE.md §2).
+"""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+from rizz.core.records import AntiPattern, ContextItem, Episode, Label, QuarantinedItem, Rule, StepRecord, Turn
+
+__all__ = [
+    "AntiPatternWritten",
+    "BranchDeactivated",
+    "BranchPruned",
+    "BranchSpawned",
+    "BranchesMerged",
+    "ContextStored",
+    "DistillationRecorded",
+    "EpisodeDeduplicated",
+    "EpisodeWritten",
+    "Event",
+    "InteractionDiscarded",
+    "LabelSnapped",
+    "Quarantined",
+    "Routed",
+    "RuleActivated",
+    "RuleAdded",
+    "RuleCountersMoved",
+    "RulePromoted",
+    "RuleRetired",
+    "StepRecorded",
+    "TurnRemembered",
+]
+
+
+@frozen
+class BranchSpawned:
+    branch_id: str
+    label: Label
+    anchor: bytes
+    label_embedding: bytes
+    shape: str | None
+    step: int
+
+
+@frozen
+class LabelSnapped:
+    proposed: Label
+    snapped: Label
+    method: str  # "embedding" | "jaccard"
+    score: float
+
+
+@frozen
+class Routed:
+    branch_id: str
+    score: float
+    step: int
+    shape: str | None
+    answered: bool
+    reward: float | None
+
+
+@frozen
+class EpisodeWritten:
+    branch_id: str
+    episode: Episode
+    embedding: bytes
+
+
+@frozen
+class EpisodeDeduplicated:
+    branch_id: str
+    key: str
+
+
+@frozen
+class AntiPatternWritten:
+    branch_id: str
+    anti_pattern: AntiPattern
+    embedding: bytes
+
+
+@frozen
+class Quarantined:
+    branch_id: str
+    item: QuarantinedItem
+
+
+@frozen
+class InteractionDiscarded:
+    branch_id: str
+    reason: str  # "unparsed" | "low-reward" | "writes-disabled"
+    step: int
+
+
+@frozen
+class ContextStored:
+    branch_id: str
+    item: ContextItem
+    embedding: bytes
+
+
+@frozen
+class RuleAdded:
+    branch_id: str
+    rule: Rule
+
+
+@frozen
+class RuleCountersMoved:
+    rule_id: str
+    helpful: int  # delta
+    harmful: int  # delta
+    branch_id: str  # the branch whose step produced the evidence
+
+
+@frozen
+class RuleActivated:
+    rule_id: str
+
+
+@frozen
+class RuleRetired:
+    rule_id: str
+
+
+@frozen
+class RulePromoted:
+    rule_id: str
+    tier: str  # "family" | "global"
+    function: str
+
+
+@frozen
+class BranchesMerged:
+    kept: str
+    absorbed: str
+
+
+@frozen
+class BranchDeactivated:
+    branch_id: str
+    reason: str
+
+
+@frozen
+class BranchPruned:
+    branch_id: str
+    reason: str
+
+
+@frozen
+class DistillationRecorded:
+    branch_id: str
+    rules_added: int
+
+
+@frozen
+class TurnRemembered:
+    turn: Turn
+    capacity: int  # working memory keeps the newest `capacity` turns
+
+
+@frozen
+class StepRecorded:
+    record: StepRecord
+
+
+Event = (
+    BranchSpawned
+    | LabelSnapped
+    | Routed
+    | EpisodeWritten
+    | EpisodeDeduplicated
+    | AntiPatternWritten
+    | Quarantined
+    | InteractionDiscarded
+    | ContextStored
+    | RuleAdded
+    | DistillationRecorded
+    | RuleCountersMoved
+    | RuleActivated
+    | RuleRetired
+    | RulePromoted
+    | BranchesMerged
+    | BranchDeactivated
+    | BranchPruned
+    | TurnRemembered
+    | StepRecorded
+)

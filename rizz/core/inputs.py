@@ -1,0 +1,87 @@
+"""What a step receives: the observed input with every non-deterministic value as data.
+
+The shell computes these (embedding, judge label, label embedding, the model's answer,
+the verifier's verdict, distilled candidate rules, token counts) and logs them; the core
+only reads them, so a logged stream refolds to the same state (STYLE.md §1).
+"""
+
+from __future__ import annotations
+
+from attrs import field, frozen
+
+from rizz.core.records import Label
+from rizz.core.vec import to_bytes
+
+__all__ = ["CandidateRule", "StepInput", "Verdict"]
+
+
+def _vec(v: object) -> bytes:
+    return to_bytes(v)  # type: ignore[arg-type]
+
+
+@frozen
+class Verdict:
+    """The verifier's verdict ``r = V(ŷ, y*) ∈ [0, 1]`` (spec §1).
+
+    ``parsed`` is False when the answer had no recognisable shape (not a *substantive*
+    failure, so it never becomes an anti-pattern).
+    """
+
+    reward: float = field()
+    verifier: str = "exact_match"
+    parsed: bool = True
+
+    @reward.validator
+    def _check(self, _att: object, value: float) -> None:
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"reward must be in [0, 1], got {value!r}")
+
+
+@frozen
+class CandidateRule:
+    """A rule distilled by the model from verified successes; ``embedding`` = φ(rule text)."""
+
+    antecedent: str
+    strategy: str
+    embedding: bytes = field(converter=_vec)
+
+
+@frozen
+class StepInput:
+    """One stream element as the core sees it.
+
+    Attributes:
+      step: index t (0-based) of this element in the run.
+      item_id: the stream element's ``id``.
+      text: the input ``x_t``.
+      embedding: ``φ(x_t)``, (d,) float32 bytes, L2-normalised.
+      instruction / evidence / scope / shape: from the stream element (spec §1).
+      context_only: no answer asked; the input is routed and stored as scoped context.
+      label: the judge's label (f̃, ã) before snapping, or None when the judge was not asked.
+      label_embedding: ``ψ(ã)``, (d,) float32 bytes, or b"" when there is no label.
+      answer: the extracted answer ``ŷ_t`` (None for context-only input).
+      prompt_rule_ids / prompt_episode_keys: what the compiled prompt contained (for counters).
+      prompt_tokens / completion_tokens / dropped: token counts and dropped items of the call.
+      candidate_rules: rules distilled for the routed branch at this step (may be empty).
+      distilled: True when the shell asked for a distillation at this step (resets the batch).
+    """
+
+    step: int
+    item_id: str
+    text: str
+    embedding: bytes = field(converter=_vec)
+    instruction: str | None = None
+    evidence: str | None = None
+    scope: str | None = None
+    shape: str | None = None
+    context_only: bool = False
+    label: Label | None = None
+    label_embedding: bytes = b""
+    answer: str | None = None
+    prompt_rule_ids: tuple[str, ...] = field(default=(), converter=tuple)
+    prompt_episode_keys: tuple[str, ...] = field(default=(), converter=tuple)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    dropped: int = 0
+    candidate_rules: tuple[CandidateRule, ...] = field(default=(), converter=tuple)
+    distilled: bool = False

@@ -1,0 +1,268 @@
+"""Policy records: every threshold, gate, quarantine rule, cap, k, budget and compiler order.
+
+A policy is data. It is loaded from YAML by :mod:`rizz.shell.policy_file` (which validates
+it against the JSON Schema generated from these records, see :func:`policy_schema`) into
+the frozen records below. Each numeric field carries its range and the source of its
+default in ``metadata`` (``src``): a paper section, a benchmark, or ``rizz`` where the
+paper gives no number and this project chose one (documented in ``specs/constants.md``).
+
+Validators run on construction and on every ``attrs.evolve``, so an out-of-range policy
+cannot exist in memory either.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+import attrs
+from attrs import field, frozen
+
+__all__ = [
+    "BLOCKS",
+    "PROTECTED_BLOCKS",
+    "SHAPES",
+    "CompilerPolicy",
+    "LifecyclePolicy",
+    "Policy",
+    "QuarantinePolicy",
+    "RetrievalPolicy",
+    "RoutingPolicy",
+    "RulePolicy",
+    "WritePolicy",
+    "policy_schema",
+]
+
+#: Prompt blocks in the paper's layout order (spec §5).
+BLOCKS = (
+    "scoped_context",
+    "preamble",
+    "instruction",
+    "evidence",
+    "rules",
+    "examples",
+    "mistakes",
+    "working_memory",
+    "input",
+)
+#: Blocks the compiler never drops (spec §5).
+PROTECTED_BLOCKS = ("instruction", "input")
+#: Expected output shapes (CONTRACT.md ``metadata.shape``).
+SHAPES = ("letter", "number", "label", "span", "text", "code", "json")
+
+
+def _num(default: float, lo: float, hi: float, src: str, doc: str, *, integer: bool = False) -> Any:
+    kind = int if integer else float
+
+    def check(inst: Any, att: attrs.Attribute, value: Any) -> None:
+        ok = _is_number(value) and (not integer or float(value).is_integer())
+        if not ok or not (lo <= value <= hi):
+            want = "an integer" if integer else "a number"
+            raise ValueError(f"{att.name}: expected {want} in [{lo:g}, {hi:g}], got {value!r}")
+
+    return field(
+        default=kind(default),
+        validator=check,
+        converter=_to_int if integer else _to_float,
+        metadata={"min": lo, "max": hi, "integer": integer, "src": src, "doc": doc},
+    )
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _to_int(v: Any) -> Any:
+    return int(v) if _is_number(v) and float(v).is_integer() else v
+
+
+def _to_float(v: Any) -> Any:
+    return float(v) if _is_number(v) else v
+
+
+def _flag(default: bool, src: str, doc: str) -> Any:
+    return field(default=default, validator=attrs.validators.instance_of(bool), metadata={"src": src, "doc": doc})
+
+
+def _choice(default: str, choices: tuple[str, ...], src: str, doc: str) -> Any:
+    return field(default=default, validator=attrs.validators.in_(choices), metadata={"enum": choices, "src": src, "doc": doc})
+
+
+def _order(default: tuple[str, ...], doc: str) -> Any:
+    def check(inst: Any, att: attrs.Attribute, value: tuple[str, ...]) -> None:
+        bad = [b for b in value if b not in BLOCKS]
+        if bad or len(set(value)) != len(value):
+            raise ValueError(f"{att.name}: expected distinct blocks from {BLOCKS}, got {value!r}")
+
+    return field(default=default, converter=tuple, validator=check, metadata={"blocks": True, "src": "paper §3/§5", "doc": doc})
+
+
+@frozen
+class RoutingPolicy:
+    """Routing, snap and spawn (spec §3). Score of a shape-compatible branch b for label (f, a):
+    ``w_function·[f = f_b] + w_application·[a = a_b] + w_anchor·cos(φ(x), g_b) − score_offset``."""
+
+    mode: str = _choice("branches", ("branches", "single"), "rizz", "'single' routes every input to one global branch (interference ablation)")
+    judge: str = _choice("always", ("always", "when_uncertain"), "paper §3 / rizz", "ask the LLM judge for every input, or only when the anchor route is in doubt")
+    confident_similarity: float = _num(0.80, 0.0, 1.0, "rizz", "judge skipped when the nearest compatible anchor has at least this cosine ...")
+    confident_margin: float = _num(0.10, 0.0, 2.0, "rizz", "... and leads the runner-up branch by at least this much")
+    snap_enabled: bool = _flag(True, "paper §3", "snap a proposed application to an existing one")
+    snap_threshold: float = _num(0.92, 0.0, 1.0, "paper §3 (τ_snap)", "label-embedding cosine needed to snap")
+    jaccard_enabled: bool = _flag(True, "paper §3", "same-function sibling snap by hyphen-token Jaccard")
+    jaccard_threshold: float = _num(0.40, 0.0, 1.0, "paper §3 (τ_J)", "Jaccard overlap needed to snap to a sibling")
+    shape_guard: bool = _flag(True, "paper §3", "only branches with a compatible output shape compete")
+    w_function: float = _num(0.5, 0.0, 10.0, "rizz", "routing-score weight of a function match")
+    w_application: float = _num(1.0, 0.0, 10.0, "rizz", "routing-score weight of an application match")
+    w_anchor: float = _num(1.0, 0.0, 10.0, "rizz", "routing-score weight of the anchor cosine")
+    score_offset: float = _num(1.2, 0.0, 10.0, "rizz", "subtracted from the score; a branch competes only when its score is positive")
+    context_spawn_similarity: float = _num(0.30, -1.0, 1.0, "rizz", "a context-only input spawns a context branch below this nearest-anchor cosine")
+
+
+@frozen
+class LifecyclePolicy:
+    """Merge, prune and caps (spec §3.7)."""
+
+    max_branches: int = _num(48, 1, 100_000, "paper §3 (TRACE: 48 in all)", "cap on total branches", integer=True)
+    max_active: int = _num(31, 1, 100_000, "paper §3 (TRACE: 31 active)", "cap on active branches", integer=True)
+    merge_enabled: bool = _flag(True, "paper §3", "merge redundant branches")
+    merge_every: int = _num(25, 1, 1_000_000, "rizz", "steps between lifecycle passes", integer=True)
+    merge_anchor_similarity: float = _num(0.90, 0.0, 1.0, "rizz", "anchor cosine at which two same-function branches are redundant")
+    merge_label_jaccard: float = _num(0.50, 0.0, 1.0, "rizz", "application-token Jaccard at which two same-function branches are redundant")
+    stale_after: int = _num(400, 1, 10_000_000, "rizz", "steps without traffic after which a branch may be deactivated", integer=True)
+    prune_min_reward: float = _num(0.2, 0.0, 1.0, "rizz", "a stale branch whose mean reward is below this is pruned (else deactivated)")
+
+
+@frozen
+class RetrievalPolicy:
+    """Read locality (spec §4). Rule score ``cos(u, φ(x))·clip(1 + α(H − A), m_min, m_max)``."""
+
+    examples_k: int = _num(4, 0, 1000, "rizz", "episodic examples retrieved (top-k by cosine)", integer=True)
+    examples_cross_branch: bool = _flag(True, "paper §4", "examples may come from any active, shape-compatible branch")
+    examples_min_similarity: float = _num(0.0, -1.0, 1.0, "rizz", "examples from other branches need at least this cosine")
+    rules_k: int = _num(4, 0, 1000, "rizz", "procedural rules retrieved", integer=True)
+    rules_cross_branch: bool = _flag(True, "paper §4", "active rules may come from any branch")
+    rule_alpha: float = _num(0.30, 0.0, 10.0, "paper §4 (α)", "counter weight in the rule score")
+    rule_m_min: float = _num(0.30, 0.0, 10.0, "paper §4 (m_min)", "lower clip of the rule multiplier")
+    rule_m_max: float = _num(3.00, 0.0, 100.0, "paper §4 (m_max)", "upper clip of the rule multiplier")
+    failures_k: int = _num(2, 0, 1000, "rizz", "anti-patterns retrieved from the selected branch only", integer=True)
+    context_k: int = _num(6, 0, 1000, "rizz", "scoped-context items retrieved", integer=True)
+    context_w_similarity: float = _num(0.7, 0.0, 1.0, "rizz", "weight of semantic similarity in the context score")
+    context_w_recency: float = _num(0.3, 0.0, 1.0, "rizz", "weight of recency in the context score")
+    context_half_life: float = _num(200.0, 1e-6, 1e9, "rizz", "recency half-life, in steps")
+    working_memory_k: int = _num(0, 0, 100, "rizz", "recent same-branch turns shown (working memory)", integer=True)
+
+
+@frozen
+class WritePolicy:
+    """Verifier-gated writes (spec §6). ``thresholds`` maps verifier name → write threshold."""
+
+    enabled: bool = _flag(True, "paper §6", "write durable memory at all (false: the frozen baseline)")
+    default_threshold: float = _num(1.0, 0.0, 1.0, "paper §6", "write threshold for verifiers not listed in thresholds")
+    thresholds: dict[str, float] = field(
+        factory=lambda: {"rouge_l": 0.35, "sari": 0.40, "fuzzy_ratio": 0.80, "token_f1": 0.60},
+        converter=dict,
+        metadata={"map_min": 0.0, "map_max": 1.0, "src": "rizz (per-verifier; paper §6 gives none)", "doc": "verifier → reward needed to write"},
+    )
+    failure_threshold: float = _num(0.10, 0.0, 1.0, "rizz", "a parsed answer at or below this reward is a substantive failure (anti-pattern)")
+    dedupe: bool = _flag(True, "paper §3 (anti-fragmentation)", "writing the same content twice stores one record")
+    working_memory_size: int = _num(8, 0, 10_000, "rizz", "bounded working memory W (recent turns)", integer=True)
+
+
+@frozen
+class QuarantinePolicy:
+    """Quarantine (spec §6): middling reward, or an input far from the branch centroid."""
+
+    enabled: bool = _flag(True, "paper §6", "hold doubtful interactions apart instead of writing them")
+    middling_min: float = _num(0.10, 0.0, 1.0, "rizz", "rewards in (failure_threshold, write threshold) are middling; below this they are not held")
+    centroid_min_similarity: float = _num(0.20, -1.0, 1.0, "rizz", "a verified input whose cosine to the branch centroid is below this is quarantined")
+    centroid_min_size: int = _num(5, 1, 1_000_000, "rizz", "the centroid test applies once the branch holds this many examples", integer=True)
+
+
+@frozen
+class RulePolicy:
+    """Procedural rules and tiers (spec §6)."""
+
+    enabled: bool = _flag(True, "paper §6", "procedural memory on/off (no-procedural ablation)")
+    distill_every: int = _num(4, 1, 1_000_000, "rizz", "verified successes in a branch between distillation requests", integer=True)
+    activation_helpful: int = _num(2, 0, 1_000_000, "paper §6 ('repeated verified usefulness')", "helpful uses before a candidate rule becomes active", integer=True)
+    retire_harmful_margin: int = _num(3, 1, 1_000_000, "rizz", "a rule with A − H ≥ this is retired", integer=True)
+    helpful_reward: float = _num(1.0, 0.0, 1.0, "rizz", "reward at or above which a rule in the prompt counts as helpful")
+    harmful_reward: float = _num(0.0, 0.0, 1.0, "rizz", "reward at or below which a rule in the prompt counts as harmful")
+    family_min_branches: int = _num(2, 1, 1000, "paper §6 ('several branches')", "branches with helpful evidence needed for the family tier", integer=True)
+    global_min_branches: int = _num(3, 1, 1000, "paper §6", "branches needed for the global tier", integer=True)
+    global_min_functions: int = _num(2, 1, 1000, "rizz", "distinct functions needed for the global tier", integer=True)
+    max_per_branch: int = _num(32, 0, 100_000, "rizz", "candidate + active rules kept per branch", integer=True)
+
+
+@frozen
+class CompilerPolicy:
+    """Prompt compiler (spec §5)."""
+
+    token_budget: int = _num(65_536, 16, 10_000_000, "paper §5 (64K)", "hard prompt budget in tokens (the shell lowers it to the model's window)", integer=True)
+    layout: tuple[str, ...] = _order(BLOCKS, "blocks in prompt order; a block not listed is never shown")
+    drop_order: tuple[str, ...] = _order(
+        ("working_memory", "mistakes", "rules", "examples", "scoped_context", "evidence", "preamble"),
+        "blocks dropped first under budget pressure (lowest-scored items first inside a block)",
+    )
+    item_max_tokens: int = _num(2048, 1, 10_000_000, "rizz", "a memory item longer than this is not shown", integer=True)
+
+
+def _wrap(cls: type) -> Any:
+    return field(factory=cls, metadata={"doc": (cls.__doc__ or "").split("\n")[0]})
+
+
+@frozen
+class Policy:
+    """A complete RIZZ policy; ``name`` is reported in run summaries."""
+
+    name: str = field(default="default", validator=attrs.validators.instance_of(str), metadata={"doc": "policy name"})
+    routing: RoutingPolicy = _wrap(RoutingPolicy)
+    lifecycle: LifecyclePolicy = _wrap(LifecyclePolicy)
+    retrieval: RetrievalPolicy = _wrap(RetrievalPolicy)
+    write: WritePolicy = _wrap(WritePolicy)
+    quarantine: QuarantinePolicy = _wrap(QuarantinePolicy)
+    rules: RulePolicy = _wrap(RulePolicy)
+    compiler: CompilerPolicy = _wrap(CompilerPolicy)
+
+    def write_threshold(self, verifier: str | None) -> float:
+        """Reward needed to write an episode scored by ``verifier`` (spec §6)."""
+        return self.write.thresholds.get(verifier or "", self.write.default_threshold)
+
+
+def policy_schema(cls: type = Policy) -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of a policy record, generated from the field metadata.
+
+    ``specs/policy.schema.json`` is this function's output; a test keeps them equal.
+    """
+    props: dict[str, Any] = {}
+    hints = typing.get_type_hints(cls)
+    for att in attrs.fields(cls):
+        md = att.metadata
+        typ = hints[att.name]
+        if attrs.has(typ):
+            sub = policy_schema(typ)
+        elif "enum" in md:
+            sub = {"type": "string", "enum": list(md["enum"])}
+        elif md.get("blocks"):
+            sub = {"type": "array", "items": {"type": "string", "enum": list(BLOCKS)}, "uniqueItems": True}
+        elif "map_min" in md:
+            sub = {"type": "object", "additionalProperties": {"type": "number", "minimum": md["map_min"], "maximum": md["map_max"]}}
+        elif typ is bool:
+            sub = {"type": "boolean"}
+        elif typ is str:
+            sub = {"type": "string"}
+        else:
+            sub = {"type": "integer" if md.get("integer") else "number", "minimum": md["min"], "maximum": md["max"]}
+        if "doc" in md and "description" not in sub:
+            sub["description"] = md["doc"] + (f" [{md['src']}]" if "src" in md else "")
+        if not attrs.has(typ):
+            default = att.default.factory() if isinstance(att.default, attrs.Factory) else att.default  # type: ignore[attr-defined]
+            sub["default"] = list(default) if isinstance(default, tuple) else default
+        props[att.name] = sub
+    schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    if cls is Policy:
+        schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "rizz policy", **schema}
+        schema["properties"]["extends"] = {"type": "string", "description": "path of a policy this one overrides (resolved relative to this file)"}
+    else:
+        schema["description"] = (cls.__doc__ or "").split("\n")[0]
+    return schema

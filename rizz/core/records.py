@@ -1,0 +1,259 @@
+"""The adaptive state ``S = (B, W, H)`` and its parts (spec §2), as frozen values.
+
+Every record is a frozen attrs class; every collection is a pyrsistent value. A step
+replaces only the parts it changes, so a branch the step did not touch is the *same
+object* afterwards (``old.bank.branches[b] is new.bank.branches[b]``).
+
+Vectors are float32 ``bytes`` (see :mod:`rizz.core.vec`); each memory store keeps its
+records in a ``PVector`` and their embeddings in an aligned :class:`EmbeddingMatrix`.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+import attrs
+from attrs import field, frozen
+from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
+
+from rizz.core.vec import EmbeddingMatrix
+
+__all__ = [
+    "AdaptiveState",
+    "AntiPattern",
+    "Branch",
+    "BranchStats",
+    "ContextItem",
+    "Diagnostics",
+    "Episode",
+    "Label",
+    "MemoryStore",
+    "QuarantinedItem",
+    "Rule",
+    "RuleCounters",
+    "StepRecord",
+    "Turn",
+    "empty_state",
+]
+
+T = TypeVar("T")
+
+
+@frozen
+class Label:
+    """Hierarchical label ``ℓ = (function, application)``, lowercase, hyphen-delimited."""
+
+    function: str
+    application: str
+
+    def __str__(self) -> str:
+        return f"{self.function}/{self.application}"
+
+
+@frozen
+class Episode:
+    """A verified example ``(φ(x), x, ŷ, r, δ)`` (spec §2); the embedding lives in the store's matrix."""
+
+    key: str  # content key (hash of input and answer), for de-duplication
+    input: str
+    answer: str
+    reward: float
+    scope: str | None
+    step: int
+
+
+@frozen
+class AntiPattern:
+    """A substantive failure: a parsed but wrong answer kept as "do not repeat" (spec §6)."""
+
+    key: str
+    input: str
+    answer: str
+    reward: float
+    step: int
+
+
+@frozen
+class ContextItem:
+    """Stored context for later retrieval, filtered by ``scope`` (spec §4)."""
+
+    key: str
+    text: str
+    scope: str | None
+    step: int
+
+
+@frozen
+class QuarantinedItem:
+    """An interaction held apart (never retrieved), with the reason (spec §6)."""
+
+    key: str
+    input: str
+    answer: str
+    reward: float
+    reason: str  # "middling-reward" | "far-from-centroid"
+    step: int
+
+
+@frozen
+class MemoryStore(Generic[T]):
+    """Records with aligned embeddings: ``records[i]`` ↔ ``matrix.rows()[i]``; ``keys`` for de-duplication."""
+
+    records: PVector = field(factory=pvector)
+    matrix: EmbeddingMatrix = field(factory=lambda: EmbeddingMatrix(0))
+    keys: PSet = field(factory=pset)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def add(self, record: T, vec: bytes) -> "MemoryStore[T]":
+        matrix = self.matrix if len(self.matrix) or self.matrix.dim else EmbeddingMatrix(len(vec) // 4)
+        return MemoryStore(self.records.append(record), matrix.append(vec), self.keys.add(record.key))  # type: ignore[attr-defined]
+
+    def merged(self, other: "MemoryStore[T]") -> "MemoryStore[T]":
+        """This store followed by the records of ``other`` whose keys are new."""
+        idx = [i for i, r in enumerate(other.records) if r.key not in self.keys]  # type: ignore[attr-defined]
+        if not idx:
+            return self
+        if not len(self):
+            return other
+        extra = other.matrix.take(idx)
+        recs = self.records.extend(other.records[i] for i in idx)
+        return MemoryStore(recs, self.matrix.concat(extra), self.keys | pset(r.key for r in recs))  # type: ignore[attr-defined]
+
+
+@frozen
+class Rule:
+    """A procedural IF-THEN rule ``(u, α, β)``; its counters ``H, A`` live in the state's rule ledger."""
+
+    id: str
+    antecedent: str
+    strategy: str
+    embedding: bytes  # (d,) float32, L2-normalised
+    branch_id: str  # branch it was distilled in
+    function: str
+    step: int
+
+    def text(self) -> str:
+        return f"IF {self.antecedent} THEN {self.strategy}"
+
+
+@frozen
+class RuleCounters:
+    """Helpful/harmful counters and status of a rule (spec §2, §6)."""
+
+    helpful: int = 0
+    harmful: int = 0
+    status: str = "candidate"  # "candidate" | "active" | "retired"
+    helpful_branches: PSet = field(factory=pset)  # branches whose steps found it helpful
+    tier: str = "branch"  # "branch" | "family" | "global"
+
+
+@frozen
+class BranchStats:
+    """``h_b``: traffic, reward history, last use, output-shape profile (spec §2)."""
+
+    traffic: int = 0
+    answered: int = 0
+    reward_sum: float = 0.0
+    recent_rewards: PVector = field(factory=pvector)  # last 32 rewards
+    last_used: int = -1
+    created: int = 0
+    shapes: PMap = field(factory=pmap)  # shape -> count
+    successes_since_distill: int = 0
+    centroid_sum: bytes = b""  # float32 sum of episodic embeddings
+
+    @property
+    def mean_reward(self) -> float:
+        return self.reward_sum / self.answered if self.answered else 0.0
+
+
+@frozen
+class Branch:
+    """A zero-interference zone ``b = (ℓ, g, E, P, N, C, h)`` (spec §2)."""
+
+    id: str
+    label: Label
+    anchor: bytes  # g_b: (d,) float32, the embedding of the input that spawned it
+    label_embedding: bytes  # ψ(a_b), b"" when unknown
+    shape: str | None  # output shape it serves (None: context branch or unknown)
+    episodes: MemoryStore = field(factory=MemoryStore)
+    rules: PVector = field(factory=pvector)  # of Rule
+    failures: MemoryStore = field(factory=MemoryStore)
+    context: MemoryStore = field(factory=MemoryStore)
+    quarantine: PVector = field(factory=pvector)  # of QuarantinedItem
+    stats: BranchStats = field(factory=BranchStats)
+    active: bool = True
+
+
+@frozen
+class Turn:
+    """A recent interaction in working memory ``W``."""
+
+    step: int
+    branch_id: str
+    input: str
+    answer: str
+    reward: float
+
+
+@frozen
+class StepRecord:
+    """One line of diagnostics ``H``: the routing decision, reward and token counts."""
+
+    step: int
+    item_id: str
+    branch_id: str
+    route_score: float
+    spawned: bool
+    reward: float | None
+    prompt_tokens: int
+    completion_tokens: int
+    dropped: int
+
+
+@frozen
+class Diagnostics:
+    records: PVector = field(factory=pvector)  # of StepRecord
+
+
+@frozen
+class AdaptiveState:
+    """``S = (B, W, H)`` plus the rule ledger and tier playbooks.
+
+    ``branches`` maps branch id → :class:`Branch` (insertion order = id order ``b0, b1, …``).
+    ``rule_ledger`` maps rule id → :class:`RuleCounters`; ``family_rules`` maps function →
+    PVector of rule ids promoted to that family; ``global_rules`` the global playbook.
+    """
+
+    branches: PMap = field(factory=pmap)
+    next_branch: int = 0
+    working_memory: PVector = field(factory=pvector)  # of Turn, newest last
+    diagnostics: Diagnostics = field(factory=Diagnostics)
+    rule_ledger: PMap = field(factory=pmap)
+    family_rules: PMap = field(factory=pmap)
+    global_rules: PVector = field(factory=pvector)
+    steps: int = 0
+
+    def branch_ids(self) -> list[str]:
+        """Branch ids in creation order."""
+        return sorted(self.branches.keys(), key=lambda b: int(b[1:]))
+
+    def active_branches(self) -> list[Branch]:
+        return [self.branches[b] for b in self.branch_ids() if self.branches[b].active]
+
+    def rule(self, rule_id: str) -> Rule | None:
+        """Look a rule up by id (its origin branch is encoded in the record)."""
+        for b in self.branches.values():
+            for r in b.rules:
+                if r.id == rule_id:
+                    return r
+        return None
+
+
+def empty_state() -> AdaptiveState:
+    """The state before the first step: no branches, empty memory and diagnostics."""
+    return AdaptiveState()
+
+
+_ = attrs  # re-exported for type checkers

@@ -1,0 +1,206 @@
+"""Routing (spec §3): label normalisation, snap, shape guard, routing score, spawn.
+
+All functions are pure: they read the state, the policy and the step input and return a
+:class:`RouteDecision`; nothing here writes.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from attrs import frozen
+
+from rizz.core.events import BranchSpawned, LabelSnapped
+from rizz.core.inputs import StepInput
+from rizz.core.policy import Policy
+from rizz.core.records import AdaptiveState, Branch, Label
+from rizz.core.vec import as_vector
+
+__all__ = [
+    "CONTEXT_FUNCTION",
+    "RouteDecision",
+    "app_tokens",
+    "jaccard",
+    "needs_label",
+    "normalise_label",
+    "route",
+    "snap_label",
+]
+
+#: Function of branches spawned by context-only input (spec §3.6).
+CONTEXT_FUNCTION = "context"
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+
+
+def _norm(part: str) -> str:
+    return _NON_WORD.sub("-", part.strip().lower()).strip("-") or "unknown"
+
+
+def normalise_label(function: str, application: str) -> Label:
+    """Lowercase, hyphen-delimited label; empty parts become ``unknown`` (never empty)."""
+    return Label(_norm(function), _norm(application))
+
+
+def app_tokens(application: str) -> frozenset[str]:
+    """``T(a)``: the non-empty hyphen-delimited tokens of an application label (spec §3.3)."""
+    return frozenset(t for t in application.split("-") if t)
+
+
+def jaccard(a: str, b: str) -> float:
+    """``J(a, a') = |T(a) ∩ T(a')| / |T(a) ∪ T(a')|`` (spec §3.3); 0.0 for two empty sets."""
+    ta, tb = app_tokens(a), app_tokens(b)
+    union = ta | tb
+    return len(ta & tb) / len(union) if union else 0.0
+
+
+@frozen
+class RouteDecision:
+    """Where a step goes. ``spawn`` is set when the step creates ``branch_id``."""
+
+    branch_id: str
+    label: Label
+    score: float
+    spawn: BranchSpawned | None = None
+    snapped: LabelSnapped | None = None
+
+
+def _answer_branches(state: AdaptiveState, policy: Policy, shape: str | None) -> list[Branch]:
+    out = []
+    for b in state.active_branches():
+        if b.label.function == CONTEXT_FUNCTION:
+            continue
+        if policy.routing.shape_guard and shape is not None and b.shape is not None and b.shape != shape:
+            continue
+        out.append(b)
+    return out
+
+
+def _anchor_cos(branches: list[Branch], embedding: bytes) -> np.ndarray:
+    if not branches:
+        return np.zeros(0, dtype=np.float32)
+    anchors = np.stack([as_vector(b.anchor) for b in branches])
+    return anchors @ as_vector(embedding)
+
+
+def needs_label(state: AdaptiveState, policy: Policy, embedding: bytes, shape: str | None) -> bool:
+    """Whether the shell should ask the LLM judge for a label before routing this input.
+
+    Always True under ``routing.judge: always`` (the paper's setting). Under
+    ``when_uncertain`` it is False only when the nearest shape-compatible anchor has cosine
+    ≥ ``confident_similarity`` and leads the runner-up by ≥ ``confident_margin``.
+    """
+    if policy.routing.mode == "single":
+        return False
+    if policy.routing.judge == "always":
+        return True
+    cos = np.sort(_anchor_cos(_answer_branches(state, policy, shape), embedding))[::-1]
+    if len(cos) == 0 or cos[0] < policy.routing.confident_similarity:
+        return True
+    return len(cos) > 1 and cos[0] - cos[1] < policy.routing.confident_margin
+
+
+def snap_label(state: AdaptiveState, policy: Policy, label: Label, label_embedding: bytes) -> tuple[Label, LabelSnapped | None]:
+    """Snap the proposed application to an existing one (spec §3.2–3.3).
+
+    First by label-embedding cosine ≥ ``snap_threshold`` over every existing application;
+    otherwise by hyphen-token Jaccard ≥ ``jaccard_threshold`` among same-function siblings.
+    Ties break by branch creation order.
+    """
+    r = policy.routing
+    apps: dict[str, bytes] = {}
+    siblings: list[str] = []
+    for b in state.active_branches():
+        if b.label.function == CONTEXT_FUNCTION:
+            continue
+        apps.setdefault(b.label.application, b.label_embedding)
+        if b.label.function == label.function and b.label.application not in siblings:
+            siblings.append(b.label.application)
+    if label.application in apps:
+        return label, None
+    if r.snap_enabled and label_embedding:
+        q = as_vector(label_embedding)
+        best, best_cos = None, -2.0
+        for app, emb in apps.items():
+            if emb and len(emb) == len(label_embedding):
+                c = float(np.dot(as_vector(emb), q))
+                if c > best_cos:
+                    best, best_cos = app, c
+        if best is not None and best_cos >= r.snap_threshold:
+            snapped = Label(label.function, best)
+            return snapped, LabelSnapped(label, snapped, "embedding", round(best_cos, 6))
+    if r.jaccard_enabled:
+        best, best_j = None, -1.0
+        for app in siblings:
+            j = jaccard(label.application, app)
+            if j > best_j:
+                best, best_j = app, j
+        if best is not None and best_j >= r.jaccard_threshold:
+            snapped = Label(label.function, best)
+            return snapped, LabelSnapped(label, snapped, "jaccard", round(best_j, 6))
+    return label, None
+
+
+def _can_spawn(state: AdaptiveState, policy: Policy) -> bool:
+    lc = policy.lifecycle
+    return len(state.branches) < lc.max_branches and len(state.active_branches()) < lc.max_active
+
+
+def _spawn(state: AdaptiveState, inp: StepInput, label: Label, shape: str | None) -> RouteDecision:
+    bid = f"b{state.next_branch}"
+    ev = BranchSpawned(bid, label, inp.embedding, inp.label_embedding, shape, inp.step)
+    return RouteDecision(bid, label, 0.0, spawn=ev)
+
+
+def route(state: AdaptiveState, policy: Policy, inp: StepInput) -> RouteDecision:
+    """Choose the branch for ``inp`` (spec §3.1–3.6); spawn when nothing scores positive.
+
+    Context-only input goes to the nearest spawn anchor, spawning a context branch when the
+    bank is empty or the best cosine is below ``context_spawn_similarity``. When the bank is
+    full, the best-scoring compatible branch (else the nearest anchor) takes the input.
+    """
+    r = policy.routing
+    if r.mode == "single":
+        if state.branches:
+            bid = state.branch_ids()[0]
+            return RouteDecision(bid, state.branches[bid].label, 1.0)
+        return _spawn(state, inp, Label("any", "global"), None)
+
+    if inp.context_only:
+        actives = state.active_branches()
+        cos = _anchor_cos(actives, inp.embedding)
+        label = Label(CONTEXT_FUNCTION, _norm(inp.scope or "general"))
+        if len(cos) and (cos.max() >= r.context_spawn_similarity or not _can_spawn(state, policy)):
+            i = int(np.argmax(cos))
+            return RouteDecision(actives[i].id, actives[i].label, float(cos[i]))
+        return _spawn(state, inp, label, None)
+
+    snapped_ev = None
+    if inp.label is not None:
+        label, snapped_ev = snap_label(state, policy, inp.label, inp.label_embedding)
+    else:
+        label = None
+    cands = _answer_branches(state, policy, inp.shape)
+    cos = _anchor_cos(cands, inp.embedding)
+    if label is None:
+        if cands:
+            i = int(np.argmax(cos))
+            return RouteDecision(cands[i].id, cands[i].label, float(cos[i]))
+        label = Label("unknown", "unknown")
+    scores = [
+        r.w_function * (b.label.function == label.function)
+        + r.w_application * (b.label.application == label.application)
+        + r.w_anchor * float(c)
+        - r.score_offset
+        for b, c in zip(cands, cos)
+    ]
+    if scores:
+        i = int(np.argmax(scores))
+        if scores[i] > 0 or not _can_spawn(state, policy):
+            return RouteDecision(cands[i].id, cands[i].label, round(float(scores[i]), 6), snapped=snapped_ev)
+    elif not _can_spawn(state, policy):
+        actives = state.active_branches()
+        i = int(np.argmax(_anchor_cos(actives, inp.embedding)))
+        return RouteDecision(actives[i].id, actives[i].label, 0.0, snapped=snapped_ev)
+    d = _spawn(state, inp, label, inp.shape)
+    return RouteDecision(d.branch_id, label, 0.0, spawn=d.spawn, snapped=snapped_ev)

@@ -1,0 +1,102 @@
+"""State ↔ JSON-compatible data, and the state digest.
+
+``to_data`` gives a canonical tree of JSON values (records tagged with their type, vectors
+base64 float32, maps with sorted keys); ``from_data`` inverts it exactly, so
+``from_data(to_data(s)) == s``. ``digest(s)`` is ``"sha256:" + hex`` of the canonical JSON
+encoding — equal states have equal digests, on any machine (JSON floats print their
+shortest round-trip repr).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Any
+
+import attrs
+import numpy as np
+from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
+
+from rizz.core import events as _events
+from rizz.core import inputs as _inputs
+from rizz.core import records as _records
+from rizz.core.vec import EmbeddingMatrix
+
+__all__ = ["canonical_json", "digest", "from_data", "to_data"]
+
+_TYPES: dict[str, type] = {}
+for _mod in (_records, _events, _inputs):
+    for _name in dir(_mod):
+        _obj = getattr(_mod, _name)
+        if isinstance(_obj, type) and attrs.has(_obj) and _obj.__module__ == _mod.__name__:
+            _TYPES[_name] = _obj
+_TYPES["MemoryStore"] = _records.MemoryStore
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+def to_data(obj: Any) -> Any:
+    """Canonical JSON-compatible tree of a state, record, event or collection."""
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        if obj != obj or obj in (float("inf"), float("-inf")):
+            raise ValueError(f"non-finite float {obj!r} cannot be serialised")
+        return obj
+    if isinstance(obj, bytes):
+        return {"_b": _b64(obj)}
+    if isinstance(obj, EmbeddingMatrix):
+        return {"_x": _b64(obj.rows().tobytes()), "d": obj.dim, "n": len(obj)}
+    if isinstance(obj, PMap):
+        return {"_m": [[to_data(k), to_data(obj[k])] for k in sorted(obj.keys(), key=repr)]}
+    if isinstance(obj, PSet):
+        return {"_s": sorted((to_data(x) for x in obj), key=repr)}
+    if isinstance(obj, PVector):
+        return {"_v": [to_data(x) for x in obj]}
+    if isinstance(obj, tuple):
+        return {"_tu": [to_data(x) for x in obj]}
+    if attrs.has(type(obj)):
+        out: dict[str, Any] = {"_t": type(obj).__name__}
+        for f in attrs.fields(type(obj)):
+            out[f.name] = to_data(getattr(obj, f.name))
+        return out
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+def from_data(data: Any) -> Any:
+    """Inverse of :func:`to_data`. Raises ValueError on an unknown record type."""
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    if isinstance(data, list):
+        return [from_data(x) for x in data]
+    if "_b" in data:
+        return base64.b64decode(data["_b"])
+    if "_x" in data:
+        rows = np.frombuffer(base64.b64decode(data["_x"]), dtype=np.float32).reshape(data["n"], data["d"]) if data["n"] else None
+        return EmbeddingMatrix.from_rows(rows, data["d"]) if rows is not None else EmbeddingMatrix(data["d"])
+    if "_m" in data:
+        return pmap({from_data(k): from_data(v) for k, v in data["_m"]})
+    if "_s" in data:
+        return pset(from_data(x) for x in data["_s"])
+    if "_v" in data:
+        return pvector(from_data(x) for x in data["_v"])
+    if "_tu" in data:
+        return tuple(from_data(x) for x in data["_tu"])
+    name = data.get("_t")
+    cls = _TYPES.get(name)  # type: ignore[arg-type]
+    if cls is None:
+        raise ValueError(f"unknown record type {name!r}")
+    return cls(**{k: from_data(v) for k, v in data.items() if k != "_t"})
+
+
+def canonical_json(obj: Any) -> str:
+    """Compact, key-sorted JSON of ``to_data(obj)``."""
+    return json.dumps(to_data(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(obj: Any) -> str:
+    """``"sha256:<hex>"`` of :func:`canonical_json`."""
+    return "sha256:" + hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()

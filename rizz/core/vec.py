@@ -1,0 +1,120 @@
+"""Embedding vectors and the append-only embedding matrix behind each memory store.
+
+A vector is stored as ``bytes`` holding float32 values (hashable, immutable, comparable),
+shape ``(d,)``, L2-normalised by the shell before it reaches the core (spec §2: ``φ`` and
+``ψ`` are normalised). :class:`EmbeddingMatrix` is a persistent ``(n, d)`` float32 matrix:
+appending returns a new matrix and shares storage with the old one where it can, so a
+branch with 10^5 examples is not copied at every write; an older matrix never sees rows
+appended after it (it only reads ``[:n]``).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+__all__ = ["EmbeddingMatrix", "as_vector", "to_bytes", "cosine"]
+
+
+def to_bytes(vec: np.ndarray | bytes | Iterable[float]) -> bytes:
+    """float32 bytes of a 1-d vector. Raises ValueError for a non-1-d or non-finite input."""
+    if isinstance(vec, bytes):
+        return vec
+    arr = np.asarray(vec, dtype=np.float32)
+    if arr.ndim != 1 or not np.all(np.isfinite(arr)):
+        raise ValueError(f"expected a finite 1-d vector, got shape {arr.shape}")
+    return arr.tobytes()
+
+
+def as_vector(data: bytes) -> np.ndarray:
+    """Read-only ``(d,)`` float32 view of vector bytes (no copy)."""
+    return np.frombuffer(data, dtype=np.float32)
+
+
+def cosine(a: bytes, b: bytes) -> float:
+    """Cosine of two L2-normalised vectors (their dot product), as a Python float."""
+    return float(np.dot(as_vector(a), as_vector(b)))
+
+
+class _Storage:
+    __slots__ = ("data", "used")
+
+    def __init__(self, capacity: int, dim: int) -> None:
+        self.data = np.zeros((capacity, dim), dtype=np.float32)
+        self.used = 0
+
+
+class EmbeddingMatrix:
+    """Persistent ``(n, d)`` float32 matrix with amortised O(d) append.
+
+    Storage is shared between a matrix and the one its ``append`` returns while the storage's
+    high-water mark equals ``n``; a second append to the same older matrix copies first, so
+    every matrix value keeps exactly the rows it was built with.
+    """
+
+    __slots__ = ("_st", "_n", "_dim")
+
+    def __init__(self, dim: int, _st: _Storage | None = None, _n: int = 0) -> None:
+        self._dim = int(dim)
+        self._st = _st
+        self._n = _n
+
+    @classmethod
+    def from_rows(cls, rows: np.ndarray, dim: int) -> "EmbeddingMatrix":
+        rows = np.asarray(rows, dtype=np.float32).reshape(-1, dim)
+        st = _Storage(max(len(rows), 8), dim)
+        st.data[: len(rows)] = rows
+        st.used = len(rows)
+        return cls(dim, st, len(rows))
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def __len__(self) -> int:
+        return self._n
+
+    def rows(self) -> np.ndarray:
+        """Read-only ``(n, d)`` float32 view."""
+        if self._st is None:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        view = self._st.data[: self._n]
+        view.flags.writeable = False
+        return view
+
+    def append(self, vec: bytes) -> "EmbeddingMatrix":
+        v = as_vector(vec)
+        if v.shape != (self._dim,):
+            raise ValueError(f"expected a ({self._dim},) vector, got {v.shape}")
+        st = self._st
+        if st is None or st.used != self._n or self._n == len(st.data):
+            new = _Storage(max(8, 2 * self._n), self._dim)
+            if self._n:
+                new.data[: self._n] = st.data[: self._n]  # type: ignore[union-attr]
+            st = new
+        st.data[self._n] = v
+        st.used = self._n + 1
+        return EmbeddingMatrix(self._dim, st, self._n + 1)
+
+    def take(self, index: Iterable[int]) -> "EmbeddingMatrix":
+        """A new matrix of the given rows, in the given order (copies)."""
+        idx = np.fromiter(index, dtype=np.int64)
+        return EmbeddingMatrix.from_rows(self.rows()[idx], self._dim)
+
+    def concat(self, other: "EmbeddingMatrix") -> "EmbeddingMatrix":
+        return EmbeddingMatrix.from_rows(np.concatenate([self.rows(), other.rows()]), self._dim)
+
+    def row_bytes(self, i: int) -> bytes:
+        return self.rows()[i].tobytes()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EmbeddingMatrix):
+            return NotImplemented
+        return self._dim == other._dim and self._n == other._n and np.array_equal(self.rows(), other.rows())
+
+    def __hash__(self) -> int:
+        return hash((self._dim, self._n, self.rows().tobytes()))
+
+    def __repr__(self) -> str:
+        return f"EmbeddingMatrix(n={self._n}, d={self._dim})"
