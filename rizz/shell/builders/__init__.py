@@ -1,0 +1,51 @@
+"""Deterministic builders of real benchmark streams (CONTRACT JSONL).
+
+Every builder is ``build_<bench>(data_root: Path, opts: BuildOptions) -> BuildResult``:
+the same data and options give the same elements in the same order (seeded with
+``random.Random(opts.seed)``), so a written stream file is reproducible byte for byte.
+Nothing is truncated: ``max_input_chars`` drops whole elements and says how many; long
+inputs are reported in ``BuildResult.notes``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from rizz.shell.builders._common import (
+    ORDERS, SPLITS, BuildError, BuildOptions, BuildResult, fraction_split, interleave, prompt_chars,
+)
+from rizz.shell.builders.hotpotqa import build_hotpotqa
+from rizz.shell.builders.humaneval import build_humaneval
+from rizz.shell.builders.locomo import LOCOMO_SPLITS, build_locomo
+from rizz.shell.builders.streambench import STREAMBENCH_SOURCES, build_streambench
+from rizz.shell.builders.trace import TRACE_ORDER, TRACE_TASKS, build_trace
+
+__all__ = [
+    "BENCHES", "ORDERS", "SPLITS", "TRACE_TASKS", "TRACE_ORDER", "LOCOMO_SPLITS",
+    "STREAMBENCH_SOURCES", "BuildError", "BuildOptions", "BuildResult", "build",
+    "build_trace", "build_hotpotqa", "build_humaneval", "build_locomo", "build_streambench",
+    "fraction_split", "interleave", "prompt_chars",
+]
+
+#: Benchmark name (as on the command line) -> builder.
+BENCHES: dict[str, Callable[[Path, BuildOptions], BuildResult]] = {
+    "trace": build_trace,
+    "hotpotqa": build_hotpotqa,
+    "humaneval": build_humaneval,
+    "locomo": build_locomo,
+    "streambench": build_streambench,
+}
+
+
+def build(bench: str, data_root: Path, opts: BuildOptions) -> BuildResult:
+    """Build ``bench`` (one of :data:`BENCHES`) from ``data_root``.
+
+    Raises:
+      BuildError: unknown benchmark, missing source file, bad option, empty selection.
+    """
+    try:
+        builder = BENCHES[bench]
+    except KeyError:
+        raise BuildError(f"unknown benchmark {bench!r}; expected one of {', '.join(BENCHES)}") from None
+    return builder(Path(data_root), opts)

@@ -1,0 +1,130 @@
+"""``rizz streams ...``: build benchmark streams and check stream files.
+
+Mounted into the main CLI as ``rizz streams``; runnable alone as
+``python -m rizz.shell.cli_streams``.
+
+Data root resolution for ``build`` (first that applies): ``--data-root DIR``; the
+environment variable ``RIZZ_DATA_ROOT``; ``../shared/data`` relative to the working
+directory. The full data is only needed for full-size streams; small real slices ship in
+the repository under ``data/``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rizz.shell.builders import BENCHES, BuildError, BuildOptions, build, prompt_chars
+from rizz.shell.streams import StreamError, read_stream, write_stream
+
+__all__ = ["app", "resolve_data_root", "DEFAULT_DATA_ROOT", "DATA_ROOT_ENV"]
+
+DEFAULT_DATA_ROOT = Path("..") / "shared" / "data"
+DATA_ROOT_ENV = "RIZZ_DATA_ROOT"
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="Build benchmark streams (CONTRACT JSONL) and check stream files.")
+
+
+@app.callback()
+def _streams() -> None:
+    """Build benchmark streams (CONTRACT JSONL) and check stream files."""
+
+
+def resolve_data_root(option: Optional[Path]) -> Path:
+    """The benchmark data root: ``option``, else ``$RIZZ_DATA_ROOT``, else ``../shared/data``.
+
+    Raises:
+      BuildError: if the chosen directory does not exist (the message says the data is only
+        needed for full-size runs and that shipped slices live in ``data/``).
+    """
+    if option is not None:
+        root, how = option, "--data-root"
+    elif os.environ.get(DATA_ROOT_ENV):
+        root, how = Path(os.environ[DATA_ROOT_ENV]), f"${DATA_ROOT_ENV}"
+    else:
+        root, how = DEFAULT_DATA_ROOT, "the default ../shared/data"
+    if not root.is_dir():
+        raise BuildError(
+            f"benchmark data root not found: {root} (from {how}). Pass --data-root DIR or set "
+            f"{DATA_ROOT_ENV}. The full benchmark data is only needed to build full-size streams; "
+            "small real slices ship in this repository under data/ (data/trace-mini, "
+            "data/streambench-mini, data/locomo-mini).")
+    return root
+
+
+def _split_csv(value: Optional[str]) -> Optional[tuple[str, ...]]:
+    if value is None:
+        return None
+    return tuple(v.strip() for v in value.split(",") if v.strip()) or None
+
+
+@app.command("build")
+def build_cmd(
+    bench: str = typer.Argument(..., help=f"One of: {', '.join(BENCHES)}."),
+    out: Path = typer.Option(..., "--out", help="Stream file to write (JSONL)."),
+    order: Optional[str] = typer.Option(
+        None, help="sequential | interleaved (default: interleaved for streambench, else sequential)."),
+    split: str = typer.Option("test", help="train | eval | test."),
+    per_task: Optional[int] = typer.Option(None, "--per-task", help="First N items per task."),
+    seed: int = typer.Option(0, help="Seed of the interleaving shuffle."),
+    tasks: Optional[str] = typer.Option(
+        None, help="Comma list: TRACE tasks, LoCoMo conversations (conv-41) or StreamBench sources."),
+    data_root: Optional[Path] = typer.Option(
+        None, "--data-root", help=f"Benchmark data (default ${DATA_ROOT_ENV}, else ../shared/data)."),
+    max_input_chars: Optional[int] = typer.Option(
+        None, "--max-input-chars", help="Drop (and count) elements with more prompt chars than this."),
+    warn_chars: int = typer.Option(24000, "--warn-chars", help="Report elements longer than this."),
+    pool: str = typer.Option("500", help="TRACE test pool: 500 or 5000."),
+    keep_duplicates: bool = typer.Option(False, "--keep-duplicates",
+                                         help="TRACE: keep repeated (prompt, answer) records."),
+) -> None:
+    """Build BENCH's stream deterministically and write it to --out."""
+    try:
+        opts = BuildOptions(split=split, order=order, per_task=per_task, seed=seed,
+                            tasks=_split_csv(tasks), max_input_chars=max_input_chars,
+                            warn_chars=warn_chars, pool=pool, keep_duplicates=keep_duplicates)
+        if bench not in BENCHES:
+            raise BuildError(f"unknown benchmark {bench!r}; expected one of {', '.join(BENCHES)}")
+        result = build(bench, resolve_data_root(data_root), opts)
+    except BuildError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    for note in result.notes:
+        typer.echo(f"note: {note}", err=True)
+    n = write_stream(out, result.elements)
+    counts = ", ".join(f"{t} {c}" for t, c in result.per_task().items())
+    typer.echo(f"wrote {n} elements to {out} ({counts})")
+
+
+@app.command("check")
+def check_cmd(
+    stream: Path = typer.Argument(..., help="Stream file (JSONL) to validate."),
+    all_errors: bool = typer.Option(False, "--all", help="Report every bad line, not just the first."),
+) -> None:
+    """Validate a stream file against the contract; exit 1 naming FILE:LINE and field if bad."""
+    try:
+        read = read_stream(stream, skip_bad=all_errors)
+    except StreamError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1) from None
+    except OSError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1) from None
+    for bad in read.bad:
+        typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
+    counts: dict[str, int] = {}
+    for el in read.elements:
+        counts[el.task or "?"] = counts.get(el.task or "?", 0) + 1
+    longest = max((prompt_chars(el) for el in read.elements), default=0)
+    typer.echo(f"{stream}: {len(read.elements)} elements ok, {len(read.bad)} bad; "
+               + ", ".join(f"{t} {c}" for t, c in counts.items()) + f"; longest {longest} chars")
+    if read.bad:
+        raise typer.Exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()
