@@ -1,0 +1,53 @@
+"""Model backends: embedded GGUF (offline default), Anthropic, OpenAI-compatible; response cache.
+
+Backend modules import their heavy dependency (llama_cpp, anthropic, openai) only when a
+backend is built, so importing this package is cheap.
+"""
+
+from rizz.shell.models.base import (
+    ContextWindowExceeded,
+    Generation,
+    Message,
+    ModelBackend,
+    ModelError,
+    ModelUnavailableError,
+    estimate_tokens,
+    render_raw,
+)
+from rizz.shell.models.cache import CachedModel, ResponseCache, cache_key
+from rizz.shell.models.spec import SPEC_FORMS, load_model
+
+__all__ = [
+    "Message",
+    "Generation",
+    "ModelBackend",
+    "ModelError",
+    "ModelUnavailableError",
+    "ContextWindowExceeded",
+    "load_model",
+    "SPEC_FORMS",
+    "ResponseCache",
+    "CachedModel",
+    "cache_key",
+    "render_raw",
+    "estimate_tokens",
+    "EmbeddedModel",
+    "AnthropicModel",
+    "OpenAICompatModel",
+]
+
+
+def __getattr__(name: str):  # lazy: backends pull in llama_cpp / anthropic / openai
+    if name == "EmbeddedModel":
+        from rizz.shell.models.embedded import EmbeddedModel
+
+        return EmbeddedModel
+    if name == "AnthropicModel":
+        from rizz.shell.models.anthropic_backend import AnthropicModel
+
+        return AnthropicModel
+    if name == "OpenAICompatModel":
+        from rizz.shell.models.openai_backend import OpenAICompatModel
+
+        return OpenAICompatModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

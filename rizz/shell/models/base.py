@@ -1,0 +1,178 @@
+"""Records and the protocol every model backend satisfies.
+
+A backend turns a list of :class:`Message` into one :class:`Generation`. Everything the run
+log needs about a call (text, token counts, wall time, cost, backend name, finish reason,
+cache hit) is on the returned record, so the pure core never talks to a model.
+
+Two renderings exist:
+
+* ``"chat"`` -- the model's own chat template (llama.cpp ``create_chat_completion``, OpenAI
+  ``/v1/chat/completions``, Anthropic Messages).
+* ``"raw"`` -- no template: :func:`render_raw` joins the message contents into one completion
+  prompt (llama.cpp ``create_completion``, OpenAI ``/v1/completions``). Backends with no raw
+  mode (Anthropic) document their fallback.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Protocol, Sequence, runtime_checkable
+
+import attrs
+
+__all__ = [
+    "ROLES",
+    "RENDERINGS",
+    "Message",
+    "Generation",
+    "ModelBackend",
+    "ModelError",
+    "ModelUnavailableError",
+    "ContextWindowExceeded",
+    "render_raw",
+    "estimate_tokens",
+    "check_generate_args",
+]
+
+ROLES = ("system", "user", "assistant")
+RENDERINGS = ("chat", "raw")
+
+
+@attrs.frozen
+class Message:
+    """One chat turn.
+
+    Attributes:
+        role: ``"system"``, ``"user"`` or ``"assistant"``.
+        content: the turn's text.
+    """
+
+    role: str = attrs.field(validator=attrs.validators.in_(ROLES))
+    content: str = attrs.field(validator=attrs.validators.instance_of(str))
+
+
+def _non_negative(_inst: object, attribute: attrs.Attribute, value: float) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"{attribute.name} must be >= 0, got {value!r}")
+
+
+@attrs.frozen
+class Generation:
+    """One model answer and what it cost.
+
+    Attributes:
+        text: the completion text (stop strings removed).
+        prompt_tokens: tokens the backend billed/evaluated for the prompt (model tokenizer).
+        completion_tokens: tokens generated.
+        latency_s: wall seconds of the call (for a cache hit: the lookup time).
+        cost_usd: US dollars for the call; ``None`` where the backend has no price table
+            (embedded and OpenAI-compatible local servers); ``0.0`` for a cache hit on a
+            priced backend.
+        model: backend name, e.g. ``"embedded:SmolLM2-135M-Instruct.Q4_1"``.
+        finish_reason: backend's reason, normalised to ``"stop"`` / ``"length"`` where the
+            backend uses those (Anthropic's ``end_turn``/``stop_sequence`` map to ``"stop"``,
+            ``max_tokens`` to ``"length"``); other values pass through.
+        cached: True when served from a :class:`~rizz.shell.models.cache.ResponseCache`.
+    """
+
+    text: str
+    prompt_tokens: int = attrs.field(validator=_non_negative)
+    completion_tokens: int = attrs.field(validator=_non_negative)
+    latency_s: float = attrs.field(validator=_non_negative)
+    cost_usd: float | None = attrs.field(validator=_non_negative)
+    model: str
+    finish_reason: str
+    cached: bool = False
+
+
+@runtime_checkable
+class ModelBackend(Protocol):
+    """What the shell needs from a frozen model.
+
+    Attributes:
+        name: stable id recorded in run logs (``"embedded:..."``, ``"anthropic:..."``, ...).
+        context_window: the model's context window, tokens.
+    """
+
+    name: str
+    context_window: int
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in ``text`` under the model's own tokenizer (or a documented estimate)."""
+        ...
+
+    def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        stop: Sequence[str] = (),
+        rendering: str = "chat",
+    ) -> Generation:
+        """Answer ``messages``; at most ``max_tokens`` new tokens; cut at any ``stop`` string."""
+        ...
+
+
+class ModelError(RuntimeError):
+    """A backend failed for a reason other than the caller's arguments."""
+
+
+class ModelUnavailableError(ModelError):
+    """The backend cannot be built here: missing package, weights file or API key."""
+
+
+class ContextWindowExceeded(ModelError, ValueError):
+    """Prompt tokens plus ``max_tokens`` do not fit the model's context window."""
+
+
+def render_raw(messages: Sequence[Message]) -> str:
+    """The raw (template-free) completion prompt for ``messages``.
+
+    The contents are joined by a blank line, in order, with no role markers: the caller
+    owns the whole prompt text. A single message renders to its content unchanged.
+    """
+    return "\n\n".join(m.content for m in messages)
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def estimate_tokens(text: str, chars_per_token: float = 3.5) -> int:
+    """Offline token estimate, for backends whose tokenizer cannot be reached.
+
+    Each CJK/kana/hangul character counts as one token; the rest counts
+    ``ceil(chars / chars_per_token)``. ``3.5`` characters per token is this project's
+    heuristic for English under BPE tokenizers of current API models (deliberately on the
+    high side of the count, so budgets err towards dropping material, not overflowing).
+
+    Returns:
+        int >= 0; 0 only for the empty string.
+    """
+    if not text:
+        return 0
+    cjk = len(_CJK.findall(text))
+    rest = len(text) - cjk
+    return cjk + math.ceil(rest / chars_per_token)
+
+
+def check_generate_args(
+    messages: Sequence[Message], max_tokens: int, stop: Sequence[str], rendering: str
+) -> None:
+    """Validate ``generate`` arguments shared by all backends.
+
+    Raises:
+        ValueError: empty ``messages``, a non-:class:`Message` item, ``max_tokens < 1``,
+            ``stop`` given as a bare string, or an unknown ``rendering``.
+    """
+    if not messages:
+        raise ValueError("messages must not be empty")
+    for m in messages:
+        if not isinstance(m, Message):
+            raise ValueError(f"messages must be Message records, got {type(m).__name__}")
+    if not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
+    if isinstance(stop, str):
+        raise ValueError("stop must be a sequence of strings, not a single string")
+    if rendering not in RENDERINGS:
+        raise ValueError(f"rendering must be one of {RENDERINGS}, got {rendering!r}")

