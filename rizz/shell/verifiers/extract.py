@@ -36,8 +36,9 @@ class Extraction:
     parsed: bool
 
 
-# "Answer: B", "Final answer - (B)", "The answer is **B**", "Stance: B", "选项：B"
-_KEYWORDS = r"(?i:final\s+answer|answer|choice|option|stance|label|prediction)"
+# "Answer: B", "Final answer - (B)", "The answer is **B**", "Stance: B", "态度：B"
+# (C-STANCE prompts end in 态度 = stance; 答案 = answer, 选项 = option, 立场 = position)
+_KEYWORDS = r"(?i:final\s+answer|answer|choice|option|stance|label|prediction|答案|态度|选项|立场)"
 _LETTER_AFTER_KEYWORD = re.compile(
     _KEYWORDS + r"\s*(?i:is|was|would\s+be|should\s+be)?\s*[:：=\-]?\s*[\*\"'`]*\(?([A-E])\)?[\*\"'`]*"
     r"(?![A-Za-z0-9])"
