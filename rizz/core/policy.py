@@ -58,7 +58,7 @@ def _num(default: float, lo: float, hi: float, src: str, doc: str, *, integer: b
         ok = _is_number(value) and (not integer or float(value).is_integer())
         if not ok or not (lo <= value <= hi):
             want = "an integer" if integer else "a number"
-            raise ValueError(f"{att.name}: expected {want} in [{lo:g}, {hi:g}], got {value!r}")
+            raise ValueError(f"{att.name}: expected {want} in [{_fmt(lo)}, {_fmt(hi)}], got {value!r}")
 
     return field(
         default=kind(default),
@@ -66,6 +66,10 @@ def _num(default: float, lo: float, hi: float, src: str, doc: str, *, integer: b
         converter=_to_int if integer else _to_float,
         metadata={"min": lo, "max": hi, "integer": integer, "src": src, "doc": doc},
     )
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
 
 
 def _is_number(v: Any) -> bool:

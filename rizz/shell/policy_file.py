@@ -1,0 +1,144 @@
+"""Load YAML policies into validated :class:`rizz.core.Policy` records.
+
+A policy file is YAML whose keys follow ``specs/policy.schema.json`` (generated from the
+records by :func:`rizz.core.policy_schema`). ``extends: other.yaml`` (relative to the file)
+takes that policy and overrides it key by key (maps merge recursively; lists and scalars
+replace). Validation reports *every* bad field with its JSON path and what was expected::
+
+    $.routing.snap_threshold: expected a number in [0, 1], got 1.7
+    $.routing.snap_treshold: unknown key (allowed: confident_margin, ...)
+
+Raises :class:`PolicyError` (a ``ValueError``) carrying ``errors`` (list of str) and ``path``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import cattrs
+import jsonschema
+import yaml
+
+from rizz.core.policy import Policy, policy_schema
+
+__all__ = ["PolicyError", "dump_policy", "load_policy", "parse_policy", "POLICY_DIR"]
+
+#: The policies shipped with rizz (``policies/`` at the repository root).
+POLICY_DIR = Path(__file__).resolve().parents[2] / "policies"
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+class PolicyError(ValueError):
+    """A policy file is unreadable or invalid; ``errors`` lists each problem with its path."""
+
+    def __init__(self, path: str, errors: list[str]) -> None:
+        self.path = path
+        self.errors = errors
+        super().__init__(f"{path}: invalid policy\n" + "\n".join(f"  {e}" for e in errors))
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+def _describe(schema: dict[str, Any]) -> str:
+    t = schema.get("type")
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    if t in ("number", "integer"):
+        word = "an integer" if t == "integer" else "a number"
+        if "minimum" in schema and "maximum" in schema:
+            return f"{word} in [{_fmt(schema['minimum'])}, {_fmt(schema['maximum'])}]"
+        return word
+    if t == "boolean":
+        return "true or false"
+    if t == "array":
+        inner = schema.get("items", {})
+        return "a list of distinct values, each " + _describe(inner) if inner else "a list"
+    if t == "object":
+        return "a mapping"
+    return str(t)
+
+
+def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    validator = jsonschema.Draft202012Validator(schema)
+    for err in sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
+        path = err.json_path
+        if err.validator == "additionalProperties":
+            allowed = sorted(err.schema.get("properties", {}))
+            extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
+            for key in extra:
+                out.append(f"{path}.{key}: unknown key (allowed: {', '.join(allowed)})")
+        elif err.validator == "uniqueItems":
+            out.append(f"{path}: expected distinct values, got {err.instance!r}")
+        else:
+            out.append(f"{path}: expected {_describe(err.schema)}, got {err.instance!r}")
+    return out
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
+    if path in seen:
+        raise PolicyError(str(path), [f"$.extends: cycle through {' -> '.join(map(str, seen + (path,)))}"])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise PolicyError(str(path), [f"cannot read: {e.strerror}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+        raise PolicyError(str(path), [f"YAML syntax error at {where}: {e.problem}"]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise PolicyError(str(path), [f"$: expected a mapping, got {type(data).__name__}"])
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    if not isinstance(parent, str):
+        raise PolicyError(str(path), [f"$.extends: expected a path, got {parent!r}"])
+    base_path = (path.parent / parent).resolve()
+    return _merge(_read(base_path, seen + (path,)), data)
+
+
+def parse_policy(data: dict[str, Any], source: str = "<policy>") -> Policy:
+    """Validate a policy mapping (``extends`` already resolved) and build the record."""
+    errors = _errors(data, policy_schema())
+    if errors:
+        raise PolicyError(source, errors)
+    try:
+        return _converter.structure(data, Policy)
+    except (cattrs.BaseValidationError, ValueError, TypeError) as e:  # ranges the schema cannot say
+        msgs = cattrs.transform_error(e, path="$") if isinstance(e, cattrs.BaseValidationError) else [str(e)]
+        raise PolicyError(source, msgs) from None
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Load and validate a policy file (following ``extends``).
+
+    A bare name such as ``default`` resolves to ``policies/default.yaml`` when no such file
+    exists in the working directory. Raises :class:`PolicyError`.
+    """
+    p = Path(path)
+    if not p.exists() and not p.suffix and (POLICY_DIR / f"{p}.yaml").exists():
+        p = POLICY_DIR / f"{p}.yaml"
+    data = _read(p.resolve(), ())
+    data.setdefault("name", p.stem)
+    return parse_policy(data, str(path))
+
+
+def dump_policy(policy: Policy) -> str:
+    """The full policy as YAML (every field, defaults included)."""
+    data = _converter.unstructure(policy)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

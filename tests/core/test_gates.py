@@ -1,0 +1,133 @@
+import attrs
+import numpy as np
+
+from rizz.core import CandidateRule, Policy, Verdict, distill_batch, rizz
+from rizz.core import events as ev
+
+from helpers import embed, make_input
+
+
+def _events(r, s, x, v):
+    return r.step_with_events(s, x, v)
+
+
+def test_write_gate_antipattern_quarantine_discard():
+    r = rizz(Policy())
+    s = r.step(r.init(), make_input(0, 2, seed=0), Verdict(0.9, "rouge_l"))  # 0.9 >= 0.35 writes
+    b = s.branches["b0"]
+    assert len(b.episodes) == 1 and b.episodes.records[0].reward == 0.9
+    s, evs = _events(r, s, make_input(1, 2, seed=1), Verdict(0.2, "rouge_l"))  # middling
+    q = [e for e in evs if isinstance(e, ev.Quarantined)]
+    assert q and q[0].item.reason == "middling-reward" and len(s.branches["b0"].episodes) == 1
+    s, evs = _events(r, s, make_input(2, 2, seed=2, answer="bad"), Verdict(0.05, "rouge_l"))  # substantive failure
+    assert len(s.branches["b0"].failures) == 1
+    s, evs = _events(r, s, make_input(3, 2, seed=3), Verdict(0.0, "rouge_l", parsed=False))
+    assert [e.reason for e in evs if isinstance(e, ev.InteractionDiscarded)] == ["unparsed"]
+    assert len(s.branches["b0"].failures) == 1
+    # exact_match: default threshold 1.0, so 0.99 is not written
+    s2 = r.step(r.init(), make_input(0, 0), Verdict(0.99, "exact_match"))
+    assert len(s2.branches["b0"].episodes) == 0
+
+
+def test_same_content_twice_stores_one_record():
+    r = rizz(Policy())
+    x = make_input(0, 0, seed=4)
+    s = r.step(r.init(), x, Verdict(1.0))
+    s, evs = _events(r, s, attrs.evolve(x, step=1), Verdict(1.0))
+    assert len(s.branches["b0"].episodes) == 1 and any(isinstance(e, ev.EpisodeDeduplicated) for e in evs)
+    nodedupe = attrs.evolve(Policy(), write=attrs.evolve(Policy().write, dedupe=False))
+    r2 = rizz(nodedupe)
+    s = r2.step(r2.step(r2.init(), x, Verdict(1.0)), attrs.evolve(x, step=1), Verdict(1.0))
+    assert len(s.branches["b0"].episodes) == 2
+
+
+def test_far_from_centroid_is_quarantined():
+    r = rizz(Policy())
+    s = r.init()
+    for t in range(5):
+        s = r.step(s, make_input(t, 0, seed=t, noise=0.05), Verdict(1.0))
+    outlier = attrs.evolve(make_input(5, 0, seed=9), embedding=embed(1, 0.01, 9).tobytes())
+    s, evs = _events(r, s, outlier, Verdict(1.0))
+    assert [e.item.reason for e in evs if isinstance(e, ev.Quarantined)] == ["far-from-centroid"]
+    assert len(s.branches["b0"].episodes) == 5 and len(s.branches["b0"].quarantine) == 1
+
+
+def _rule(text):
+    v = np.zeros(32, np.float32); v[0] = 1
+    return CandidateRule(f"the input is {text}", "answer with one letter", v)
+
+
+def test_rule_lifecycle_candidate_active_family_global():
+    p = Policy()
+    r = rizz(p)
+    s = r.init()
+    for t in range(4):
+        s = r.step(s, make_input(t, 0, seed=t), Verdict(1.0))
+    assert [e.input for e in distill_batch(s, p, "b0")] == [f"family 0 item {t}" for t in range(4)]
+    x = attrs.evolve(make_input(4, 0, seed=4), candidate_rules=(_rule("a stance question"),), distilled=True)
+    s = r.step(s, x, Verdict(1.0))
+    rid = s.branches["b0"].rules[0].id
+    assert s.rule_ledger[rid].status == "candidate" and distill_batch(s, p, "b0") == ()
+    plan = r.plan(s, make_input(5, 0, seed=5))
+    assert [sc.item.id for sc in plan.retrieved.rules] == [rid]  # own branch sees a candidate
+    other = r.plan(s, make_input(5, 1, seed=5))
+    assert other.retrieved.rules == ()  # other branches see only active rules
+    # two helpful uses activate it
+    for t in (5, 6):
+        s = r.step(s, attrs.evolve(make_input(t, 0, seed=t), prompt_rule_ids=(rid,)), Verdict(1.0))
+    assert s.rule_ledger[rid].status == "active" and s.rule_ledger[rid].helpful == 2
+    # helpful evidence from branches of 3 branches / 2 functions -> family then global
+    s = r.step(s, make_input(7, 1, seed=7), Verdict(1.0))
+    s = r.step(s, attrs.evolve(make_input(8, 1, seed=8), prompt_rule_ids=(rid,)), Verdict(1.0))
+    assert s.rule_ledger[rid].tier == "family" and list(s.family_rules["classify"]) == [rid]
+    s = r.step(s, make_input(9, 3, seed=9), Verdict(1.0))
+    s = r.step(s, attrs.evolve(make_input(10, 3, seed=10), prompt_rule_ids=(rid,)), Verdict(1.0))
+    assert s.rule_ledger[rid].tier == "global" and list(s.global_rules) == [rid]
+
+
+def test_harmful_rule_is_retired_and_counters_shape_score():
+    p = Policy()
+    r = rizz(p)
+    s = r.step(r.init(), attrs.evolve(make_input(0, 0), candidate_rules=(_rule("x"),)), Verdict(1.0))
+    rid = s.branches["b0"].rules[0].id
+    for t in range(1, 4):
+        s = r.step(s, attrs.evolve(make_input(t, 0, seed=t, answer=f"w{t}"), prompt_rule_ids=(rid,)), Verdict(0.0))
+    c = s.rule_ledger[rid]
+    assert (c.helpful, c.harmful, c.status) == (0, 3, "retired")
+    assert r.plan(s, make_input(4, 0)).retrieved.rules == ()
+
+
+def test_rule_score_formula():
+    from rizz.core import rule_score
+    from rizz.core.records import RuleCounters
+    p = Policy()
+    assert rule_score(0.5, RuleCounters(helpful=2, harmful=0), p) == 0.5 * 1.6
+    assert rule_score(0.5, RuleCounters(helpful=0, harmful=10), p) == 0.5 * 0.30  # clipped at m_min
+    assert rule_score(0.5, RuleCounters(helpful=100, harmful=0), p) == 0.5 * 3.00  # clipped at m_max
+
+
+def test_failures_stay_in_their_branch_examples_cross():
+    r = rizz(Policy())
+    s = r.init()
+    s = r.step(s, make_input(0, 0, seed=0, answer="wrong"), Verdict(0.0))
+    s = r.step(s, make_input(1, 0, seed=1), Verdict(1.0))
+    s = r.step(s, make_input(2, 1, seed=2), Verdict(1.0))
+    p0 = r.plan(s, make_input(3, 0, seed=3)).retrieved
+    p1 = r.plan(s, make_input(3, 1, seed=3)).retrieved
+    assert [f.branch_id for f in p0.failures] == ["b0"] and p1.failures == ()
+
+
+def test_merge_and_prune_lifecycle():
+    lc = attrs.evolve(Policy().lifecycle, merge_every=1, stale_after=3, merge_anchor_similarity=0.5)
+    p = attrs.evolve(Policy(), lifecycle=lc, routing=attrs.evolve(Policy().routing, snap_enabled=False, jaccard_enabled=False))
+    r = rizz(p)
+    s = r.step(r.init(), make_input(0, 0, seed=0), Verdict(1.0))
+    from rizz.core import Label
+    twin = attrs.evolve(make_input(1, 0, seed=1), label=Label("classify", "monetary-policy-stance-fed"), label_embedding=b"")
+    s, evs = r.step_with_events(s, twin, Verdict(1.0))
+    merged = [e for e in evs if isinstance(e, ev.BranchesMerged)]
+    assert [(e.kept, e.absorbed) for e in merged] == [("b0", "b1")]
+    assert list(s.branches) == ["b0"] and len(s.branches["b0"].episodes) == 2
+    for t in range(2, 7):
+        s = r.step(s, make_input(t, 1, seed=t), Verdict(1.0))
+    assert not s.branches["b0"].active or "b0" not in s.branches

@@ -1,0 +1,96 @@
+import json
+from pathlib import Path
+
+import attrs
+import pytest
+
+from rizz.core import Policy, policy_schema
+from rizz.shell.policy_file import PolicyError, load_policy, parse_policy
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ["default", "frozen", "single-branch", "no-procedural", "no-anti-fragmentation"]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_policies_load(name):
+    p = load_policy(ROOT / "policies" / f"{name}.yaml")
+    assert p.name == name
+
+
+def test_default_yaml_is_the_paper_constants():
+    p = load_policy(ROOT / "policies/default.yaml")
+    assert p == attrs.evolve(Policy(), name="default")
+    assert (p.routing.snap_threshold, p.routing.jaccard_threshold) == (0.92, 0.40)
+    assert (p.retrieval.rule_alpha, p.retrieval.rule_m_min, p.retrieval.rule_m_max) == (0.30, 0.30, 3.00)
+    assert (p.lifecycle.max_branches, p.lifecycle.max_active) == (48, 31)
+    assert p.compiler.token_budget == 65536
+
+
+def test_ablations_change_only_what_they_say():
+    d = load_policy(ROOT / "policies/default.yaml")
+    assert load_policy(ROOT / "policies/single-branch.yaml").routing == attrs.evolve(d.routing, mode="single")
+    naf = load_policy(ROOT / "policies/no-anti-fragmentation.yaml")
+    assert (naf.routing.snap_enabled, naf.routing.jaccard_enabled, naf.write.dedupe, naf.lifecycle.merge_enabled) == (False,) * 4
+    assert naf.retrieval == d.retrieval
+    fz = load_policy(ROOT / "policies/frozen.yaml")
+    assert fz.compiler.layout == ("instruction", "evidence", "input") and not fz.write.enabled
+
+
+def test_schema_file_in_sync():
+    on_disk = json.loads((ROOT / "specs/policy.schema.json").read_text())
+    assert on_disk == policy_schema(), "regenerate: python -m rizz.shell.cli policy schema > specs/policy.schema.json"
+
+
+BAD = [
+    ({"routing": {"snap_threshold": 1.7}}, "$.routing.snap_threshold: expected a number in [0, 1], got 1.7"),
+    ({"routing": {"snap_treshold": 0.9}}, "$.routing.snap_treshold: unknown key"),
+    ({"routing": {"mode": "many"}}, "$.routing.mode: expected one of branches, single, got 'many'"),
+    ({"routing": {"judge": True}}, "$.routing.judge: expected one of always, when_uncertain, got True"),
+    ({"lifecycle": {"max_branches": 0}}, "$.lifecycle.max_branches: expected an integer in [1, 100000], got 0"),
+    ({"lifecycle": {"max_active": 2.5}}, "$.lifecycle.max_active: expected an integer in [1, 100000], got 2.5"),
+    ({"retrieval": {"rule_alpha": "high"}}, "$.retrieval.rule_alpha: expected a number in [0, 10], got 'high'"),
+    ({"write": {"thresholds": {"rouge_l": 2}}}, "$.write.thresholds.rouge_l: expected a number in [0, 1], got 2"),
+    ({"write": {"enabled": "yes"}}, "$.write.enabled: expected true or false, got 'yes'"),
+    ({"compiler": {"layout": ["input", "banner"]}}, "$.compiler.layout[1]: expected one of scoped_context"),
+    ({"compiler": {"drop_order": ["rules", "rules"]}}, "$.compiler.drop_order: expected distinct values"),
+    ({"compiler": {"token_budget": -5}}, "$.compiler.token_budget: expected an integer in [16, 10000000], got -5"),
+    ({"quarantine": None}, "$.quarantine: expected a mapping, got None"),
+    ({"extra": 1}, "$.extra: unknown key"),
+]
+
+
+@pytest.mark.parametrize("data,message", BAD, ids=[m.split(":")[0] for _, m in BAD])
+def test_bad_policy_names_its_path(data, message):
+    with pytest.raises(PolicyError) as info:
+        parse_policy(data, "p.yaml")
+    assert any(e.startswith(message) for e in info.value.errors), info.value.errors
+
+
+def test_every_bad_field_is_reported_at_once():
+    with pytest.raises(PolicyError) as info:
+        parse_policy({"routing": {"snap_threshold": 3, "w_anchor": -1}, "rules": {"enabled": 1}})
+    paths = sorted(e.split(":")[0] for e in info.value.errors)
+    assert paths == ["$.routing.snap_threshold", "$.routing.w_anchor", "$.rules.enabled"]
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("routing:\n  snap_threshold: [0.9\n")
+    with pytest.raises(PolicyError) as info:
+        load_policy(f)
+    assert "line 3" in info.value.errors[0] or "line 2" in info.value.errors[0]
+
+
+def test_extends_overrides_and_detects_cycles(tmp_path):
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\nrouting: {snap_threshold: 0.5}\n")
+    (tmp_path / "b.yaml").write_text("routing: {jaccard_threshold: 0.1}\nname: b\n")
+    p = load_policy(tmp_path / "a.yaml")
+    assert (p.routing.snap_threshold, p.routing.jaccard_threshold, p.name) == (0.5, 0.1, "b")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(PolicyError, match="cycle"):
+        load_policy(tmp_path / "a.yaml")
+
+
+def test_records_validate_on_evolve():
+    with pytest.raises(ValueError, match="snap_threshold: expected a number in \\[0, 1\\], got 1.7"):
+        attrs.evolve(Policy().routing, snap_threshold=1.7)
