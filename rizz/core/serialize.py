@@ -58,6 +58,8 @@ def to_data(obj: Any) -> Any:
         return {"_v": [to_data(x) for x in obj]}
     if isinstance(obj, tuple):
         return {"_tu": [to_data(x) for x in obj]}
+    if isinstance(obj, dict):
+        return {"_d": [[to_data(k), to_data(obj[k])] for k in sorted(obj, key=repr)]}
     if attrs.has(type(obj)):
         out: dict[str, Any] = {"_t": type(obj).__name__}
         for f in attrs.fields(type(obj)):
@@ -83,6 +85,8 @@ def from_data(data: Any) -> Any:
         return pset(from_data(x) for x in data["_s"])
     if "_v" in data:
         return pvector(from_data(x) for x in data["_v"])
+    if "_d" in data:
+        return {from_data(k): from_data(v) for k, v in data["_d"]}
     if "_tu" in data:
         return tuple(from_data(x) for x in data["_tu"])
     name = data.get("_t")

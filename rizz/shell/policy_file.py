@@ -22,7 +22,7 @@ import yaml
 
 from rizz.core.policy import Policy, policy_schema
 
-__all__ = ["PolicyError", "dump_policy", "load_policy", "parse_policy", "POLICY_DIR"]
+__all__ = ["PolicyError", "dump_policy", "load_policy", "parse_policy", "policy_data", "POLICY_DIR"]
 
 #: The policies shipped with rizz (``policies/`` at the repository root).
 POLICY_DIR = Path(__file__).resolve().parents[2] / "policies"
@@ -138,7 +138,16 @@ def load_policy(path: str | Path) -> Policy:
     return parse_policy(data, str(path))
 
 
+def policy_data(policy: Policy) -> dict[str, Any]:
+    """The full policy as plain data (lists for tuples); ``parse_policy`` inverts it."""
+    def plain(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return list(v) if isinstance(v, tuple) else v
+
+    return plain(_converter.unstructure(policy))
+
+
 def dump_policy(policy: Policy) -> str:
     """The full policy as YAML (every field, defaults included)."""
-    data = _converter.unstructure(policy)
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return yaml.safe_dump(policy_data(policy), sort_keys=False, allow_unicode=True)

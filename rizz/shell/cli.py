@@ -1,0 +1,189 @@
+"""The ``rizz`` command line (CONTRACT.md): run, replay, diff, inspect, policy, streams, bench, demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rizz.shell.cli_streams import app as streams_app
+from rizz.shell.policy_file import PolicyError, dump_policy, load_policy
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="rizz: a frozen LLM that improves over a stream of mixed tasks through routed, verifier-gated memory (RIZZ).",
+)
+policy_app = typer.Typer(no_args_is_help=True, add_completion=False, help="Check, show and describe YAML policies.")
+app.add_typer(policy_app, name="policy")
+app.add_typer(streams_app, name="streams")
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    typer.secho(msg, fg="red", err=True)
+    raise typer.Exit(code)
+
+
+def _load_policy_or_exit(path: str):  # noqa: ANN202
+    try:
+        return load_policy(path)
+    except PolicyError as e:
+        _fail(str(e))
+
+
+def _progress():  # noqa: ANN202
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                    TextColumn("{task.fields[info]}"), transient=False, disable=not sys.stderr.isatty() and os.environ.get("RIZZ_PROGRESS") != "1")
+
+
+@app.command()
+def run(
+    stream: Path = typer.Argument(..., help="Stream file (CONTRACT.md JSONL)."),
+    policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file, or a shipped name: default, frozen, single-branch, no-procedural, no-anti-fragmentation."),
+    out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR; an unfinished one is resumed."),
+    model: str = typer.Option("embedded", "--model", "-m", help="embedded | gguf:PATH | anthropic:MODEL_ID | openai:BASE_URL[#MODEL]"),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Only the first N elements."),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="Record malformed stream lines in RUN_DIR/bad_lines.json and go on."),
+    rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise)."),
+    cache: Optional[Path] = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
+    snapshot_every: int = typer.Option(50, help="Steps between state snapshots."),
+) -> None:
+    """Run STREAM through RIZZ with POLICY; write RUN_DIR (log, snapshots, summary.json).
+
+    Running the same command again on an unfinished RUN_DIR resumes it.
+    """
+    from rizz.shell.embed import Embedder
+    from rizz.shell.models import ModelUnavailableError, load_model
+    from rizz.shell.run import run_stream
+    from rizz.shell.runlog import RunDirBusy, RunDirMismatch
+    from rizz.shell.streams import StreamError
+
+    pol = _load_policy_or_exit(policy)
+    if not stream.exists():
+        _fail(f"stream file not found: {stream}")
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        backend = load_model(model, cache=cache or out / "responses.sqlite")
+    except (ValueError, ModelUnavailableError) as e:
+        _fail(str(e))
+    embedder = Embedder()
+    with _progress() as prog:
+        task = prog.add_task(f"{pol.name}", total=None, info="")
+        totals = {"r": 0.0, "n": 0, "tok": 0}
+
+        def on_step(rec: dict, session) -> None:  # noqa: ANN001
+            if "verdict" in rec:
+                totals["r"] += rec["verdict"]["reward"]
+                totals["n"] += 1
+            totals["tok"] += sum(c["prompt_tokens"] for c in rec["calls"])
+            mean = totals["r"] / totals["n"] if totals["n"] else 0.0
+            prog.update(task, completed=rec["step"] + 1, info=f"reward {mean:.3f} | branches {len(session.state.branches)} | tokens {totals['tok']}")
+
+        try:
+            from rizz.shell.streams import read_stream
+
+            n = len(read_stream(stream, skip_bad=True).elements)
+            prog.update(task, total=min(n, limit) if limit is not None else n)
+            summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
+                                 rendering=rendering, snapshot_every=snapshot_every, on_step=on_step)
+        except (StreamError, RunDirBusy, RunDirMismatch) as e:
+            _fail(str(e))
+    typer.echo(json.dumps({k: summary[k] for k in ("steps", "answered", "mean_reward", "model_calls", "branches", "state_digest")}, indent=1))
+
+
+@app.command()
+def replay(
+    run_dir: Path = typer.Argument(..., help="A RUN_DIR written by `rizz run`."),
+    policy: Optional[str] = typer.Option(None, "--policy", "-p", help="Refold under this policy instead of the run's own."),
+) -> None:
+    """Refold RUN_DIR's log with no model calls; print the final state's digest."""
+    from rizz.shell.run import replay as do_replay
+
+    pol = _load_policy_or_exit(policy) if policy else None
+    try:
+        summary = do_replay(run_dir, pol, policy)
+    except FileNotFoundError as e:
+        _fail(str(e))
+    typer.echo(summary["state_digest"])
+
+
+@app.command()
+def diff(
+    run_dir: Path = typer.Argument(..., help="A RUN_DIR."),
+    at: int = typer.Option(..., "--at", help="First step (0-based) whose changes to show."),
+    to: Optional[int] = typer.Option(None, "--to", help="Last step to show (default: --at)."),
+) -> None:
+    """What changed in the state between steps: spawns, merges, writes, quarantine, counters, drops."""
+    from rizz.shell.diff import diff_run
+
+    try:
+        typer.echo(diff_run(run_dir, at, to))
+    except (ValueError, FileNotFoundError) as e:
+        _fail(str(e))
+
+
+@app.command()
+def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", help="Machine-readable rows.")) -> None:
+    """Branches of the run's final state: labels, sizes, traffic and mean reward."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from rizz.shell.diff import inspect_run
+
+    try:
+        rows = inspect_run(run_dir)
+    except FileNotFoundError as e:
+        _fail(str(e))
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    table = Table(title=f"branches of {run_dir}")
+    for col in rows[0].keys() if rows else ["branch"]:
+        table.add_column(col, justify="right" if col not in ("branch", "label", "shape") else "left")
+    for r in rows:
+        table.add_row(*[str(v) for v in r.values()])
+    Console().print(table)
+
+
+@policy_app.command("check")
+def policy_check(files: list[Path] = typer.Argument(..., help="Policy YAML files.")) -> None:
+    """Exit 0 when every policy is valid; otherwise name each bad field by its path and exit 1."""
+    bad = 0
+    for f in files:
+        try:
+            p = load_policy(f)
+            typer.echo(f"{f}: ok ({p.name})")
+        except PolicyError as e:
+            bad += 1
+            typer.secho(str(e), fg="red", err=True)
+    raise typer.Exit(1 if bad else 0)
+
+
+@policy_app.command("show")
+def policy_show(file: str = typer.Argument(..., help="Policy file or shipped name.")) -> None:
+    """Print the fully resolved policy (extends applied, defaults filled in) as YAML."""
+    typer.echo(dump_policy(_load_policy_or_exit(file)), nl=False)
+
+
+@policy_app.command("schema")
+def policy_schema_cmd() -> None:
+    """Print the policy JSON Schema (the content of specs/policy.schema.json)."""
+    from rizz.core import policy_schema
+
+    typer.echo(json.dumps(policy_schema(), indent=2))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""``rizz diff`` and ``rizz inspect``: what a step changed, and what the bank holds, for a person.
+
+Both refold the run's log with the run's own policy (no model calls); ``diff`` keeps the
+events of the requested steps and the compiler's drops from the log records.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rizz.core import AdaptiveState, rizz
+from rizz.core import events as ev
+from rizz.shell.policy_file import parse_policy
+from rizz.shell.runlog import RunDir, record_to_step
+
+__all__ = ["describe_event", "diff_run", "inspect_run"]
+
+
+def _clip(text: str, n: int = 60) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[: n - 1] + "…"
+
+
+def describe_event(e: object) -> str | None:
+    """One line for a person, or None for bookkeeping events not worth a line."""
+    match e:
+        case ev.BranchSpawned(branch_id=b, label=lab, shape=shape):
+            return f"+ branch {b} spawned: {lab} (shape {shape or '-'})"
+        case ev.LabelSnapped(proposed=p, snapped=s, method=m, score=sc):
+            return f"~ label {p} snapped to {s} by {m} ({sc:.3f})"
+        case ev.Routed(branch_id=b, score=sc, reward=r):
+            return f"→ routed to {b} (score {sc:.3f})" + (f", reward {r:.3f}" if r is not None else ", context only")
+        case ev.EpisodeWritten(branch_id=b, episode=x):
+            return f"+ episode written to {b}: {_clip(x.input)} ⇒ {_clip(x.answer, 30)}"
+        case ev.EpisodeDeduplicated(branch_id=b, key=k):
+            return f"= same content already in {b} ({k}); nothing written"
+        case ev.AntiPatternWritten(branch_id=b, anti_pattern=a):
+            return f"+ anti-pattern in {b}: {_clip(a.input)} ⇏ {_clip(a.answer, 30)} (reward {a.reward:.3f})"
+        case ev.Quarantined(branch_id=b, item=q):
+            return f"! quarantined in {b} ({q.reason}, reward {q.reward:.3f}): {_clip(q.input)}"
+        case ev.InteractionDiscarded(branch_id=b, reason=r):
+            return f"- not written to {b}: {r}"
+        case ev.ContextStored(branch_id=b, item=c):
+            return f"+ context stored in {b} (scope {c.scope}): {_clip(c.text)}"
+        case ev.RuleAdded(branch_id=b, rule=r):
+            return f"+ candidate rule {r.id} in {b}: {_clip(r.text(), 80)}"
+        case ev.RuleCountersMoved(rule_id=r, helpful=h, harmful=a):
+            return f"~ rule {r}: helpful +{h}, harmful +{a}"
+        case ev.RuleActivated(rule_id=r):
+            return f"* rule {r} activated"
+        case ev.RuleRetired(rule_id=r):
+            return f"- rule {r} retired"
+        case ev.RulePromoted(rule_id=r, tier=t, function=f):
+            return f"* rule {r} promoted to the {t} tier ({f})"
+        case ev.BranchesMerged(kept=k, absorbed=a):
+            return f"~ branch {a} merged into {k}"
+        case ev.BranchDeactivated(branch_id=b, reason=r):
+            return f"- branch {b} deactivated: {r}"
+        case ev.BranchPruned(branch_id=b, reason=r):
+            return f"- branch {b} pruned: {r}"
+    return None
+
+
+def _fold_until(rd: RunDir, stop: int, keep_from: int) -> tuple[AdaptiveState, list[tuple[dict[str, Any], tuple]]]:
+    meta = rd.meta()
+    core = rizz(parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data"))
+    state = core.init()
+    kept = []
+    store = rd.embeddings
+    for rec in rd.records():
+        if rec["step"] > stop:
+            break
+        inp, verdict = record_to_step(rec, store)
+        state, events = core.step_with_events(state, inp, verdict)
+        if rec["step"] >= keep_from:
+            kept.append((rec, events))
+    return state, kept
+
+
+def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
+    """Text describing what steps ``at``..``to`` (inclusive, 0-based) changed.
+
+    Raises ValueError when ``at`` is past the end of the log.
+    """
+    rd = RunDir(run_dir)
+    to = at if to is None else to
+    if to < at:
+        raise ValueError(f"--to {to} is before --at {at}")
+    state, kept = _fold_until(rd, to, at)
+    if not kept:
+        n = sum(1 for _ in rd.records())
+        raise ValueError(f"step {at} is not in the log of {run_dir} (it has steps 0..{n - 1})")
+    lines = []
+    for rec, events in kept:
+        head = f"step {rec['step']} [{rec['id']}]" + (f" task {rec['task']}" if rec.get("task") else "")
+        if rec.get("answer"):
+            head += f": answer {_clip(str(rec['answer']['extracted']), 40)!r}"
+        lines.append(head)
+        if rec.get("judge"):
+            j = rec["judge"]
+            lines.append(f"  judge proposed {j['function']}/{j['application']}" + (" (fallback label)" if j.get("fallback") else ""))
+        for e in events:
+            d = describe_event(e)
+            if d:
+                lines.append("  " + d)
+        p = rec.get("prompt")
+        if p:
+            lines.append(f"  prompt: {p['tokens']} of {p['budget']} tokens, {len(p['rule_ids'])} rules, {len(p['episode_keys'])} examples")
+            for block, item, tokens, reason in p["dropped"]:
+                lines.append(f"  compiler dropped {block}/{item} ({tokens} tokens, {reason})")
+        if rec.get("overflow"):
+            lines.append("  input alone exceeds the prompt budget: not sent to the model (reward 0)")
+    lines.append(f"after step {to}: {len(state.branches)} branches ({len(state.active_branches())} active)")
+    return "\n".join(lines)
+
+
+def inspect_run(run_dir: str | Path) -> list[dict[str, Any]]:
+    """One row per branch of the run's final state: id, label, active, sizes, traffic, reward."""
+    rd = RunDir(run_dir)
+    state, _ = _fold_until(rd, 10**12, 10**12)
+    rows = []
+    for bid in state.branch_ids():
+        b = state.branches[bid]
+        rows.append({
+            "branch": bid, "label": str(b.label), "shape": b.shape or "-", "active": b.active,
+            "episodes": len(b.episodes), "rules": len(b.rules), "anti_patterns": len(b.failures),
+            "context": len(b.context), "quarantined": len(b.quarantine), "traffic": b.stats.traffic,
+            "answered": b.stats.answered, "mean_reward": round(b.stats.mean_reward, 4),
+        })
+    return rows

@@ -1,0 +1,179 @@
+"""``rizz run`` and ``rizz replay``: a stream through a Session into a RUN_DIR, and back.
+
+A run is resumable: running the same command on an unfinished RUN_DIR refolds its log
+(from the newest snapshot) and continues with the next element; because every model call
+is deterministic (and cached), the final state equals an uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from rizz.core import AdaptiveState, Policy, digest, rizz
+from rizz.core.serialize import canonical_json
+from rizz.shell.policy_file import policy_data
+from rizz.shell.runlog import RunDir, record_to_step, write_json_atomic
+from rizz.shell.session import Pending, Session
+from rizz.shell.streams import StreamElement, read_stream
+
+__all__ = ["build_record", "replay", "run_stream", "summarise"]
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def build_record(session: Session, p: Pending, inp: Any, verdict: Any, events: tuple, calls: tuple, wall_s: float) -> dict[str, Any]:
+    """The log record of one finished step (everything replay needs, nothing it can recompute)."""
+    el = p.element
+    key = session.key_of
+    routed = next(e for e in events if type(e).__name__ == "Routed")
+    rec: dict[str, Any] = {
+        "step": inp.step, "id": el.id, "task": el.task, "context_only": el.context_only,
+        "input": {"text": inp.text, "instruction": inp.instruction, "evidence": inp.evidence, "scope": inp.scope,
+                  "shape": inp.shape, "embedding": key(inp.embedding)},
+        "route": {"branch": routed.branch_id, "score": routed.score, "spawned": any(type(e).__name__ == "BranchSpawned" for e in events)},
+        "calls": [{"kind": c.kind, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
+                   "latency_s": round(c.latency_s, 4), "cost_usd": c.cost_usd, "cached": c.cached} for c in calls],
+        "overflow": p.overflow, "wall_s": round(wall_s, 4),
+    }
+    if p.judge is not None:
+        rec["judge"] = dict(p.judge, label_embedding=key(inp.label_embedding) if inp.label_embedding else None)
+    if p.prompt is not None:
+        sha = hashlib.sha256(p.prompt.text.encode("utf-8")).hexdigest()
+        session_run = getattr(session, "run_dir", None)
+        if session_run is not None:
+            session_run.save_prompt(sha, p.prompt.text)
+        rec["prompt"] = {"sha256": sha, "tokens": p.prompt.token_count, "budget": p.prompt.budget, "rendering": p.rendering,
+                         "dropped": [[d.block, d.id, d.tokens, d.reason] for d in p.prompt.dropped],
+                         "rule_ids": list(inp.prompt_rule_ids), "episode_keys": list(inp.prompt_episode_keys)}
+    if not el.context_only:
+        rec["answer"] = {"raw": p.raw_output, "extracted": p.answer, "parsed": p.parsed}
+    if verdict is not None:
+        rec["verdict"] = {"reward": verdict.reward, "verifier": verdict.verifier, "parsed": verdict.parsed}
+    if inp.distilled or inp.candidate_rules:
+        rec["distill"] = {"asked": inp.distilled, "rules": [[r.antecedent, r.strategy, key(r.embedding)] for r in inp.candidate_rules]}
+    return rec
+
+
+def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[str, Any]) -> dict[str, Any]:
+    """CONTRACT.md ``summary.json`` (plus extra fields) from the log records and final state."""
+    answered = [r for r in records if "verdict" in r]
+    per_task: dict[str, list[float]] = {}
+    for r in answered:
+        per_task.setdefault(r.get("task") or "-", []).append(r["verdict"]["reward"])
+    calls = [c for r in records for c in r.get("calls", [])]
+    costs = [c["cost_usd"] for c in calls if c.get("cost_usd") is not None]
+    n_calls = sum(1 for c in calls if not c["cached"])
+    return {
+        "steps": len(records),
+        "answered": len(answered),
+        "mean_reward": round(sum(r["verdict"]["reward"] for r in answered) / len(answered), 6) if answered else 0.0,
+        "per_task": {t: {"n": len(v), "mean_reward": round(sum(v) / len(v), 6)} for t, v in sorted(per_task.items())},
+        "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
+        "completion_tokens": sum(c["completion_tokens"] for c in calls),
+        "model_calls": len(calls),
+        "model_calls_uncached": n_calls,
+        "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,
+        "calls_by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in ("judge", "answer", "distill")},
+        "answer_prompt_tokens_max": max((r["prompt"]["tokens"] for r in records if "prompt" in r), default=0),
+        "budget_exceeded": sum(1 for r in records if "prompt" in r and r["prompt"]["tokens"] > r["prompt"]["budget"]),
+        "overflow": sum(1 for r in records if r.get("overflow")),
+        "cost_usd": round(sum(costs), 6) if costs else None,
+        "wall_s": round(sum(r.get("wall_s", 0.0) for r in records), 2),
+        "branches": {"total": len(state.branches), "active": len(state.active_branches())},
+        "state_digest": digest(state),
+        "policy": meta.get("policy"),
+        "model": meta.get("model"),
+    }
+
+
+def _refold(rd: RunDir, policy: Policy, records: list[dict[str, Any]], use_snapshots: bool) -> AdaptiveState:
+    core = rizz(policy)
+    start, state = 0, core.init()
+    if use_snapshots:
+        snap = rd.latest_snapshot(len(records))
+        if snap is not None:
+            start, state = snap
+    store = rd.embeddings
+    for rec in records[start:]:
+        inp, verdict = record_to_step(rec, store)
+        state = core.step(state, inp, verdict)
+    return state
+
+
+def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str | Path, model: Any, embedder: Any, *,
+               limit: int | None = None, skip_bad: bool = False, rendering: str | None = None, snapshot_every: int = 50,
+               on_step: Callable[[dict[str, Any], Session], None] | None = None, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
+    """Run (or resume) ``stream`` into ``out``; returns the summary. See module docstring.
+
+    Raises StreamError (bad line, unless ``skip_bad``), RunDirBusy, RunDirMismatch.
+    """
+    stream = Path(stream)
+    read = read_stream(stream, skip_bad=skip_bad)
+    elements: list[StreamElement] = list(read.elements)[: limit if limit is not None else None]
+    with RunDir(out) as rd:
+        if read.bad:
+            write_json_atomic(rd.root / "bad_lines.json", [{"line": b.line, "field": b.field, "message": b.message} for b in read.bad])
+            log(f"skipped {len(read.bad)} bad line(s) of {stream}; see {rd.root / 'bad_lines.json'}")
+        meta = rd.check_or_write_meta({
+            "stream": str(stream), "stream_sha256": _sha256_file(stream), "policy": policy_source,
+            "policy_digest": "sha256:" + hashlib.sha256(canonical_json(policy).encode()).hexdigest(),
+            "policy_data": policy_data(policy),
+            "model": model.name, "embedder": embedder.name, "embedder_dim": embedder.dim,
+            "rendering": rendering or ("raw" if model.name.startswith(("embedded", "gguf")) else "chat"),
+        })
+        if rd.repair():
+            log(f"{rd.log_path}: dropped a partial last record left by an interrupted run")
+        records = list(rd.records())
+        state = _refold(rd, policy, records, use_snapshots=True)
+        if records:
+            log(f"resuming {rd.root} after {len(records)} finished steps")
+        session = Session(policy, model, embedder, state=state, step=len(records), rendering=meta["rendering"], embed_cache=rd.embeddings)
+        session.run_dir = rd  # type: ignore[attr-defined]
+        for el in elements[len(records):]:
+            t0 = time.perf_counter()
+            p = session.answer(el)
+            verdict = session.verify(p)
+            inp, events, calls = session.fold(p, verdict)
+            rec = build_record(session, p, inp, verdict, events, calls, time.perf_counter() - t0)
+            rd.append(rec)
+            records.append(rec)
+            if snapshot_every and len(records) % snapshot_every == 0:
+                rd.save_snapshot(len(records), session.state)
+            if on_step is not None:
+                on_step(rec, session)
+        summary = summarise(records, session.state, meta)
+        write_json_atomic(rd.summary_path, summary)
+        return summary
+
+
+def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str | None = None, *, write_summary: bool = True) -> dict[str, Any]:
+    """Refold RUN_DIR's log with no model calls (under ``policy``, default: the run's own).
+
+    With the run's policy the digest equals the run's. Under another policy the logged
+    answers and verdicts are refolded as they are (a counterfactual memory, not a new run).
+    Raises FileNotFoundError for a directory that is not a RUN_DIR.
+    """
+    from rizz.shell.policy_file import parse_policy
+
+    rd = RunDir(run_dir)
+    meta = rd.meta()
+    if policy is None:
+        policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
+        policy_source = meta["policy"]
+    records = list(rd.records())
+    state = _refold(rd, policy, records, use_snapshots=False)
+    summary = summarise(records, state, dict(meta, policy=policy_source))
+    if write_summary:
+        with rd:
+            write_json_atomic(rd.root / ("summary.json" if policy_source == meta["policy"] else "summary.replay.json"), summary)
+    return summary

@@ -1,0 +1,144 @@
+"""Runs, log, replay, resume, lock, diff, inspect and the Session API (fake model, real embedder)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rizz.core import Verdict
+from rizz.shell.diff import diff_run, inspect_run
+from rizz.shell.embed import Embedder
+from rizz.shell.policy_file import load_policy
+from rizz.shell.run import replay, run_stream
+from rizz.shell.runlog import RunDir, RunDirBusy, RunDirMismatch
+from rizz.shell.session import Session
+from rizz.shell.streams import StreamError, read_stream
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE_MINI = ROOT / "data" / "trace-mini" / "test.jsonl"
+
+
+def _answer(messages) -> str:
+    """Deterministic stand-in for a model: a letter/number chosen by the prompt's hash."""
+    text = messages[-1].content
+    if '"function"' in text or "function" in text.split("\n")[0].lower():
+        return '{"function": "classify", "application": "stance"}'
+    if text.rstrip().endswith("Answer:") or "Reply with" in text:
+        h = int(hashlib.sha256(text.encode()).hexdigest(), 16)
+        return ["A", "B", "C", "1", "2"][h % 5]
+    return "IF the text is about rates THEN answer B"
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return Embedder()
+
+
+@pytest.fixture
+def stream(tmp_path) -> Path:
+    lines = [l for l in TRACE_MINI.read_text().splitlines() if '"task": "FOMC"' in l or '"task": "C-STANCE"' in l][:14]
+    p = tmp_path / "s.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def _run(stream, out, fake_model, embedder, policy="default", **kw):
+    pol = load_policy(policy)
+    return run_stream(stream, pol, policy, out, fake_model(_answer), embedder, log=lambda m: None, **kw)
+
+
+def test_run_writes_log_summary_and_replays_to_the_same_digest(tmp_path, stream, fake_model, embedder):
+    out = tmp_path / "run"
+    s = _run(stream, out, fake_model, embedder, snapshot_every=5)
+    assert s["steps"] == 14 and s["answered"] == 14
+    assert set(s["per_task"]) == {"FOMC", "C-STANCE"} and sum(v["n"] for v in s["per_task"].values()) == 14
+    assert json.loads((out / "summary.json").read_text()) == s
+    recs = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in recs] == list(range(14))
+    assert all(r["prompt"]["tokens"] <= r["prompt"]["budget"] for r in recs)
+    assert sorted(p.name for p in (out / "snapshots").iterdir()) == ["00000005.json", "00000010.json"]
+    assert replay(out, write_summary=False)["state_digest"] == s["state_digest"]
+    other = replay(out, load_policy("single-branch"), "single-branch")
+    assert other["state_digest"] != s["state_digest"] and (out / "summary.replay.json").exists()
+    assert other["branches"]["total"] == 1
+
+
+def test_resume_equals_uninterrupted(tmp_path, stream, fake_model, embedder):
+    full = _run(stream, tmp_path / "full", fake_model, embedder)
+    out = tmp_path / "cut"
+    _run(stream, out, fake_model, embedder, limit=6, snapshot_every=4)
+    with open(out / "log.jsonl", "ab") as f:  # a kill mid-append leaves a partial line
+        f.write(b'{"step": 6, "id": "half')
+    resumed = _run(stream, out, fake_model, embedder, snapshot_every=4)
+    assert resumed["state_digest"] == full["state_digest"] and resumed["steps"] == 14
+    assert resumed["mean_reward"] == full["mean_reward"]
+
+
+def test_resume_refuses_other_settings(tmp_path, stream, fake_model, embedder):
+    _run(stream, tmp_path / "r", fake_model, embedder, limit=2)
+    with pytest.raises(RunDirMismatch, match="policy_digest"):
+        _run(stream, tmp_path / "r", fake_model, embedder, policy="frozen")
+
+
+def test_second_process_is_refused(tmp_path):
+    out = tmp_path / "locked"
+    code = f"from rizz.shell.runlog import RunDir, RunDirBusy\ntry:\n    RunDir({str(out)!r}).__enter__()\nexcept RunDirBusy as e:\n    print('BUSY', e)\n"
+    with RunDir(out):
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert res.stdout.startswith("BUSY") and "in use by another rizz process" in res.stdout
+        with pytest.raises(RunDirBusy):
+            RunDir(out).__enter__()
+    with RunDir(out):  # released
+        pass
+
+
+def test_bad_line_names_file_line_field_and_writes_nothing(tmp_path, stream, fake_model, embedder):
+    lines = stream.read_text().splitlines()
+    lines[3] = lines[3].replace('"shape": "letter"', '"shape": "letters"')
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(StreamError, match=r"bad\.jsonl:4: field 'metadata\.shape'"):
+        _run(bad, tmp_path / "b", fake_model, embedder)
+    assert not (tmp_path / "b" / "log.jsonl").exists()
+    s = _run(bad, tmp_path / "b2", fake_model, embedder, skip_bad=True)
+    assert s["steps"] == 13
+    assert json.loads((tmp_path / "b2" / "bad_lines.json").read_text())[0]["line"] == 4
+
+
+def test_diff_and_inspect(tmp_path, stream, fake_model, embedder):
+    out = tmp_path / "d"
+    _run(stream, out, fake_model, embedder)
+    text = diff_run(out, 0)
+    assert text.startswith("step 0 [") and "+ branch b0 spawned: classify/stance" in text and "→ routed to b0" in text
+    many = diff_run(out, 0, 13)
+    assert many.count("\nstep ") == 13 and "after step 13:" in many
+    with pytest.raises(ValueError, match="not in the log"):
+        diff_run(out, 99)
+    rows = inspect_run(out)
+    assert sum(r["traffic"] for r in rows) == 14 and rows[0]["label"].startswith("classify/stance")
+
+
+def test_session_api_answers_then_folds_a_late_verdict(fake_model, embedder):
+    el = read_stream(TRACE_MINI).elements[0]
+    s = Session(load_policy("default"), fake_model(_answer), embedder)
+    p = s.answer(el)
+    assert p.answer in {"A", "B", "C", "1", "2"} and p.prompt.token_count > 0 and p.prompt.dropped == ()
+    assert s.state.branches == {} or len(s.state.branches) == 0  # nothing folded before the verdict
+    inp, events, calls = s.fold(p, Verdict(1.0, "exact_match"))
+    assert [type(e).__name__ for e in events][:2] == ["BranchSpawned", "Routed"]
+    assert len(s.state.branches["b0"].episodes) == 1 and s.step_index == 1
+    assert [c.kind for c in calls] == ["judge", "answer"]
+
+
+def test_policy_check_cli(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("routing:\n  snap_threshold: 1.7\n")
+    ok = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "policy", "check", str(ROOT / "policies/default.yaml")], capture_output=True, text=True)
+    assert ok.returncode == 0 and "ok (default)" in ok.stdout
+    res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "policy", "check", str(bad)], capture_output=True, text=True)
+    assert res.returncode == 1 and "$.routing.snap_threshold: expected a number in [0, 1], got 1.7" in res.stderr
