@@ -26,6 +26,15 @@ _MAX_PART_CHARS = 300
 _MAX_EXAMPLE_CHARS = 600  # per input / per answer shown to the model
 _MAX_EXAMPLES = 8
 _TOKENS_PER_RULE = 60  # answer budget per requested rule, tokens
+# One worked example (a different task kind), so small models see the expected form.
+_SHOT_USER = (
+    "Task kind: solve-math / unit-conversion.\nThese answers were verified correct:\n\n"
+    "Example 1:\nInput: How many centimetres are in 3.5 metres?\nCorrect answer: 350\n\nRules:"
+)
+_SHOT_ASSISTANT = (
+    "IF the question converts metres to centimetres THEN multiply by 100\n"
+    "IF the answer must be a number THEN give only the number, without units"
+)
 
 
 def _non_empty(_inst: object, attribute: attrs.Attribute, value: str) -> None:
@@ -118,7 +127,7 @@ def _clip(text: str, limit: int = _MAX_EXAMPLE_CHARS) -> str:
 def distill_messages(
     examples: Sequence[tuple[str, str]], *, function: str, application: str, max_rules: int
 ) -> list[Message]:
-    """The distillation prompt for up to 8 ``(input, verified answer)`` pairs."""
+    """The distillation prompt for up to 8 ``(input, verified answer)`` pairs, one-shot."""
     shown = "\n\n".join(
         f"Example {i}:\nInput: {_clip(x)}\nCorrect answer: {_clip(y)}"
         for i, (x, y) in enumerate(examples[:_MAX_EXAMPLES], 1)
@@ -132,7 +141,12 @@ def distill_messages(
         f"Task kind: {function} / {application}.\n"
         f"These answers were verified correct:\n\n{shown}\n\nRules:"
     )
-    return [Message("system", system), Message("user", user)]
+    return [
+        Message("system", system),
+        Message("user", _SHOT_USER),
+        Message("assistant", _SHOT_ASSISTANT),
+        Message("user", user),
+    ]
 
 
 def distill_rules(

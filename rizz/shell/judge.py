@@ -9,8 +9,10 @@ Small local models often answer malformed. :func:`label_input` therefore
 
 1. asks for one line of JSON ``{"function": ..., "application": ...}``;
 2. repairs what comes back: the first ``{...}`` (closing a missing brace, single quotes),
-   else ``function: x`` / ``application: y`` lines; then strips junk and hyphenates, and maps
-   common synonyms of functions (``classification`` -> ``classify``);
+   else ``function: x`` / ``application: y`` lines; then strips junk, hyphenates, drops
+   repeated words (small models loop: ``business-business-...``), keeps at most 3 function
+   and 5 application words, and maps synonyms of functions (``classification`` ->
+   ``classify``);
 3. falls back, per missing part, to :func:`fallback_label`, a deterministic label from the
    text (function from keywords and the expected output shape, application from the top
    content words of the instruction/input). The result is never an empty label.
@@ -130,7 +132,8 @@ def _clean_function(value: str) -> str:
 
 
 def _clean_application(value: str) -> str:
-    label = hyphenate(value, _MAX_APPLICATION_TOKENS)
+    tokens = list(dict.fromkeys(hyphenate(value).split("-")))  # small models loop: a-a-a-...
+    label = "-".join(tokens[:_MAX_APPLICATION_TOKENS])
     return "" if label in _PLACEHOLDERS or len(label) < 3 else label
 
 
@@ -293,7 +296,9 @@ def label_input(
         Malformed model output never raises; backend errors (network, context) propagate.
     """
     gen = model.generate(
-        judge_messages(text, instruction=instruction, shape=shape), max_tokens=max_tokens
+        judge_messages(text, instruction=instruction, shape=shape),
+        max_tokens=max_tokens,
+        stop=("}",),  # the answer is one flat object; the parser restores the brace
     )
     function, application, repaired = parse_label(gen.text)
     fallback = not (function and application)

@@ -64,10 +64,16 @@ def embedded_model():
     return EmbeddedModel()
 
 
-def free_port() -> int:
+def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def free_port() -> Callable[[], int]:
+    """Function returning a currently free TCP port on 127.0.0.1."""
+    return _free_port
 
 
 class ScriptedHTTPServer:
@@ -110,7 +116,9 @@ class ScriptedHTTPServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     def __enter__(self) -> "ScriptedHTTPServer":
         self._thread.start()

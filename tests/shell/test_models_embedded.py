@@ -1,0 +1,191 @@
+"""Embedded GGUF backend (real SmolLM2-135M), spec parsing, records, response cache."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from rizz.shell.models import (
+    SPEC_FORMS,
+    CachedModel,
+    ContextWindowExceeded,
+    Generation,
+    Message,
+    ModelBackend,
+    ModelUnavailableError,
+    ResponseCache,
+    cache_key,
+    estimate_tokens,
+    load_model,
+    render_raw,
+)
+from rizz.shell.models.embedded import EmbeddedModel, default_gguf_path
+
+NAME = "embedded:SmolLM2-135M-Instruct.Q4_1"
+Q_A = [Message("user", "What is the capital of France? Answer in one word.")]
+Q_B = [Message("user", "Name a primary colour.")]
+
+
+# ---- records and spec parsing (no model) -------------------------------------------------
+
+def test_records_validate():
+    with pytest.raises(ValueError):
+        Message("robot", "x")
+    with pytest.raises(ValueError):
+        Generation("t", -1, 0, 0.0, None, "m", "stop")
+    gen = Generation("t", 1, 2, 0.5, None, "m", "stop")
+    assert gen.cached is False
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        gen.text = "u"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("spec", ["", "llama", "embedded:x", "gguf:", "openai:", "openai:ftp://x",
+                                  "ollama:foo"])
+def test_bad_spec_names_the_accepted_forms(spec):
+    with pytest.raises(ValueError) as info:
+        load_model(spec)
+    for form in SPEC_FORMS:
+        assert form in str(info.value)
+
+
+def test_render_raw_and_estimate():
+    assert render_raw([Message("system", "S"), Message("user", "U")]) == "S\n\nU"
+    assert render_raw([Message("user", "only")]) == "only"
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcdefg") == 2  # 7 chars / 3.5
+    assert estimate_tokens("\u4f60\u597d") == 2  # one per CJK character
+
+
+def test_missing_gguf_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ModelUnavailableError, match="GGUF file not found"):
+        load_model(f"gguf:{tmp_path / 'absent.gguf'}")
+
+
+# ---- the real embedded model ---------------------------------------------------------------
+
+@pytest.mark.model
+def test_shipped_model_is_found_and_loaded(embedded_model):
+    path = default_gguf_path()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size > 50_000_000
+    assert embedded_model.name == NAME
+    assert embedded_model.context_window == 8192
+    assert isinstance(embedded_model, ModelBackend)
+
+
+@pytest.mark.model
+def test_count_tokens_uses_the_model_tokenizer(embedded_model):
+    n = embedded_model.count_tokens("Hello world")
+    assert n == len(embedded_model._llm.tokenize(b"Hello world", add_bos=False))
+    assert 1 <= n <= 4
+    assert embedded_model.count_tokens("") == 0
+    assert embedded_model.count_tokens("Hello world " * 10) > 10
+
+
+@pytest.mark.model
+def test_greedy_answers_are_repeatable_even_interleaved(embedded_model):
+    kw = dict(max_tokens=12)
+    a = [embedded_model.generate(Q_A, **kw).text for _ in range(3)]
+    assert a[0] and a == [a[0]] * 3
+    mixed = [embedded_model.generate(q, **kw).text for q in (Q_B, Q_A, Q_B, Q_A)]
+    assert mixed[1] == mixed[3] == a[0]
+    assert mixed[0] == mixed[2] != a[0]
+
+
+@pytest.mark.model
+def test_chat_generation_record(embedded_model):
+    gen = embedded_model.generate(Q_A, max_tokens=12)
+    assert "paris" in gen.text.lower()
+    assert gen.model == NAME and gen.cost_usd is None and gen.cached is False
+    assert 10 < gen.prompt_tokens < 80 and 1 <= gen.completion_tokens <= 12
+    assert gen.finish_reason in ("stop", "length") and gen.latency_s > 0
+
+
+@pytest.mark.model
+def test_raw_rendering_has_no_template_and_honours_stop_and_length(embedded_model):
+    prompt = "1, 2, 3, 4, 5,"
+    gen = embedded_model.generate([Message("user", prompt)], max_tokens=6, rendering="raw")
+    assert gen.prompt_tokens == embedded_model.count_tokens(prompt)  # no template tokens
+    assert gen.completion_tokens == 6 and gen.finish_reason == "length"
+    assert gen.text.strip().startswith("6")
+    cut = embedded_model.generate([Message("user", prompt)], max_tokens=6, stop=[","],
+                                  rendering="raw")
+    assert "," not in cut.text and cut.finish_reason == "stop"
+    assert cut.text.strip() == "6"
+
+
+@pytest.mark.model
+def test_bad_arguments_and_context_overflow(embedded_model):
+    with pytest.raises(ValueError):
+        embedded_model.generate([], max_tokens=4)
+    with pytest.raises(ValueError):
+        embedded_model.generate(Q_A, max_tokens=0)
+    with pytest.raises(ValueError):
+        embedded_model.generate(Q_A, max_tokens=4, rendering="jinja")
+    small = EmbeddedModel(n_ctx=256)  # llama.cpp's smallest context (it pads n_ctx to 256)
+    assert small.context_window == 256
+    with pytest.raises(ContextWindowExceeded):
+        small.generate([Message("user", "word " * 400)], max_tokens=4, rendering="raw")
+
+
+@pytest.mark.model
+def test_gguf_spec_runs_any_file(embedded_model):
+    model = load_model(f"gguf:{default_gguf_path()}", n_ctx=512)
+    assert model.name == "gguf:SmolLM2-135M-Instruct.Q4_1" and model.context_window == 512
+    assert model.generate(Q_A, max_tokens=12).text == embedded_model.generate(Q_A,
+                                                                           max_tokens=12).text
+
+
+# ---- response cache -------------------------------------------------------------------------
+
+def test_cache_key_covers_every_request_field():
+    base = ("m", [Message("user", "x")], "chat", 8, ["\n"], 0.0)
+    k = cache_key(*base)
+    assert len(k) == 64 and k == cache_key(*base)
+    variants = [
+        ("m2", *base[1:]),
+        (base[0], [Message("system", "x")], *base[2:]),
+        (*base[:2], "raw", *base[3:]),
+        (*base[:3], 9, *base[4:]),
+        (*base[:4], [], base[5]),
+        (*base[:5], 0.5),
+    ]
+    assert len({cache_key(*v) for v in variants} | {k}) == 7
+
+
+def test_cached_model_serves_hits_without_a_call_and_persists(tmp_path, fake_model):
+    backend = fake_model(["first answer", "second answer"])
+    path = tmp_path / "sub" / "cache.sqlite"
+    model = CachedModel(backend, ResponseCache(path))
+    assert model.name == backend.name and model.context_window == backend.context_window
+    g1 = model.generate(Q_A, max_tokens=8)
+    g2 = model.generate(Q_A, max_tokens=8)
+    assert len(backend.calls) == 1
+    assert (g1.cached, g2.cached) == (False, True)
+    assert (g2.text, g2.prompt_tokens, g2.completion_tokens, g2.model) == (
+        g1.text, g1.prompt_tokens, g1.completion_tokens, g1.model)
+    assert g2.cost_usd is None
+    g3 = model.generate(Q_A, max_tokens=9)  # different request -> a call
+    assert g3.text == "second answer" and len(backend.calls) == 2
+    model.cache.close()
+    reopened = CachedModel(fake_model(["never used"]), ResponseCache(path))
+    assert len(reopened.cache) == 2
+    assert reopened.generate(Q_A, max_tokens=8).text == "first answer"
+    assert reopened.backend.calls == []
+    assert (reopened.cache.hits, reopened.cache.misses) == (1, 0)
+
+
+def test_cache_hit_on_a_priced_backend_costs_zero(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    gen = Generation("x", 3, 4, 1.5, 0.002, "anthropic:claude-haiku-4-5", "stop")
+    cache.put("k", gen)
+    assert cache.get("k") == gen
+    assert cache.get("missing") is None
+
+
+@pytest.mark.model
+def test_load_model_with_cache_wraps_the_embedded_model(tmp_path):
+    model = load_model("embedded", cache=tmp_path / "c.sqlite", n_ctx=512)
+    assert isinstance(model, CachedModel) and model.name == NAME
+    first = model.generate(Q_A, max_tokens=8)
+    second = model.generate(Q_A, max_tokens=8)
+    assert second.cached and second.text == first.text and second.latency_s < first.latency_s
