@@ -107,7 +107,7 @@ class RoutingPolicy:
     ``w_function·[f = f_b] + w_application·[a = a_b] + w_anchor·cos(φ(x), g_b) − score_offset``."""
 
     mode: str = _choice("branches", ("branches", "single"), "rizz", "'single' routes every input to one global branch (interference ablation)")
-    judge: str = _choice("always", ("always", "when_uncertain"), "paper §3 / rizz", "ask the LLM judge for every input, or only when the anchor route is in doubt")
+    judge: str = _choice("when_uncertain", ("always", "when_uncertain"), "rizz (paper §3: always)", "ask the LLM judge for every input, or only when the anchor route is in doubt")
     confident_similarity: float = _num(0.80, 0.0, 1.0, "rizz", "judge skipped when the nearest compatible anchor has at least this cosine ...")
     confident_margin: float = _num(0.10, 0.0, 2.0, "rizz", "... and leads the runner-up branch by at least this much")
     snap_enabled: bool = _flag(True, "paper §3", "snap a proposed application to an existing one")

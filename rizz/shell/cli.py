@@ -15,6 +15,11 @@ from rizz.shell.policy_file import PolicyError, dump_policy, load_policy
 
 __all__ = ["app", "main"]
 
+#: Shipped real data slices (repository root ``data/``).
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+#: Demo stream length per policy (sized for ~10 minutes on 2 cores; see README).
+DEMO_LIMIT = 120
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -151,6 +156,66 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
     for r in rows:
         table.add_row(*[str(v) for v in r.values()])
     Console().print(table)
+
+
+def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Optional[int], rendering: Optional[str], command: str, title: str) -> None:
+    from rizz.shell.bench import run_bench
+    from rizz.shell.embed import Embedder
+    from rizz.shell.models import ModelUnavailableError, load_model
+    from rizz.shell.policy_file import PolicyError
+    from rizz.shell.runlog import RunDirBusy, RunDirMismatch
+    from rizz.shell.streams import StreamError
+
+    if not stream.exists():
+        _fail(f"stream file not found: {stream}")
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        backend = load_model(model, cache=out / "responses.sqlite")
+    except (ValueError, ModelUnavailableError) as e:
+        _fail(str(e))
+    try:
+        with _progress() as prog:
+            results = run_bench(stream, policies, out, backend, Embedder(), limit=limit, rendering=rendering,
+                                command=command, title=title, progress=prog)
+    except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError) as e:
+        _fail(str(e))
+    from rizz.shell.report import format_table
+
+    typer.echo(format_table(results))
+    typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/*.png   results: {out / 'results.json'}")
+
+
+@app.command()
+def bench(
+    stream: Path = typer.Argument(..., help="Stream file (CONTRACT.md JSONL)."),
+    policies: str = typer.Option("frozen,default,single-branch,no-procedural,no-anti-fragmentation", "--policies", "-P",
+                                 help="Comma-separated policy files or shipped names."),
+    out: Path = typer.Option(..., "--out", "-o", help="BENCH_DIR: one RUN_DIR per policy, report.md, results.json, plots."),
+    model: str = typer.Option("embedded", "--model", "-m", help="embedded | gguf:PATH | anthropic:MODEL_ID | openai:BASE_URL[#MODEL]"),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Only the first N elements."),
+    rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default by backend)."),
+) -> None:
+    """Several policies over the same stream and model, side by side (report.md, results.json, PNG plots).
+
+    A shared response cache means an identical prompt is paid for once; rerunning the same
+    command resumes an interrupted bench.
+    """
+    _bench(stream, [p.strip() for p in policies.split(",") if p.strip()], out, model, limit, rendering,
+           "rizz " + " ".join(sys.argv[1:]), f"rizz bench: {stream.name}")
+
+
+@app.command()
+def demo(
+    out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where to write the bench."),
+    limit: int = typer.Option(DEMO_LIMIT, "--limit", "-n", help="Stream elements per policy."),
+    model: str = typer.Option("embedded", "--model", "-m", help="Model spec (default: the embedded offline model)."),
+) -> None:
+    """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model."""
+    stream = DATA_DIR / "trace-mini" / "test.jsonl"
+    if not stream.exists():
+        _fail(f"shipped demo data not found at {stream}; run from a clone of the rizz repository")
+    _bench(stream, ["frozen", "default"], out, model, limit, None, "rizz " + " ".join(sys.argv[1:]),
+           "rizz demo: frozen vs RIZZ on TRACE (interleaved, shipped slice)")
 
 
 @policy_app.command("check")

@@ -8,7 +8,7 @@ from rizz.core import Policy, policy_schema
 from rizz.shell.policy_file import PolicyError, load_policy, parse_policy
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ["default", "frozen", "single-branch", "no-procedural", "no-anti-fragmentation"]
+SHIPPED = ["default", "frozen", "single-branch", "no-procedural", "no-anti-fragmentation", "judge-always", "ace-style"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)

@@ -89,7 +89,8 @@ def test_needs_label_when_uncertain():
     r, s = _state_with([0, 1], p)
     assert not needs_label(s, p, embed(0, 0.05, 7).tobytes(), "letter")  # near the classify anchor
     assert needs_label(s, p, embed(2, 0.05, 7).tobytes(), "text")  # nothing near
-    assert needs_label(s, Policy(), embed(0, 0.05, 7).tobytes(), "letter")  # judge: always
+    always = attrs.evolve(p, routing=attrs.evolve(p.routing, judge="always"))
+    assert needs_label(s, always, embed(0, 0.05, 7).tobytes(), "letter")  # the paper's setting
 
 
 def test_single_branch_mode_routes_everything_to_one_branch():

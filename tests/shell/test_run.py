@@ -142,3 +142,33 @@ def test_policy_check_cli(tmp_path):
     assert ok.returncode == 0 and "ok (default)" in ok.stdout
     res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "policy", "check", str(bad)], capture_output=True, text=True)
     assert res.returncode == 1 and "$.routing.snap_threshold: expected a number in [0, 1], got 1.7" in res.stderr
+
+
+def test_shared_cache_pays_each_prompt_once(tmp_path, stream, fake_model, embedder):
+    from rizz.shell.models import CachedModel, ResponseCache
+
+    fake = fake_model(_answer)
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    model = CachedModel(fake, cache)
+    a = run_stream(stream, load_policy("frozen"), "frozen", tmp_path / "a", model, embedder, log=lambda m: None)
+    paid = len(fake.calls)
+    assert paid == a["model_calls"] == 14  # frozen: one answer call per step, no judge
+    b = run_stream(stream, load_policy("frozen"), "frozen", tmp_path / "b", model, embedder, log=lambda m: None)
+    assert len(fake.calls) == paid and b["model_calls_uncached"] == 0 and b["state_digest"] == a["state_digest"]
+    d = run_stream(stream, load_policy("default"), "default", tmp_path / "d", model, embedder, log=lambda m: None)
+    new = len(fake.calls) - paid
+    # step 0 has no memory yet: its prompt equals the frozen one and is served from the cache
+    assert 0 < new < d["model_calls"] and d["model_calls"] - d["model_calls_uncached"] >= 1
+
+
+def test_embedder_mismatch_refuses_resume(tmp_path, stream, fake_model, embedder):
+    _run(stream, tmp_path / "e", fake_model, embedder, limit=2)
+
+    class Other:
+        name, dim = "other-embedder", 384
+
+        def embed(self, texts):  # pragma: no cover - never reached
+            raise AssertionError
+
+    with pytest.raises(RunDirMismatch, match="embedder"):
+        run_stream(stream, load_policy("default"), "default", tmp_path / "e", fake_model(_answer), Other(), log=lambda m: None)

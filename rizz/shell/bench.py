@@ -1,0 +1,77 @@
+"""``rizz bench``: several policies over the same stream and model, side by side.
+
+Every policy sees the same stream order, model, verifiers and budget. One response cache
+(``BENCH_DIR/responses.sqlite``) is shared by all policies, so an identical prompt (e.g. the
+judge's question about an input, or any prompt before memory differs) is paid for once.
+Each policy's RUN_DIR is ``BENCH_DIR/<policy name>/``; a crash or Ctrl-C resumes like
+``rizz run`` when the same command is run again.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from rizz.shell.policy_file import load_policy
+from rizz.shell.run import run_stream
+
+__all__ = ["DEMO_POLICIES", "run_bench"]
+
+#: The policies of the README's main job.
+DEMO_POLICIES = ("frozen", "default")
+
+
+def run_bench(
+    stream: str | Path,
+    policies: Sequence[str],
+    out: str | Path,
+    model: Any,
+    embedder: Any,
+    *,
+    limit: int | None = None,
+    rendering: str | None = None,
+    command: str = "",
+    title: str | None = None,
+    progress: Any = None,
+    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+) -> dict[str, Any]:
+    """Run ``policies`` over ``stream`` into ``out`` and write the report; returns results.
+
+    Args:
+      policies: policy files or shipped names; each run goes to ``out/<policy name>``.
+      model: a backend, already wrapped in the shared response cache by the caller.
+      progress: optional ``rich.progress.Progress``; one bar per policy.
+    Raises:
+      PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError (two policies with one name).
+    """
+    from rizz.shell.streams import read_stream
+
+    out = Path(out)
+    loaded = [(p, load_policy(p)) for p in policies]
+    names = [pol.name for _, pol in loaded]
+    if len(set(names)) != len(names):
+        raise ValueError(f"policy names must differ (they name the run folders): {names}")
+    total = len(read_stream(stream, skip_bad=False).elements)
+    total = min(total, limit) if limit is not None else total
+    for source, pol in loaded:
+        task = progress.add_task(f"{pol.name:>22}", total=total, info="") if progress is not None else None
+        acc = {"r": 0.0, "n": 0, "tok": 0}
+
+        def on_step(rec: dict[str, Any], session: Any, task: Any = task, acc: dict = acc) -> None:
+            if "verdict" in rec:
+                acc["r"] += rec["verdict"]["reward"]
+                acc["n"] += 1
+            acc["tok"] += sum(c["prompt_tokens"] for c in rec["calls"])
+            if progress is not None:
+                mean = acc["r"] / acc["n"] if acc["n"] else 0.0
+                progress.update(task, completed=rec["step"] + 1,
+                                info=f"reward {mean:.3f} | branches {len(session.state.branches)} | tokens {acc['tok']}")
+
+        summary = run_stream(stream, pol, source, out / pol.name, model, embedder, limit=limit, rendering=rendering,
+                             on_step=on_step, log=log)
+        if progress is not None:
+            progress.update(task, completed=summary["steps"])
+    from rizz.shell.report import build_report
+
+    return build_report(out, names, title=title or f"rizz bench: {Path(stream).name}", command=command)
