@@ -1,0 +1,225 @@
+"""The bench report: numbers, bootstrap intervals, stream checks, plots and report.md.
+
+Two kinds of fixture: a real BENCH_DIR made by running ``default``, ``frozen`` and
+``single-branch`` over 14 TRACE-mini lines with the fake model (one run, cached for the
+module), and small hand-written BENCH_DIRs whose numbers are worked out by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rizz.shell.report import N_RESAMPLES, PLOTS, bootstrap_ci, build_report, format_table, paired_delta
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE_MINI = ROOT / "data" / "trace-mini" / "test.jsonl"
+POLICIES = ["default", "frozen", "single-branch"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+_CACHE: dict[str, Path] = {}
+
+
+def _answer(messages) -> str:
+    """Deterministic stand-in model: a judge label, a letter by prompt hash, or a rule."""
+    text = messages[-1].content
+    if "function" in text.split("\n")[0].lower() or '"function"' in text:
+        return '{"function": "classify", "application": "stance"}'
+    if text.rstrip().endswith("Answer:") or "Reply with" in text:
+        return ["A", "B", "C", "1", "2"][int(hashlib.sha256(text.encode()).hexdigest(), 16) % 5]
+    return "IF the text is about rates THEN answer B"
+
+
+@pytest.fixture
+def real_bench(tmp_path_factory, fake_model) -> Path:
+    """BENCH_DIR of the real pipeline (fake model, real embedder); built once per module."""
+    if "dir" not in _CACHE:
+        from rizz.shell.embed import Embedder
+        from rizz.shell.policy_file import load_policy
+        from rizz.shell.run import run_stream
+
+        bench = tmp_path_factory.mktemp("bench")
+        lines = [l for l in TRACE_MINI.read_text().splitlines() if '"task": "FOMC"' in l or '"task": "C-STANCE"' in l][:14]
+        stream = bench / "stream.jsonl"
+        stream.write_text("\n".join(lines) + "\n")
+        embedder = Embedder()
+        for p in POLICIES:
+            run_stream(stream, load_policy(p), p, bench / p, fake_model(_answer), embedder, log=lambda m: None)
+        _CACHE["dir"] = bench
+    return _CACHE["dir"]
+
+
+def _log(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(l) for l in path.read_text().splitlines()]
+
+
+# -- hand-written BENCH_DIRs ---------------------------------------------------------------------
+def _rec(step: int, id: str, task: str, reward: float | None, tokens: int = 50, budget: int = 100, *,
+         kinds=("answer",), overflow=False, cost=None) -> dict[str, Any]:
+    """A log record in the shape of ``rizz.shell.run.build_record`` (reward None: context-only)."""
+    rec: dict[str, Any] = {
+        "step": step, "id": id, "task": task, "context_only": reward is None, "input": {"text": id},
+        "route": {"branch": f"b{step % 2}", "score": 0.5, "spawned": step < 2},
+        "calls": [{"kind": k, "prompt_tokens": 10, "completion_tokens": 2, "latency_s": 0.1, "cost_usd": cost, "cached": False} for k in kinds],
+        "overflow": overflow, "wall_s": 0.5,
+    }
+    if reward is not None:
+        rec["prompt"] = {"sha256": "0" * 64, "tokens": tokens, "budget": budget, "rendering": "raw", "dropped": [], "rule_ids": [], "episode_keys": []}
+        rec["answer"] = {"raw": "A", "extracted": "A", "parsed": True}
+        rec["verdict"] = {"reward": reward, "verifier": "exact_match", "parsed": True}
+    return rec
+
+
+def _write(bench: Path, policy: str, records: list[dict[str, Any]], branches=(2, 2)) -> None:
+    d = bench / policy
+    d.mkdir(parents=True)
+    (d / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (d / "summary.json").write_text(json.dumps({"steps": len(records), "branches": {"total": branches[0], "active": branches[1]},
+                                                "model": "fake:scripted", "policy": policy}))
+
+
+IDS = ["x0", "x1", "ctx", "x2", "x3"]
+TASKS = ["A", "A", "A", "B", "B"]
+
+
+@pytest.fixture
+def hand_bench(tmp_path) -> Path:
+    """default: rewards 1, 0, (context), 1, 1 with one over-budget prompt (120 > 100) and an
+    overflow; frozen: 0.5 on every answered step; single-branch: default - 0.25 per step."""
+    d = [1.0, 0.0, None, 1.0, 1.0]
+    _write(tmp_path, "default", [_rec(i, IDS[i], TASKS[i], r, tokens=120 if i == 3 else 50, kinds=("judge", "answer"),
+                                      overflow=i == 4, cost=0.01) for i, r in enumerate(d)], branches=(3, 2))
+    _write(tmp_path, "frozen", [_rec(i, IDS[i], TASKS[i], None if r is None else 0.5) for i, r in enumerate(d)], branches=(1, 1))
+    _write(tmp_path, "single-branch", [_rec(i, IDS[i], TASKS[i], None if r is None else r - 0.25) for i, r in enumerate(d)], branches=(1, 1))
+    return tmp_path
+
+
+def _build(bench: Path, **kw) -> dict[str, Any]:
+    return build_report(bench, POLICIES, title="hand bench", command="rizz bench s.jsonl --policies a,b", **kw)
+
+
+def test_hand_values(hand_bench):
+    res = _build(hand_bench)
+    d, f, s = (res["results"][p] for p in POLICIES)
+    assert d["mean_reward"] == 0.75 and d["n_answered"] == 4 and d["steps"] == 5
+    assert d["per_task"]["A"]["n"] == 2 and d["per_task"]["A"]["mean_reward"] == 0.5
+    assert d["per_task"]["B"] == {"n": 2, "mean_reward": 1.0, "ci95": [1.0, 1.0]}
+    assert d["model_calls"]["total"] == 10 and d["model_calls"]["by_kind"] == {"answer": 5, "distill": 0, "judge": 5}
+    assert d["calls_per_answered_step"] == 2.5
+    assert d["prompt_tokens"] == 100 and d["completion_tokens"] == 20 and d["max_prompt_tokens"] == 120
+    assert d["budget_exceeded"] == 1 and d["overflow"] == 1 and d["cost_usd"] == pytest.approx(0.1)
+    assert d["wall_s"] == 2.5 and d["branches"] == {"total": 3, "active": 2}
+    assert f["mean_reward"] == 0.5 and f["ci95"] == [0.5, 0.5] and f["budget_exceeded"] == 0 and f["cost_usd"] is None
+    assert s["mean_reward"] == 0.5 and s["calls_per_answered_step"] == 1.25
+    # deltas: default vs frozen +25 pp; single-branch is default shifted by -0.25 on every step,
+    # so the paired interval of default vs single-branch has no width at all.
+    assert res["deltas"]["frozen"]["default"]["delta_pp"] == 25.0 and res["deltas"]["frozen"]["default"]["n"] == 4
+    assert res["deltas"]["single-branch"]["default"] == {"delta_pp": 25.0, "ci95_pp": [25.0, 25.0], "n": 4}
+    assert res["command"] == "rizz bench s.jsonl --policies a,b" and res["policies"] == POLICIES
+    assert res["bootstrap"]["resamples"] == N_RESAMPLES == 2000
+    assert json.loads((hand_bench / "results.json").read_text()) == res
+
+
+def test_bootstrap_contains_mean_and_is_deterministic():
+    x = np.random.default_rng(7).random(60)
+    lo, hi = bootstrap_ci(x, seed=3)
+    assert lo < x.mean() < hi and hi - lo < 0.4
+    assert bootstrap_ci(x, seed=3) == [lo, hi]
+    assert bootstrap_ci(x, seed=4) != [lo, hi]
+    assert bootstrap_ci([], seed=0) is None and bootstrap_ci([0.2] * 5) == [0.2, 0.2]
+    # a paired bootstrap sees only the per-step differences
+    assert paired_delta([0.5, 1.0, 0.5], [0.0, 0.5, 0.0]) == {"delta_pp": 50.0, "ci95_pp": [50.0, 50.0], "n": 3}
+    with pytest.raises(ValueError, match="equal lengths"):
+        paired_delta([1.0], [1.0, 0.0])
+
+
+def test_report_deterministic_for_a_seed(hand_bench):
+    a, b, c = _build(hand_bench, seed=1), _build(hand_bench, seed=1), _build(hand_bench, seed=2)
+    assert a == b
+    assert a["results"]["default"]["ci95"][0] <= 0.75 <= a["results"]["default"]["ci95"][1]
+    assert a["results"]["default"]["mean_reward"] == c["results"]["default"]["mean_reward"]
+
+
+def test_step_order_mismatch_names_the_policy(hand_bench):
+    p = hand_bench / "single-branch" / "log.jsonl"
+    lines = p.read_text().splitlines(keepends=True)
+    p.write_text("".join([lines[1], lines[0], *lines[2:]]))
+    with pytest.raises(ValueError, match=r"policy 'single-branch'.*step 0 is 'x1' vs 'x0'"):
+        _build(hand_bench)
+    p.write_text("".join(lines[:3]))
+    with pytest.raises(ValueError, match=r"policy 'single-branch'.*3 steps vs 5"):
+        _build(hand_bench)
+
+
+def test_missing_run_is_named(hand_bench):
+    (hand_bench / "frozen" / "summary.json").unlink()
+    with pytest.raises(FileNotFoundError, match="frozen"):
+        _build(hand_bench)
+    with pytest.raises(ValueError):
+        build_report(hand_bench, [], title="t", command="c")
+
+
+def test_report_md_and_terminal_table(hand_bench):
+    res = _build(hand_bench)
+    md = (hand_bench / "report.md").read_text()
+    assert md.startswith("# hand bench\n") and "rizz bench s.jsonl --policies a,b" in md
+    lo, hi = res["results"]["default"]["ci95"]
+    dlo, dhi = res["deltas"]["frozen"]["default"]["ci95_pp"]
+    assert f"| default | 0.750 [{lo:.3f}, {hi:.3f}] | +25.0 [{dlo:+.1f}, {dhi:+.1f}] | 2.50 | 100 | 120 | 3/2 | 2.5 |" in md
+    assert "| frozen | 0.500 [0.500, 0.500] | (baseline) | 1.25 | 50 | 50 | 1/1 | 2.5 |" in md
+    assert "| A | 0.500 (n=2) | 0.500 (n=2) | 0.250 (n=2) |" in md
+    assert "| B | 1.000 (n=2) | 0.500 (n=2) | 0.750 (n=2) |" in md
+    assert "token budget was exceeded** by default (1 steps)" in md
+    for name in PLOTS:
+        assert f"]({name})" in md
+    table = format_table(res).splitlines()
+    assert len(table) == 2 + len(POLICIES) and table[0].startswith("policy") and "Δ vs frozen (pp)" in table[0]
+    assert len({len(l) for l in table}) == 1  # fixed-width columns
+    assert table[3].split()[:4] == ["frozen", "0.500", "[0.500,", "0.500]"]
+
+
+def test_no_frozen_means_no_delta_column_values(tmp_path):
+    _write(tmp_path, "default", [_rec(0, "a", "T", 1.0), _rec(1, "b", "T", 0.0)])
+    res = build_report(tmp_path, ["default"], title="t", command="c")
+    assert res["deltas"] == {} and res["results"]["default"]["mean_reward"] == 0.5
+    assert "| default | 0.500 [" in (tmp_path / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_real_pipeline_bench(real_bench):
+    res = _build(real_bench, window=5)
+    logs = {p: _log(real_bench / p / "log.jsonl") for p in POLICIES}
+    for p in POLICIES:
+        rewards = [r["verdict"]["reward"] for r in logs[p] if "verdict" in r]
+        summary = json.loads((real_bench / p / "summary.json").read_text())
+        r = res["results"][p]
+        assert r["n_answered"] == len(rewards) == 14
+        assert r["mean_reward"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-6)
+        assert r["mean_reward"] == pytest.approx(summary["mean_reward"], abs=1e-6)
+        assert r["ci95"][0] <= r["mean_reward"] <= r["ci95"][1]
+        assert r["model_calls"]["total"] == summary["model_calls"] and r["branches"] == summary["branches"]
+        assert r["prompt_tokens"] == summary["prompt_tokens"] and r["budget_exceeded"] == 0
+        assert r["max_prompt_tokens"] == max(x["prompt"]["tokens"] for x in logs[p])
+        assert {t: v["n"] for t, v in r["per_task"].items()} == {t: v["n"] for t, v in summary["per_task"].items()}
+    assert res["results"]["frozen"]["model_calls"]["by_kind"]["judge"] == 0
+    assert res["deltas"]["frozen"]["default"]["delta_pp"] == pytest.approx(
+        100 * (res["results"]["default"]["mean_reward"] - res["results"]["frozen"]["mean_reward"]), abs=1e-3)
+    assert set(res["deltas"]) == {"frozen", "single-branch"}
+    for name in PLOTS:
+        data = (real_bench / name).read_bytes()
+        assert data[:8] == PNG_MAGIC and len(data) > 10_000, name
+    md = (real_bench / "report.md").read_text()
+    f = res["results"]["frozen"]
+    assert f"| frozen | {f['mean_reward']:.3f} [{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}] | (baseline) |" in md
+    assert "Warning" not in md
+
+
+def test_plots_from_hand_bench_are_pngs(hand_bench):
+    _build(hand_bench)
+    for name in PLOTS:
+        data = (hand_bench / name).read_bytes()
+        assert data[:8] == PNG_MAGIC and len(data) > 10_000, name
