@@ -246,6 +246,14 @@ def policy_schema_cmd() -> None:
     typer.echo(json.dumps(policy_schema(), indent=2))
 
 
+@policy_app.command("constants")
+def policy_constants_cmd() -> None:
+    """Print the table of every policy constant with its default, range and source (specs/constants.md)."""
+    from rizz.shell.policy_file import constants_markdown
+
+    typer.echo(constants_markdown(), nl=False)
+
+
 def main() -> None:
     app()
 

@@ -94,3 +94,9 @@ def test_extends_overrides_and_detects_cycles(tmp_path):
 def test_records_validate_on_evolve():
     with pytest.raises(ValueError, match="snap_threshold: expected a number in \\[0, 1\\], got 1.7"):
         attrs.evolve(Policy().routing, snap_threshold=1.7)
+
+
+def test_constants_doc_in_sync():
+    from rizz.shell.policy_file import constants_markdown
+
+    assert (ROOT / "specs/constants.md").read_text() == constants_markdown(), "regenerate: rizz policy constants > specs/constants.md"
