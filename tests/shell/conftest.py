@@ -58,10 +58,15 @@ def fake_model() -> Callable[..., FakeModel]:
 
 @pytest.fixture(scope="session")
 def embedded_model():
-    """The shipped SmolLM2-135M-Instruct Q4_1, loaded once per test session."""
+    """The shipped SmolLM2-135M-Instruct Q4_1, loaded once per test session.
+
+    One thread: on a CPU shared with other busy processes llama.cpp's two OpenMP threads
+    spin-wait and run 5-20x slower (see ``rizz/shell/models/embedded.py``); the greedy text
+    does not depend on the thread count (``test_gguf_spec_runs_any_file`` compares them).
+    """
     from rizz.shell.models.embedded import EmbeddedModel
 
-    return EmbeddedModel()
+    return EmbeddedModel(n_threads=1)
 
 
 def _free_port() -> int:

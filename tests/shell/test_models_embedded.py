@@ -121,7 +121,7 @@ def test_bad_arguments_and_context_overflow(embedded_model):
         embedded_model.generate(Q_A, max_tokens=0)
     with pytest.raises(ValueError):
         embedded_model.generate(Q_A, max_tokens=4, rendering="jinja")
-    small = EmbeddedModel(n_ctx=256)  # llama.cpp's smallest context (it pads n_ctx to 256)
+    small = EmbeddedModel(n_ctx=256, n_threads=1)  # llama.cpp's smallest context (it pads n_ctx to 256)
     assert small.context_window == 256
     with pytest.raises(ContextWindowExceeded):
         small.generate([Message("user", "word " * 400)], max_tokens=4, rendering="raw")
@@ -129,7 +129,8 @@ def test_bad_arguments_and_context_overflow(embedded_model):
 
 @pytest.mark.model
 def test_gguf_spec_runs_any_file(embedded_model):
-    model = load_model(f"gguf:{default_gguf_path()}", n_ctx=512)
+    # two threads here (one in the fixture): the greedy text must not depend on thread count
+    model = load_model(f"gguf:{default_gguf_path()}", n_ctx=512, n_threads=2)
     assert model.name == "gguf:SmolLM2-135M-Instruct.Q4_1" and model.context_window == 512
     assert model.generate(Q_A, max_tokens=12).text == embedded_model.generate(Q_A,
                                                                            max_tokens=12).text
@@ -184,7 +185,7 @@ def test_cache_hit_on_a_priced_backend_costs_zero(tmp_path):
 
 @pytest.mark.model
 def test_load_model_with_cache_wraps_the_embedded_model(tmp_path):
-    model = load_model("embedded", cache=tmp_path / "c.sqlite", n_ctx=512)
+    model = load_model("embedded", cache=tmp_path / "c.sqlite", n_ctx=512, n_threads=1)
     assert isinstance(model, CachedModel) and model.name == NAME
     first = model.generate(Q_A, max_tokens=8)
     second = model.generate(Q_A, max_tokens=8)

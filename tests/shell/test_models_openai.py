@@ -28,7 +28,7 @@ def llama_server(free_port):
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(default_gguf_path()), "--model_alias", SERVER_MODEL_ALIAS,
         "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "2048", "--n_threads", "2", "--n_threads_batch", "2", "--verbose", "False",
+        "--n_ctx", "2048", "--n_threads", "1", "--n_threads_batch", "1", "--verbose", "False",
     ]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)

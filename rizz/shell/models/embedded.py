@@ -10,8 +10,13 @@ reset before every call. Without the reset, llama-cpp-python reuses the KV cache
 longest matching prompt prefix, so the same prompt sent twice in a row is evaluated in
 different batch splits and greedy decoding can diverge.
 
-Measured on the project's 2-vCPU CI machine kind (``benchmarks/model_probe.py``): load about
-0.15 s, about 260 prompt tok/s, 80-120 generated tok/s, about 330 MB RSS.
+Speed (2-vCPU machine kind; ``benchmarks/model_probe.py``): a colleague measured load 0.15 s,
+~260 prompt tok/s, 80-120 generated tok/s, ~330 MB RSS on an idle machine; this module's
+author measured 0.5-0.8 s load, 363 MB RSS, greedy output identical over 5 repeats and when
+interleaved with another prompt. Contention caveat: llama.cpp is built with OpenMP, whose
+threads spin-wait; when another process keeps a CPU busy, ``n_threads=2`` collapsed to
+~9 generated / ~37 prompt tok/s while ``n_threads=1`` kept ~69 / ~82 tok/s. On a shared CPU
+pass ``n_threads=1`` (or set ``OMP_WAIT_POLICY=PASSIVE`` before ``llama_cpp`` is imported).
 """
 
 from __future__ import annotations
