@@ -74,6 +74,15 @@ def _write_events(branch: Branch, policy: Policy, inp: StepInput, verdict: Verdi
     return [ev.InteractionDiscarded(bid, "low-reward", inp.step)]
 
 
+def _rules_by_id(state: AdaptiveState) -> dict[str, Rule]:
+    """Every rule of the bank by id; the first branch holding an id wins, as in ``state.rule``."""
+    out: dict[str, Rule] = {}
+    for b in state.branches.values():
+        for r in b.rules:
+            out.setdefault(r.id, r)
+    return out
+
+
 def decide_rules(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: Verdict, branch_id: str) -> list[object]:
     """Counter moves, activation, retirement and tier promotion for the rules in the prompt.
 
@@ -90,6 +99,7 @@ def decide_rules(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: 
     out: list[object] = []
     helpful = int(verdict.reward >= rp.helpful_reward)
     harmful = int(verdict.parsed and verdict.reward <= rp.harmful_reward and not helpful)
+    by_id: dict[str, Rule] | None = None  # rule id -> rule, built once, on first need
     for rid in inp.prompt_rule_ids:
         if rid not in state.rule_ledger or not (helpful or harmful):
             continue
@@ -105,7 +115,9 @@ def decide_rules(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: 
             c = RuleCounters(c.helpful, c.harmful, "active", hb, c.tier)
         if c.status != "active":
             continue
-        rule = state.rule(rid)
+        if by_id is None:
+            by_id = _rules_by_id(state)
+        rule = by_id.get(rid)
         if rule is None:
             continue
         functions = {state.branches[b].label.function for b in hb if b in state.branches}

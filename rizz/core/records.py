@@ -237,10 +237,11 @@ class AdaptiveState:
 
     def branch_ids(self) -> list[str]:
         """Branch ids in creation order."""
-        return sorted(self.branches.keys(), key=lambda b: int(b[1:]))
+        return [b.id for b in _in_creation_order(self.branches)]
 
     def active_branches(self) -> list[Branch]:
-        return [self.branches[b] for b in self.branch_ids() if self.branches[b].active]
+        """Active branches in creation order."""
+        return [b for b in _in_creation_order(self.branches) if b.active]
 
     def rule(self, rule_id: str) -> Rule | None:
         """Look a rule up by id (its origin branch is encoded in the record)."""
@@ -249,6 +250,15 @@ class AdaptiveState:
                 if r.id == rule_id:
                     return r
         return None
+
+
+def _creation(branch: Branch) -> tuple[int, str]:
+    # ids are "b<n>" with n written without leading zeros: (length, id) orders them by n
+    return len(branch.id), branch.id
+
+
+def _in_creation_order(branches: PMap) -> list[Branch]:
+    return sorted(branches.values(), key=_creation)
 
 
 def empty_state() -> AdaptiveState:

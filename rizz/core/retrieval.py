@@ -21,7 +21,7 @@ from rizz.core.inputs import StepInput
 from rizz.core.policy import Policy
 from rizz.core.records import AdaptiveState, Branch, Rule, RuleCounters, Turn
 from rizz.core.routing import CONTEXT_FUNCTION, RouteDecision
-from rizz.core.vec import as_vector
+from rizz.core.vec import as_vector, row_dots
 
 __all__ = ["Retrieved", "Scored", "retrieve", "rule_score"]
 
@@ -44,6 +44,9 @@ class Retrieved:
     failures: tuple[Scored, ...] = ()
     context: tuple[Scored, ...] = ()
     working: tuple[Turn, ...] = ()
+
+
+_NO_COUNTS = RuleCounters()  # counters of a rule missing from the ledger (frozen, shared)
 
 
 def rule_score(cos: float, counters: RuleCounters, policy: Policy) -> float:
@@ -78,7 +81,7 @@ def _examples(state: AdaptiveState, policy: Policy, inp: StepInput, selected: st
                 continue
             if policy.routing.shape_guard and inp.shape is not None and b.shape not in (None, inp.shape):
                 continue
-        scores = b.episodes.matrix.rows() @ q
+        scores = b.episodes.matrix.dots(q)
         for i in _top(scores, p.examples_k):
             s = float(scores[i])
             if own or s >= p.examples_min_similarity:
@@ -92,21 +95,24 @@ def _rules(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, 
     if not policy.rules.enabled or policy.retrieval.rules_k <= 0:
         return ()
     tier_ids = set(state.global_rules) | set(state.family_rules.get(function, ()))
-    q = as_vector(inp.embedding)
+    cross = policy.retrieval.rules_cross_branch
+    ledger = state.rule_ledger
     seen: set[str] = set()
-    out: list[tuple[float, str, Rule, str]] = []
+    found: list[tuple[Rule, RuleCounters, str]] = []
     for b in state.active_branches():
+        own = b.id == selected
         for rule in b.rules:
-            c = state.rule_ledger.get(rule.id, RuleCounters())
+            c = ledger.get(rule.id, _NO_COUNTS)
             if c.status == "retired" or rule.id in seen:
                 continue
-            own = b.id == selected
-            eligible = own or rule.id in tier_ids or (c.status == "active" and policy.retrieval.rules_cross_branch)
-            if not eligible:
-                continue
-            seen.add(rule.id)
-            s = rule_score(float(np.dot(as_vector(rule.embedding), q)), c, policy)
-            out.append((s, rule.id, rule, b.id))
+            if own or rule.id in tier_ids or (cross and c.status == "active"):
+                seen.add(rule.id)
+                found.append((rule, c, b.id))
+    if not found:
+        return ()
+    embs = np.frombuffer(b"".join(rule.embedding for rule, _, _ in found), dtype=np.float32).reshape(len(found), -1)
+    cos = row_dots(embs, as_vector(inp.embedding)).tolist()
+    out = [(rule_score(c_j, c, policy), rule.id, rule, bid) for c_j, (rule, c, bid) in zip(cos, found)]
     out.sort(key=lambda t: (-t[0], t[1]))
     return tuple(Scored(r, round(s, 6), bid) for s, _, r, bid in out[: policy.retrieval.rules_k])
 
@@ -114,7 +120,7 @@ def _rules(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, 
 def _failures(branch: Branch | None, policy: Policy, inp: StepInput) -> tuple[Scored, ...]:
     if branch is None or not len(branch.failures):
         return ()
-    scores = branch.failures.matrix.rows() @ as_vector(inp.embedding)
+    scores = branch.failures.matrix.dots(as_vector(inp.embedding))
     return tuple(Scored(branch.failures.records[i], round(float(scores[i]), 6), branch.id) for i in _top(scores, policy.retrieval.failures_k))
 
 
@@ -133,7 +139,7 @@ def _context(state: AdaptiveState, policy: Policy, inp: StepInput, branch: Branc
         sources.append((branch, list(range(len(branch.context)))))
     pool: list[tuple[float, int, str, object]] = []
     for b, idx in sources:
-        sims = b.context.matrix.rows()[idx] @ q
+        sims = row_dots(b.context.matrix.rows()[idx], q)
         for j, i in enumerate(idx):
             it = b.context.records[i]
             rec = 2.0 ** (-(max(inp.step - it.step, 0)) / p.context_half_life)

@@ -14,7 +14,7 @@ from typing import Iterable
 
 import numpy as np
 
-__all__ = ["EmbeddingMatrix", "as_vector", "to_bytes", "cosine"]
+__all__ = ["EmbeddingMatrix", "as_vector", "cosine", "row_dots", "to_bytes"]
 
 
 def to_bytes(vec: np.ndarray | bytes | Iterable[float]) -> bytes:
@@ -35,6 +35,20 @@ def as_vector(data: bytes) -> np.ndarray:
 def cosine(a: bytes, b: bytes) -> float:
     """Cosine of two L2-normalised vectors (their dot product), as a Python float."""
     return float(np.dot(as_vector(a), as_vector(b)))
+
+
+def row_dots(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``rows @ q``: (n, d) float32 rows · (d,) float32 query → (n,) float32 dot products.
+
+    Computed by numpy's own single-threaded einsum loop, not a BLAS gemv. Retrieval makes one
+    product per branch (tens per step), and a threaded BLAS call stalls whenever another
+    process holds a core: on the 2-core development machine under load, 24 products over
+    10^5 rows in all took 58–288 ms through 2-thread OpenBLAS and 12–21 ms through this loop
+    (``specs/benchmarks.md``). The loop is memory-bound, as fast as single-threaded BLAS, and
+    its result can differ from a BLAS gemv in the last bits (summation order: ~5e-8 on unit
+    vectors of 384 dimensions).
+    """
+    return np.einsum("ij,j->i", rows, q)
 
 
 class _Storage:
@@ -82,6 +96,10 @@ class EmbeddingMatrix:
         view = self._st.data[: self._n]
         view.flags.writeable = False
         return view
+
+    def dots(self, q: np.ndarray) -> np.ndarray:
+        """``(n,)`` float32 dot products of every row with the ``(d,)`` query (see :func:`row_dots`)."""
+        return row_dots(self.rows(), q)
 
     def append(self, vec: bytes) -> "EmbeddingMatrix":
         v = as_vector(vec)
