@@ -88,16 +88,23 @@ def needs_label(state: AdaptiveState, policy: Policy, embedding: bytes, shape: s
 
     Always True under ``routing.judge: always`` (the paper's setting). Under
     ``when_uncertain`` it is False only when the nearest shape-compatible anchor has cosine
-    ≥ ``confident_similarity`` and leads the runner-up by ≥ ``confident_margin``.
+    ≥ ``confident_similarity`` and leads the nearest anchor of a branch with a *different
+    function* by ≥ ``confident_margin`` (two branches of the same function competing is not
+    doubt about the kind of work).
     """
     if policy.routing.mode == "single":
         return False
     if policy.routing.judge == "always":
         return True
-    cos = np.sort(_anchor_cos(_answer_branches(state, policy, shape), embedding))[::-1]
-    if len(cos) == 0 or cos[0] < policy.routing.confident_similarity:
+    cands = _answer_branches(state, policy, shape)
+    cos = _anchor_cos(cands, embedding)
+    if len(cos) == 0:
         return True
-    return len(cos) > 1 and cos[0] - cos[1] < policy.routing.confident_margin
+    top = int(np.argmax(cos))
+    if cos[top] < policy.routing.confident_similarity:
+        return True
+    rivals = [float(c) for b, c in zip(cands, cos) if b.label.function != cands[top].label.function]
+    return bool(rivals) and float(cos[top]) - max(rivals) < policy.routing.confident_margin
 
 
 def snap_label(state: AdaptiveState, policy: Policy, label: Label, label_embedding: bytes) -> tuple[Label, LabelSnapped | None]:

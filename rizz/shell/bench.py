@@ -31,6 +31,7 @@ def run_bench(
     *,
     limit: int | None = None,
     rendering: str | None = None,
+    budget: int | None = None,
     command: str = "",
     title: str | None = None,
     progress: Any = None,
@@ -41,6 +42,7 @@ def run_bench(
     Args:
       policies: policy files or shipped names; each run goes to ``out/<policy name>``.
       model: a backend, already wrapped in the shared response cache by the caller.
+      budget: prompt-budget cap in tokens, the same for every policy.
       progress: optional ``rich.progress.Progress``; one bar per policy.
     Raises:
       PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError (two policies with one name).
@@ -69,7 +71,7 @@ def run_bench(
                                 info=f"reward {mean:.3f} | branches {len(session.state.branches)} | tokens {acc['tok']}")
 
         summary = run_stream(stream, pol, source, out / pol.name, model, embedder, limit=limit, rendering=rendering,
-                             on_step=on_step, log=log)
+                             budget=budget, on_step=on_step, log=log)
         if progress is not None:
             progress.update(task, completed=summary["steps"])
     from rizz.shell.report import build_report

@@ -19,6 +19,8 @@ __all__ = ["app", "main"]
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 #: Demo stream length per policy (sized for ~10 minutes on 2 cores; see README).
 DEMO_LIMIT = 120
+#: Demo prompt budget (tokens): keeps a step of the 135M model on 2 cores to seconds.
+DEMO_BUDGET = 2048
 
 app = typer.Typer(
     add_completion=False,
@@ -60,6 +62,7 @@ def run(
     rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise)."),
     cache: Optional[Path] = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
     snapshot_every: int = typer.Option(50, help="Steps between state snapshots."),
+    budget: Optional[int] = typer.Option(None, "--budget", help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
 ) -> None:
     """Run STREAM through RIZZ with POLICY; write RUN_DIR (log, snapshots, summary.json).
 
@@ -98,7 +101,7 @@ def run(
             n = len(read_stream(stream, skip_bad=True).elements)
             prog.update(task, total=min(n, limit) if limit is not None else n)
             summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
-                                 rendering=rendering, snapshot_every=snapshot_every, on_step=on_step)
+                                 rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, budget=budget)
         except (StreamError, RunDirBusy, RunDirMismatch) as e:
             _fail(str(e))
     typer.echo(json.dumps({k: summary[k] for k in ("steps", "answered", "mean_reward", "model_calls", "branches", "state_digest")}, indent=1))
@@ -158,7 +161,8 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
     Console().print(table)
 
 
-def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Optional[int], rendering: Optional[str], command: str, title: str) -> None:
+def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Optional[int], rendering: Optional[str], command: str, title: str,
+           budget: Optional[int] = None) -> None:
     from rizz.shell.bench import run_bench
     from rizz.shell.embed import Embedder
     from rizz.shell.models import ModelUnavailableError, load_model
@@ -175,7 +179,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
         _fail(str(e))
     try:
         with _progress() as prog:
-            results = run_bench(stream, policies, out, backend, Embedder(), limit=limit, rendering=rendering,
+            results = run_bench(stream, policies, out, backend, Embedder(), limit=limit, rendering=rendering, budget=budget,
                                 command=command, title=title, progress=prog)
     except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError) as e:
         _fail(str(e))
@@ -194,6 +198,7 @@ def bench(
     model: str = typer.Option("embedded", "--model", "-m", help="embedded | gguf:PATH | anthropic:MODEL_ID | openai:BASE_URL[#MODEL]"),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Only the first N elements."),
     rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default by backend)."),
+    budget: Optional[int] = typer.Option(None, "--budget", help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
 ) -> None:
     """Several policies over the same stream and model, side by side (report.md, results.json, PNG plots).
 
@@ -201,7 +206,7 @@ def bench(
     command resumes an interrupted bench.
     """
     _bench(stream, [p.strip() for p in policies.split(",") if p.strip()], out, model, limit, rendering,
-           "rizz " + " ".join(sys.argv[1:]), f"rizz bench: {stream.name}")
+           "rizz " + " ".join(sys.argv[1:]), f"rizz bench: {stream.name}", budget)
 
 
 @app.command()
@@ -209,13 +214,14 @@ def demo(
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where to write the bench."),
     limit: int = typer.Option(DEMO_LIMIT, "--limit", "-n", help="Stream elements per policy."),
     model: str = typer.Option("embedded", "--model", "-m", help="Model spec (default: the embedded offline model)."),
+    budget: int = typer.Option(DEMO_BUDGET, "--budget", help="Prompt budget cap in tokens, for both policies."),
 ) -> None:
     """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model."""
     stream = DATA_DIR / "trace-mini" / "test.jsonl"
     if not stream.exists():
         _fail(f"shipped demo data not found at {stream}; run from a clone of the rizz repository")
     _bench(stream, ["frozen", "default"], out, model, limit, None, "rizz " + " ".join(sys.argv[1:]),
-           "rizz demo: frozen vs RIZZ on TRACE (interleaved, shipped slice)")
+           "rizz demo: frozen vs RIZZ on TRACE (interleaved, shipped slice)", budget)
 
 
 @policy_app.command("check")

@@ -112,6 +112,7 @@ def _refold(rd: RunDir, policy: Policy, records: list[dict[str, Any]], use_snaps
 
 def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str | Path, model: Any, embedder: Any, *,
                limit: int | None = None, skip_bad: bool = False, rendering: str | None = None, snapshot_every: int = 50,
+               budget: int | None = None,
                on_step: Callable[[dict[str, Any], Session], None] | None = None, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
     """Run (or resume) ``stream`` into ``out``; returns the summary. See module docstring.
 
@@ -130,6 +131,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             "policy_data": policy_data(policy),
             "model": model.name, "embedder": embedder.name, "embedder_dim": embedder.dim,
             "rendering": rendering or ("raw" if model.name.startswith(("embedded", "gguf")) else "chat"),
+            "budget_cap": budget,
         })
         if rd.repair():
             log(f"{rd.log_path}: dropped a partial last record left by an interrupted run")
@@ -137,7 +139,8 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
         state = _refold(rd, policy, records, use_snapshots=True)
         if records:
             log(f"resuming {rd.root} after {len(records)} finished steps")
-        session = Session(policy, model, embedder, state=state, step=len(records), rendering=meta["rendering"], embed_cache=rd.embeddings)
+        session = Session(policy, model, embedder, state=state, step=len(records), rendering=meta["rendering"],
+                          embed_cache=rd.embeddings, budget_cap=budget)
         session.run_dir = rd  # type: ignore[attr-defined]
         for el in elements[len(records):]:
             t0 = time.perf_counter()

@@ -92,7 +92,7 @@ class RunDir:
             write_json_atomic(self.meta_path, meta)
             return meta
         old = json.loads(self.meta_path.read_text(encoding="utf-8"))
-        diffs = [k for k in ("stream_sha256", "policy_digest", "model", "embedder", "embedder_dim", "rendering") if old.get(k) != meta.get(k)]
+        diffs = [k for k in ("stream_sha256", "policy_digest", "model", "embedder", "embedder_dim", "rendering", "budget_cap") if old.get(k) != meta.get(k)]
         if diffs:
             lines = [f"  {k}: run has {old.get(k)!r}, this command has {meta.get(k)!r}" for k in diffs]
             raise RunDirMismatch(f"{self.root} was started with different settings; resume refused:\n" + "\n".join(lines) + "\nUse a new --out directory.")

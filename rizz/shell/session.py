@@ -103,12 +103,13 @@ class Session:
       state: the state to continue from (default: empty).
       step: index of the next step.
       rendering: ``raw`` / ``chat`` / ``chat-turns`` (default: :func:`default_rendering`).
+      budget_cap: optional cap on the prompt budget (tokens), the same for every policy of a bench.
       embed_cache: optional mapping-like store with ``embed(embedder, texts) -> (keys, (n, d))``
         (e.g. :class:`rizz.shell.embed.EmbeddingStore`) so the run log holds embedding keys.
     """
 
     def __init__(self, policy: Policy, model: ModelBackend, embedder: Any, *, state: AdaptiveState | None = None,
-                 step: int = 0, rendering: str | None = None, embed_cache: Any = None) -> None:
+                 step: int = 0, rendering: str | None = None, embed_cache: Any = None, budget_cap: int | None = None) -> None:
         self.policy = policy
         self.core = rizz(policy)
         self.model = model
@@ -117,6 +118,7 @@ class Session:
         self.step_index = step
         self.rendering = rendering or default_rendering(model)
         self.embed_cache = embed_cache
+        self.budget_cap = budget_cap
         self.keys: dict[bytes, str] = {}
 
     # -- effects -----------------------------------------------------------------------
@@ -134,9 +136,10 @@ class Session:
         return out
 
     def budget(self, shape: str | None) -> int:
-        """Prompt budget in tokens: min(policy budget, window − answer tokens − template slack)."""
+        """Prompt budget in tokens: min(policy budget, ``budget_cap``, window − answer tokens − template slack)."""
         room = self.model.context_window - answer_settings(shape).max_tokens - TEMPLATE_SLACK
-        return max(1, min(self.policy.compiler.token_budget, room))
+        cap = self.budget_cap if self.budget_cap is not None else room
+        return max(1, min(self.policy.compiler.token_budget, room, cap))
 
     def answer(self, el: StreamElement) -> Pending:
         """Route, retrieve, compile, call the model and extract the answer for ``el``."""

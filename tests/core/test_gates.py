@@ -119,7 +119,7 @@ def test_failures_stay_in_their_branch_examples_cross():
 
 def test_merge_and_prune_lifecycle():
     lc = attrs.evolve(Policy().lifecycle, merge_every=1, stale_after=3, merge_anchor_similarity=0.5)
-    p = attrs.evolve(Policy(), lifecycle=lc, routing=attrs.evolve(Policy().routing, snap_enabled=False, jaccard_enabled=False))
+    p = attrs.evolve(Policy(), lifecycle=lc, routing=attrs.evolve(Policy().routing, snap_enabled=False, jaccard_enabled=False, w_anchor=0.0))
     r = rizz(p)
     s = r.step(r.init(), make_input(0, 0, seed=0), Verdict(1.0))
     from rizz.core import Label

