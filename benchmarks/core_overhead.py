@@ -34,12 +34,16 @@ a loaded machine disturbs less than wall time.
 
 With ``--shapes 1`` (the default) every branch serves the same output shape, so the shape
 guard excludes none and example retrieval scans all N rows: the core's worst case against
-the brute force. "rows scanned" reports the episodic rows the core's retrieval multiplied.
+the brute force. "rows scanned" reports the episodic rows the core's retrieval multiplied:
+with other branches eligible, every row of the bank's episodic index (one product over all
+stored episodes, ineligible rows masked afterwards), else the routed branch's rows.
 
 State memory is measured with ``tracemalloc``: the bytes allocated while folding the
 build events that are still held once the build returns (the state alone; the generated
 vectors are allocated before tracing starts). "matrices" is the part of it that is the
-episodic, anti-pattern and context embedding storage (allocated capacity, float32).
+episodic, anti-pattern and context embedding storage (allocated capacity, float32), and
+"index" the part of it that is the bank-level episodic index (a second copy of every
+episode row, plus two int64 per row).
 """
 
 from __future__ import annotations
@@ -234,7 +238,7 @@ def run(r: Rizz, state: AdaptiveState, world: World, brute: np.ndarray, repeats:
                 timed.step_s.append(t1 - t0)
                 timed.step_cpu.append(c1 - c0)
             if i == 5:
-                rows = sum(len(br.episodes) for br in _scanned(state, world, b))
+                rows = _scanned(state, world, b)
         for i in chunk:
             q = vecs[i]
             c2, t2 = time.process_time(), time.perf_counter()
@@ -247,13 +251,21 @@ def run(r: Rizz, state: AdaptiveState, world: World, brute: np.ndarray, repeats:
     return timed._replace(rows=rows), state
 
 
-def _scanned(state: AdaptiveState, world: World, b: int) -> list:
-    """Branches whose episodic matrix example retrieval multiplies for a query of branch ``b``."""
-    return [br for br in state.active_branches() if len(br.episodes) and br.shape in (None, world.shapes[b])]
+def _scanned(state: AdaptiveState, world: World, b: int) -> int:
+    """Episodic rows example retrieval multiplies for a query of branch ``b`` (see the docstring)."""
+    eligible = [br for br in state.active_branches() if len(br.episodes) and br.shape in (None, world.shapes[b])]
+    others = [br for br in eligible if br.id != f"b{b}"]
+    return len(state.episode_index) if others else sum(len(br.episodes) for br in eligible)
+
+
+def _index_bytes(state: AdaptiveState) -> int:
+    idx = state.episode_index
+    st = idx.matrix._st  # noqa: SLF001 - measuring allocated capacity
+    return (st.data.nbytes if st is not None else 0) + idx._where._data.nbytes  # noqa: SLF001
 
 
 def _matrix_bytes(state: AdaptiveState) -> int:
-    total = 0
+    total = _index_bytes(state)
     for b in state.branches.values():
         for store in (b.episodes, b.failures, b.context):
             st = store.matrix._st  # noqa: SLF001 - measuring allocated capacity
@@ -297,7 +309,7 @@ def main() -> None:
           f"examples_k {r.policy.retrieval.examples_k}, budget {r.policy.compiler.token_budget} tokens (count = len(text)//4)")
     header = (
         f"{'memories':>9} {'rows scanned':>12} {'step p50 ms':>11} {'brute p50 ms':>12} {'ratio':>6} {'step p90 ms':>11} "
-        f"{'step cpu ms':>11} {'brute cpu ms':>12} {'cpu ratio':>9} {'state MiB':>9} {'matrices MiB':>12} {'build s':>7}"
+        f"{'step cpu ms':>11} {'brute cpu ms':>12} {'cpu ratio':>9} {'state MiB':>9} {'matrices MiB':>12} {'index MiB':>9} {'build s':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -327,7 +339,7 @@ def main() -> None:
         p90 = statistics.quantiles(timed.step_s, n=10)[-1]
         print(f"{n:>9,} {timed.rows:>12,} {step * 1e3:>11.3f} {brute * 1e3:>12.3f} {step / brute:>6.2f} {p90 * 1e3:>11.3f} "
               f"{step_c * 1e3:>11.3f} {brute_c * 1e3:>12.3f} {step_c / brute_c:>9.2f} "
-              f"{state_mib} {_matrix_bytes(state) / 2**20:>12.1f} {build_s:>7.1f}", flush=True)
+              f"{state_mib} {_matrix_bytes(state) / 2**20:>12.1f} {_index_bytes(state) / 2**20:>9.1f} {build_s:>7.1f}", flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 

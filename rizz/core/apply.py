@@ -2,6 +2,11 @@
 
 One ``singledispatch`` case per event (the eventsourcing shape, STYLE.md). Each case
 replaces only what the event names, so every other branch stays the same object.
+
+The derived bank-level episodic index (``AdaptiveState.episode_index``) is kept here too:
+``EpisodeWritten`` appends one row; ``BranchesMerged`` and ``BranchPruned`` (of a branch
+holding episodes) rebuild it from the branches; deactivation leaves it alone (retrieval
+masks inactive branches).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import numpy as np
 from pyrsistent import pset, pvector
 
 from rizz.core import events as ev
+from rizz.core.episode_index import EpisodeIndex
 from rizz.core.records import AdaptiveState, Branch, BranchStats, RuleCounters
 from rizz.core.vec import as_vector
 
@@ -81,12 +87,14 @@ def _(e: ev.Routed, s: AdaptiveState) -> AdaptiveState:
 
 @apply.register
 def _(e: ev.EpisodeWritten, s: AdaptiveState) -> AdaptiveState:
-    b = s.branches[e.branch_id]
+    old = s.branches[e.branch_id]
     v = as_vector(e.embedding)
-    csum = v if not b.stats.centroid_sum else np.frombuffer(b.stats.centroid_sum, np.float32) + v
-    b = attrs.evolve(b, episodes=b.episodes.add(e.episode, e.embedding))
+    csum = v if not old.stats.centroid_sum else np.frombuffer(old.stats.centroid_sum, np.float32) + v
+    b = attrs.evolve(old, episodes=old.episodes.add(e.episode, e.embedding))
     b = _stats(b, successes_since_distill=b.stats.successes_since_distill + 1, centroid_sum=csum.astype(np.float32).tobytes())
-    return _put(s, b)
+    branches = s.branches.set(b.id, b)
+    index = s.episode_index.with_write(branches, b.id, old.episodes, e.embedding)
+    return attrs.evolve(s, branches=branches, episode_index=index)
 
 
 @apply.register
@@ -187,7 +195,8 @@ def _(e: ev.BranchesMerged, s: AdaptiveState) -> AdaptiveState:
         quarantine=kept.quarantine.extend(gone.quarantine),
         stats=stats,
     )
-    return attrs.evolve(s, branches=s.branches.set(kept.id, merged).remove(gone.id))
+    branches = s.branches.set(kept.id, merged).remove(gone.id)
+    return attrs.evolve(s, branches=branches, episode_index=EpisodeIndex.build(branches.values()))
 
 
 @apply.register
@@ -197,7 +206,10 @@ def _(e: ev.BranchDeactivated, s: AdaptiveState) -> AdaptiveState:
 
 @apply.register
 def _(e: ev.BranchPruned, s: AdaptiveState) -> AdaptiveState:
-    return attrs.evolve(s, branches=s.branches.remove(e.branch_id))
+    branches = s.branches.remove(e.branch_id)
+    if e.branch_id not in s.episode_index.stores:  # no rows of it in the index
+        return attrs.evolve(s, branches=branches)
+    return attrs.evolve(s, branches=branches, episode_index=EpisodeIndex.build(branches.values()))
 
 
 @apply.register

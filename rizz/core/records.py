@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Generic, TypeVar
 
 import attrs
-from attrs import field, frozen
+from attrs import Factory, field, frozen
 from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
 
+from rizz.core.episode_index import EpisodeIndex
 from rizz.core.vec import EmbeddingMatrix
 
 __all__ = [
@@ -224,6 +225,11 @@ class AdaptiveState:
     ``branches`` maps branch id → :class:`Branch` (insertion order = id order ``b0, b1, …``).
     ``rule_ledger`` maps rule id → :class:`RuleCounters`; ``family_rules`` maps function →
     PVector of rule ids promoted to that family; ``global_rules`` the global playbook.
+
+    ``episode_index`` is derived data: every branch's episode embeddings in one matrix
+    (:class:`~rizz.core.episode_index.EpisodeIndex`), kept by :func:`rizz.core.apply.apply`
+    and rebuilt from ``branches`` when not given. It takes no part in ``==``, hashing,
+    ``repr``, ``to_data`` or the digest (field metadata ``derived``).
     """
 
     branches: PMap = field(factory=pmap)
@@ -234,6 +240,12 @@ class AdaptiveState:
     family_rules: PMap = field(factory=pmap)
     global_rules: PVector = field(factory=pvector)
     steps: int = 0
+    episode_index: EpisodeIndex = field(
+        default=Factory(lambda s: EpisodeIndex.build(s.branches.values()), takes_self=True),
+        eq=False,
+        repr=False,
+        metadata={"derived": True},
+    )
 
     def branch_ids(self) -> list[str]:
         """Branch ids in creation order."""

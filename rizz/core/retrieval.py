@@ -1,7 +1,8 @@
 """Retrieval (spec §4): read locality decoupled from write locality.
 
 * Episodic examples: top-k by cosine over every active, shape-compatible branch (or only
-  the selected branch when ``examples_cross_branch`` is off).
+  the selected branch when ``examples_cross_branch`` is off), scored with one product over
+  the bank's episodic index (:mod:`rizz.core.episode_index`).
 * Procedural rules: the selected branch's candidate and active rules, active rules of other
   branches, and the family and global playbooks; score
   ``cos(u_j, φ(x)) · clip(1 + α(H_j − A_j), m_min, m_max)`` (α 0.30, m_min 0.30, m_max 3.00).
@@ -17,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from attrs import frozen
 
+from rizz.core.episode_index import branch_number, index_of
 from rizz.core.inputs import StepInput
 from rizz.core.policy import Policy
 from rizz.core.records import AdaptiveState, Branch, Rule, RuleCounters, Turn
@@ -49,6 +51,14 @@ class Retrieved:
 _NO_COUNTS = RuleCounters()  # counters of a rule missing from the ledger (frozen, shared)
 
 
+def _penalty(drop: np.ndarray) -> np.ndarray:
+    """(n,) float32: -inf where the (n,) bool ``drop`` is set, else -0.0 (adding -0.0 leaves
+    every float32 unchanged, signed zeros included). Built with integer arithmetic on the
+    IEEE-754 bits (0x80000000 is -0.0, 0xFF800000 is -inf): branch-free, ~5x faster than a
+    masked store of an irregular mask on 10^5 rows."""
+    return (drop.astype(np.uint32) * np.uint32(0x7F800000) + np.uint32(0x80000000)).view(np.float32)
+
+
 def rule_score(cos: float, counters: RuleCounters, policy: Policy) -> float:
     """``cos · clip(1 + α(H − A), m_min, m_max)`` (spec §4)."""
     p = policy.retrieval
@@ -56,39 +66,78 @@ def rule_score(cos: float, counters: RuleCounters, policy: Policy) -> float:
     return cos * mult
 
 
-def _top(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest scores, best first; ties by index (deterministic)."""
-    if k <= 0 or len(scores) == 0:
+def _top(scores: np.ndarray, k: int, *ties: np.ndarray) -> np.ndarray:
+    """Indices of the k largest ``(n,)`` scores, best first; equal scores ordered by the ``ties``
+    arrays (each ``(n,)``, first one most significant), then by index — exactly, also at the
+    k-th place (every row tied with the k-th score is a candidate). ``-inf`` marks a row out."""
+    n = len(scores)
+    if k <= 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
-    if len(scores) > k:
-        part = np.argpartition(-scores, k - 1)[:k]
+    if n > k:
+        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]  # the k-th largest score
+        cand = np.flatnonzero(scores >= kth) if kth > -np.inf else np.flatnonzero(scores > -np.inf)
     else:
-        part = np.arange(len(scores))
-    return part[np.lexsort((part, -scores[part]))]
+        cand = np.flatnonzero(scores > -np.inf)
+    keys = (cand,) + tuple(t[cand] for t in reversed(ties)) + (-scores[cand],)
+    return cand[np.lexsort(keys)[:k]]
+
+
+def _scored_rows(branch: Branch, scores: np.ndarray, rows: np.ndarray) -> list[Scored]:
+    return [Scored(branch.episodes.records[i], round(float(scores[i]), 6), branch.id) for i in rows.tolist()]
 
 
 def _examples(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str) -> tuple[Scored, ...]:
+    """Top ``examples_k`` episodes over the eligible branches, ordered by (score desc, branch
+    creation order, row within the branch); other branches' rows need ``examples_min_similarity``.
+
+    With other branches eligible, one product over the bank's episodic index scores every
+    stored episode; rows of ineligible branches (inactive, context function, shape-excluded)
+    and other-branch rows under the threshold are set to ``-inf`` before the top-k.
+    """
     p = policy.retrieval
-    q = as_vector(inp.embedding)
-    pool: list[tuple[float, int, int, Branch]] = []
-    order = 0
+    k = p.examples_k
+    guard = policy.routing.shape_guard and inp.shape is not None
+    own: Branch | None = None
+    others: list[Branch] = []
     for b in state.active_branches():
         if not len(b.episodes) or b.label.function == CONTEXT_FUNCTION:
             continue
-        own = b.id == selected
-        if not own:
-            if not p.examples_cross_branch:
-                continue
-            if policy.routing.shape_guard and inp.shape is not None and b.shape not in (None, inp.shape):
-                continue
-        scores = b.episodes.matrix.dots(q)
-        for i in _top(scores, p.examples_k):
-            s = float(scores[i])
-            if own or s >= p.examples_min_similarity:
-                pool.append((s, order, int(i), b))
-        order += 1
-    pool.sort(key=lambda t: (-t[0], t[1], t[2]))
-    return tuple(Scored(b.episodes.records[i], round(s, 6), b.id) for s, _, i, b in pool[: p.examples_k])
+        if b.id == selected:
+            own = b
+        elif p.examples_cross_branch and not (guard and b.shape not in (None, inp.shape)):
+            others.append(b)
+    if k <= 0 or (own is None and not others):
+        return ()
+    q = as_vector(inp.embedding)
+    if not others:  # only the routed branch: its own rows
+        scores = own.episodes.matrix.dots(q)  # type: ignore[union-attr]
+        return tuple(_scored_rows(own, scores, _top(scores, k)))  # type: ignore[arg-type]
+    index = index_of(state)
+    nums, local = index.where()
+    by_num = {branch_number(b.id): b for b in others}
+    own_num = -1
+    if own is not None:
+        own_num = branch_number(own.id)
+        by_num[own_num] = own
+    scores = index.scores(q)  # a fresh (n,) array: masked in place
+    thr = p.examples_min_similarity
+    if len(by_num) == len(index.stores):  # every indexed branch is eligible: only the threshold
+        drop = scores < thr
+        if own_num >= 0:
+            drop &= nums != own_num
+    else:
+        code = np.zeros(1 + max(branch_number(bid) for bid in state.branches), dtype=np.int8)  # 0 out, 1 other, 2 routed
+        code[list(by_num)] = 1
+        if own_num >= 0:
+            code[own_num] = 2
+        c = code[nums]
+        drop = (c == 0) | ((c == 1) & (scores < thr))
+    scores += _penalty(drop)
+    out = []
+    for j in _top(scores, k, nums, local).tolist():
+        b = by_num[int(nums[j])]
+        out.append(Scored(b.episodes.records[int(local[j])], round(float(scores[j]), 6), b.id))
+    return tuple(out)
 
 
 def _rules(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, function: str) -> tuple[Scored, ...]:

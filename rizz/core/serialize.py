@@ -4,7 +4,8 @@
 base64 float32, maps with sorted keys); ``from_data`` inverts it exactly, so
 ``from_data(to_data(s)) == s``. ``digest(s)`` is ``"sha256:" + hex`` of the canonical JSON
 encoding — equal states have equal digests, on any machine (JSON floats print their
-shortest round-trip repr).
+shortest round-trip repr). Fields with metadata ``derived`` (``AdaptiveState.episode_index``)
+are left out; the record's constructor rebuilds them.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def to_data(obj: Any) -> Any:
     if attrs.has(type(obj)):
         out: dict[str, Any] = {"_t": type(obj).__name__}
         for f in attrs.fields(type(obj)):
-            out[f.name] = to_data(getattr(obj, f.name))
+            if not f.metadata.get("derived"):  # derived data (the episodic index) is rebuilt, never stored
+                out[f.name] = to_data(getattr(obj, f.name))
         return out
     raise TypeError(f"cannot serialise {type(obj).__name__}")
 

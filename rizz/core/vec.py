@@ -40,9 +40,11 @@ def cosine(a: bytes, b: bytes) -> float:
 def row_dots(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     """``rows @ q``: (n, d) float32 rows · (d,) float32 query → (n,) float32 dot products.
 
-    Computed by numpy's own single-threaded einsum loop, not a BLAS gemv. Retrieval makes one
-    product per branch (tens per step), and a threaded BLAS call stalls whenever another
-    process holds a core: on the 2-core development machine under load, 24 products over
+    Computed by numpy's own single-threaded einsum loop, not a BLAS gemv. Retrieval uses it for
+    the per-branch products (anti-patterns, scoped context, rules, the routed branch's examples
+    when no other branch is eligible — several per step; cross-branch examples use one BLAS
+    product over the bank's episodic index instead), and a threaded BLAS call stalls whenever
+    another process holds a core: on the 2-core development machine under load, 24 products over
     10^5 rows in all took 58–288 ms through 2-thread OpenBLAS and 12–21 ms through this loop
     (``specs/benchmarks.md``). The loop is memory-bound, as fast as single-threaded BLAS, and
     its result can differ from a BLAS gemv in the last bits (summation order: ~5e-8 on unit
