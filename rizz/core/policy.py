@@ -108,7 +108,7 @@ class RoutingPolicy:
 
     mode: str = _choice("branches", ("branches", "single"), "rizz", "'single' routes every input to one global branch (interference ablation)")
     judge: str = _choice("when_uncertain", ("always", "when_uncertain"), "rizz (paper §3: always)", "ask the LLM judge for every input, or only when the anchor route is in doubt")
-    confident_similarity: float = _num(0.45, 0.0, 1.0, "rizz (tuned on TRACE train: within-task MiniLM cosine medians 0.30–0.81, across ≤ 0.29)", "judge skipped when the nearest compatible anchor has at least this cosine ...")
+    confident_similarity: float = _num(0.30, 0.0, 1.0, "rizz (tuned on TRACE train: within-task MiniLM cosine medians 0.30–0.81, across ≤ 0.29)", "judge skipped when the nearest compatible anchor has at least this cosine ...")
     confident_margin: float = _num(0.05, 0.0, 2.0, "rizz", "... and leads the nearest anchor of another function by at least this much")
     snap_enabled: bool = _flag(True, "paper §3", "snap a proposed application to an existing one")
     snap_threshold: float = _num(0.92, 0.0, 1.0, "paper §3 (τ_snap)", "label-embedding cosine needed to snap")
