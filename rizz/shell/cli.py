@@ -18,7 +18,7 @@ __all__ = ["app", "main"]
 #: Shipped real data slices (repository root ``data/``).
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 #: Demo stream length per policy (sized for ~10 minutes on 2 cores; see README).
-DEMO_LIMIT = 120
+DEMO_LIMIT = 84
 #: Demo prompt budget (tokens): keeps a step of the 135M model on 2 cores to seconds.
 DEMO_BUDGET = 2048
 
