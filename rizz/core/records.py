@@ -98,18 +98,25 @@ class QuarantinedItem:
 
 @frozen
 class MemoryStore(Generic[T]):
-    """Records with aligned embeddings: ``records[i]`` ↔ ``matrix.rows()[i]``; ``keys`` for de-duplication."""
+    """Records with aligned embeddings: ``records[i]`` ↔ ``matrix.rows()[i]``; ``keys`` for
+    de-duplication; ``scopes`` maps a scope key → the rows whose record has that scope (so
+    scoped-context retrieval does not scan every record)."""
 
     records: PVector = field(factory=pvector)
     matrix: EmbeddingMatrix = field(factory=lambda: EmbeddingMatrix(0))
     keys: PSet = field(factory=pset)
+    scopes: PMap = field(factory=pmap)
 
     def __len__(self) -> int:
         return len(self.records)
 
     def add(self, record: T, vec: bytes) -> "MemoryStore[T]":
         matrix = self.matrix if len(self.matrix) or self.matrix.dim else EmbeddingMatrix(len(vec) // 4)
-        return MemoryStore(self.records.append(record), matrix.append(vec), self.keys.add(record.key))  # type: ignore[attr-defined]
+        scope = getattr(record, "scope", None)
+        scopes = self.scopes
+        if scope is not None:
+            scopes = scopes.set(scope, scopes.get(scope, pvector()).append(len(self.records)))
+        return MemoryStore(self.records.append(record), matrix.append(vec), self.keys.add(record.key), scopes)  # type: ignore[attr-defined]
 
     def merged(self, other: "MemoryStore[T]") -> "MemoryStore[T]":
         """This store followed by the records of ``other`` whose keys are new."""
@@ -120,7 +127,12 @@ class MemoryStore(Generic[T]):
             return other
         extra = other.matrix.take(idx)
         recs = self.records.extend(other.records[i] for i in idx)
-        return MemoryStore(recs, self.matrix.concat(extra), self.keys | pset(r.key for r in recs))  # type: ignore[attr-defined]
+        by_scope: dict = {}
+        for i, r in enumerate(recs):
+            if getattr(r, "scope", None) is not None:
+                by_scope.setdefault(r.scope, []).append(i)  # type: ignore[attr-defined]
+        scopes = pmap({k: pvector(v) for k, v in by_scope.items()})
+        return MemoryStore(recs, self.matrix.concat(extra), self.keys | pset(r.key for r in recs), scopes)  # type: ignore[attr-defined]
 
 
 @frozen

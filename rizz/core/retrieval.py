@@ -181,7 +181,7 @@ def _context(state: AdaptiveState, policy: Policy, inp: StepInput, branch: Branc
     sources: list[tuple[Branch, list[int]]] = []
     if inp.scope is not None:
         for b in state.active_branches():
-            idx = [i for i, it in enumerate(b.context.records) if it.scope == inp.scope]
+            idx = list(b.context.scopes.get(inp.scope, ()))
             if idx:
                 sources.append((b, idx))
     if not sources and branch is not None and len(branch.context):
