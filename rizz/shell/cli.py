@@ -54,7 +54,7 @@ def _progress():  # noqa: ANN202
 @app.command()
 def run(
     stream: Path = typer.Argument(..., help="Stream file (CONTRACT.md JSONL)."),
-    policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file, or a shipped name: default, frozen, single-branch, no-procedural, no-anti-fragmentation."),
+    policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file, or a shipped name: default, frozen, single-branch, no-procedural, no-anti-fragmentation, judge-always, ace-style."),
     out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR; an unfinished one is resumed."),
     model: str = typer.Option("embedded", "--model", "-m", help="embedded | gguf:PATH | anthropic:MODEL_ID | openai:BASE_URL[#MODEL]"),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Only the first N elements."),
@@ -77,6 +77,12 @@ def run(
     pol = _load_policy_or_exit(policy)
     if not stream.exists():
         _fail(f"stream file not found: {stream}")
+    from rizz.shell.streams import read_stream
+
+    try:
+        n = len(read_stream(stream, skip_bad=skip_bad).elements)  # refuse a bad stream before writing anything
+    except StreamError as e:
+        _fail(str(e))
     out.mkdir(parents=True, exist_ok=True)
     try:
         backend = load_model(model, cache=cache or out / "responses.sqlite")
@@ -93,12 +99,12 @@ def run(
                 totals["n"] += 1
             totals["tok"] += sum(c["prompt_tokens"] for c in rec["calls"])
             mean = totals["r"] / totals["n"] if totals["n"] else 0.0
-            prog.update(task, completed=rec["step"] + 1, info=f"reward {mean:.3f} | branches {len(session.state.branches)} | tokens {totals['tok']}")
+            info = f"reward {mean:.3f} | branches {len(session.state.branches)} | tokens {totals['tok']}"
+            prog.update(task, completed=rec["step"] + 1, info=info)
+            if prog.disable and (rec["step"] + 1) % 10 == 0:  # no TTY: a line every 10 steps
+                typer.echo(f"step {rec['step'] + 1}: {info}", err=True)
 
         try:
-            from rizz.shell.streams import read_stream
-
-            n = len(read_stream(stream, skip_bad=True).elements)
             prog.update(task, total=min(n, limit) if limit is not None else n)
             summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
                                  rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, budget=budget)
@@ -158,7 +164,7 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
         table.add_column(col, justify="right" if col not in ("branch", "label", "shape") else "left")
     for r in rows:
         table.add_row(*[str(v) for v in r.values()])
-    Console().print(table)
+    Console(width=max(160, Console().width)).print(table)
 
 
 def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Optional[int], rendering: Optional[str], command: str, title: str,
@@ -172,6 +178,12 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
 
     if not stream.exists():
         _fail(f"stream file not found: {stream}")
+    from rizz.shell.streams import read_stream
+
+    try:
+        read_stream(stream)  # refuse a bad stream before writing anything
+    except StreamError as e:
+        _fail(str(e))
     out.mkdir(parents=True, exist_ok=True)
     try:
         backend = load_model(model, cache=out / "responses.sqlite")

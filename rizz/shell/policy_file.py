@@ -22,6 +22,9 @@ import yaml
 
 from rizz.core.policy import Policy, policy_schema
 
+#: Verifier names (CONTRACT.md); thresholds may only name these.
+VERIFIER_NAMES = ("exact_match", "label_match", "first_char", "fuzzy_ratio", "rouge_l", "sari", "token_f1", "code_exec", "llm_judge")
+
 __all__ = ["PolicyError", "dump_policy", "load_policy", "parse_policy", "policy_data", "POLICY_DIR"]
 
 #: The policies shipped with rizz (``policies/`` at the repository root).
@@ -109,6 +112,11 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     if not isinstance(parent, str):
         raise PolicyError(str(path), [f"$.extends: expected a path, got {parent!r}"])
     base_path = (path.parent / parent).resolve()
+    if not base_path.exists() and not Path(parent).suffix and (POLICY_DIR / f"{parent}.yaml").exists():
+        base_path = POLICY_DIR / f"{parent}.yaml"  # `extends: default` names a shipped policy
+    if not base_path.exists():
+        raise PolicyError(str(path), [f"$.extends: {parent!r} not found (looked for {base_path}; shipped names: "
+                                      + ", ".join(sorted(p.stem for p in POLICY_DIR.glob('*.yaml'))) + ")"])
     return _merge(_read(base_path, seen + (path,)), data)
 
 
@@ -118,10 +126,34 @@ def parse_policy(data: dict[str, Any], source: str = "<policy>") -> Policy:
     if errors:
         raise PolicyError(source, errors)
     try:
-        return _converter.structure(data, Policy)
+        policy = _converter.structure(data, Policy)
     except (cattrs.BaseValidationError, ValueError, TypeError) as e:  # ranges the schema cannot say
         msgs = cattrs.transform_error(e, path="$") if isinstance(e, cattrs.BaseValidationError) else [str(e)]
         raise PolicyError(source, msgs) from None
+    errors = _cross_field_errors(policy)
+    if errors:
+        raise PolicyError(source, errors)
+    return policy
+
+
+def _cross_field_errors(p: Policy) -> list[str]:
+    """Checks that involve two fields (the schema checks one field at a time)."""
+    from rizz.core.policy import PROTECTED_BLOCKS
+
+    out = []
+    if p.lifecycle.max_active > p.lifecycle.max_branches:
+        out.append(f"$.lifecycle.max_active: expected at most lifecycle.max_branches ({p.lifecycle.max_branches}), got {p.lifecycle.max_active}")
+    for name in sorted(p.write.thresholds):
+        if name not in VERIFIER_NAMES:
+            out.append(f"$.write.thresholds.{name}: unknown verifier (expected one of {', '.join(VERIFIER_NAMES)})")
+    if p.quarantine.enabled and p.write.failure_threshold > p.quarantine.middling_min:
+        out.append(f"$.write.failure_threshold: expected at most quarantine.middling_min ({p.quarantine.middling_min:g}), got {p.write.failure_threshold:g}")
+    for b in p.compiler.drop_order:
+        if b in PROTECTED_BLOCKS:
+            out.append(f"$.compiler.drop_order: {b!r} is never dropped (instruction and input are protected); remove it")
+    if "input" not in p.compiler.layout:
+        out.append("$.compiler.layout: must include 'input'")
+    return out
 
 
 def load_policy(path: str | Path) -> Policy:

@@ -155,6 +155,8 @@ def _validate(obj: Any) -> None:
     context_only = obj.get("context_only", False)
     if not isinstance(context_only, bool):
         raise _expect("context_only", "true or false", context_only)
+    if verifier not in (None, "code_exec") and not context_only and obj.get("reference") is None:
+        raise _FieldError("reference", f"required when 'verifier' is {verifier!r} (the verifier scores against it)")
 
 
 def _freeze_meta(meta: Mapping[str, Any] | None) -> PMap:
@@ -335,7 +337,7 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                obj = json.loads(raw.rstrip("\r\n"))
             except json.JSONDecodeError as err:
                 reject(BadLine(lineno, None, f"invalid JSON at column {err.colno}: {err.msg}"))
                 continue

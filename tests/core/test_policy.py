@@ -56,6 +56,10 @@ BAD = [
     ({"compiler": {"token_budget": -5}}, "$.compiler.token_budget: expected an integer in [16, 10000000], got -5"),
     ({"quarantine": None}, "$.quarantine: expected a mapping, got None"),
     ({"extra": 1}, "$.extra: unknown key"),
+    ({"lifecycle": {"max_active": 60}}, "$.lifecycle.max_active: expected at most lifecycle.max_branches (48), got 60"),
+    ({"write": {"thresholds": {"rouge": 0.3}}}, "$.write.thresholds.rouge: unknown verifier"),
+    ({"write": {"failure_threshold": 0.5}}, "$.write.failure_threshold: expected at most quarantine.middling_min (0.1), got 0.5"),
+    ({"compiler": {"drop_order": ["input"]}}, "$.compiler.drop_order: 'input' is never dropped"),
 ]
 
 
@@ -100,3 +104,12 @@ def test_constants_doc_in_sync():
     from rizz.shell.policy_file import constants_markdown
 
     assert (ROOT / "specs/constants.md").read_text() == constants_markdown(), "regenerate: rizz policy constants > specs/constants.md"
+
+
+def test_extends_a_shipped_name(tmp_path):
+    (tmp_path / "mine.yaml").write_text("extends: default\nrouting: {snap_threshold: 0.8}\n")
+    p = load_policy(tmp_path / "mine.yaml")
+    assert p.routing.snap_threshold == 0.8 and p.routing.w_anchor == Policy().routing.w_anchor
+    (tmp_path / "bad.yaml").write_text("extends: nothere.yaml\n")
+    with pytest.raises(PolicyError, match=r"\$\.extends: 'nothere.yaml' not found"):
+        load_policy(tmp_path / "bad.yaml")

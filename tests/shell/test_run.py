@@ -172,3 +172,16 @@ def test_embedder_mismatch_refuses_resume(tmp_path, stream, fake_model, embedder
 
     with pytest.raises(RunDirMismatch, match="embedder"):
         run_stream(stream, load_policy("default"), "default", tmp_path / "e", fake_model(_answer), Other(), log=lambda m: None)
+
+
+def test_refused_stream_writes_nothing_and_names_the_column(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x1", "input": "hi", \n')
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "run", str(bad), "--out", str(out)], capture_output=True, text=True)
+    assert res.returncode == 2 and "bad.jsonl:1: invalid JSON at column 29" in res.stderr
+    assert not out.exists()
+    noref = tmp_path / "noref.jsonl"
+    noref.write_text('{"id": "x1", "input": "hi", "verifier": "exact_match"}\n')
+    with pytest.raises(StreamError, match=r"noref\.jsonl:1: field 'reference': required when 'verifier' is 'exact_match'"):
+        read_stream(noref)
