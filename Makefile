@@ -4,7 +4,9 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# CPU build of torch (a plain `torch` resolves to a multi-GB CUDA build); override with TORCH=...
+# CPU build of torch (a plain `torch` resolves to a multi-GB CUDA build). On this project's
+# machines pip finds a local CPU wheel of torch 2.13.0; elsewhere pass the CPU index, e.g.
+#   make test TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
 TORCH ?= torch==2.13.0
 # Portable llama.cpp build for llama-cpp-python (no native CPU flags, no llava, no openssl)
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF

@@ -13,6 +13,7 @@ Raises :class:`PolicyError` (a ``ValueError``) carrying ``errors`` (list of str)
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,15 @@ VERIFIER_NAMES = ("exact_match", "label_match", "first_char", "fuzzy_ratio", "ro
 
 __all__ = ["PolicyError", "dump_policy", "load_policy", "parse_policy", "policy_data", "POLICY_DIR"]
 
+def _policy_dir() -> Path:
+    here = Path(__file__).resolve().parents[2] / "policies"  # a source checkout / editable install
+    if here.is_dir():
+        return here
+    return Path(sys.prefix) / "share" / "rizz" / "policies"  # a wheel install (pyproject data-files)
+
+
 #: The policies shipped with rizz (``policies/`` at the repository root).
-POLICY_DIR = Path(__file__).resolve().parents[2] / "policies"
+POLICY_DIR = _policy_dir()
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
 
