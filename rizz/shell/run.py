@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rizz.core import AdaptiveState, Policy, digest, rizz
+from rizz.core import events as ev
 from rizz.core.serialize import canonical_json
 from rizz.shell.policy_file import policy_data
 from rizz.shell.runlog import RunDir, record_to_step, write_json_atomic
-from rizz.shell.session import Pending, Session
+from rizz.shell.session import Pending, Session, default_rendering
 from rizz.shell.streams import StreamElement, read_stream
 
 __all__ = ["build_record", "replay", "run_stream", "summarise"]
@@ -35,12 +36,12 @@ def build_record(session: Session, p: Pending, inp: Any, verdict: Any, events: t
     """The log record of one finished step (everything replay needs, nothing it can recompute)."""
     el = p.element
     key = session.key_of
-    routed = next(e for e in events if type(e).__name__ == "Routed")
+    routed = next(e for e in events if isinstance(e, ev.Routed))
     rec: dict[str, Any] = {
         "step": inp.step, "id": el.id, "task": el.task, "context_only": el.context_only,
         "input": {"text": inp.text, "instruction": inp.instruction, "evidence": inp.evidence, "scope": inp.scope,
                   "shape": inp.shape, "embedding": key(inp.embedding)},
-        "route": {"branch": routed.branch_id, "score": routed.score, "spawned": any(type(e).__name__ == "BranchSpawned" for e in events)},
+        "route": {"branch": routed.branch_id, "score": routed.score, "spawned": any(isinstance(e, ev.BranchSpawned) for e in events)},
         "calls": [{"kind": c.kind, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
                    "latency_s": round(c.latency_s, 4), "cost_usd": c.cost_usd, "cached": c.cached} for c in calls],
         "overflow": p.overflow, "wall_s": round(wall_s, 4),
@@ -130,7 +131,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             "policy_digest": "sha256:" + hashlib.sha256(canonical_json(policy).encode()).hexdigest(),
             "policy_data": policy_data(policy),
             "model": model.name, "embedder": embedder.name, "embedder_dim": embedder.dim,
-            "rendering": rendering or ("raw" if model.name.startswith(("embedded", "gguf")) else "chat"),
+            "rendering": rendering or default_rendering(model),
             "budget_cap": budget,
         })
         if rd.repair():

@@ -37,6 +37,7 @@ from rizz.core import (
     prompt_blocks,
     rizz,
 )
+from rizz.core import events as ev
 from rizz.shell.distill import distill_rules
 from rizz.shell.judge import label_input
 from rizz.shell.models.base import Generation, Message, ModelBackend
@@ -203,7 +204,7 @@ class Session:
         calls = list(p.calls)
         if not inp.context_only and self.policy.rules.enabled and verdict is not None:
             provisional = self.core.step_with_events(self.state, inp, verdict)
-            branch_id = next(e.branch_id for e in provisional.events if type(e).__name__ == "Routed")
+            branch_id = next(e.branch_id for e in provisional.events if isinstance(e, ev.Routed))
             batch = distill_batch(provisional.state, self.policy, branch_id)
             if batch:
                 label = provisional.state.branches[branch_id].label
