@@ -130,13 +130,21 @@ def prompt_blocks(retrieved: Retrieved, text: str, instruction: str | None, evid
     }
 
 
-def _render(layout: Iterable[str], shown: dict[str, list[PromptItem]]) -> tuple[tuple[PromptSection, ...], str]:
+#: Blocks whose items ``CompilerPolicy.nearest_last`` writes in ascending score order.
+NEAREST_LAST_BLOCKS = ("examples", "rules", "mistakes")
+
+
+def _render(
+    layout: Iterable[str], shown: dict[str, list[PromptItem]], nearest_last: bool = False
+) -> tuple[tuple[PromptSection, ...], str]:
     has_memory = any(shown.get(b) for b in MEMORY_BLOCKS)
     sections = []
     for block in layout:
         items = shown.get(block) or []
         if not items or (block == "preamble" and not has_memory):
             continue
+        if nearest_last and block in NEAREST_LAST_BLOCKS:
+            items = items[::-1]
         sections.append(PromptSection(block, HEADERS[block], tuple(items)))
     return tuple(sections), "\n\n".join(s.text() for s in sections)
 
@@ -190,7 +198,7 @@ def compile_prompt(
     def attempt(j: int) -> tuple[tuple[PromptSection, ...], str, int]:
         gone = {(b, it.id) for b, it in seq[:j]}
         kept = {b: [it for it in shown[b] if (b, it.id) not in gone] for b in layout}
-        sections, text = _render(layout, kept)
+        sections, text = _render(layout, kept, policy.nearest_last)
         return sections, text, count_tokens(text)
 
     # Smallest j such that dropping seq[:j] fits (binary search on exact counts; the count

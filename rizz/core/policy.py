@@ -209,6 +209,11 @@ class CompilerPolicy:
         "blocks dropped first under budget pressure (lowest-scored items first inside a block)",
     )
     item_max_tokens: int = _num(2048, 1, 10_000_000, "rizz", "a memory item longer than this is not shown", integer=True)
+    nearest_last: bool = _flag(
+        False,
+        "rizz",
+        "inside the examples, rules and mistakes blocks, write the highest-scored item last, next to the input (small models copy the nearest example)",
+    )
 
 
 def _wrap(cls: type) -> Any:

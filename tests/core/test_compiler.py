@@ -117,3 +117,20 @@ def test_golden_compiled_prompt():
     if os.environ.get("RIZZ_UPDATE_GOLDEN"):
         golden.write_text(cp.text + "\n")
     assert cp.text + "\n" == golden.read_text(), "if the change is intended: RIZZ_UPDATE_GOLDEN=1 pytest tests/core"
+
+
+def test_nearest_last_reverses_memory_items_but_not_what_is_dropped():
+    blocks = {
+        "input": [PromptItem("input", "q", 0.0)],
+        "examples": [PromptItem("far", "e far", 0.1), PromptItem("near", "e near", 0.9), PromptItem("mid", "e mid", 0.5)],
+        "evidence": [PromptItem("evidence-0", "p0", 0.0), PromptItem("evidence-1", "p1", -1.0)],
+    }
+    first = compile_prompt(blocks, DEFAULT, word_count)
+    last = compile_prompt(blocks, attrs.evolve(DEFAULT, nearest_last=True), word_count)
+    assert first.item_ids("examples") == ("near", "mid", "far")
+    assert last.item_ids("examples") == ("far", "mid", "near")
+    assert last.item_ids("evidence") == first.item_ids("evidence") == ("evidence-0", "evidence-1")
+    # under pressure the lowest-scored example still goes first, whatever the written order
+    tight = compile_prompt(blocks, attrs.evolve(DEFAULT, nearest_last=True), word_count, first.token_count - 2)
+    assert [d.id for d in tight.dropped] == ["far"]
+    assert tight.item_ids("examples") == ("mid", "near")
