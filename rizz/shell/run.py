@@ -138,7 +138,9 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             log(f"{rd.log_path}: dropped a partial last record left by an interrupted run")
         records = list(rd.records())
         state = _refold(rd, policy, records, use_snapshots=True)
-        if records:
+        if records and len(records) >= len(elements):
+            log(f"{rd.root}: already finished ({len(records)} steps); nothing to run")
+        elif records:
             log(f"resuming {rd.root} after {len(records)} finished steps")
         session = Session(policy, model, embedder, state=state, step=len(records), rendering=meta["rendering"],
                           embed_cache=rd.embeddings, budget_cap=budget)

@@ -77,6 +77,10 @@ def test_resume_equals_uninterrupted(tmp_path, stream, fake_model, embedder):
     resumed = _run(stream, out, fake_model, embedder, snapshot_every=4)
     assert resumed["state_digest"] == full["state_digest"] and resumed["steps"] == 14
     assert resumed["mean_reward"] == full["mean_reward"]
+    said: list[str] = []
+    pol = load_policy("default")
+    again = run_stream(stream, pol, "default", out, fake_model(_answer), embedder, log=said.append)
+    assert again == resumed and said == [f"{out}: already finished (14 steps); nothing to run"]
 
 
 def test_resume_refuses_other_settings(tmp_path, stream, fake_model, embedder):
