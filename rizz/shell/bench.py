@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rizz.shell.policy_file import load_policy
+from rizz.shell.progress import StepProgress
 from rizz.shell.run import run_stream
 
 __all__ = ["DEMO_POLICIES", "run_bench"]
@@ -57,23 +58,10 @@ def run_bench(
     total = len(read_stream(stream, skip_bad=False).elements)
     total = min(total, limit) if limit is not None else total
     for source, pol in loaded:
-        task = progress.add_task(f"{pol.name:>22}", total=total, info="") if progress is not None else None
-        acc = {"r": 0.0, "n": 0, "tok": 0}
-
-        def on_step(rec: dict[str, Any], session: Any, task: Any = task, acc: dict = acc) -> None:
-            if "verdict" in rec:
-                acc["r"] += rec["verdict"]["reward"]
-                acc["n"] += 1
-            acc["tok"] += sum(c["prompt_tokens"] for c in rec["calls"])
-            if progress is not None:
-                mean = acc["r"] / acc["n"] if acc["n"] else 0.0
-                progress.update(task, completed=rec["step"] + 1,
-                                info=f"reward {mean:.3f} | branches {len(session.state.branches)} | tokens {acc['tok']}")
-
+        on_step = StepProgress(progress, f"{pol.name:>22}", total, echo=log)
         summary = run_stream(stream, pol, source, out / pol.name, model, embedder, limit=limit, rendering=rendering,
                              budget=budget, on_step=on_step, log=log)
-        if progress is not None:
-            progress.update(task, completed=summary["steps"])
+        on_step.finish(summary["steps"])
     from rizz.shell.report import build_report
 
     return build_report(out, names, title=title or f"rizz bench: {Path(stream).name}", command=command)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -12,6 +11,7 @@ import typer
 
 from rizz.shell.cli_streams import app as streams_app
 from rizz.shell.policy_file import PolicyError, dump_policy, load_policy
+from rizz.shell.progress import StepProgress, new_progress
 
 __all__ = ["app", "main"]
 
@@ -42,13 +42,6 @@ def _load_policy_or_exit(path: str):  # noqa: ANN202
         return load_policy(path)
     except PolicyError as e:
         _fail(str(e))
-
-
-def _progress():  # noqa: ANN202
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-                    TextColumn("{task.fields[info]}"), transient=False, disable=not sys.stderr.isatty() and os.environ.get("RIZZ_PROGRESS") != "1")
 
 
 @app.command()
@@ -89,23 +82,9 @@ def run(
     except (ValueError, ModelUnavailableError) as e:
         _fail(str(e))
     embedder = Embedder()
-    with _progress() as prog:
-        task = prog.add_task(f"{pol.name}", total=None, info="")
-        totals = {"r": 0.0, "n": 0, "tok": 0}
-
-        def on_step(rec: dict, session) -> None:  # noqa: ANN001
-            if "verdict" in rec:
-                totals["r"] += rec["verdict"]["reward"]
-                totals["n"] += 1
-            totals["tok"] += sum(c["prompt_tokens"] for c in rec["calls"])
-            mean = totals["r"] / totals["n"] if totals["n"] else 0.0
-            info = f"reward {mean:.3f} | branches {len(session.state.branches)} | tokens {totals['tok']}"
-            prog.update(task, completed=rec["step"] + 1, info=info)
-            if prog.disable and (rec["step"] + 1) % 10 == 0:  # no TTY: a line every 10 steps
-                typer.echo(f"step {rec['step'] + 1}: {info}", err=True)
-
+    with new_progress() as prog:
+        on_step = StepProgress(prog, pol.name, min(n, limit) if limit is not None else n, echo=lambda m: typer.echo(m, err=True))
         try:
-            prog.update(task, total=min(n, limit) if limit is not None else n)
             summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
                                  rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, budget=budget)
         except (StreamError, RunDirBusy, RunDirMismatch) as e:
@@ -190,7 +169,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
     except (ValueError, ModelUnavailableError) as e:
         _fail(str(e))
     try:
-        with _progress() as prog:
+        with new_progress() as prog:
             results = run_bench(stream, policies, out, backend, Embedder(), limit=limit, rendering=rendering, budget=budget,
                                 command=command, title=title, progress=prog)
     except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError) as e:

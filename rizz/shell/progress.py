@@ -1,0 +1,63 @@
+"""Per-step progress for long runs: one ``rich`` bar per run, or a plain line every 10 steps
+when stderr is not a terminal (CI logs, ``nohup``), so a long bench is never silent.
+
+``RIZZ_PROGRESS=1`` forces the bar on without a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable
+
+__all__ = ["new_progress", "StepProgress"]
+
+#: Steps between plain progress lines when no terminal shows the bar.
+LINE_EVERY = 10
+
+
+def new_progress() -> Any:
+    """A ``rich.progress.Progress`` (disabled when stderr is not a TTY and RIZZ_PROGRESS≠1)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TimeRemainingColumn(), TextColumn("{task.fields[info]}"), transient=False,
+                    disable=not sys.stderr.isatty() and os.environ.get("RIZZ_PROGRESS") != "1")
+
+
+class StepProgress:
+    """The ``on_step`` callback of :func:`rizz.shell.run.run_stream` for one run.
+
+    Keeps the running mean reward (over answered steps) and prompt tokens (all calls), and
+    shows them with the branch count on ``progress``'s bar ``label``; without a terminal it
+    calls ``echo`` with ``"<label> step N/T: reward … | branches … | tokens …"`` every
+    ``LINE_EVERY`` steps.
+    """
+
+    def __init__(self, progress: Any, label: str, total: int | None,
+                 echo: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)) -> None:
+        self.progress, self.label, self.total, self.echo = progress, label, total, echo
+        self.task = progress.add_task(label, total=total, info="") if progress is not None else None
+        self.reward_sum, self.answered, self.tokens = 0.0, 0, 0
+
+    @property
+    def mean_reward(self) -> float:
+        return self.reward_sum / self.answered if self.answered else 0.0
+
+    def __call__(self, rec: dict[str, Any], session: Any) -> None:
+        if "verdict" in rec:
+            self.reward_sum += rec["verdict"]["reward"]
+            self.answered += 1
+        self.tokens += sum(c["prompt_tokens"] for c in rec["calls"])
+        info = f"reward {self.mean_reward:.3f} | branches {len(session.state.branches)} | tokens {self.tokens}"
+        done = rec["step"] + 1
+        if self.progress is None:
+            return
+        self.progress.update(self.task, completed=done, info=info)
+        if self.progress.disable and done % LINE_EVERY == 0:
+            of = f"/{self.total}" if self.total is not None else ""
+            self.echo(f"{self.label.strip()} step {done}{of}: {info}")
+
+    def finish(self, steps: int) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, completed=steps)

@@ -1,0 +1,38 @@
+"""StepProgress: running figures on the bar, and plain lines every 10 steps without a TTY."""
+
+from types import SimpleNamespace
+
+from rizz.shell.progress import LINE_EVERY, StepProgress, new_progress
+
+
+def _rec(step: int, reward: float | None, tokens: int) -> dict:
+    rec = {"step": step, "calls": [{"prompt_tokens": tokens}]}
+    if reward is not None:
+        rec["verdict"] = {"reward": reward}
+    return rec
+
+
+def test_lines_without_a_terminal_carry_the_running_mean(monkeypatch):
+    monkeypatch.delenv("RIZZ_PROGRESS", raising=False)
+    said: list[str] = []
+    session = SimpleNamespace(state=SimpleNamespace(branches={"b0": 0, "b1": 1}))
+    with new_progress() as prog:  # pytest captures stderr: not a TTY, so the bar is disabled
+        assert prog.disable
+        sp = StepProgress(prog, "  default", 25, echo=said.append)
+        for i in range(25):
+            # every 5th step is context-only (no verdict); rewards alternate 1, 0
+            sp(_rec(i, None if i % 5 == 4 else float(i % 2 == 0), 100), session)
+        sp.finish(25)
+    assert len(said) == 25 // LINE_EVERY == 2
+    # steps 0..9: answered 0,1,2,3,5,6,7,8 → rewards 1,0,1,0,0,1,0,1 → 4/8
+    assert said[0] == "default step 10/25: reward 0.500 | branches 2 | tokens 1000"
+    assert said[1].startswith("default step 20/25: reward ") and said[1].endswith("| tokens 2000")
+    assert sp.answered == 20 and abs(sp.mean_reward - sum(float(i % 2 == 0) for i in range(25) if i % 5 != 4) / 20) < 1e-12
+
+
+def test_no_progress_object_is_silent():
+    said: list[str] = []
+    sp = StepProgress(None, "x", None, echo=said.append)
+    for i in range(30):
+        sp(_rec(i, 1.0, 1), SimpleNamespace(state=SimpleNamespace(branches={})))
+    assert said == [] and sp.mean_reward == 1.0 and sp.tokens == 30
