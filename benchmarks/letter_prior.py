@@ -33,20 +33,25 @@ def main() -> None:
 
     import llama_cpp
 
+    from rizz.core.compiler import PromptItem, compile_prompt
+    from rizz.shell.models.base import render_raw
     from rizz.shell.models.embedded import default_gguf_path
-    from rizz.shell.render import answer_settings
+    from rizz.shell.policy_file import load_policy
+    from rizz.shell.render import render
+
+    frozen = load_policy("frozen").compiler
 
     llm = llama_cpp.Llama(model_path=str(default_gguf_path()), n_ctx=2048, n_threads=args.threads,
                           n_threads_batch=args.threads, logits_all=True, verbose=False)
     rows = [json.loads(line) for line in open(args.stream, encoding="utf-8")]
     rows = [r for r in rows if r["metadata"].get("shape") == "letter"]
-    hint = answer_settings("letter").hint
     per: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for r in rows:
         task, x = r["metadata"]["task"], r["input"]
         gold = r["reference"].strip()[:1]
         offered = sorted(set(re.findall(r"(?<![A-Za-z])([A-E])[.．]", x))) or ["A", "B", "C"]
-        prompt = f"Input: {x}\n{hint}\nAnswer:"  # the frozen raw prompt (rizz.shell.render)
+        compiled = compile_prompt({"input": [PromptItem("input", x, 0.0)]}, frozen, lambda t: len(t.split()))
+        prompt = render_raw(render(compiled, "letter", "raw"))  # exactly the frozen policy's prompt
         llm.reset()
         toks = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=False)
         llm.eval(toks)

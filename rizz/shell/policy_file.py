@@ -22,9 +22,10 @@ import jsonschema
 import yaml
 
 from rizz.core.policy import Policy, policy_schema
+from rizz.shell.streams import VERIFIERS
 
 #: Verifier names (CONTRACT.md); thresholds may only name these.
-VERIFIER_NAMES = ("exact_match", "label_match", "first_char", "fuzzy_ratio", "rouge_l", "sari", "token_f1", "code_exec", "llm_judge")
+VERIFIER_NAMES = VERIFIERS
 
 __all__ = ["PolicyError", "dump_policy", "load_policy", "parse_policy", "policy_data", "POLICY_DIR"]
 

