@@ -163,6 +163,8 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
         read_stream(stream)  # refuse a bad stream before writing anything
     except StreamError as e:
         _fail(str(e))
+    for p in policies:  # and a bad policy name or file too
+        _load_policy_or_exit(p)
     out.mkdir(parents=True, exist_ok=True)
     try:
         backend = load_model(model, cache=out / "responses.sqlite")

@@ -104,7 +104,8 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
-        raise PolicyError(str(path), [f"cannot read: {e.strerror}"]) from None
+        hint = "" if path.exists() else f" (shipped names: {', '.join(sorted(q.stem for q in POLICY_DIR.glob('*.yaml')))})"
+        raise PolicyError(str(path), [f"cannot read: {e.strerror}{hint}"]) from None
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as e:

@@ -123,9 +123,6 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
     read = read_stream(stream, skip_bad=skip_bad)
     elements: list[StreamElement] = list(read.elements)[: limit if limit is not None else None]
     with RunDir(out) as rd:
-        if read.bad:
-            write_json_atomic(rd.root / "bad_lines.json", [{"line": b.line, "field": b.field, "message": b.message} for b in read.bad])
-            log(f"skipped {len(read.bad)} bad line(s) of {stream}; see {rd.root / 'bad_lines.json'}")
         meta = rd.check_or_write_meta({
             "stream": str(stream), "stream_sha256": _sha256_file(stream), "policy": policy_source,
             "policy_digest": "sha256:" + hashlib.sha256(canonical_json(policy).encode()).hexdigest(),
@@ -134,6 +131,9 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             "rendering": rendering or default_rendering(model),
             "budget_cap": budget,
         })
+        if read.bad:  # written only once the run's settings are accepted (a refused resume writes nothing)
+            write_json_atomic(rd.root / "bad_lines.json", [{"line": b.line, "field": b.field, "message": b.message} for b in read.bad])
+            log(f"skipped {len(read.bad)} bad line(s) of {stream}; see {rd.root / 'bad_lines.json'}")
         if rd.repair():
             log(f"{rd.log_path}: dropped a partial last record left by an interrupted run")
         records = list(rd.records())

@@ -100,7 +100,9 @@ class RunDir:
 
     def meta(self) -> dict[str, Any]:
         if not self.meta_path.exists():
-            raise FileNotFoundError(f"{self.root}: no run.json — not a rizz RUN_DIR")
+            subs = sorted(d.name for d in self.root.glob("*/") if (d / "run.json").exists()) if self.root.is_dir() else []
+            hint = f"; a bench folder? its runs: {', '.join(str(self.root / s) for s in subs)}" if subs else ""
+            raise FileNotFoundError(f"{self.root}: no run.json — not a rizz RUN_DIR{hint}")
         return json.loads(self.meta_path.read_text(encoding="utf-8"))
 
     @property

@@ -85,8 +85,27 @@ def test_resume_equals_uninterrupted(tmp_path, stream, fake_model, embedder):
 
 def test_resume_refuses_other_settings(tmp_path, stream, fake_model, embedder):
     _run(stream, tmp_path / "r", fake_model, embedder, limit=2)
+    before = sorted(p.name for p in (tmp_path / "r").iterdir())
     with pytest.raises(RunDirMismatch, match="policy_digest"):
         _run(stream, tmp_path / "r", fake_model, embedder, policy="frozen")
+    # a refused resume writes nothing, not even the bad-line report of a --skip-bad stream
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(stream.read_text() + "{not json\n")
+    with pytest.raises(RunDirMismatch, match="stream_sha256"):
+        _run(bad, tmp_path / "r", fake_model, embedder, skip_bad=True)
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == before and "bad_lines.json" not in before
+
+
+def test_missing_policy_and_bench_folder_errors_name_what_to_use(tmp_path):
+    from rizz.shell.policy_file import PolicyError
+    from rizz.shell.runlog import RunDir
+
+    with pytest.raises(PolicyError, match=r"cannot read: .*shipped names: ace-style, default, frozen"):
+        load_policy(tmp_path / "defualt")
+    (tmp_path / "bench" / "frozen").mkdir(parents=True)
+    (tmp_path / "bench" / "frozen" / "run.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match=r"a bench folder\? its runs: .*bench/frozen"):
+        RunDir(tmp_path / "bench").meta()
 
 
 def test_second_process_is_refused(tmp_path):
@@ -189,3 +208,11 @@ def test_refused_stream_writes_nothing_and_names_the_column(tmp_path):
     noref.write_text('{"id": "x1", "input": "hi", "verifier": "exact_match"}\n')
     with pytest.raises(StreamError, match=r"noref\.jsonl:1: field 'reference': required when 'verifier' is 'exact_match'"):
         read_stream(noref)
+
+
+def test_bench_refuses_a_bad_policy_name_before_writing(tmp_path, stream):
+    out = tmp_path / "b"
+    res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "bench", str(stream), "-P", "frozen,defualt", "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0 and "defualt" in res.stderr and "shipped names:" in res.stderr
+    assert not out.exists()
