@@ -47,7 +47,7 @@ BLOCKS = (
 )
 #: Blocks the compiler never drops (spec §5).
 PROTECTED_BLOCKS = ("instruction", "input")
-#: Expected output shapes (CONTRACT.md ``metadata.shape``).
+#: Expected output shapes (``metadata.shape``, specs/stream-format.md).
 SHAPES = ("letter", "number", "label", "span", "text", "code", "json")
 
 

@@ -1,4 +1,4 @@
-"""The ``rizz`` command line (CONTRACT.md): run, replay, diff, inspect, policy, streams, bench, demo."""
+"""The ``rizz`` command line (specs/stream-format.md): run, replay, diff, inspect, policy, streams, bench, demo."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def _load_policy_or_exit(path: str):  # noqa: ANN202
 
 @app.command()
 def run(
-    stream: Path = typer.Argument(..., help="Stream file (CONTRACT.md JSONL)."),
+    stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
     policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file, or a shipped name: default, frozen, single-branch, no-procedural, no-anti-fragmentation, judge-always, ace-style."),
     out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR; an unfinished one is resumed."),
     model: str = typer.Option("embedded", "--model", "-m", help="embedded | gguf:PATH | anthropic:MODEL_ID | openai:BASE_URL[#MODEL]"),
@@ -111,8 +111,8 @@ def replay(
 @app.command()
 def diff(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR."),
-    at: int = typer.Option(..., "--at", help="First step (0-based) whose changes to show."),
-    to: Optional[int] = typer.Option(None, "--to", help="Last step to show (default: --at)."),
+    at: int = typer.Option(..., "--at", min=0, help="First step (0-based) whose changes to show."),
+    to: Optional[int] = typer.Option(None, "--to", min=0, help="Last step to show (default: --at)."),
 ) -> None:
     """What changed in the state between steps: spawns, merges, writes, quarantine, counters, drops."""
     from rizz.shell.diff import diff_run
@@ -184,7 +184,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
 
 @app.command()
 def bench(
-    stream: Path = typer.Argument(..., help="Stream file (CONTRACT.md JSONL)."),
+    stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
     policies: str = typer.Option("frozen,default,single-branch,no-procedural,no-anti-fragmentation", "--policies", "-P",
                                  help="Comma-separated policy files or shipped names."),
     out: Path = typer.Option(..., "--out", "-o", help="BENCH_DIR: one RUN_DIR per policy, report.md, results.json, plots."),

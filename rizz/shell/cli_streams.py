@@ -26,12 +26,12 @@ DEFAULT_DATA_ROOT = Path("..") / "shared" / "data"
 DATA_ROOT_ENV = "RIZZ_DATA_ROOT"
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
-                  help="Build benchmark streams (CONTRACT JSONL) and check stream files.")
+                  help="Build benchmark streams (JSONL, specs/stream-format.md) and check stream files.")
 
 
 @app.callback()
 def _streams() -> None:
-    """Build benchmark streams (CONTRACT JSONL) and check stream files."""
+    """Build benchmark streams (JSONL, specs/stream-format.md) and check stream files."""
 
 
 def resolve_data_root(option: Optional[Path]) -> Path:

@@ -81,10 +81,12 @@ def _fold_until(rd: RunDir, stop: int, keep_from: int) -> tuple[AdaptiveState, l
 def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
     """Text describing what steps ``at``..``to`` (inclusive, 0-based) changed.
 
-    Raises ValueError when ``at`` is past the end of the log.
+    Raises ValueError when ``at`` is negative or past the end of the log, or ``to < at``.
     """
     rd = RunDir(run_dir)
     to = at if to is None else to
+    if at < 0:
+        raise ValueError(f"--at {at}: steps are numbered from 0")
     if to < at:
         raise ValueError(f"--to {to} is before --at {at}")
     state, kept = _fold_until(rd, to, at)

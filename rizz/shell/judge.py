@@ -288,7 +288,7 @@ def label_input(
         model: any :class:`~rizz.shell.models.base.ModelBackend` (chat rendering is used).
         text: the element's input.
         instruction: its instruction, if any.
-        shape: expected output shape (CONTRACT.md ``metadata.shape``), if any.
+        shape: expected output shape (``metadata.shape``, specs/stream-format.md), if any.
         max_tokens: judge answer budget, tokens.
 
     Returns:

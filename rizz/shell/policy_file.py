@@ -3,7 +3,9 @@
 A policy file is YAML whose keys follow ``specs/policy.schema.json`` (generated from the
 records by :func:`rizz.core.policy_schema`). ``extends: other.yaml`` (relative to the file)
 takes that policy and overrides it key by key (maps merge recursively; lists and scalars
-replace). Validation reports *every* bad field with its JSON path and what was expected::
+replace); ``name`` is never inherited: a file without one is named after its file stem.
+A key written twice in one mapping and an empty file are errors. Validation reports *every*
+bad field with its JSON path and what was expected::
 
     $.routing.snap_threshold: expected a number in [0, 1], got 1.7
     $.routing.snap_treshold: unknown key (allowed: confident_margin, ...)
@@ -13,6 +15,7 @@ Raises :class:`PolicyError` (a ``ValueError``) carrying ``errors`` (list of str)
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,7 @@ import yaml
 from rizz.core.policy import Policy, policy_schema
 from rizz.shell.streams import VERIFIERS
 
-#: Verifier names (CONTRACT.md); thresholds may only name these.
+#: Verifier names (specs/stream-format.md); thresholds may only name these.
 VERIFIER_NAMES = VERIFIERS
 
 __all__ = ["PolicyError", "dump_policy", "load_policy", "parse_policy", "policy_data", "POLICY_DIR"]
@@ -91,6 +94,29 @@ def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
     return out
 
 
+def _shown(path: Path) -> str:
+    """``path`` as a user wrote it would look: relative to the working directory when under it."""
+    try:
+        return os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
+    except (OSError, ValueError):
+        return str(path)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key written twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} written twice (first on line {seen[key]})", key_node.start_mark)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in over.items():
@@ -99,35 +125,38 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
+    shown = _shown(path)
     if path in seen:
-        raise PolicyError(str(path), [f"$.extends: cycle through {' -> '.join(map(str, seen + (path,)))}"])
+        raise PolicyError(shown, [f"$.extends: cycle through {' -> '.join(_shown(q) for q in seen + (path,))}"])
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         hint = "" if path.exists() else f" (shipped names: {', '.join(sorted(q.stem for q in POLICY_DIR.glob('*.yaml')))})"
-        raise PolicyError(str(path), [f"cannot read: {e.strerror}{hint}"]) from None
+        raise PolicyError(shown, [f"cannot read: {e.strerror}{hint}"]) from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        raise PolicyError(str(path), [f"YAML syntax error at {where}: {e.problem}"]) from None
+        raise PolicyError(shown, [f"YAML error at {where}: {e.problem}"]) from None
     if data is None:
-        data = {}
+        raise PolicyError(shown, ["$: the file is empty (start from the defaults with `extends: default`)"])
     if not isinstance(data, dict):
-        raise PolicyError(str(path), [f"$: expected a mapping, got {type(data).__name__}"])
+        raise PolicyError(shown, [f"$: expected a mapping, got {type(data).__name__}"])
     parent = data.pop("extends", None)
     if parent is None:
         return data
     if not isinstance(parent, str):
-        raise PolicyError(str(path), [f"$.extends: expected a path, got {parent!r}"])
+        raise PolicyError(shown, [f"$.extends: expected a path, got {parent!r}"])
     base_path = (path.parent / parent).resolve()
     if not base_path.exists() and not Path(parent).suffix and (POLICY_DIR / f"{parent}.yaml").exists():
         base_path = POLICY_DIR / f"{parent}.yaml"  # `extends: default` names a shipped policy
     if not base_path.exists():
-        raise PolicyError(str(path), [f"$.extends: {parent!r} not found (looked for {base_path}; shipped names: "
-                                      + ", ".join(sorted(p.stem for p in POLICY_DIR.glob('*.yaml'))) + ")"])
-    return _merge(_read(base_path, seen + (path,)), data)
+        raise PolicyError(shown, [f"$.extends: {parent!r} not found (looked for {_shown(base_path)}; shipped names: "
+                                  + ", ".join(sorted(p.stem for p in POLICY_DIR.glob('*.yaml'))) + ")"])
+    base = _read(base_path, seen + (path,))
+    base.pop("name", None)  # a name names one file; the child is named by its own `name` or stem
+    return _merge(base, data)
 
 
 def parse_policy(data: dict[str, Any], source: str = "<policy>") -> Policy:
@@ -177,7 +206,7 @@ def load_policy(path: str | Path) -> Policy:
         p = POLICY_DIR / f"{p}.yaml"
     data = _read(p.resolve(), ())
     data.setdefault("name", p.stem)
-    return parse_policy(data, str(path))
+    return parse_policy(data, _shown(p.resolve()))
 
 
 def policy_data(policy: Policy) -> dict[str, Any]:
@@ -205,8 +234,8 @@ def constants_markdown() -> str:
         "# Constants and where they come from",
         "",
         "Every constant is a policy field (`policies/default.yaml`; schema `specs/policy.schema.json`).",
-        "`paper §N` = a value stated in the RIZZ paper (`../shared/RIZZ-SPEC.md`); `rizz` = this project's",
-        "choice where the paper gives no number (its equations were lost in extraction, see the spec).",
+        "`paper §N` = a value stated in the RIZZ paper (section numbers: `specs/stream-format.md`);",
+        "`rizz` = this project's choice where the paper gives no number.",
         "Generated by `rizz policy constants > specs/constants.md`; a test keeps it in sync.",
         "",
         "| field | default | range | source | meaning |",

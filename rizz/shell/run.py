@@ -66,7 +66,7 @@ def build_record(session: Session, p: Pending, inp: Any, verdict: Any, events: t
 
 
 def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[str, Any]) -> dict[str, Any]:
-    """CONTRACT.md ``summary.json`` (plus extra fields) from the log records and final state."""
+    """``summary.json`` (specs/stream-format.md) (plus extra fields) from the log records and final state."""
     answered = [r for r in records if "verdict" in r]
     per_task: dict[str, list[float]] = {}
     for r in answered:

@@ -9,7 +9,7 @@ Layout::
       prompts/            compiled prompt texts by sha256 (content-addressed)
       snapshots/NNNNNNNN.json   periodic state snapshots (rizz.core.to_data), atomic writes
       responses.sqlite    response cache (model, prompt, parameters) → generation
-      summary.json        CONTRACT.md summary, at the end of a run and by replay
+      summary.json        summary (specs/stream-format.md), at the end of a run and by replay
       .lock               held by the process using the directory
 
 A record is appended only after its step is complete, so a kill at any moment leaves at

@@ -1,6 +1,6 @@
-"""Stream files: read, validate and write the CONTRACT JSONL format.
+"""Stream files: read, validate and write the stream JSONL format (specs/stream-format.md).
 
-One stream element per line (``/work/shared/CONTRACT.md``, "Stream file")::
+One stream element per line (``specs/stream-format.md``)::
 
     {"id": "fomc-0007", "input": "...", "instruction": null,
      "metadata": {"task": "FOMC", "scope": null, "shape": "letter", "time": null},
@@ -45,14 +45,14 @@ __all__ = [
     "dumps_element",
 ]
 
-#: Expected output shapes (CONTRACT ``metadata.shape``; RIZZ-SPEC §3 step 4).
+#: Expected output shapes (``metadata.shape``; §3 step 4).
 SHAPES: tuple[str, ...] = ("letter", "number", "label", "span", "text", "code", "json")
-#: Verifier names (CONTRACT ``verifier``; RIZZ-SPEC §1).
+#: Verifier names (``verifier``; §1).
 VERIFIERS: tuple[str, ...] = (
     "exact_match", "label_match", "first_char", "fuzzy_ratio", "rouge_l",
     "sari", "token_f1", "code_exec", "llm_judge",
 )
-#: Top-level fields in canonical (CONTRACT) order.
+#: Top-level fields in canonical order (specs/stream-format.md).
 FIELDS: tuple[str, ...] = (
     "id", "input", "instruction", "metadata", "evidence", "reference", "verifier", "context_only",
 )
@@ -181,7 +181,7 @@ def _element_validator(inst: "StreamElement", _attr: Any, _value: Any) -> None:
 
 @attrs.frozen
 class StreamElement:
-    """One stream element ``z_t = (x_t, I_t, m_t, d_t, y*_t)`` (RIZZ-SPEC §1).
+    """One stream element ``z_t = (x_t, I_t, m_t, d_t, y*_t)`` (§1).
 
     Attributes:
       id: unique within its stream file.

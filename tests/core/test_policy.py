@@ -89,7 +89,7 @@ def test_extends_overrides_and_detects_cycles(tmp_path):
     (tmp_path / "a.yaml").write_text("extends: b.yaml\nrouting: {snap_threshold: 0.5}\n")
     (tmp_path / "b.yaml").write_text("routing: {jaccard_threshold: 0.1}\nname: b\n")
     p = load_policy(tmp_path / "a.yaml")
-    assert (p.routing.snap_threshold, p.routing.jaccard_threshold, p.name) == (0.5, 0.1, "b")
+    assert (p.routing.snap_threshold, p.routing.jaccard_threshold, p.name) == (0.5, 0.1, "a")  # name not inherited
     (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
     with pytest.raises(PolicyError, match="cycle"):
         load_policy(tmp_path / "a.yaml")
@@ -113,3 +113,40 @@ def test_extends_a_shipped_name(tmp_path):
     (tmp_path / "bad.yaml").write_text("extends: nothere.yaml\n")
     with pytest.raises(PolicyError, match=r"\$\.extends: 'nothere.yaml' not found"):
         load_policy(tmp_path / "bad.yaml")
+
+
+def test_extends_without_a_name_is_named_after_its_file(tmp_path):
+    (tmp_path / "exp-1.yaml").write_text("extends: default\n")
+    (tmp_path / "exp-2.yaml").write_text("extends: exp-1.yaml\nname: second\n")
+    assert load_policy(tmp_path / "exp-1.yaml").name == "exp-1"
+    assert load_policy(tmp_path / "exp-2.yaml").name == "second"
+
+
+def test_a_key_written_twice_is_an_error_naming_both_lines(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("extends: default\nrouting:\n  snap_threshold: 0.9\n  snap_threshold: 0.8\n")
+    with pytest.raises(PolicyError) as info:
+        load_policy(f)
+    assert info.value.errors == ["YAML error at line 4, column 3: key 'snap_threshold' written twice (first on line 3)"]
+
+
+def test_an_empty_policy_file_is_an_error(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("# nothing here\n")
+    with pytest.raises(PolicyError, match=r"\$: the file is empty"):
+        load_policy(f)
+
+
+def test_errors_name_the_file_as_the_user_would(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub/p.yaml").write_text("extends: q.yaml\n")
+    (tmp_path / "sub/q.yaml").write_text("routing: {snap_threshold: 2}\n")
+    for given in ("sub/p.yaml", tmp_path / "sub/p.yaml"):
+        with pytest.raises(PolicyError) as info:
+            load_policy(given)
+        assert info.value.path == "sub/p.yaml"
+    (tmp_path / "sub/q.yaml").write_text("extends: nothere.yaml\n")
+    with pytest.raises(PolicyError) as info:
+        load_policy("sub/p.yaml")
+    assert info.value.path == "sub/q.yaml" and "looked for sub/nothere.yaml" in info.value.errors[0]

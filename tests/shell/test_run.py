@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,6 +67,11 @@ def test_run_writes_log_summary_and_replays_to_the_same_digest(tmp_path, stream,
     other = replay(out, load_policy("single-branch"), "single-branch")
     assert other["state_digest"] != s["state_digest"] and (out / "summary.replay.json").exists()
     assert other["branches"]["total"] == 1
+    # specs/stream-format.md names exactly the fields summary.json has
+    doc = (ROOT / "specs/stream-format.md").read_text().split("## RUN_DIR/summary.json")[1].split("## ")[0]
+    stable = set(json.loads(doc.split("```json")[1].split("```")[0].replace("…", "")))
+    extra = set(re.findall(r"`([a-z_]+)`", doc.split("rizz adds")[1])) - {"judge", "answer", "distill"}
+    assert stable | extra == set(s) and not stable & extra
 
 
 def test_resume_equals_uninterrupted(tmp_path, stream, fake_model, embedder):
@@ -142,6 +148,14 @@ def test_diff_and_inspect(tmp_path, stream, fake_model, embedder):
     assert many.count("\nstep ") == 13 and "after step 13:" in many
     with pytest.raises(ValueError, match="not in the log"):
         diff_run(out, 99)
+    with pytest.raises(ValueError, match="numbered from 0"):
+        diff_run(out, -1, 2)
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    res = CliRunner().invoke(app, ["diff", str(out), "--at", "-1"])
+    assert res.exit_code == 2 and "--at" in res.output and "greater than or equal to 0" in " ".join(res.output.split())
     rows = inspect_run(out)
     assert sum(r["traffic"] for r in rows) == 14 and rows[0]["label"].startswith("classify/stance")
 

@@ -1,4 +1,4 @@
-"""Stream reader/validator/writer against CONTRACT.md (table-driven bad lines)."""
+"""Stream reader/validator/writer against specs/stream-format.md (table-driven bad lines)."""
 
 from __future__ import annotations
 

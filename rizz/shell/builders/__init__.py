@@ -1,4 +1,4 @@
-"""Deterministic builders of real benchmark streams (CONTRACT JSONL).
+"""Deterministic builders of real benchmark streams (JSONL, specs/stream-format.md).
 
 Every builder is ``build_<bench>(data_root: Path, opts: BuildOptions) -> BuildResult``:
 the same data and options give the same elements in the same order (seeded with

@@ -1,4 +1,4 @@
-"""HotpotQA distractor (StreamBench ``hotpotqa_distract``) -> CONTRACT stream.
+"""HotpotQA distractor (StreamBench ``hotpotqa_distract``) -> stream (specs/stream-format.md).
 
 Source: ``DATA_ROOT/hotpotqa_distractor/dev_distractor_with_context.json`` — the first 83
 records of the official ``hotpot_dev_distractor_v1.json`` (via ``acmyu/CS592LLM-Project``

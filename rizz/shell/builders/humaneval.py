@@ -1,4 +1,4 @@
-"""HumanEval (stand-in for StreamBench DS-1000) -> CONTRACT stream.
+"""HumanEval (stand-in for StreamBench DS-1000) -> stream (specs/stream-format.md).
 
 Source: ``DATA_ROOT/humaneval/HumanEval_0-131.jsonl`` (``openai/human-eval`` @ 6d43fb9,
 MIT), problems HumanEval/0-131 in source order.

@@ -1,4 +1,4 @@
-"""LoCoMo (stand-in for LongMemEval-S) -> CONTRACT stream of scoped context + questions.
+"""LoCoMo (stand-in for LongMemEval-S) -> stream (specs/stream-format.md) of scoped context + questions.
 
 Source: ``DATA_ROOT/locomo/conv-<n>.json`` (``snap-research/locomo`` @ e76cdff,
 ``data/locomo10.zip``; no licence file; Maharana et al., ACL 2024).

@@ -1,4 +1,4 @@
-"""TRACE (Wang et al. 2023): 8 continual-learning tasks -> CONTRACT stream.
+"""TRACE (Wang et al. 2023): 8 continual-learning tasks -> stream (specs/stream-format.md).
 
 Source: ``DATA_ROOT/trace/LLM-CL-Benchmark_500/<task>/{train,eval,test}.json`` and
 ``DATA_ROOT/trace/LLM-CL-Benchmark_5000/<task>/test.json`` (``zjwang21/TRACE`` @ cb1bfea,

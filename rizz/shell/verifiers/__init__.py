@@ -1,5 +1,5 @@
 """Verifiers: the benchmarks' real metrics, answer extraction by output shape, and the sandbox
-that runs model-written code (RIZZ-SPEC §1, §6).
+that runs model-written code (§1, §6).
 
 Examples:
   >>> verify("exact_match", "Answer: B", "B", shape="letter").reward

@@ -1,6 +1,6 @@
 """The benchmarks' own metrics as verifiers: ``verify(verifier, raw_output, reference)``.
 
-RIZZ-SPEC §1: the verifier returns a reward ``r_t = V(ŷ_t, y*_t) ∈ [0, 1]``; the same verifier
+§1: the verifier returns a reward ``r_t = V(ŷ_t, y*_t) ∈ [0, 1]``; the same verifier
 scores every method on a subtask. Each metric follows the benchmark's definition (source named
 on each scorer). ``verify`` first extracts the answer by output shape (``extract.py``), so a
 verbose model is scored on its answer, then takes the max over acceptable references.
