@@ -71,6 +71,21 @@ def test_label_and_span() -> None:
     assert extract_answer("\n\n", "span") == Extraction("", False)
 
 
+@pytest.mark.parametrize("raw, answer", [
+    # the embedded model's own HotpotQA outputs on the StreamBench-style train split
+    ("\nThe answer is no.\n\nThe answer is no.", "no."),
+    (" The answer is no.\n", "no."),
+    ("\nThe answer is:\n\nA short answer.", "A short answer."),
+    ("The final answer is: 1922", "1922"),
+    ("The answer was Lee Hazlewood.", "Lee Hazlewood."),
+    # not an answer prefix: kept whole
+    ("The answerer is Bob", "The answerer is Bob"),
+    ("The answer isn't known", "The answer isn't known"),
+])
+def test_span_after_the_answer_is(raw: str, answer: str) -> None:
+    assert extract_answer(raw, "span") == Extraction(answer, True)
+
+
 def test_text_and_none() -> None:
     assert extract_answer("  two\nlines  ", "text") == Extraction("two\nlines", True)
     assert extract_answer("  two\nlines  ", None) == Extraction("two\nlines", True)

@@ -1,4 +1,4 @@
-"""Answer extraction by expected output shape (RIZZ-SPEC §1: "an extractor takes the final
+"""Answer extraction by expected output shape (§1: "an extractor takes the final
 answer ŷ_t from its raw text").
 
 A verbose model is scored on its answer, not on its preamble: ``"In 2019 there were 3 ...
@@ -6,9 +6,10 @@ The answer is 42"`` with shape ``number`` gives ``"42"``; ``"The stance is B. ha
 shape ``letter`` gives ``"B"``.
 
 When nothing of the expected shape is found, ``parsed`` is False and ``answer`` falls back to
-the ``span`` reading of the text (first non-empty line with any ``Answer:`` prefix removed), so
+the ``span`` reading of the text (first non-empty line with any ``Answer:`` or ``The answer
+is`` prefix removed), so
 a verifier can still score it (e.g. NumGLUE-cm has non-numeric references such as ``"June"``).
-A wrong answer with ``parsed=True`` is a *substantive* failure (RIZZ-SPEC §6).
+A wrong answer with ``parsed=True`` is a *substantive* failure (§6).
 """
 
 from __future__ import annotations
@@ -63,10 +64,13 @@ _NUMBER_AFTER_KEYWORD = re.compile(
 _BOXED = re.compile(r"\\boxed\{\s*[^\d\-−.]*?(" + _NUMBER + r")")
 _HASHES = re.compile(r"####\s*[^\d\-−.]*?(" + _NUMBER + r")")
 
+# "Answer: Paris", "**Final answer:** Paris", "The answer is Paris", "The short answer is: Paris"
+_ANSWER_IS = r"(?i:the\s+)?(?i:final\s+|short\s+|correct\s+)?(?i:answer)\s+(?i:is|was)\b\s*[\*]*\s*[:：]?"
 _PREFIX = re.compile(
-    r"^\s*[\*#>\s]*(?i:final\s+answer|short\s+answer|answer|label|output|response)\s*[\*]*\s*[:：]\s*[\*]*\s*"
+    r"^\s*[\*#>\s]*(?:(?i:final\s+answer|short\s+answer|answer|label|output|response)\s*[\*]*\s*[:：]|"
+    + _ANSWER_IS + r")\s*[\*]*\s*"
 )
-_ANSWER_LINE = re.compile(r"^\s*[\*#>\s]*(?i:final\s+answer|answer)\s*[\*]*\s*[:：]", re.M)
+_ANSWER_LINE = re.compile(r"^\s*[\*#>\s]*(?:(?i:final\s+answer|answer)\s*[\*]*\s*[:：]|" + _ANSWER_IS + ")", re.M)
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 
 
@@ -82,10 +86,10 @@ def _strip_prefix(line: str) -> str:
 
 
 def _span(text: str) -> str:
-    """Last ``Answer:`` line if any, else the first non-empty line; prefix removed."""
+    """Last ``Answer:`` / ``The answer is`` line if any, else the first non-empty line; prefix removed."""
     answer_lines = [m.start() for m in _ANSWER_LINE.finditer(text)]
     if answer_lines:
-        rest = text[answer_lines[-1]:]
+        rest = text[answer_lines[-1]:].lstrip()  # the match may start on an earlier blank line
         head, _, tail = rest.partition("\n")
         found = _strip_prefix(head)
         # "Answer:\nParis" puts the answer on the next line
@@ -161,7 +165,8 @@ def extract_answer(raw: str, shape: str | None) -> Extraction:
         - ``number``: ``\\boxed{x}``, ``#### x``, "the answer is x", else the last number;
           thousands commas removed, units/currency dropped ("$1,200.50" → "1200.50").
         - ``label``: the first non-empty line, trimmed (an "Answer:" prefix removed).
-        - ``span``: the last "Answer:" line if any, else the first non-empty line, prefix removed.
+        - ``span``: the last "Answer:" / "The answer is" line if any (the answer may be on the
+          next line), else the first non-empty line, prefix removed.
         - ``text``: the whole text, trimmed.
         - ``code``: the first fenced block that defines a function/class (else the first fenced
           block; an unclosed fence runs to the end), or the whole text.
