@@ -22,6 +22,11 @@ DEMO_LIMIT = 84
 #: Demo prompt budget (tokens): keeps a step of the 135M model on 2 cores to seconds.
 DEMO_BUDGET = 2048
 
+#: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
+MODEL_HELP = "embedded | gguf:PATH | anthropic:MODEL_ID | openai:BASE_URL\\[#MODEL]"
+#: Smallest prompt budget a policy accepts (``compiler.token_budget`` minimum, rizz/core/policy.py).
+MIN_BUDGET = 16
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -44,18 +49,40 @@ def _load_policy_or_exit(path: str):  # noqa: ANN202
         _fail(str(e))
 
 
+def _check_rendering(rendering: Optional[str]) -> None:
+    from rizz.shell.render import RENDERINGS
+
+    if rendering is not None and rendering not in RENDERINGS:
+        _fail(f"--rendering {rendering!r}: expected one of {', '.join(RENDERINGS)}")
+
+
+def _policy_stem(p: str) -> str:
+    return Path(p).stem
+
+
+def _check_out(out: Path, marker: str, what: str, also: tuple[str, ...] = ()) -> None:
+    """Refuse an ``--out`` that is a file, or a non-empty folder that is not one of ours."""
+    if out.exists() and not out.is_dir():
+        _fail(f"--out {out}: is a file; {what} must be a folder (new or one rizz wrote)")
+    if out.is_dir():
+        names = {p.name for p in out.iterdir()}
+        if names and marker not in names and not names & set(also):
+            _fail(f"--out {out}: the folder holds other files ({', '.join(sorted(names)[:3])}{', ...' if len(names) > 3 else ''}) "
+                  f"and no {marker}; give a new folder for the {what}")
+
+
 @app.command()
 def run(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
     policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file, or a shipped name: default, frozen, single-branch, no-procedural, no-anti-fragmentation, judge-always, ace-style."),
     out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR; an unfinished one is resumed."),
-    model: str = typer.Option("embedded", "--model", "-m", help="embedded | gguf:PATH | anthropic:MODEL_ID | openai:BASE_URL[#MODEL]"),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Only the first N elements."),
+    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Record malformed stream lines in RUN_DIR/bad_lines.json and go on."),
     rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise)."),
     cache: Optional[Path] = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
-    snapshot_every: int = typer.Option(50, help="Steps between state snapshots."),
-    budget: Optional[int] = typer.Option(None, "--budget", help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
+    snapshot_every: int = typer.Option(50, min=1, help="Steps between state snapshots."),
+    budget: Optional[int] = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
 ) -> None:
     """Run STREAM through RIZZ with POLICY; write RUN_DIR (log, snapshots, summary.json).
 
@@ -76,6 +103,8 @@ def run(
         n = len(read_stream(stream, skip_bad=skip_bad).elements)  # refuse a bad stream before writing anything
     except StreamError as e:
         _fail(str(e))
+    _check_rendering(rendering)
+    _check_out(out, "run.json", "RUN_DIR", also=("responses.sqlite",))
     out.mkdir(parents=True, exist_ok=True)
     try:
         backend = load_model(model, cache=cache or out / "responses.sqlite")
@@ -95,9 +124,14 @@ def run(
 @app.command()
 def replay(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR written by `rizz run`."),
-    policy: Optional[str] = typer.Option(None, "--policy", "-p", help="Refold under this policy instead of the run's own."),
+    policy: Optional[str] = typer.Option(None, "--policy", "-p", help="Refold under this policy instead of the run's own (writes summary.replay.json)."),
 ) -> None:
-    """Refold RUN_DIR's log with no model calls; print the final state's digest."""
+    """Refold RUN_DIR's log with no model calls; print the final state's digest.
+
+    Under another --policy the logged answers and rewards are refolded as they are: the
+    memory and branches are that policy's, the rewards the run's (it is not a new run; use
+    `rizz run` or `rizz bench` to measure a policy).
+    """
     from rizz.shell.run import replay as do_replay
 
     pol = _load_policy_or_exit(policy) if policy else None
@@ -165,6 +199,8 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
         _fail(str(e))
     for p in policies:  # and a bad policy name or file too
         _load_policy_or_exit(p)
+    _check_rendering(rendering)
+    _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",) + tuple(_policy_stem(p) for p in policies))
     out.mkdir(parents=True, exist_ok=True)
     try:
         backend = load_model(model, cache=out / "responses.sqlite")
@@ -188,10 +224,10 @@ def bench(
     policies: str = typer.Option("frozen,default,single-branch,no-procedural,no-anti-fragmentation", "--policies", "-P",
                                  help="Comma-separated policy files or shipped names."),
     out: Path = typer.Option(..., "--out", "-o", help="BENCH_DIR: one RUN_DIR per policy, report.md, results.json, plots."),
-    model: str = typer.Option("embedded", "--model", "-m", help="embedded | gguf:PATH | anthropic:MODEL_ID | openai:BASE_URL[#MODEL]"),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Only the first N elements."),
+    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
     rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default by backend)."),
-    budget: Optional[int] = typer.Option(None, "--budget", help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
+    budget: Optional[int] = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
 ) -> None:
     """Several policies over the same stream and model, side by side (report.md, results.json, PNG plots).
 
@@ -205,9 +241,9 @@ def bench(
 @app.command()
 def demo(
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where to write the bench."),
-    limit: int = typer.Option(DEMO_LIMIT, "--limit", "-n", help="Stream elements per policy."),
+    limit: int = typer.Option(DEMO_LIMIT, "--limit", "-n", min=1, help="Stream elements per policy."),
     model: str = typer.Option("embedded", "--model", "-m", help="Model spec (default: the embedded offline model)."),
-    budget: int = typer.Option(DEMO_BUDGET, "--budget", help="Prompt budget cap in tokens, for both policies."),
+    budget: int = typer.Option(DEMO_BUDGET, "--budget", min=MIN_BUDGET, help="Prompt budget cap in tokens, for both policies."),
 ) -> None:
     """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model."""
     stream = DATA_DIR / "trace-mini" / "test.jsonl"
@@ -218,7 +254,7 @@ def demo(
 
 
 @policy_app.command("check")
-def policy_check(files: list[Path] = typer.Argument(..., help="Policy YAML files.")) -> None:
+def policy_check(files: list[str] = typer.Argument(..., help="Policy YAML files or shipped names.")) -> None:
     """Exit 0 when every policy is valid; otherwise name each bad field by its path and exit 1."""
     bad = 0
     for f in files:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 import typer
 
 from rizz.shell.builders import BENCHES, BuildError, BuildOptions, build, prompt_chars
-from rizz.shell.streams import StreamError, read_stream, write_stream
+from rizz.shell.streams import StreamElement, StreamError, read_stream, write_stream
 
 __all__ = ["app", "resolve_data_root", "DEFAULT_DATA_ROOT", "DATA_ROOT_ENV"]
 
@@ -56,6 +56,20 @@ def resolve_data_root(option: Optional[Path]) -> Path:
     return root
 
 
+def _plural(n: int, word: str) -> str:
+    """``1 element``, ``2 elements``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _task_counts(elements: Iterable[StreamElement]) -> str:
+    """``FOMC 40, - 3``: elements per ``metadata.task`` in order of first appearance; ``-``
+    counts those without a task (as ``summary.json``'s ``per_task`` does)."""
+    counts: dict[str, int] = {}
+    for el in elements:
+        counts[el.task or "-"] = counts.get(el.task or "-", 0) + 1
+    return ", ".join(f"{t} {c}" for t, c in counts.items())
+
+
 def _split_csv(value: Optional[str]) -> Optional[tuple[str, ...]]:
     if value is None:
         return None
@@ -90,14 +104,16 @@ def build_cmd(
         if bench not in BENCHES:
             raise BuildError(f"unknown benchmark {bench!r}; expected one of {', '.join(BENCHES)}")
         result = build(bench, resolve_data_root(data_root), opts)
+        if not result.elements:
+            raise BuildError(f"no elements to write to {out} (an empty stream file is refused by "
+                             "`rizz streams check` and `rizz run`); check --tasks, --per-task and --max-input-chars")
     except BuildError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
     for note in result.notes:
         typer.echo(f"note: {note}", err=True)
     n = write_stream(out, result.elements)
-    counts = ", ".join(f"{t} {c}" for t, c in result.per_task().items())
-    typer.echo(f"wrote {n} elements to {out} ({counts})")
+    typer.echo(f"wrote {_plural(n, 'element')} to {out} ({_task_counts(result.elements)})")
 
 
 @app.command("check")
@@ -105,10 +121,16 @@ def check_cmd(
     stream: Path = typer.Argument(..., help="Stream file (JSONL) to validate."),
     all_errors: bool = typer.Option(False, "--all", help="Report every bad line, not just the first."),
 ) -> None:
-    """Validate a stream file against the contract; exit 1 naming FILE:LINE and field if bad."""
+    """Validate a stream file against the contract; exit 1 naming FILE:LINE and field if bad.
+
+    Prints ``FILE: N elements ok, M bad; TASK N, ...; longest N chars`` (``-`` counts elements
+    without ``metadata.task``, as in ``summary.json``). An empty file is an error.
+    """
     try:
         read = read_stream(stream, skip_bad=all_errors)
     except StreamError as err:
+        for bad in err.bad:  # --all on a file whose every line is bad
+            typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1) from None
     except OSError as err:
@@ -116,12 +138,9 @@ def check_cmd(
         raise typer.Exit(1) from None
     for bad in read.bad:
         typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
-    counts: dict[str, int] = {}
-    for el in read.elements:
-        counts[el.task or "?"] = counts.get(el.task or "?", 0) + 1
     longest = max((prompt_chars(el) for el in read.elements), default=0)
-    typer.echo(f"{stream}: {len(read.elements)} elements ok, {len(read.bad)} bad; "
-               + ", ".join(f"{t} {c}" for t, c in counts.items()) + f"; longest {longest} chars")
+    typer.echo(f"{stream}: {_plural(len(read.elements), 'element')} ok, {len(read.bad)} bad; "
+               f"{_task_counts(read.elements)}; longest {_plural(longest, 'char')}")
     if read.bad:
         raise typer.Exit(1)
 

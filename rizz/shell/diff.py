@@ -81,7 +81,8 @@ def _fold_until(rd: RunDir, stop: int, keep_from: int) -> tuple[AdaptiveState, l
 def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
     """Text describing what steps ``at``..``to`` (inclusive, 0-based) changed.
 
-    Raises ValueError when ``at`` is negative or past the end of the log, or ``to < at``.
+    Raises ValueError when ``at`` or ``to`` is negative or past the end of the log, when
+    ``to < at``, or when the log is empty.
     """
     rd = RunDir(run_dir)
     to = at if to is None else to
@@ -89,10 +90,13 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
         raise ValueError(f"--at {at}: steps are numbered from 0")
     if to < at:
         raise ValueError(f"--to {to} is before --at {at}")
+    n = sum(1 for _ in rd.records())
+    if n == 0:
+        raise ValueError(f"the log of {run_dir} has no steps yet")
+    for flag, step in (("--at", at), ("--to", to)):
+        if step >= n:
+            raise ValueError(f"{flag} {step}: step {step} is not in the log of {run_dir} (it has steps 0..{n - 1})")
     state, kept = _fold_until(rd, to, at)
-    if not kept:
-        n = sum(1 for _ in rd.records())
-        raise ValueError(f"step {at} is not in the log of {run_dir} (it has steps 0..{n - 1})")
     lines = []
     for rec, events in kept:
         head = f"step {rec['step']} [{rec['id']}]" + (f" task {rec['task']}" if rec.get("task") else "")

@@ -15,6 +15,7 @@ Raises :class:`PolicyError` (a ``ValueError``) carrying ``errors`` (list of str)
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -77,8 +78,19 @@ def _describe(schema: dict[str, Any]) -> str:
     return str(t)
 
 
+def _non_finite(data: Any, path: str = "$") -> list[str]:
+    """Paths of NaN/inf numbers (YAML ``.nan``/``.inf``), which every range check would let through."""
+    if isinstance(data, dict):
+        return [e for k, v in data.items() for e in _non_finite(v, f"{path}.{k}")]
+    if isinstance(data, list):
+        return [e for i, v in enumerate(data) for e in _non_finite(v, f"{path}[{i}]")]
+    if isinstance(data, float) and not math.isfinite(data):
+        return [f"{path}: expected a finite number, got {data!r}"]
+    return []
+
+
 def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
-    out: list[str] = []
+    out: list[str] = _non_finite(data)
     validator = jsonschema.Draft202012Validator(schema)
     for err in sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
         path = err.json_path
@@ -91,7 +103,7 @@ def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
             out.append(f"{path}: expected distinct values, got {err.instance!r}")
         else:
             out.append(f"{path}: expected {_describe(err.schema)}, got {err.instance!r}")
-    return out
+    return list(dict.fromkeys(out))  # one line per problem (an enum and a type check may both fire)
 
 
 def _shown(path: Path) -> str:
@@ -161,9 +173,9 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
 
 def parse_policy(data: dict[str, Any], source: str = "<policy>") -> Policy:
     """Validate a policy mapping (``extends`` already resolved) and build the record."""
-    errors = _errors(data, policy_schema())
+    errors = _errors(data, policy_schema()) + _threshold_name_errors(data)
     if errors:
-        raise PolicyError(source, errors)
+        raise PolicyError(source, list(dict.fromkeys(errors)))
     try:
         policy = _converter.structure(data, Policy)
     except (cattrs.BaseValidationError, ValueError, TypeError) as e:  # ranges the schema cannot say
@@ -175,6 +187,16 @@ def parse_policy(data: dict[str, Any], source: str = "<policy>") -> Policy:
     return policy
 
 
+def _threshold_name_errors(data: Any) -> list[str]:
+    """``write.thresholds`` keys must name verifiers (checked on the raw mapping, with the schema)."""
+    write = data.get("write") if isinstance(data, dict) else None
+    thresholds = write.get("thresholds") if isinstance(write, dict) else None
+    if not isinstance(thresholds, dict):
+        return []
+    return [f"$.write.thresholds.{name}: unknown verifier (expected one of {', '.join(VERIFIER_NAMES)})"
+            for name in sorted(map(str, thresholds)) if name not in VERIFIER_NAMES]
+
+
 def _cross_field_errors(p: Policy) -> list[str]:
     """Checks that involve two fields (the schema checks one field at a time)."""
     from rizz.core.policy import PROTECTED_BLOCKS
@@ -182,9 +204,6 @@ def _cross_field_errors(p: Policy) -> list[str]:
     out = []
     if p.lifecycle.max_active > p.lifecycle.max_branches:
         out.append(f"$.lifecycle.max_active: expected at most lifecycle.max_branches ({p.lifecycle.max_branches}), got {p.lifecycle.max_active}")
-    for name in sorted(p.write.thresholds):
-        if name not in VERIFIER_NAMES:
-            out.append(f"$.write.thresholds.{name}: unknown verifier (expected one of {', '.join(VERIFIER_NAMES)})")
     if p.quarantine.enabled and p.write.failure_threshold > p.quarantine.middling_min:
         out.append(f"$.write.failure_threshold: expected at most quarantine.middling_min ({p.quarantine.middling_min:g}), got {p.write.failure_threshold:g}")
     for b in p.compiler.drop_order:

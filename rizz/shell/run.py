@@ -165,8 +165,11 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
 def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str | None = None, *, write_summary: bool = True) -> dict[str, Any]:
     """Refold RUN_DIR's log with no model calls (under ``policy``, default: the run's own).
 
-    With the run's policy the digest equals the run's. Under another policy the logged
-    answers and verdicts are refolded as they are (a counterfactual memory, not a new run).
+    With the run's policy the digest equals the run's and ``summary.json`` is rewritten. Under
+    another policy the logged answers and verdicts are refolded as they are: the state
+    (branches, memory, digest) is that policy's, but answers, rewards and model calls are the
+    run's own (a counterfactual memory, not a new run); the summary then carries
+    ``answers_from`` (the run's policy) and goes to ``summary.replay.json``.
     Raises FileNotFoundError for a directory that is not a RUN_DIR.
     """
     from rizz.shell.policy_file import parse_policy
@@ -179,6 +182,8 @@ def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str
     records = list(rd.records())
     state = _refold(rd, policy, records, use_snapshots=False)
     summary = summarise(records, state, dict(meta, policy=policy_source))
+    if policy_source != meta["policy"]:
+        summary["answers_from"] = meta["policy"]
     if write_summary:
         with rd:
             write_json_atomic(rd.root / ("summary.json" if policy_source == meta["policy"] else "summary.replay.json"), summary)

@@ -121,6 +121,7 @@ class Session:
         self.embed_cache = embed_cache
         self.budget_cap = budget_cap
         self.keys: dict[bytes, str] = {}
+        self._answered: list[Pending] = []  # what answer() returned in the current step
 
     # -- effects -----------------------------------------------------------------------
     def _embed(self, texts: Sequence[str]) -> list[bytes]:
@@ -143,7 +144,16 @@ class Session:
         return max(1, min(self.policy.compiler.token_budget, room, cap))
 
     def answer(self, el: StreamElement) -> Pending:
-        """Route, retrieve, compile, call the model and extract the answer for ``el``."""
+        """Route, retrieve, compile, call the model and extract the answer for ``el``.
+
+        The pending answer belongs to the current step: fold it (once) before answering the
+        next element; answering another element in the same step makes the unfolded one stale.
+        """
+        p = self._answer(el)
+        self._answered.append(p)
+        return p
+
+    def _answer(self, el: StreamElement) -> Pending:
         text = el.input if not el.instruction else f"{el.instruction}\n\n{el.input}"
         (emb,) = self._embed([text])
         base = StepInput(
@@ -199,7 +209,20 @@ class Session:
         return Verdict(float(res.reward), name, parsed=res.parsed)
 
     def fold(self, p: Pending, verdict: Verdict | None) -> tuple[StepInput, tuple[object, ...], tuple[Call, ...]]:
-        """Distil rules if a batch is due, then fold the step. Returns (final input, events, calls)."""
+        """Distil rules if a batch is due, then fold the step. Returns (final input, events, calls).
+
+        Raises:
+          ValueError: if ``p`` is not a pending answer of this session's current step (already
+            folded, from an earlier step, or from another session); nothing is folded.
+        """
+        if p.step_input.step != self.step_index:
+            raise ValueError(
+                f"fold: pending {p.element.id!r} was answered at step {p.step_input.step}, but the session is at "
+                f"step {self.step_index}; each answer is folded once, in the step it was answered "
+                "(call answer() again to fold the element now)")
+        if not any(q is p for q in self._answered):
+            raise ValueError(f"fold: pending {p.element.id!r} was not answered by this session at step "
+                             f"{self.step_index} (fold what this session's answer() returned)")
         inp = p.step_input
         calls = list(p.calls)
         if not inp.context_only and self.policy.rules.enabled and verdict is not None:
@@ -219,6 +242,7 @@ class Session:
         result = self.core.step_with_events(self.state, inp, verdict)
         self.state = result.state
         self.step_index += 1
+        self._answered.clear()
         return inp, result.events, tuple(calls)
 
     def key_of(self, vec: bytes) -> str:

@@ -17,11 +17,16 @@ Extensions beyond the contract (documented, accepted by the reader):
 - ``metadata`` may carry further keys (``tests``, ``source``, ``entry_point``, ``category``,
   ...); values are deep-frozen (dict -> pmap, list -> pvector).
 - Blank (whitespace-only) lines are skipped.
+
+Refused beyond the field table: a key repeated in one JSON object (at any depth), a number
+that is not finite (``NaN``, ``Infinity``, ``1e999``) anywhere in ``metadata``, and a file with
+no stream elements.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -58,6 +63,8 @@ FIELDS: tuple[str, ...] = (
 )
 #: Metadata keys the contract names; always present (possibly None) after reading.
 METADATA_KEYS: tuple[str, ...] = ("task", "scope", "shape", "time")
+#: ``metadata.f1_variant`` values ``token_f1`` accepts (rizz/shell/verifiers/metrics.py).
+F1_VARIANTS: tuple[str, ...] = ("hotpotqa", "set", "stem")
 
 
 class _FieldError(Exception):
@@ -108,6 +115,39 @@ def _check_str_or_list(field: str, value: Any, *, what: str) -> None:
     raise _expect(field, what, value)
 
 
+def _is_finite_number(value: Any) -> bool:
+    """An int, or a float that is neither NaN nor infinite (bool is not a number here)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _check_finite(field: str, value: Any) -> None:
+    """Refuse a non-finite number (NaN, ±Infinity, an overflowing literal) anywhere in ``value``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _expect(field, "a finite number", value)
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_finite(f"{field}.{key}", item)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_finite(f"{field}[{i}]", item)
+
+
+def _check_code_exec(meta: Mapping[str, Any]) -> None:
+    """What ``code_exec`` runs: ``prompt + answer``, ``tests``, then ``check(entry_point)``."""
+    _check_str("metadata.tests", meta.get("tests"), nonempty=True)
+    entry = meta.get("entry_point")
+    _check_str("metadata.entry_point", entry, nonempty=True)
+    if not entry.isidentifier():
+        raise _expect("metadata.entry_point", "a Python function name (the tests call check(entry_point))", entry)
+    _check_str("metadata.prompt", meta.get("prompt"), optional=True)
+    if "timeout_s" in meta:
+        timeout = meta["timeout_s"]
+        if not _is_finite_number(timeout) or timeout <= 0:
+            raise _expect("metadata.timeout_s", "a positive finite number of seconds", timeout)
+
+
 def _check_metadata(meta: Any, verifier: Any) -> None:
     if not isinstance(meta, Mapping):
         raise _expect("metadata", "an object or null", meta)
@@ -120,16 +160,21 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
     if shape is not None and shape not in SHAPES:
         raise _expect("metadata.shape", "one of " + ", ".join(SHAPES), shape)
     time = meta.get("time")
-    if time is not None and (isinstance(time, bool) or not isinstance(time, (str, int, float))):
-        raise _expect("metadata.time", "a string, a number or null", time)
+    if time is not None and not (isinstance(time, str) or _is_finite_number(time)):
+        raise _expect("metadata.time", "a string, a finite number or null", time)
     if verifier == "code_exec":
-        _check_str("metadata.tests", meta.get("tests"), nonempty=True)
-    elif "tests" in meta:
-        _check_str("metadata.tests", meta["tests"], optional=True)
+        _check_code_exec(meta)
+    else:
+        for key in ("tests", "entry_point"):
+            if key in meta:
+                _check_str(f"metadata.{key}", meta[key], optional=True)
+    if verifier == "token_f1" and "f1_variant" in meta and meta["f1_variant"] not in F1_VARIANTS:
+        raise _expect("metadata.f1_variant", "one of " + ", ".join(F1_VARIANTS), meta["f1_variant"])
     if verifier == "sari":
         _check_str("metadata.source", meta.get("source"), nonempty=True)
     elif "source" in meta:
         _check_str("metadata.source", meta["source"], optional=True)
+    _check_finite("metadata", meta)
 
 
 def _validate(obj: Any) -> None:
@@ -188,7 +233,8 @@ class StreamElement:
       input: ``x_t``, the text the model sees (or the context to store if ``context_only``).
       instruction: ``I_t`` or None.
       metadata: ``m_t`` as a deep-frozen pmap; always has ``task``, ``scope``, ``shape``,
-        ``time`` (None when absent). ``code_exec`` needs ``tests``; ``sari`` needs ``source``.
+        ``time`` (None when absent). ``code_exec`` needs ``tests`` and ``entry_point``;
+        ``sari`` needs ``source``; no number in it is NaN or infinite.
       evidence: ``d_t``: None, one string, or a tuple of passages.
       reference: ``y*_t``: None, one string, or a tuple of acceptable strings (verifier only).
       verifier: one of :data:`VERIFIERS` or None.
@@ -255,13 +301,58 @@ class StreamRead:
 
 
 class StreamError(Exception):
-    """A stream file breaks the contract. ``str(err)`` is ``FILE:LINE: field 'F': ...``."""
+    """A stream file breaks the contract.
 
-    def __init__(self, path: str, bad: BadLine) -> None:
-        super().__init__(f"{path}:{bad.line}: {bad.message}")
+    For a bad line ``str(err)`` is ``FILE:LINE: field 'F': ...`` and ``line``/``field`` name it;
+    for the file as a whole (no stream elements) it is ``FILE: ...`` with ``line`` and ``field``
+    None. ``bad`` holds the bad lines collected before the error (``skip_bad``), else ``()``.
+    """
+
+    def __init__(self, path: str, bad: BadLine | str, collected: Iterable[BadLine] = ()) -> None:
+        if isinstance(bad, BadLine):
+            super().__init__(f"{path}:{bad.line}: {bad.message}")
+            self.line: int | None = bad.line
+            self.field: str | None = bad.field
+        else:
+            super().__init__(f"{path}: {bad}")
+            self.line = self.field = None
         self.path = path
-        self.line = bad.line
-        self.field = bad.field
+        self.bad: tuple[BadLine, ...] = tuple(collected)
+
+
+class _Repeated(dict):  # type: ignore[type-arg]
+    """Internal: a decoded JSON object in which the keys ``repeated`` occurred more than once."""
+
+    repeated: tuple[str, ...] = ()
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json`` ``object_pairs_hook``: a dict, marked (:class:`_Repeated`) if a key repeats."""
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for key, _ in pairs:
+        if key in seen and key not in repeated:
+            repeated.append(key)
+        seen.add(key)
+    marked = _Repeated(obj)
+    marked.repeated = tuple(repeated)
+    return marked
+
+
+def _check_repeated(value: Any, path: str = "") -> None:
+    """Raise :class:`_FieldError` at the first key repeated in one object (depth first)."""
+    if isinstance(value, _Repeated):
+        key = value.repeated[0]
+        raise _FieldError(f"{path}.{key}" if path else key, f"repeated key {key!r} in one JSON object")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_repeated(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_repeated(item, f"{path}[{i}]")
 
 
 def element_from_json(obj: Any) -> StreamElement:
@@ -316,10 +407,13 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
       :class:`StreamRead` with elements in file order.
 
     Raises:
-      StreamError: ``FILE:LINE: field 'F': expected ..., got ...`` (bad JSON, unknown or
-        missing field, wrong type, verifier/shape outside the allowed set, ``code_exec``
-        without ``metadata.tests``, ``sari`` without ``metadata.source``, duplicate id —
-        the message names both lines).
+      StreamError: ``FILE:LINE: field 'F': expected ..., got ...`` (bad JSON, a key repeated
+        in one object, unknown or missing field, wrong type, a non-finite number in
+        ``metadata``, verifier/shape outside the allowed set, ``code_exec`` without
+        ``metadata.tests`` or a function name in ``metadata.entry_point``, ``sari`` without
+        ``metadata.source``, duplicate id — the message names both lines);
+        ``FILE: no stream elements (...)`` if the file has no non-blank line, or (with
+        ``skip_bad``) every line is bad — then ``err.bad`` lists them.
       OSError: if the file cannot be read.
     """
     name = str(path)
@@ -337,7 +431,7 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw.rstrip("\r\n"))
+                obj = json.loads(raw.rstrip("\r\n"), object_pairs_hook=_pairs_hook)
             except json.JSONDecodeError as err:
                 reject(BadLine(lineno, None, f"invalid JSON at column {err.colno}: {err.msg}"))
                 continue
@@ -345,6 +439,7 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
                 reject(BadLine(lineno, None, f"expected a JSON object, got {_describe(obj)}"))
                 continue
             try:
+                _check_repeated(obj)
                 _validate(obj)
             except _FieldError as err:
                 reject(BadLine(lineno, err.field, str(err)))
@@ -356,6 +451,10 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
                 continue
             seen[obj["id"]] = lineno
             elements.append(element_from_json(obj))
+    if not elements and not bad:
+        raise StreamError(name, "no stream elements (the file is empty or has only blank lines)")
+    if not elements:
+        raise StreamError(name, f"no stream elements: all {len(bad)} non-blank lines are bad", bad)
     return StreamRead(tuple(elements), tuple(bad))
 
 
@@ -366,7 +465,7 @@ def write_stream(path: str | os.PathLike[str], elements: Iterable[StreamElement]
       the number of lines written.
 
     Raises:
-      ValueError: if two elements share an id (the file would not read back).
+      ValueError: if two elements share an id, or there are none (the file would not read back).
     """
     lines: list[str] = []
     seen: set[str] = set()
@@ -375,6 +474,8 @@ def write_stream(path: str | os.PathLike[str], elements: Iterable[StreamElement]
             raise ValueError(f"duplicate stream element id {el.id!r}")
         seen.add(el.id)
         lines.append(dumps_element(el) + "\n")
+    if not lines:
+        raise ValueError("no stream elements to write (read_stream refuses an empty stream file)")
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")

@@ -150,3 +150,23 @@ def test_errors_name_the_file_as_the_user_would(tmp_path, monkeypatch):
     with pytest.raises(PolicyError) as info:
         load_policy("sub/p.yaml")
     assert info.value.path == "sub/q.yaml" and "looked for sub/nothere.yaml" in info.value.errors[0]
+
+
+def test_nan_duplicates_and_threshold_names_are_reported_together(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("extends: default\nrouting: {judge: 3, snap_threshold: .nan}\nwrite:\n  thresholds: {rouge_l: 2, bogus: 0.5}\n")
+    with pytest.raises(PolicyError) as info:
+        load_policy(f)
+    assert info.value.errors == [
+        "$.routing.snap_threshold: expected a finite number, got nan",
+        "$.routing.judge: expected one of always, when_uncertain, got 3",
+        "$.write.thresholds.rouge_l: expected a number in [0, 1], got 2",
+        "$.write.thresholds.bogus: unknown verifier (expected one of exact_match, label_match, first_char, "
+        "fuzzy_ratio, rouge_l, sari, token_f1, code_exec, llm_judge)",
+    ]
+
+
+def test_a_copied_shipped_policy_still_loads(tmp_path):
+    for name in ("frozen", "single-branch", "ace-style"):
+        (tmp_path / f"{name}.yaml").write_text((ROOT / "policies" / f"{name}.yaml").read_text())
+        assert load_policy(tmp_path / f"{name}.yaml") == load_policy(ROOT / "policies" / f"{name}.yaml")

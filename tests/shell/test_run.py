@@ -230,3 +230,63 @@ def test_bench_refuses_a_bad_policy_name_before_writing(tmp_path, stream):
                          capture_output=True, text=True, timeout=120)
     assert res.returncode != 0 and "defualt" in res.stderr and "shipped names:" in res.stderr
     assert not out.exists()
+
+
+def _cli(*args: str):
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    res = CliRunner().invoke(app, list(args))
+    return res.exit_code, " ".join(res.output.replace("│", " ").split())
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--limit", "0"], "Invalid value for '--limit' / '-n': Input should be greater than or equal to 1"),
+    (["--limit", "-1"], "Invalid value for '--limit' / '-n': Input should be greater than or equal to 1"),
+    (["--budget", "0"], "Invalid value for '--budget': Input should be greater than or equal to 16"),
+    (["--snapshot-every", "0"], "Invalid value for '--snapshot-every': Input should be greater than or equal to 1"),
+    (["--rendering", "foo"], "--rendering 'foo': expected one of raw, chat, chat-turns"),
+])
+def test_run_refuses_bad_options_before_writing(tmp_path, stream, extra, message):
+    out = tmp_path / "out"
+    code, text = _cli("run", str(stream), "--out", str(out), "--policy", "frozen", *extra)
+    assert code == 2 and message in text, text
+    assert not out.exists()
+
+
+def test_run_and_bench_refuse_an_out_that_is_not_theirs(tmp_path, stream):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    code, text = _cli("run", str(stream), "--out", str(afile))
+    assert code == 2 and "is a file; RUN_DIR must be a folder" in text
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "notes.txt").write_text("mine")
+    for cmd in ("run", "bench"):
+        code, text = _cli(cmd, str(stream), "--out", str(notes), "-P" if cmd == "bench" else "--policy", "frozen")
+        assert code == 2 and "the folder holds other files (notes.txt)" in text, text
+    assert sorted(p.name for p in notes.iterdir()) == ["notes.txt"]
+
+
+def test_model_help_shows_the_optional_model_name():
+    code, text = _cli("run", "--help")
+    assert code == 0 and "openai:BASE_URL[#MODEL]" in text
+
+
+def test_diff_refuses_steps_past_the_end_and_an_empty_log(tmp_path, stream, fake_model, embedder):
+    out = tmp_path / "d"
+    _run(stream, out, fake_model, embedder, limit=3)
+    with pytest.raises(ValueError, match=r"--to 99: step 99 is not in the log of .* \(it has steps 0\.\.2\)"):
+        diff_run(out, 1, 99)
+    (out / "log.jsonl").write_text("")
+    with pytest.raises(ValueError, match="has no steps yet"):
+        diff_run(out, 0)
+
+
+def test_replay_under_another_policy_names_whose_answers_it_refolds(tmp_path, stream, fake_model, embedder):
+    out = tmp_path / "r"
+    s = _run(stream, out, fake_model, embedder, limit=4)
+    other = replay(out, load_policy("frozen"), "frozen")
+    assert other["answers_from"] == "default" and other["mean_reward"] == s["mean_reward"]
+    assert "answers_from" not in replay(out, write_summary=False)

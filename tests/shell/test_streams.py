@@ -6,7 +6,9 @@ import json
 
 import attrs
 import pytest
+from typer.testing import CliRunner
 
+from rizz.shell.cli_streams import app as streams_app
 from rizz.shell.streams import (
     BadLine, StreamElement, StreamError, element_to_json, read_stream, write_stream,
 )
@@ -27,6 +29,8 @@ def _line(**changes) -> str:
 
 
 _DROP = object()
+_TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
+_CODE = {"tests": _TESTS, "entry_point": "add"}
 
 # (name, line, field, substring of the message after "FILE:LINE: ")
 BAD_LINES = [
@@ -46,7 +50,7 @@ BAD_LINES = [
     ("scope-bool", _line(metadata={"scope": True}), "metadata.scope",
      "field 'metadata.scope': expected a string or null, got true"),
     ("time-list", _line(metadata={"time": [1]}), "metadata.time",
-     "field 'metadata.time': expected a string, a number or null, got a list"),
+     "field 'metadata.time': expected a string, a finite number or null, got a list"),
     ("verifier", _line(verifier="exact"), "verifier", "field 'verifier': expected one of exact_match, "),
     ("code-exec-no-tests", _line(verifier="code_exec"), "metadata.tests",
      "field 'metadata.tests': expected a string, got null"),
@@ -59,6 +63,42 @@ BAD_LINES = [
     ("evidence-object", _line(evidence={"a": 1}), "evidence",
      "field 'evidence': expected a string, a list of strings or null, got an object"),
     ("context-only-int", _line(context_only=1), "context_only", "field 'context_only': expected true or false, got 1"),
+    # code_exec runs check(entry_point) (verifiers/metrics.py): the entry point is required
+    ("code-exec-no-entry-point", _line(verifier="code_exec", metadata={"tests": _TESTS}), "metadata.entry_point",
+     "field 'metadata.entry_point': expected a string, got null"),
+    ("code-exec-entry-point-int", _line(verifier="code_exec", metadata={"tests": _TESTS, "entry_point": 3}),
+     "metadata.entry_point", "field 'metadata.entry_point': expected a string, got 3"),
+    ("code-exec-entry-point-empty", _line(verifier="code_exec", metadata={"tests": _TESTS, "entry_point": " "}),
+     "metadata.entry_point", "field 'metadata.entry_point': expected a non-empty string, got ''"),
+    ("code-exec-entry-point-not-name", _line(verifier="code_exec", metadata={"tests": _TESTS, "entry_point": "add two"}),
+     "metadata.entry_point",
+     "field 'metadata.entry_point': expected a Python function name (the tests call check(entry_point)), got 'add two'"),
+    ("code-exec-prompt-int", _line(verifier="code_exec", metadata={**_CODE, "prompt": 3}), "metadata.prompt",
+     "field 'metadata.prompt': expected a string or null, got 3"),
+    ("code-exec-timeout-zero", _line(verifier="code_exec", metadata={**_CODE, "timeout_s": 0}), "metadata.timeout_s",
+     "field 'metadata.timeout_s': expected a positive finite number of seconds, got 0"),
+    ("code-exec-timeout-str", _line(verifier="code_exec", metadata={**_CODE, "timeout_s": "5"}), "metadata.timeout_s",
+     "field 'metadata.timeout_s': expected a positive finite number of seconds, got '5'"),
+    ("entry-point-int-other-verifier", _line(metadata={"entry_point": 3}), "metadata.entry_point",
+     "field 'metadata.entry_point': expected a string or null, got 3"),
+    ("token-f1-variant", _line(verifier="token_f1", metadata={"f1_variant": "bleu"}), "metadata.f1_variant",
+     "field 'metadata.f1_variant': expected one of hotpotqa, set, stem, got 'bleu'"),
+    # a repeated key is refused at any depth (json would keep the last value silently)
+    ("repeated-key", '{"id": "b", "id": "c", "input": "x"}', "id",
+     "field 'id': repeated key 'id' in one JSON object"),
+    ("repeated-key-metadata", '{"id": "b", "input": "x", "metadata": {"task": "A", "scope": null, "task": "B"}}',
+     "metadata.task", "field 'metadata.task': repeated key 'task' in one JSON object"),
+    ("repeated-key-deep", '{"id": "b", "input": "x", "metadata": {"extra": [1, {"a": 1, "a": 1}]}}',
+     "metadata.extra[1].a", "field 'metadata.extra[1].a': repeated key 'a' in one JSON object"),
+    # non-finite numbers (json reads NaN, Infinity and 1e999 as floats)
+    ("time-nan", _line(metadata={"time": float("nan")}), "metadata.time",
+     "field 'metadata.time': expected a string, a finite number or null, got NaN"),
+    ("time-infinity", _line(metadata={"time": float("inf")}), "metadata.time",
+     "field 'metadata.time': expected a string, a finite number or null, got Infinity"),
+    ("time-overflow", _line(metadata={"time": 1}).replace('"time": 1', '"time": -1e999'), "metadata.time",
+     "field 'metadata.time': expected a string, a finite number or null, got -Infinity"),
+    ("extra-nan", _line(metadata={"extra": [1, {"w": float("nan")}]}), "metadata.extra[1].w",
+     "field 'metadata.extra[1].w': expected a finite number, got NaN"),
 ]
 
 
@@ -123,8 +163,13 @@ def test_write_is_canonical_and_round_trips(tmp_path) -> None:
 
 
 def test_element_validates_on_construct_and_evolve() -> None:
-    el = StreamElement(id="a", input="x", verifier="code_exec", metadata={"tests": "assert True"})
+    el = StreamElement(id="a", input="x", verifier="code_exec", metadata={"tests": "assert True", "entry_point": "f"})
     assert element_to_json(el)["metadata"]["tests"] == "assert True"
+    with pytest.raises(ValueError, match=r"^invalid stream element 'a': field 'metadata.entry_point': expected a string, got null$"):
+        attrs.evolve(el, metadata={"tests": "assert True"})
+    with pytest.raises(ValueError, match=r"^invalid stream element 'a': field 'metadata.time': expected a string, "
+                                         r"a finite number or null, got NaN$"):
+        attrs.evolve(el, metadata={**el.metadata, "time": float("nan")})
     with pytest.raises(ValueError, match="field 'metadata.shape'"):
         attrs.evolve(el, metadata={"tests": "t", "shape": "prose"})
     with pytest.raises(ValueError, match="field 'verifier'"):
@@ -136,3 +181,86 @@ def test_write_refuses_duplicate_ids(tmp_path) -> None:
     with pytest.raises(ValueError, match="duplicate stream element id 'a'"):
         write_stream(tmp_path / "d.jsonl", [el, el])
     assert not (tmp_path / "d.jsonl").exists()
+    with pytest.raises(ValueError, match=r"^no stream elements to write \(read_stream refuses an empty stream file\)$"):
+        write_stream(tmp_path / "d.jsonl", [])
+    assert not (tmp_path / "d.jsonl").exists()
+
+
+@pytest.mark.parametrize("text", ["", "\n", "  \n\t\n\n"], ids=["empty", "newline", "blank-lines"])
+def test_empty_stream_is_refused(tmp_path, text) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text(text, encoding="utf-8")
+    for skip_bad in (False, True):
+        with pytest.raises(StreamError) as err:
+            read_stream(path, skip_bad=skip_bad)
+        assert str(err.value) == f"{path}: no stream elements (the file is empty or has only blank lines)"
+        assert (err.value.line, err.value.field, err.value.bad) == (None, None, ())
+    result = CliRunner().invoke(streams_app, ["check", str(path)])
+    assert result.exit_code == 1
+    assert result.output == f"error: {path}: no stream elements (the file is empty or has only blank lines)\n"
+
+
+def test_all_bad_lines_with_skip_bad_is_refused_and_lists_them(tmp_path) -> None:
+    path = tmp_path / "allbad.jsonl"
+    path.write_text(_line(id=7) + "\n\n" + "[1]\n", encoding="utf-8")
+    with pytest.raises(StreamError) as err:
+        read_stream(path, skip_bad=True)
+    assert str(err.value) == f"{path}: no stream elements: all 2 non-blank lines are bad"
+    assert err.value.bad == (BadLine(1, "id", "field 'id': expected a string, got 7"),
+                             BadLine(3, None, "expected a JSON object, got a list"))
+    result = CliRunner().invoke(streams_app, ["check", "--all", str(path)])
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"error: {path}:1: field 'id': expected a string, got 7",
+        f"error: {path}:3: expected a JSON object, got a list",
+        f"error: {path}: no stream elements: all 2 non-blank lines are bad",
+    ]
+
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_run_and_bench_refuse_an_empty_stream_and_write_nothing(tmp_path, command) -> None:
+    from rizz.shell.cli import app
+
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = [command, str(path), "--out", str(out)] + (["-P", "default,frozen"] if command == "bench" else [])
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert f"{path}: no stream elements (the file is empty or has only blank lines)" in result.output
+    assert "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_check_counts_singular_and_tasks_without_a_name(tmp_path) -> None:
+    one = tmp_path / "one.jsonl"
+    one.write_text(_line(id="a", input="abc") + "\n", encoding="utf-8")
+    result = CliRunner().invoke(streams_app, ["check", str(one)])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"{one}: 1 element ok, 0 bad; FOMC 1; longest 3 chars\n"
+    untasked = tmp_path / "untasked.jsonl"
+    untasked.write_text("\n".join(_line(id=f"q{i}", metadata=None) for i in range(3)) + "\n"
+                        + _line(id="f", metadata={"task": "FOMC"}) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(streams_app, ["check", str(untasked)])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"{untasked}: 4 elements ok, 0 bad; - 3, FOMC 1; longest 19 chars\n"
+
+
+def test_build_refuses_an_empty_result_and_counts_untasked_as_dash(tmp_path, monkeypatch) -> None:
+    import rizz.shell.cli_streams as cli_streams
+    from rizz.shell.builders import BuildResult
+
+    built: list[StreamElement] = []
+    monkeypatch.setattr(cli_streams, "resolve_data_root", lambda option: tmp_path)
+    monkeypatch.setattr(cli_streams, "build", lambda bench, root, opts: BuildResult(tuple(built)))
+    out = tmp_path / "s.jsonl"
+    result = CliRunner().invoke(streams_app, ["build", "trace", "--out", str(out)])
+    assert result.exit_code == 2
+    assert result.output == (f"error: no elements to write to {out} (an empty stream file is refused by `rizz streams "
+                             "check` and `rizz run`); check --tasks, --per-task and --max-input-chars\n")
+    assert not out.exists()
+    built.append(StreamElement(id="a", input="x"))
+    result = CliRunner().invoke(streams_app, ["build", "trace", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"wrote 1 element to {out} (- 1)\n"

@@ -85,7 +85,7 @@ class BuildResult:
         """Number of elements per ``metadata.task`` (insertion order of first appearance)."""
         counts: dict[str, int] = {}
         for el in self.elements:
-            key = el.task or "?"
+            key = el.task or "-"
             counts[key] = counts.get(key, 0) + 1
         return counts
 
