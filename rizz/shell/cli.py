@@ -118,6 +118,8 @@ def run(
                                  rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, budget=budget)
         except (StreamError, RunDirBusy, RunDirMismatch) as e:
             _fail(str(e))
+        except KeyboardInterrupt:
+            _fail(f"interrupted; every finished step is in {out}/log.jsonl; run the same command again to resume", 130)
     typer.echo(json.dumps({k: summary[k] for k in ("steps", "answered", "mean_reward", "model_calls", "branches", "state_digest")}, indent=1))
 
 
@@ -212,6 +214,8 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
                                 command=command, title=title, progress=prog)
     except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError) as e:
         _fail(str(e))
+    except KeyboardInterrupt:
+        _fail(f"interrupted; every finished step is in {out}/<policy>/log.jsonl; run the same command again to resume", 130)
     from rizz.shell.report import format_table
 
     typer.echo(format_table(results))

@@ -119,17 +119,19 @@ def build_cmd(
 @app.command("check")
 def check_cmd(
     stream: Path = typer.Argument(..., help="Stream file (JSONL) to validate."),
-    all_errors: bool = typer.Option(False, "--all", help="Report every bad line, not just the first."),
+    first_only: bool = typer.Option(False, "--first", help="Stop at the first bad line (default: report every bad line)."),
+    all_errors: bool = typer.Option(True, "--all", hidden=True, help="Kept for old scripts: every bad line is the default."),
 ) -> None:
     """Validate a stream file against the contract; exit 1 naming FILE:LINE and field if bad.
 
     Prints ``FILE: N elements ok, M bad; TASK N, ...; longest N chars`` (``-`` counts elements
     without ``metadata.task``, as in ``summary.json``). An empty file is an error.
     """
+    del all_errors  # accepted for old scripts; reporting every bad line is the default
     try:
-        read = read_stream(stream, skip_bad=all_errors)
+        read = read_stream(stream, skip_bad=not first_only)
     except StreamError as err:
-        for bad in err.bad:  # --all on a file whose every line is bad
+        for bad in err.bad:  # a file whose every line is bad
             typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1) from None

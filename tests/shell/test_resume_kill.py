@@ -44,14 +44,17 @@ def test_kill_at_several_points_then_resume_equals_uninterrupted(tmp_path):
 
     out = tmp_path / "killed"
     kills = []
-    for target in (1, 3, 5):  # kill once at least `target` steps are logged
-        proc = subprocess.Popen(_cmd(stream, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    for target, sig in ((1, signal.SIGKILL), (3, signal.SIGINT), (5, signal.SIGKILL)):  # once >= target steps are logged
+        proc = subprocess.Popen(_cmd(stream, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         deadline = time.time() + 600
         while _steps(out) < target and proc.poll() is None and time.time() < deadline:
             time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=300)
         kills.append(_steps(out))
+        if sig == signal.SIGINT:  # Ctrl-C: a clear message and exit 130, the log intact
+            assert proc.returncode == 130, err[-2000:]
+            assert "interrupted; every finished step is in" in err and "run the same command again to resume" in err
     assert kills == sorted(kills) and kills[-1] < 7, kills  # each run made progress, none finished
     done = subprocess.run(_cmd(stream, out), capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -264,3 +264,18 @@ def test_build_refuses_an_empty_result_and_counts_untasked_as_dash(tmp_path, mon
     result = CliRunner().invoke(streams_app, ["build", "trace", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert result.output == f"wrote 1 element to {out} (- 1)\n"
+
+
+def test_check_reports_every_bad_line_unless_first(tmp_path) -> None:
+    path = tmp_path / "two-bad.jsonl"
+    path.write_text("\n".join([_line(id="a"), _line(id=7), _line(id="c"), '{"id": "d", "input": "x", "x": 1}']) + "\n",
+                    encoding="utf-8")
+    every = CliRunner().invoke(streams_app, ["check", str(path)])
+    assert every.exit_code == 1
+    assert every.output.splitlines()[:2] == [
+        f"error: {path}:2: field 'id': expected a string, got 7",
+        f"error: {path}:4: field 'x': unknown field; expected one of id, input, instruction, metadata, evidence, "
+        "reference, verifier, context_only",
+    ]
+    first = CliRunner().invoke(streams_app, ["check", "--first", str(path)])
+    assert first.exit_code == 1 and first.output.splitlines() == [f"error: {path}:2: field 'id': expected a string, got 7"]
