@@ -4,9 +4,10 @@ A fixed priority cascade approximates "maximise value subject to tokens ≤ budg
 are laid out in ``policy.compiler.layout`` order; under pressure whole blocks give way in
 ``policy.compiler.drop_order`` and, inside a block, the lowest-scored items go first. The
 instruction and the current input are never dropped; when they alone exceed the budget,
-:class:`PromptBudgetError` is raised. The memory-use preamble appears only while some memory
-block is shown, so as the budget shrinks the prompt becomes exactly the frozen baseline's
-(layout ``instruction, evidence, input``).
+:class:`PromptBudgetError` is raised. The memory-use preamble appears only while rules,
+examples, mistakes or recent turns are shown (not for scoped context alone), so as the
+budget shrinks the prompt becomes exactly the frozen baseline's (layout ``instruction,
+evidence, input``).
 
 Token counting is a function handed in (the shell passes the model's own tokenizer); the
 reported ``token_count`` is ``count_tokens(text)`` of the final text, never an estimate.
@@ -24,6 +25,7 @@ from rizz.core.retrieval import Retrieved
 __all__ = [
     "HEADERS",
     "MEMORY_BLOCKS",
+    "PREAMBLE_BLOCKS",
     "PREAMBLE",
     "CompiledPrompt",
     "DroppedItem",
@@ -34,8 +36,13 @@ __all__ = [
     "prompt_blocks",
 ]
 
-#: Blocks that hold adaptive memory; the preamble is shown only when one of them is.
+#: Blocks that hold adaptive memory.
 MEMORY_BLOCKS = ("scoped_context", "rules", "examples", "mistakes", "working_memory")
+#: The memory the preamble speaks about ("apply a rule or example ... never repeat a listed
+#: mistake"); it is shown only when one of these is. Scoped context alone gets no preamble:
+#: it is material to read, not earlier work to apply (a preamble announcing notes that never
+#: came was seen in a newcomer's scoped-context prompt).
+PREAMBLE_BLOCKS = ("rules", "examples", "mistakes", "working_memory")
 PREAMBLE = (
     "Notes from earlier verified work follow. Apply a rule or example only when it fits the "
     "current input; never repeat a listed mistake."
@@ -137,7 +144,7 @@ NEAREST_LAST_BLOCKS = ("examples", "rules", "mistakes")
 def _render(
     layout: Iterable[str], shown: dict[str, list[PromptItem]], nearest_last: bool = False
 ) -> tuple[tuple[PromptSection, ...], str]:
-    has_memory = any(shown.get(b) for b in MEMORY_BLOCKS)
+    has_memory = any(shown.get(b) for b in PREAMBLE_BLOCKS)
     sections = []
     for block in layout:
         items = shown.get(block) or []
@@ -190,7 +197,7 @@ def compile_prompt(
         raise PromptBudgetError(needed, budget)
 
     # The drop sequence: blocks in drop order, lowest-scored items first inside a block. The
-    # preamble is never an item of it: it is shown exactly while some memory block is.
+    # preamble is never an item of it: it is shown exactly while a PREAMBLE_BLOCKS block is.
     order = [b for b in policy.drop_order if b in layout and b not in PROTECTED_BLOCKS]
     order += [b for b in reversed(layout) if b not in order and b not in PROTECTED_BLOCKS]
     seq = [(b, it) for b in order if b != "preamble" for it in reversed(shown[b])]

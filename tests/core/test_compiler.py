@@ -96,6 +96,11 @@ def test_drop_order_and_lowest_score_first(blocks):
 def test_preamble_only_with_memory():
     blocks = {"input": [PromptItem("input", "q", 0.0)], "preamble": [PromptItem("preamble", "p", 0.0)]}
     assert compile_prompt(blocks, DEFAULT, word_count).text == "q"
+    # scoped context alone is material, not notes to apply: no preamble announcing notes
+    ctx = dict(blocks, scoped_context=[PromptItem("c0", "John met Maria", 1.0)])
+    assert compile_prompt(ctx, DEFAULT, word_count).text == "Context:\nJohn met Maria\n\nq"
+    ex = dict(ctx, examples=[PromptItem("x0", "Q: 1+1 A: 2", 1.0)])
+    assert [s.block for s in compile_prompt(ex, DEFAULT, word_count).sections] == ["scoped_context", "preamble", "examples", "input"]
 
 
 def test_item_too_long_is_reported():
