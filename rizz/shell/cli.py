@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+import attrs
 import typer
 
+from rizz.core.policy import CompilerPolicy
 from rizz.shell.cli_streams import app as streams_app
 from rizz.shell.policy_file import PolicyError, dump_policy, load_policy
 from rizz.shell.progress import StepProgress, new_progress
@@ -24,8 +26,8 @@ DEMO_BUDGET = 2048
 
 #: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
 MODEL_HELP = "embedded | gguf:PATH | anthropic:MODEL_ID | openai:BASE_URL\\[#MODEL]"
-#: Smallest prompt budget a policy accepts (``compiler.token_budget`` minimum, rizz/core/policy.py).
-MIN_BUDGET = 16
+#: Smallest prompt budget a policy accepts (the ``compiler.token_budget`` minimum).
+MIN_BUDGET = int(attrs.fields(CompilerPolicy).token_budget.metadata["min"])
 
 app = typer.Typer(
     add_completion=False,
@@ -54,10 +56,6 @@ def _check_rendering(rendering: Optional[str]) -> None:
 
     if rendering is not None and rendering not in RENDERINGS:
         _fail(f"--rendering {rendering!r}: expected one of {', '.join(RENDERINGS)}")
-
-
-def _policy_stem(p: str) -> str:
-    return Path(p).stem
 
 
 def _check_out(out: Path, marker: str, what: str, also: tuple[str, ...] = ()) -> None:
@@ -202,7 +200,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
     for p in policies:  # and a bad policy name or file too
         _load_policy_or_exit(p)
     _check_rendering(rendering)
-    _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",) + tuple(_policy_stem(p) for p in policies))
+    _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",))  # the cache comes first
     out.mkdir(parents=True, exist_ok=True)
     try:
         backend = load_model(model, cache=out / "responses.sqlite")

@@ -18,7 +18,7 @@ from typing import Iterable, Optional
 import typer
 
 from rizz.shell.builders import BENCHES, BuildError, BuildOptions, build, prompt_chars
-from rizz.shell.streams import StreamElement, StreamError, read_stream, write_stream
+from rizz.shell.streams import StreamElement, StreamError, count_tasks, read_stream, write_stream
 
 __all__ = ["app", "resolve_data_root", "DEFAULT_DATA_ROOT", "DATA_ROOT_ENV"]
 
@@ -62,12 +62,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def _task_counts(elements: Iterable[StreamElement]) -> str:
-    """``FOMC 40, - 3``: elements per ``metadata.task`` in order of first appearance; ``-``
-    counts those without a task (as ``summary.json``'s ``per_task`` does)."""
-    counts: dict[str, int] = {}
-    for el in elements:
-        counts[el.task or "-"] = counts.get(el.task or "-", 0) + 1
-    return ", ".join(f"{t} {c}" for t, c in counts.items())
+    """``FOMC 40, - 3`` (:func:`rizz.shell.streams.count_tasks`, formatted)."""
+    return ", ".join(f"{t} {c}" for t, c in count_tasks(elements).items())
 
 
 def _split_csv(value: Optional[str]) -> Optional[tuple[str, ...]]:

@@ -48,6 +48,7 @@ __all__ = [
     "read_stream",
     "write_stream",
     "dumps_element",
+    "count_tasks",
 ]
 
 #: Expected output shapes (``metadata.shape``; §3 step 4).
@@ -491,3 +492,13 @@ def write_stream(path: str | os.PathLike[str], elements: Iterable[StreamElement]
             os.unlink(tmp)
         raise
     return len(lines)
+
+
+def count_tasks(elements: Iterable[StreamElement]) -> dict[str, int]:
+    """Elements per ``metadata.task``, in order of first appearance; ``"-"`` counts those
+    without a task (as ``summary.json``'s ``per_task`` does)."""
+    counts: dict[str, int] = {}
+    for el in elements:
+        key = el.task or "-"
+        counts[key] = counts.get(key, 0) + 1
+    return counts

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import attrs
 
-from rizz.shell.streams import StreamElement
+from rizz.shell.streams import StreamElement, count_tasks
 
 __all__ = [
     "SPLITS", "ORDERS", "BuildError", "BuildOptions", "BuildResult", "fraction_split",
@@ -82,12 +82,8 @@ class BuildResult:
     notes: tuple[str, ...] = ()
 
     def per_task(self) -> dict[str, int]:
-        """Number of elements per ``metadata.task`` (insertion order of first appearance)."""
-        counts: dict[str, int] = {}
-        for el in self.elements:
-            key = el.task or "-"
-            counts[key] = counts.get(key, 0) + 1
-        return counts
+        """Number of elements per ``metadata.task`` (order of first appearance; ``-`` = no task)."""
+        return count_tasks(self.elements)
 
 
 def load_json(path: Path) -> Any:
