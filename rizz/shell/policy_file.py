@@ -15,7 +15,6 @@ Raises :class:`PolicyError` (a ``ValueError``) carrying ``errors`` (list of str)
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from pathlib import Path
@@ -26,7 +25,7 @@ import jsonschema
 import yaml
 
 from rizz.core.policy import Policy, policy_schema
-from rizz.shell.streams import VERIFIERS
+from rizz.shell.streams import VERIFIERS, non_finite
 
 #: Verifier names (specs/stream-format.md); thresholds may only name these.
 VERIFIER_NAMES = VERIFIERS
@@ -78,19 +77,9 @@ def _describe(schema: dict[str, Any]) -> str:
     return str(t)
 
 
-def _non_finite(data: Any, path: str = "$") -> list[str]:
-    """Paths of NaN/inf numbers (YAML ``.nan``/``.inf``), which every range check would let through."""
-    if isinstance(data, dict):
-        return [e for k, v in data.items() for e in _non_finite(v, f"{path}.{k}")]
-    if isinstance(data, list):
-        return [e for i, v in enumerate(data) for e in _non_finite(v, f"{path}[{i}]")]
-    if isinstance(data, float) and not math.isfinite(data):
-        return [f"{path}: expected a finite number, got {data!r}"]
-    return []
-
-
 def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
-    out: list[str] = _non_finite(data)
+    # NaN/inf (YAML .nan/.inf) first: every range check would let them through
+    out = [f"{path}: expected a finite number, got {number!r}" for path, number in non_finite(data, "$")]
     validator = jsonschema.Draft202012Validator(schema)
     for err in sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
         path = err.json_path

@@ -49,6 +49,7 @@ __all__ = [
     "write_stream",
     "dumps_element",
     "count_tasks",
+    "non_finite",
 ]
 
 #: Expected output shapes (``metadata.shape``; §3 step 4).
@@ -123,16 +124,20 @@ def _is_finite_number(value: Any) -> bool:
     return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
-def _check_finite(field: str, value: Any) -> None:
-    """Refuse a non-finite number (NaN, ±Infinity, an overflowing literal) anywhere in ``value``."""
+def non_finite(value: Any, path: str) -> list[tuple[str, float]]:
+    """``(path, number)`` for every NaN/±Infinity float nested in ``value``, in document order.
+
+    Walks mappings (``path.key``) and lists/tuples (``path[i]``); an overflowing JSON literal
+    such as ``1e999`` parses to ``inf`` and is caught too. Range checks let NaN through
+    (every comparison with it is false), so streams and policy files both refuse these first.
+    """
     if isinstance(value, float) and not math.isfinite(value):
-        raise _expect(field, "a finite number", value)
+        return [(path, value)]
     if isinstance(value, Mapping):
-        for key, item in value.items():
-            _check_finite(f"{field}.{key}", item)
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _check_finite(f"{field}[{i}]", item)
+        return [bad for key, item in value.items() for bad in non_finite(item, f"{path}.{key}")]
+    if isinstance(value, (list, tuple)):
+        return [bad for i, item in enumerate(value) for bad in non_finite(item, f"{path}[{i}]")]
+    return []
 
 
 def _check_code_exec(meta: Mapping[str, Any]) -> None:
@@ -175,7 +180,8 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
         _check_str("metadata.source", meta.get("source"), nonempty=True)
     elif "source" in meta:
         _check_str("metadata.source", meta["source"], optional=True)
-    _check_finite("metadata", meta)
+    for field, number in non_finite(meta, "metadata")[:1]:
+        raise _expect(field, "a finite number", number)
 
 
 def _validate(obj: Any) -> None:
