@@ -4,7 +4,8 @@ A BENCH_DIR holds one RUN_DIR per policy (``BENCH_DIR/<policy>/log.jsonl`` and
 ``summary.json``, see :mod:`rizz.shell.run`). :func:`build_report` reads them and writes::
 
     BENCH_DIR/
-      results.json             per-policy numbers, deltas vs baselines, how CIs were made
+      results.json             per-policy numbers, deltas vs baselines (whole stream and by
+                               half), how CIs were made
       report.md                title, command, tables, embedded plots, how to read them
       reward_over_steps.png    moving average of reward over answered steps
       prompt_tokens.png        answer-prompt tokens per step, token budget dashed
@@ -138,18 +139,37 @@ def _check_same_stream(runs: dict[str, list[dict[str, Any]]]) -> None:
                          "a bench compares policies over the same stream in the same order")
 
 
-def _deltas(runs: dict[str, list[dict[str, Any]]], seed: int) -> dict[str, dict[str, Any]]:
-    """``{baseline: {policy: paired_delta}}`` for each benched baseline in BASELINES."""
-    out: dict[str, dict[str, Any]] = {}
+def _pairs(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, tuple[list[float], list[float]]]]:
+    """``{baseline: {policy: (rewards, baseline_rewards)}}`` over the steps both answered,
+    in stream order, for each benched baseline in BASELINES."""
     rew = {p: {r["id"]: float(r["verdict"]["reward"]) for r in _answered(recs)} for p, recs in runs.items()}
     order = [r["id"] for r in next(iter(runs.values()))]
+    out: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
     for base in (b for b in BASELINES if b in runs):
         out[base] = {}
-        for p in runs:
-            if p == base:
-                continue
+        for p in (p for p in runs if p != base):
             ids = [i for i in order if i in rew[p] and i in rew[base]]
-            out[base][p] = paired_delta([rew[p][i] for i in ids], [rew[base][i] for i in ids], seed=seed)
+            out[base][p] = ([rew[p][i] for i in ids], [rew[base][i] for i in ids])
+    return out
+
+
+def _deltas(pairs: dict[str, dict[str, tuple[list[float], list[float]]]], seed: int) -> dict[str, dict[str, Any]]:
+    """``{baseline: {policy: paired_delta}}`` over the whole stream."""
+    return {base: {p: paired_delta(a, b, seed=seed) for p, (a, b) in d.items()} for base, d in pairs.items()}
+
+
+def _deltas_by_half(pairs: dict[str, dict[str, tuple[list[float], list[float]]]], seed: int) -> dict[str, dict[str, Any]]:
+    """``{baseline: {policy: [first, second]}}``: :func:`paired_delta` over the first and the
+    second half of the paired answered steps (the first gets the smaller half when odd),
+    each with ``"steps": [from, to]`` (1-based positions among those steps). Memory grows
+    along a stream, so a gain can show late (specs/results.md §2 measured one)."""
+    out: dict[str, dict[str, Any]] = {}
+    for base, d in pairs.items():
+        out[base] = {}
+        for p, (a, b) in d.items():
+            k = len(a) // 2
+            out[base][p] = [{**paired_delta(a[lo:hi], b[lo:hi], seed=seed), "steps": [lo + 1, hi]}
+                            for lo, hi in ((0, k), (k, len(a)))]
     return out
 
 
@@ -163,7 +183,9 @@ def build_report(bench_dir: Path, policies: Sequence[str], *, title: str, comman
       seed: bootstrap seed (same seed, same intervals).
     Returns:
       The ``results.json`` dict: ``{"title", "command", "policies", "bootstrap", "deltas":
-      {baseline: {policy: {"delta_pp", "ci95_pp", "n"}}}, "results": {policy: {...}}}``;
+      {baseline: {policy: {"delta_pp", "ci95_pp", "n"}}}, "deltas_by_half": {baseline:
+      {policy: [first, second]}} (each also with ``"steps": [from, to]``), "results":
+      {policy: {...}}}``;
       rewards in [0, 1], deltas in points (x100), tokens, seconds, USD.
     Raises:
       ValueError: no policies, or a policy's step ids differ from the first policy's.
@@ -175,13 +197,15 @@ def build_report(bench_dir: Path, policies: Sequence[str], *, title: str, comman
     loaded = {p: _load(bench_dir, p) for p in policies}
     runs = {p: recs for p, (recs, _) in loaded.items()}
     _check_same_stream(runs)
+    pairs = _pairs(runs)
     results = {
         "title": title, "command": command, "policies": list(policies),
         "bootstrap": {"method": "percentile bootstrap over answered steps; deltas paired by step id",
                       "resamples": N_RESAMPLES, "level": 0.95, "seed": seed, "rng": "numpy.random.default_rng"},
         "window": window,
         "results": {p: _policy_stats(recs, summ, seed) for p, (recs, summ) in loaded.items()},
-        "deltas": _deltas(runs, seed),
+        "deltas": _deltas(pairs, seed),
+        "deltas_by_half": _deltas_by_half(pairs, seed),
     }
     write_json_atomic(bench_dir / "results.json", results)
     _plots(bench_dir, runs, results, window)
@@ -325,6 +349,13 @@ def _markdown(results: dict[str, Any]) -> str:
     for base, d in results["deltas"].items():
         if base != "frozen":
             out += [f"Δ vs {base} (pp): " + "; ".join(f"{p} {v['delta_pp']:+.1f} {_fmt_ci(v['ci95_pp'], '+.1f')}" for p, v in d.items()), ""]
+    halves = results.get("deltas_by_half", {})
+    if any(halves.values()):
+        first = next(v for d in halves.values() for v in d.values())
+        cols = [f"{'first' if i == 0 else 'second'} half, steps {h['steps'][0]}–{h['steps'][1]}" for i, h in enumerate(first)]
+        rows = [[f"{p} vs {base}", *(f"{h['delta_pp']:+.1f} {_fmt_ci(h['ci95_pp'], '+.1f')}" for h in hs)]
+                for base, d in halves.items() for p, hs in d.items()]
+        out += ["## Δ by half of the stream (pp)", ""] + _md_table(["policy vs baseline", *cols], rows) + [""]
     bad = [p for p in pols if res[p]["budget_exceeded"]]
     if bad:
         over = ", ".join(f"{p} ({res[p]['budget_exceeded']} steps)" for p in bad)
@@ -339,6 +370,8 @@ def _markdown(results: dict[str, Any]) -> str:
             f"the bracket is a {b['level']:.0%} percentile-bootstrap interval ({b['resamples']} resamples, seed {b['seed']}).",
             "- *Δ vs frozen* is the difference in mean reward in percentage points, with a paired bootstrap interval "
             "(the same steps resampled for both policies); an interval that excludes 0 is a difference beyond resampling noise.",
+            "- *Δ by half* is the same paired difference over the first and the second half of the answered steps: "
+            "memory accumulates along the stream, so a gain can appear late.",
             "- *calls/answered step* counts every model call (judge, answer, distill) per answered step; *prompt tokens* is their "
             "total prompt size; *max prompt tokens* is the largest compiled answer prompt, which must stay within the token budget.",
             "- *branches* is the branch bank's final size (total/active, after merges and prunes); the branch plot counts spawns.",

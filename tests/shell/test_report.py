@@ -124,6 +124,29 @@ def test_hand_values(hand_bench):
     assert json.loads((hand_bench / "results.json").read_text()) == res
 
 
+def test_deltas_by_half(hand_bench):
+    # default's answered rewards are 1, 0 | 1, 1 against frozen's 0.5 everywhere: no gain in the
+    # first half, +50 pp in the second; single-branch trails default by 25 pp on every step.
+    res = _build(hand_bench)
+    first, second = res["deltas_by_half"]["frozen"]["default"]
+    assert first["steps"] == [1, 2] and first["delta_pp"] == 0.0 and first["n"] == 2
+    assert second == {"delta_pp": 50.0, "ci95_pp": [50.0, 50.0], "n": 2, "steps": [3, 4]}
+    assert [h["delta_pp"] for h in res["deltas_by_half"]["single-branch"]["default"]] == [25.0, 25.0]
+    assert set(res["deltas_by_half"]["frozen"]) == {"default", "single-branch"}
+    md = (hand_bench / "report.md").read_text()
+    assert "| policy vs baseline | first half, steps 1–2 | second half, steps 3–4 |" in md
+    assert "| default vs frozen | +0.0 [" in md and "| +50.0 [+50.0, +50.0] |" in md
+
+
+def test_deltas_by_half_odd_count_gives_the_second_half_the_extra_step(tmp_path):
+    for p, rs in (("default", [1.0, 1.0, 0.0]), ("frozen", [0.0, 0.0, 0.0])):
+        _write(tmp_path, p, [_rec(i, f"s{i}", "T", r) for i, r in enumerate(rs)])
+    res = build_report(tmp_path, ["frozen", "default"], title="t", command="c")
+    first, second = res["deltas_by_half"]["frozen"]["default"]
+    assert (first["steps"], first["delta_pp"]) == ([1, 1], 100.0)
+    assert (second["steps"], second["delta_pp"]) == ([2, 3], 50.0)
+
+
 def test_bootstrap_contains_mean_and_is_deterministic():
     x = np.random.default_rng(7).random(60)
     lo, hi = bootstrap_ci(x, seed=3)
@@ -185,8 +208,9 @@ def test_report_md_and_terminal_table(hand_bench):
 def test_no_frozen_means_no_delta_column_values(tmp_path):
     _write(tmp_path, "default", [_rec(0, "a", "T", 1.0), _rec(1, "b", "T", 0.0)])
     res = build_report(tmp_path, ["default"], title="t", command="c")
-    assert res["deltas"] == {} and res["results"]["default"]["mean_reward"] == 0.5
-    assert "| default | 0.500 [" in (tmp_path / "report.md").read_text()
+    assert res["deltas"] == {} and res["deltas_by_half"] == {} and res["results"]["default"]["mean_reward"] == 0.5
+    md = (tmp_path / "report.md").read_text()
+    assert "| default | 0.500 [" in md and "by half" not in md.split("## How to read")[0]
 
 
 @pytest.mark.slow
