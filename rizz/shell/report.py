@@ -353,8 +353,10 @@ def _markdown(results: dict[str, Any]) -> str:
     if any(halves.values()):
         first = next(v for d in halves.values() for v in d.values())
         cols = [f"{'first' if i == 0 else 'second'} half, steps {h['steps'][0]}–{h['steps'][1]}" for i, h in enumerate(first)]
+        # one row per pair of policies: "frozen vs single-branch" would only negate "single-branch vs frozen"
         rows = [[f"{p} vs {base}", *(f"{h['delta_pp']:+.1f} {_fmt_ci(h['ci95_pp'], '+.1f')}" for h in hs)]
-                for base, d in halves.items() for p, hs in d.items()]
+                for base, d in halves.items() for p, hs in d.items()
+                if not (p in BASELINES and BASELINES.index(p) < BASELINES.index(base))]
         out += ["## Δ by half of the stream (pp)", ""] + _md_table(["policy vs baseline", *cols], rows) + [""]
     bad = [p for p in pols if res[p]["budget_exceeded"]]
     if bad:

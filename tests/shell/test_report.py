@@ -136,6 +136,7 @@ def test_deltas_by_half(hand_bench):
     md = (hand_bench / "report.md").read_text()
     assert "| policy vs baseline | first half, steps 1–2 | second half, steps 3–4 |" in md
     assert "| default vs frozen | +0.0 [" in md and "| +50.0 [+50.0, +50.0] |" in md
+    assert "| single-branch vs frozen |" in md and "frozen vs single-branch" not in md  # the same pair once
 
 
 def test_deltas_by_half_odd_count_gives_the_second_half_the_extra_step(tmp_path):
