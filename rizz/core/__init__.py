@@ -27,7 +27,7 @@ from rizz.core.records import AdaptiveState, Branch, Label, empty_state
 from rizz.core.retrieval import Retrieved, retrieve, rule_score
 from rizz.core.routing import RouteDecision, jaccard, needs_label, normalise_label, route, snap_label
 from rizz.core.serialize import digest, from_data, to_data
-from rizz.core.transition import Plan, Rizz, StepResult, rizz
+from rizz.core.transition import Plan, Rizz, RouteResult, StepResult, rizz
 
 __all__ = [
     "BLOCKS",
@@ -46,6 +46,7 @@ __all__ = [
     "Retrieved",
     "Rizz",
     "RouteDecision",
+    "RouteResult",
     "StepInput",
     "StepResult",
     "Verdict",

@@ -120,6 +120,11 @@ def _(e: ev.InteractionDiscarded, s: AdaptiveState) -> AdaptiveState:
 
 
 @apply.register
+def _(e: ev.VerdictDropped, s: AdaptiveState) -> AdaptiveState:
+    return s
+
+
+@apply.register
 def _(e: ev.ContextStored, s: AdaptiveState) -> AdaptiveState:
     b = s.branches[e.branch_id]
     return _put(s, attrs.evolve(b, context=b.context.add(e.item, e.embedding)))

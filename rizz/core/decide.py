@@ -12,7 +12,7 @@ import hashlib
 import numpy as np
 
 from rizz.core import events as ev
-from rizz.core.inputs import StepInput, Verdict
+from rizz.core.inputs import CandidateRule, StepInput, Verdict
 from rizz.core.policy import Policy
 from rizz.core.records import (
     AdaptiveState,
@@ -29,7 +29,7 @@ from rizz.core.records import (
 from rizz.core.routing import RouteDecision
 from rizz.core.vec import as_vector
 
-__all__ = ["content_key", "decide_memory", "decide_rules", "distill_batch"]
+__all__ = ["content_key", "decide_distilled", "decide_memory", "decide_rules", "distill_batch"]
 
 
 def content_key(*parts: str | None) -> str:
@@ -129,22 +129,28 @@ def decide_rules(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: 
     return out
 
 
-def _new_rules(branch: Branch, policy: Policy, inp: StepInput) -> list[object]:
+def decide_distilled(branch: Branch, policy: Policy, step: int, candidates: tuple[CandidateRule, ...], distilled: bool) -> list[object]:
+    """``RuleAdded`` for each new candidate (not already in ``branch``, room under
+    ``max_per_branch``; id ``r<step>-<i>``), then ``DistillationRecorded`` when ``distilled``."""
     if not policy.rules.enabled:
         return []
     out: list[object] = []
     known = {(r.antecedent, r.strategy) for r in branch.rules}
     room = policy.rules.max_per_branch - len(branch.rules)
-    for i, cand in enumerate(inp.candidate_rules):
+    for i, cand in enumerate(candidates):
         if room <= 0 or (cand.antecedent, cand.strategy) in known:
             continue
-        rule = Rule(f"r{inp.step}-{i}", cand.antecedent, cand.strategy, cand.embedding, branch.id, branch.label.function, inp.step)
+        rule = Rule(f"r{step}-{i}", cand.antecedent, cand.strategy, cand.embedding, branch.id, branch.label.function, step)
         out.append(ev.RuleAdded(branch.id, rule))
         known.add((cand.antecedent, cand.strategy))
         room -= 1
-    if inp.distilled:
+    if distilled:
         out.append(ev.DistillationRecorded(branch.id, len(out)))
     return out
+
+
+def _new_rules(branch: Branch, policy: Policy, inp: StepInput) -> list[object]:
+    return decide_distilled(branch, policy, inp.step, inp.candidate_rules, inp.distilled)
 
 
 def decide_memory(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: Verdict | None, decision: RouteDecision) -> list[object]:

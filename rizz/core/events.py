@@ -32,6 +32,7 @@ __all__ = [
     "RuleRetired",
     "StepRecorded",
     "TurnRemembered",
+    "VerdictDropped",
 ]
 
 
@@ -165,6 +166,16 @@ class TurnRemembered:
 
 
 @frozen
+class VerdictDropped:
+    """A late verdict whose routed branch no longer exists (merged or pruned since the answer)."""
+
+    item_id: str
+    branch_id: str
+    step: int
+    reason: str  # "branch-gone"
+
+
+@frozen
 class StepRecorded:
     record: StepRecord
 
@@ -190,4 +201,5 @@ Event = (
     | BranchPruned
     | TurnRemembered
     | StepRecorded
+    | VerdictDropped
 )

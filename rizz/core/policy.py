@@ -23,6 +23,7 @@ __all__ = [
     "PROTECTED_BLOCKS",
     "SHAPES",
     "CompilerPolicy",
+    "FeedbackPolicy",
     "LifecyclePolicy",
     "Policy",
     "QuarantinePolicy",
@@ -216,6 +217,14 @@ class CompilerPolicy:
     )
 
 
+@frozen
+class FeedbackPolicy:
+    """Late verdicts in a live session (specs/step-semantics.md, "Live sessions"). 0 = no limit."""
+
+    max_pending: int = _num(0, 0, 1_000_000_000, "rizz", "a pending answer expires once this many later answers were issued (0: never)", integer=True)
+    max_pending_seconds: float = _num(0.0, 0.0, 1e9, "rizz", "a pending answer expires this many seconds after it was answered (0: never)")
+
+
 def _wrap(cls: type) -> Any:
     return field(factory=cls, metadata={"doc": (cls.__doc__ or "").split("\n")[0]})
 
@@ -232,6 +241,7 @@ class Policy:
     quarantine: QuarantinePolicy = _wrap(QuarantinePolicy)
     rules: RulePolicy = _wrap(RulePolicy)
     compiler: CompilerPolicy = _wrap(CompilerPolicy)
+    feedback: FeedbackPolicy = _wrap(FeedbackPolicy)
 
     def write_threshold(self, verifier: str | None) -> float:
         """Reward needed to write an episode scored by ``verifier`` (spec §6)."""
