@@ -22,12 +22,13 @@ from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
 from rizz.core import events as _events
 from rizz.core import inputs as _inputs
 from rizz.core import records as _records
+from rizz.core import routing as _routing
 from rizz.core.vec import EmbeddingMatrix
 
 __all__ = ["canonical_json", "digest", "from_data", "to_data"]
 
 _TYPES: dict[str, type] = {}
-for _mod in (_records, _events, _inputs):
+for _mod in (_records, _events, _inputs, _routing):
     for _name in dir(_mod):
         _obj = getattr(_mod, _name)
         if isinstance(_obj, type) and attrs.has(_obj) and _obj.__module__ == _mod.__name__:

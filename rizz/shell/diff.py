@@ -9,10 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rizz.core import AdaptiveState, rizz
+from rizz.core import AdaptiveState
 from rizz.core import events as ev
+from rizz.shell.logfold import LogFold
+from rizz.shell.logrecord import parse
 from rizz.shell.policy_file import parse_policy
-from rizz.shell.runlog import RunDir, record_to_step
+from rizz.shell.runlog import RunDir
 
 __all__ = ["describe_event", "diff_run", "inspect_run"]
 
@@ -63,19 +65,18 @@ def describe_event(e: object) -> str | None:
 
 
 def _fold_until(rd: RunDir, stop: int, keep_from: int) -> tuple[AdaptiveState, list[tuple[dict[str, Any], tuple]]]:
+    """Fold the log in order until the first step/answer record past step ``stop`` (log order:
+    a live log's verdicts for steps ≤ ``stop`` that arrived after it are not included)."""
     meta = rd.meta()
-    core = rizz(parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data"))
-    state = core.init()
+    fold = LogFold(parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data"), rd.embeddings)
     kept = []
-    store = rd.embeddings
-    for rec in rd.records():
-        if rec["step"] > stop:
+    for i, rec in enumerate(rd.records(), 1):
+        if rec["step"] > stop and rec.get("kind", "step") in ("step", "answer"):
             break
-        inp, verdict = record_to_step(rec, store)
-        state, events = core.step_with_events(state, inp, verdict)
-        if rec["step"] >= keep_from:
+        events = fold.apply(parse(rec, f"{rd.log_path}:{i}"))
+        if keep_from <= rec["step"] <= stop:
             kept.append((rec, events))
-    return state, kept
+    return fold.state, kept
 
 
 def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
@@ -90,7 +91,7 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
         raise ValueError(f"--at {at}: steps are numbered from 0")
     if to < at:
         raise ValueError(f"--to {to} is before --at {at}")
-    n = sum(1 for _ in rd.records())
+    n = sum(1 for r in rd.records() if r.get("kind", "step") in ("step", "answer"))
     if n == 0:
         raise ValueError(f"the log of {run_dir} has no steps yet")
     for flag, step in (("--at", at), ("--to", to)):
@@ -99,7 +100,8 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
     state, kept = _fold_until(rd, to, at)
     lines = []
     for rec, events in kept:
-        head = f"step {rec['step']} [{rec['id']}]" + (f" task {rec['task']}" if rec.get("task") else "")
+        kind = rec.get("kind", "step")
+        head = f"step {rec['step']} [{rec['id']}]" + (f" {kind}" if kind != "step" else "") + (f" task {rec['task']}" if rec.get("task") else "")
         if rec.get("answer"):
             head += f": answer {_clip(str(rec['answer']['extracted']), 40)!r}"
         lines.append(head)

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from rizz.shell.logfold import views
 from rizz.shell.runlog import RunDir, write_json_atomic
 
 __all__ = ["BASELINES", "N_RESAMPLES", "PLOTS", "bootstrap_ci", "build_report", "format_table", "paired_delta"]
@@ -80,7 +81,7 @@ def _load(bench_dir: Path, policy: str) -> tuple[list[dict[str, Any]], dict[str,
     for p in (root / "log.jsonl", root / "summary.json"):
         if not p.exists():
             raise FileNotFoundError(f"{p}: missing — policy {policy!r} has no finished run in {bench_dir}")
-    return list(RunDir(root).records()), json.loads((root / "summary.json").read_text(encoding="utf-8"))
+    return views(list(RunDir(root).records())), json.loads((root / "summary.json").read_text(encoding="utf-8"))
 
 
 def _answered(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

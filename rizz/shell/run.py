@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
-from rizz.core import AdaptiveState, Policy, digest, rizz
-from rizz.core import events as ev
+from rizz.core import AdaptiveState, Policy, digest
 from rizz.core.serialize import canonical_json
+from rizz.shell.logfold import restore_fold, views
+from rizz.shell.logrecord import LOG_VERSION
 from rizz.shell.policy_file import policy_data
-from rizz.shell.runlog import RunDir, record_to_step, write_json_atomic
-from rizz.shell.session import Pending, Session, default_rendering
+from rizz.shell.runlog import RunDir, write_json_atomic
+from rizz.shell.session import Session, default_rendering
 from rizz.shell.streams import StreamElement, read_stream
 
-__all__ = ["build_record", "replay", "run_stream", "summarise"]
+__all__ = ["replay", "run_stream", "summarise"]
 
 
 def _sha256_file(path: Path) -> str:
@@ -32,41 +32,12 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def build_record(session: Session, p: Pending, inp: Any, verdict: Any, events: tuple, calls: tuple, wall_s: float) -> dict[str, Any]:
-    """The log record of one finished step (everything replay needs, nothing it can recompute)."""
-    el = p.element
-    key = session.key_of
-    routed = next(e for e in events if isinstance(e, ev.Routed))
-    rec: dict[str, Any] = {
-        "step": inp.step, "id": el.id, "task": el.task, "context_only": el.context_only,
-        "input": {"text": inp.text, "instruction": inp.instruction, "evidence": inp.evidence, "scope": inp.scope,
-                  "shape": inp.shape, "embedding": key(inp.embedding)},
-        "route": {"branch": routed.branch_id, "score": routed.score, "spawned": any(isinstance(e, ev.BranchSpawned) for e in events)},
-        "calls": [{"kind": c.kind, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-                   "latency_s": round(c.latency_s, 4), "cost_usd": c.cost_usd, "cached": c.cached} for c in calls],
-        "overflow": p.overflow, "wall_s": round(wall_s, 4),
-    }
-    if p.judge is not None:
-        rec["judge"] = dict(p.judge, label_embedding=key(inp.label_embedding) if inp.label_embedding else None)
-    if p.prompt is not None:
-        sha = hashlib.sha256(p.prompt.text.encode("utf-8")).hexdigest()
-        session_run = getattr(session, "run_dir", None)
-        if session_run is not None:
-            session_run.save_prompt(sha, p.prompt.text)
-        rec["prompt"] = {"sha256": sha, "tokens": p.prompt.token_count, "budget": p.prompt.budget, "rendering": p.rendering,
-                         "dropped": [[d.block, d.id, d.tokens, d.reason] for d in p.prompt.dropped],
-                         "rule_ids": list(inp.prompt_rule_ids), "episode_keys": list(inp.prompt_episode_keys)}
-    if not el.context_only:
-        rec["answer"] = {"raw": p.raw_output, "extracted": p.answer, "parsed": p.parsed}
-    if verdict is not None:
-        rec["verdict"] = {"reward": verdict.reward, "verifier": verdict.verifier, "parsed": verdict.parsed}
-    if inp.distilled or inp.candidate_rules:
-        rec["distill"] = {"asked": inp.distilled, "rules": [[r.antecedent, r.strategy, key(r.embedding)] for r in inp.candidate_rules]}
-    return rec
-
-
 def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[str, Any]) -> dict[str, Any]:
-    """``summary.json`` (specs/stream-format.md) (plus extra fields) from the log records and final state."""
+    """``summary.json`` (specs/stream-format.md) (plus extra fields) from the log records and final state.
+
+    ``records``: the log's JSON objects, any version (joined per element by :func:`views`).
+    """
+    records = views(records)
     answered = [r for r in records if "verdict" in r]
     per_task: dict[str, list[float]] = {}
     for r in answered:
@@ -97,20 +68,6 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
     }
 
 
-def _refold(rd: RunDir, policy: Policy, records: list[dict[str, Any]], use_snapshots: bool) -> AdaptiveState:
-    core = rizz(policy)
-    start, state = 0, core.init()
-    if use_snapshots:
-        snap = rd.latest_snapshot(len(records))
-        if snap is not None:
-            start, state = snap
-    store = rd.embeddings
-    for rec in records[start:]:
-        inp, verdict = record_to_step(rec, store)
-        state = core.step(state, inp, verdict)
-    return state
-
-
 def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str | Path, model: Any, embedder: Any, *,
                limit: int | None = None, skip_bad: bool = False, rendering: str | None = None, snapshot_every: int = 50,
                budget: int | None = None,
@@ -129,34 +86,26 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             "policy_data": policy_data(policy),
             "model": model.name, "embedder": embedder.name, "embedder_dim": embedder.dim,
             "rendering": rendering or default_rendering(model),
-            "budget_cap": budget,
+            "budget_cap": budget, "log_version": LOG_VERSION,
         })
         if read.bad:  # written only once the run's settings are accepted (a refused resume writes nothing)
             write_json_atomic(rd.root / "bad_lines.json", [{"line": b.line, "field": b.field, "message": b.message} for b in read.bad])
             log(f"skipped {len(read.bad)} bad line(s) of {stream}; see {rd.root / 'bad_lines.json'}")
         if rd.repair():
             log(f"{rd.log_path}: dropped a partial last record left by an interrupted run")
-        records = list(rd.records())
-        state = _refold(rd, policy, records, use_snapshots=True)
-        if records and len(records) >= len(elements):
-            log(f"{rd.root}: already finished ({len(records)} steps); nothing to run")
-        elif records:
-            log(f"resuming {rd.root} after {len(records)} finished steps")
-        session = Session(policy, model, embedder, state=state, step=len(records), rendering=meta["rendering"],
-                          embed_cache=rd.embeddings, budget_cap=budget)
-        session.run_dir = rd  # type: ignore[attr-defined]
-        for el in elements[len(records):]:
-            t0 = time.perf_counter()
-            p = session.answer(el)
-            verdict = session.verify(p)
-            inp, events, calls = session.fold(p, verdict)
-            rec = build_record(session, p, inp, verdict, events, calls, time.perf_counter() - t0)
-            rd.append(rec)
-            records.append(rec)
-            if snapshot_every and len(records) % snapshot_every == 0:
-                rd.save_snapshot(len(records), session.state)
+        fold, records = restore_fold(rd, policy)
+        done = fold.answers
+        if done and done >= len(elements):
+            log(f"{rd.root}: already finished ({done} steps); nothing to run")
+        elif done:
+            log(f"resuming {rd.root} after {done} finished steps")
+        session = Session(policy, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget,
+                          run_dir=rd, snapshot_every=snapshot_every, fold=fold)
+        for el in elements[done:]:
+            recs = session.run_element(el)
+            records.extend(recs)
             if on_step is not None:
-                on_step(rec, session)
+                on_step(recs[0], session)
         summary = summarise(records, session.state, meta)
         write_json_atomic(rd.summary_path, summary)
         return summary
@@ -164,6 +113,8 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
 
 def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str | None = None, *, write_summary: bool = True) -> dict[str, Any]:
     """Refold RUN_DIR's log with no model calls (under ``policy``, default: the run's own).
+
+    Any RUN_DIR: ``rizz run``'s, a live session's (``Session.open``), and log format 1.
 
     With the run's policy the digest equals the run's and ``summary.json`` is rewritten. Under
     another policy the logged answers and verdicts are refolded as they are: the state
@@ -179,9 +130,8 @@ def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str
     if policy is None:
         policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
         policy_source = meta["policy"]
-    records = list(rd.records())
-    state = _refold(rd, policy, records, use_snapshots=False)
-    summary = summarise(records, state, dict(meta, policy=policy_source))
+    fold, records = restore_fold(rd, policy, use_snapshots=False)
+    summary = summarise(records, fold.state, dict(meta, policy=policy_source))
     if policy_source != meta["policy"]:
         summary["answers_from"] = meta["policy"]
     if write_summary:

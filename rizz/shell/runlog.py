@@ -4,7 +4,9 @@ Layout::
 
     RUN_DIR/
       run.json            what the run is (stream hash, policy, model, embedder, rendering)
-      log.jsonl           append-only, one JSON record per finished step, flushed + fsynced
+      log.jsonl           append-only typed records (rizz/shell/logrecord.py), flushed + fsynced:
+                          a step, an answer, a verdict, an expiry or a distillation each
+      snapshots/NNNNNNNN.inflight.json   answers in flight at that snapshot (log format 2)
       embeddings/         content-addressed float32 vectors (EmbeddingStore), by key
       prompts/            compiled prompt texts by sha256 (content-addressed)
       snapshots/NNNNNNNN.json   periodic state snapshots (rizz.core.to_data), atomic writes
@@ -12,7 +14,7 @@ Layout::
       summary.json        summary (specs/stream-format.md), at the end of a run and by replay
       .lock               held by the process using the directory
 
-A record is appended only after its step is complete, so a kill at any moment leaves at
+A record is appended before the call that made it returns, so a kill at any moment leaves at
 most a partial last line, which :meth:`RunDir.records` drops (and :meth:`RunDir.repair`
 truncates) — nothing already recorded is lost.
 """
@@ -24,11 +26,9 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
-import attrs
-import numpy as np
 from filelock import FileLock, Timeout
 
-from rizz.core import AdaptiveState, CandidateRule, Label, StepInput, Verdict, from_data, to_data
+from rizz.core import AdaptiveState, StepInput, Verdict, from_data, to_data
 from rizz.shell.embed import EmbeddingStore
 
 __all__ = ["RunDir", "RunDirBusy", "RunDirMismatch", "record_to_step", "write_json_atomic"]
@@ -158,6 +158,11 @@ class RunDir:
         self.snap_dir.mkdir(exist_ok=True)
         write_json_atomic(self.snap_dir / f"{steps_done:08d}.json", to_data(state))
 
+    def inflight_path(self, records_done: int) -> Path:
+        """Where the answers in flight beside snapshot ``records_done`` are kept (log format 2)."""
+        self.snap_dir.mkdir(exist_ok=True)
+        return self.snap_dir / f"{records_done:08d}.inflight.json"
+
     def latest_snapshot(self, at_most: int) -> tuple[int, AdaptiveState] | None:
         """The newest snapshot taken after ≤ ``at_most`` steps, as (steps done, state)."""
         if not self.snap_dir.exists():
@@ -170,28 +175,8 @@ class RunDir:
 
 
 def record_to_step(rec: dict[str, Any], store: EmbeddingStore) -> tuple[StepInput, Verdict | None]:
-    """Rebuild the core's step input and verdict from a log record (no model calls)."""
-    x = rec["input"]
+    """Rebuild the core's step input and verdict from a step or answer record (no model calls)."""
+    from rizz.shell.logfold import record_inputs
+    from rizz.shell.logrecord import parse
 
-    def vec(key: str | None) -> bytes:
-        return store.get(key).astype(np.float32).tobytes() if key else b""
-
-    judge = rec.get("judge")
-    label = Label(judge["function"], judge["application"]) if judge else None
-    rules = tuple(CandidateRule(a, s, vec(k)) for a, s, k in (rec.get("distill") or {}).get("rules", []))
-    prompt = rec.get("prompt") or {}
-    inp = StepInput(
-        step=rec["step"], item_id=rec["id"], text=x["text"], embedding=vec(x["embedding"]), instruction=x.get("instruction"),
-        evidence=x.get("evidence"), scope=x.get("scope"), shape=x.get("shape"), context_only=rec["context_only"],
-        label=label, label_embedding=vec(judge.get("label_embedding")) if judge else b"",
-        answer=(rec.get("answer") or {}).get("extracted"), prompt_rule_ids=tuple(prompt.get("rule_ids", ())),
-        prompt_episode_keys=tuple(prompt.get("episode_keys", ())), prompt_tokens=prompt.get("tokens", 0),
-        completion_tokens=sum(c["completion_tokens"] for c in rec.get("calls", []) if c["kind"] == "answer"),
-        dropped=len(prompt.get("dropped", ())), candidate_rules=rules, distilled=bool((rec.get("distill") or {}).get("asked")),
-    )
-    v = rec.get("verdict")
-    verdict = Verdict(v["reward"], v["verifier"], v["parsed"]) if v else None
-    return inp, verdict
-
-
-_ = attrs
+    return record_inputs(parse(rec), store)

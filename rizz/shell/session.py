@@ -1,251 +1,372 @@
-"""A RIZZ session: the effects around the pure core, one stream element at a time.
+"""A RIZZ session: the effects around the pure core, for ``rizz run`` and for live applications.
 
-``Session.answer(element)`` embeds the input, asks the judge when the policy needs a label,
-plans (route + retrieve) and compiles the prompt through the core, renders it, calls the
-frozen model and extracts the answer. ``Session.fold(pending, verdict)`` then distils rules
-when a branch's batch is due and folds the step into the state. ``rizz run`` uses exactly
-this path; an application can use it with verdicts that arrive later.
+``Session.open(path, policy=..., model=...)`` creates a RUN_DIR (the layout of ``rizz run``, with
+its lock) or resumes one after any crash. ``answer(element)`` answers now and returns a
+:class:`Pending` once its record is on disk; ``fold(pending_or_id, verdict)`` folds the verdict
+whenever it arrives, in any order, and returns once it is on disk; then, when the routed
+branch's distillation batch is due, the model distils rules, logged as their own record.
+Semantics of late verdicts: specs/step-semantics.md, "Live sessions".
 
 Example (a runnable version is in the README)::
 
-    s = Session(load_policy("default"), load_model("embedded"), Embedder())
-    p = s.answer(element)                # p.answer, p.prompt.token_count, p.prompt.dropped
-    rec = s.fold(p, s.verify(p))         # or s.fold(p, Verdict(reward, "my_metric"))
+    s = Session.open("runs/app", policy="default", model="embedded")
+    p = s.answer({"id": "q1", "input": "What is 12 + 30?", "metadata": {"shape": "number"}})
+    s.fold("q1", Verdict(1.0, "exact_match"))      # later; or s.fold(p, 1.0)
+    s.digest(); s.close()
+
+``Session(policy, model, embedder)`` without a directory keeps everything in memory (tests,
+notebooks); ``rizz run`` uses :meth:`Session.run_element` (answer, verify, fold: one record).
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+import math
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Mapping, NamedTuple
 
-import attrs
-import numpy as np
-from attrs import frozen
-
-from rizz.core import (
-    AdaptiveState,
-    CandidateRule,
-    CompiledPrompt,
-    Policy,
-    PromptBudgetError,
-    StepInput,
-    Verdict,
-    compile_prompt,
-    distill_batch,
-    needs_label,
-    normalise_label,
-    prompt_blocks,
-    rizz,
-)
-from rizz.core import events as ev
+from rizz.core import AdaptiveState, CandidateRule, Policy, StepInput, Verdict, digest, distill_batch
+from rizz.core.serialize import canonical_json
+from rizz.shell import logrecord as lr
+from rizz.shell.answering import Call, Pending, answer_element, default_rendering, embed_texts, record_of, verify_pending
 from rizz.shell.distill import distill_rules
-from rizz.shell.judge import label_input
-from rizz.shell.models.base import Generation, Message, ModelBackend
-from rizz.shell.render import TEMPLATE_SLACK, answer_settings, render
-from rizz.shell.streams import StreamElement
-from rizz.shell.verifiers import extract_answer, verify
+from rizz.shell.logfold import LogFold, restore_fold
+from rizz.shell.models.base import ModelBackend
+from rizz.shell.streams import StreamElement, element_from_json
 
-__all__ = ["Call", "Pending", "Session", "default_rendering"]
+__all__ = ["Call", "Folded", "Pending", "Session", "SessionError", "default_rendering"]
 
-
-def default_rendering(model: ModelBackend) -> str:
-    """``raw`` for local GGUF models (few-shot completion), ``chat`` for API backends."""
-    return "raw" if model.name.startswith(("embedded", "gguf")) else "chat"
+_CLOSED_IDS = 4096  # recently folded / expired ids kept for error messages (bounded)
 
 
-@frozen
-class Call:
-    """One model call: ``kind`` is ``judge``, ``answer`` or ``distill``; tokens; seconds; USD."""
-
-    kind: str
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
-    cost_usd: float | None
-    cached: bool
-
-    @classmethod
-    def of(cls, kind: str, g: Generation) -> "Call":
-        return cls(kind, g.prompt_tokens, g.completion_tokens, g.latency_s, g.cost_usd, g.cached)
+class SessionError(ValueError):
+    """A call the session refused; nothing was written and the state is unchanged."""
 
 
-@frozen
-class Pending:
-    """An answered (or context-only) element waiting for its verdict.
+class Folded(NamedTuple):
+    """What :meth:`Session.fold` did: the input as answered, the events folded, the model calls."""
 
-    ``step_input`` has every logged value except distilled rules; ``prompt`` is None for
-    context-only input and when the input alone overflows the budget (``overflow`` True).
-    """
-
-    element: StreamElement
     step_input: StepInput
-    prompt: CompiledPrompt | None
-    raw_output: str | None
-    answer: str | None
-    parsed: bool
-    judge: dict[str, Any] | None
+    events: tuple[object, ...]
     calls: tuple[Call, ...]
-    overflow: bool
-    rendering: str
 
 
-def _evidence(el: StreamElement) -> str | None:
-    items = el.evidence_items
-    return "\n\n".join(items) if items else None
+def _element(obj: StreamElement | Mapping[str, Any]) -> StreamElement:
+    if isinstance(obj, StreamElement):
+        return obj
+    if not isinstance(obj, Mapping):
+        raise SessionError(f"answer: expected a stream element (dict or StreamElement), got {type(obj).__name__}")
+    for k in ("id", "input"):
+        if k not in obj:
+            raise SessionError(f"answer: the element has no {k!r} (required, specs/stream-format.md)")
+    try:
+        return element_from_json(dict(obj))
+    except ValueError as e:
+        raise SessionError(f"answer: element {obj.get('id')!r}: {e}") from None
+
+
+def _verdict(v: Verdict | float | None) -> Verdict:
+    if isinstance(v, Verdict):
+        r = v.reward
+    elif isinstance(v, (int, float)) and not isinstance(v, bool):
+        r = float(v)
+    else:
+        raise SessionError(f"fold: a verdict is a Verdict or a reward in [0, 1], got {v!r}")
+    if not (isinstance(r, (int, float)) and math.isfinite(r) and 0.0 <= r <= 1.0):
+        raise SessionError(f"fold: reward must be a number in [0, 1], got {r!r}")
+    return v if isinstance(v, Verdict) else Verdict(float(r), "external")
 
 
 class Session:
-    """Stateful wrapper around the pure core for one run (not thread-safe).
+    """Stateful wrapper around the pure core; safe to call from several threads (one lock).
 
     Args:
       policy: the RIZZ policy.
       model: the frozen model (any :class:`ModelBackend`).
       embedder: has ``name``, ``dim`` and ``embed(texts) -> (n, d) float32`` L2-normalised.
-      state: the state to continue from (default: empty).
-      step: index of the next step.
+      state: the state to continue from (default: empty); ``step``: index of the next answer.
       rendering: ``raw`` / ``chat`` / ``chat-turns`` (default: :func:`default_rendering`).
+      embed_cache: embedding store (``embed(embedder, texts) -> (keys, (n, d))``, ``get(key)``).
       budget_cap: optional cap on the prompt budget (tokens), the same for every policy of a bench.
-      embed_cache: optional mapping-like store with ``embed(embedder, texts) -> (keys, (n, d))``
-        (e.g. :class:`rizz.shell.embed.EmbeddingStore`) so the run log holds embedding keys.
+      run_dir: an entered :class:`~rizz.shell.runlog.RunDir`: records are appended (fsynced)
+        there before a call returns; None keeps the session in memory.
+      snapshot_every: records between state snapshots in ``run_dir`` (0: none but at close).
     """
 
     def __init__(self, policy: Policy, model: ModelBackend, embedder: Any, *, state: AdaptiveState | None = None,
-                 step: int = 0, rendering: str | None = None, embed_cache: Any = None, budget_cap: int | None = None) -> None:
+                 step: int = 0, rendering: str | None = None, embed_cache: Any = None, budget_cap: int | None = None,
+                 run_dir: Any = None, snapshot_every: int = 0, fold: LogFold | None = None) -> None:
         self.policy = policy
-        self.core = rizz(policy)
         self.model = model
         self.embedder = embedder
-        self.state = state if state is not None else self.core.init()
-        self.step_index = step
         self.rendering = rendering or default_rendering(model)
         self.embed_cache = embed_cache
         self.budget_cap = budget_cap
-        self.keys: dict[bytes, str] = {}
-        self._answered: list[Pending] = []  # what answer() returned in the current step
+        self.run_dir = run_dir
+        self.snapshot_every = snapshot_every
+        self._fold = fold if fold is not None else LogFold(policy, embed_cache, state=state, answers=step)
+        self.core = self._fold.core
+        self._lock = threading.RLock()
+        self._closed: OrderedDict[str, str] = OrderedDict()  # id -> why it is no longer pending
+        self._open = True
 
-    # -- effects -----------------------------------------------------------------------
-    def _embed(self, texts: Sequence[str]) -> list[bytes]:
-        if self.embed_cache is not None:
-            keys, vecs = self.embed_cache.embed(self.embedder, list(texts))
-        else:
-            vecs = self.embedder.embed(list(texts))
-            keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
-        out = []
-        for k, v in zip(keys, np.asarray(vecs, dtype=np.float32)):
-            b = v.tobytes()
-            self.keys[b] = k
-            out.append(b)
-        return out
+    # -- opening and closing ------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, policy: Policy | str = "default", model: ModelBackend | str = "embedded", *,
+             embedder: Any = None, rendering: str | None = None, budget_cap: int | None = None,
+             snapshot_every: int = 50, cache: str | Path | None = None) -> "Session":
+        """Create the session directory ``path``, or resume it (after a close or any crash).
 
-    def budget(self, shape: str | None) -> int:
-        """Prompt budget in tokens: min(policy budget, ``budget_cap``, window − answer tokens − template slack)."""
-        room = self.model.context_window - answer_settings(shape).max_tokens - TEMPLATE_SLACK
-        cap = self.budget_cap if self.budget_cap is not None else room
-        return max(1, min(self.policy.compiler.token_budget, room, cap))
+        ``policy``: a Policy or a policy file/name; ``model``: a backend or a model spec
+        (responses cached in ``path/responses.sqlite`` unless ``cache`` says otherwise);
+        ``embedder``: default the bundled all-MiniLM-L6-v2.
 
-    def answer(self, el: StreamElement) -> Pending:
-        """Route, retrieve, compile, call the model and extract the answer for ``el``.
-
-        The pending answer belongs to the current step: fold it (once) before answering the
-        next element; answering another element in the same step makes the unfolded one stale.
+        Raises:
+          RunDirBusy: another process (or an open Session) holds the directory.
+          RunDirMismatch: the directory was started with another policy, model or embedder.
         """
-        p = self._answer(el)
-        self._answered.append(p)
-        return p
+        from rizz.shell.policy_file import load_policy, policy_data
+        from rizz.shell.runlog import RunDir
 
-    def _answer(self, el: StreamElement) -> Pending:
-        text = el.input if not el.instruction else f"{el.instruction}\n\n{el.input}"
-        (emb,) = self._embed([text])
-        base = StepInput(
-            step=self.step_index, item_id=el.id, text=el.input, embedding=emb, instruction=el.instruction,
-            evidence=_evidence(el), scope=el.scope, shape=el.shape, context_only=el.context_only,
-        )
-        if el.context_only:
-            return Pending(el, base, None, None, None, True, None, (), False, self.rendering)
-        calls: list[Call] = []
-        judge = None
-        if needs_label(self.state, self.policy, emb, el.shape):
-            jl = label_input(self.model, el.input, instruction=el.instruction, shape=el.shape)
-            label = normalise_label(jl.function, jl.application)
-            (lemb,) = self._embed([label.application.replace("-", " ")])
-            base = attrs.evolve(base, label=label, label_embedding=lemb)
-            judge = {"function": label.function, "application": label.application, "raw": jl.raw,
-                     "repaired": jl.repaired, "fallback": jl.fallback}
-            if jl.generation is not None:
-                calls.append(Call.of("judge", jl.generation))
-        plan = self.core.plan(self.state, base)
-        blocks = prompt_blocks(plan.retrieved, el.input, el.instruction, base.evidence)
+        pol = policy if isinstance(policy, Policy) else load_policy(policy)
+        source = pol.name if isinstance(policy, Policy) else str(policy)
+        root = Path(path)
+        if isinstance(model, str):
+            from rizz.shell.models import load_model
+
+            root.mkdir(parents=True, exist_ok=True)
+            model = load_model(model, cache=cache if cache is not None else root / "responses.sqlite")
+        if embedder is None:
+            from rizz.shell.embed import Embedder
+
+            embedder = Embedder()
+        rd = RunDir(root).__enter__()
         try:
-            prompt = compile_prompt(blocks, self.policy.compiler, self.model.count_tokens, self.budget(el.shape))
-        except PromptBudgetError:
-            return Pending(el, base, None, None, "", False, judge, tuple(calls), True, self.rendering)
-        settings = answer_settings(el.shape)
-        gen = self.model.generate(render(prompt, el.shape, self.rendering), max_tokens=settings.max_tokens,
-                                  stop=settings.stop if self.rendering == "raw" else (), rendering="raw" if self.rendering == "raw" else "chat")
-        calls.append(Call.of("answer", gen))
-        ext = extract_answer(gen.text, el.shape)
-        step_input = attrs.evolve(
-            base, answer=ext.answer, prompt_rule_ids=prompt.item_ids("rules"), prompt_episode_keys=prompt.item_ids("examples"),
-            prompt_tokens=prompt.token_count, completion_tokens=gen.completion_tokens, dropped=len(prompt.dropped),
-        )
-        return Pending(el, step_input, prompt, gen.text, ext.answer, ext.parsed, judge, tuple(calls), False, self.rendering)
+            meta = rd.check_or_write_meta({
+                "kind": "session", "log_version": lr.LOG_VERSION, "stream": None, "stream_sha256": None, "policy": source,
+                "policy_digest": "sha256:" + hashlib.sha256(canonical_json(pol).encode()).hexdigest(),
+                "policy_data": policy_data(pol), "model": model.name, "embedder": embedder.name,
+                "embedder_dim": embedder.dim, "rendering": rendering or default_rendering(model), "budget_cap": budget_cap,
+            })
+            rd.repair()
+            fold, _ = restore_fold(rd, pol)
+            s = cls(pol, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget_cap,
+                    run_dir=rd, snapshot_every=snapshot_every, fold=fold)
+            with s._lock:
+                s._finish_distillation()
+                s._expire_overdue()
+            return s
+        except BaseException:
+            rd.__exit__(None, None, None)
+            raise
+
+    def close(self) -> None:
+        """Snapshot the state (with the answers still pending) and release the directory."""
+        with self._lock:
+            if not self._open:
+                return
+            self._open = False
+            if self.run_dir is not None:
+                self._snapshot()
+                self.run_dir.__exit__(None, None, None)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading ------------------------------------------------------------------------
+    @property
+    def state(self) -> AdaptiveState:
+        return self._fold.state
+
+    @property
+    def step_index(self) -> int:
+        """Index of the next answer (answers issued so far)."""
+        return self._fold.answers
+
+    def digest(self) -> str:
+        """``sha256:…`` of the state (equal to ``rizz replay`` of the directory)."""
+        with self._lock:
+            return digest(self._fold.state)
+
+    def pending_ids(self) -> list[str]:
+        """Ids of the answers waiting for a verdict, in answer order."""
+        with self._lock:
+            return [k for k, _ in sorted(self._fold.inflight.items(), key=lambda kv: kv[1].step_input.step)]
+
+    # -- the live API -------------------------------------------------------------------
+    def answer(self, element: StreamElement | Mapping[str, Any]) -> Pending:
+        """Answer ``element`` (a stream-format dict or a StreamElement) against the current state.
+
+        A context-only element is stored at once (nothing to fold). Raises SessionError for an
+        element missing ``id`` or ``input``, a malformed one, or an id already pending.
+        """
+        el = _element(element)
+        with self._lock:
+            self._check_open()
+            self._expire_overdue()
+            w = self._fold.inflight.get(el.id)
+            if w is not None:
+                raise SessionError(f"answer: {el.id!r} is already pending (answered at step {w.step_input.step}); "
+                                   "fold or expire it before answering the same id again")
+            t0 = time.perf_counter()
+            p = self._answer(el)
+            rec = record_of(p, "step" if el.context_only else "answer", None, time.perf_counter() - t0, run_dir=self.run_dir)
+            self._commit(rec, inp=p.step_input, routed=p.routed)
+            return p
+
+    def fold(self, pending: Pending | str, verdict: Verdict | float | None) -> Folded:
+        """Fold the verdict of a pending answer (a :class:`Pending` or its id), at any later time.
+
+        A bare number is taken as ``Verdict(reward, "external")``. Raises SessionError (nothing
+        written, state unchanged) for an unknown, expired or already-folded id, a Pending of an
+        earlier answer of the same id, or a reward that is not a number in [0, 1].
+        """
+        item_id = pending.id if isinstance(pending, Pending) else pending
+        if not isinstance(item_id, str):
+            raise SessionError(f"fold: expected a Pending or an id, got {pending!r}")
+        v = _verdict(verdict)
+        with self._lock:
+            self._check_open()
+            self._expire_overdue()
+            w = self._waiting(item_id, "fold")
+            if isinstance(pending, Pending) and pending.step != w.step_input.step:
+                raise SessionError(f"fold: this Pending of {item_id!r} was answered at step {pending.step}; the id was "
+                                   f"answered again at step {w.step_input.step} (fold the newer answer)")
+            rec = lr.LogRecord(step=w.step_input.step, id=item_id, v=lr.LOG_VERSION, kind="verdict",
+                               verdict=lr.VerdictPart(v.reward, v.verifier, v.parsed))
+            events = self._commit(rec)
+            self._close_id(item_id, "already folded")
+            more, calls = self._distill(w.step_input.step, item_id, w.decision.branch_id)
+            return Folded(w.step_input, events + more, calls)
+
+    def expire(self, pending: Pending | str, reason: str = "given up by the caller") -> None:
+        """Give up on a pending answer: logged with ``reason``; it never becomes memory."""
+        item_id = pending.id if isinstance(pending, Pending) else pending
+        with self._lock:
+            self._check_open()
+            w = self._waiting(item_id, "expire")
+            self._expire_one(item_id, w.step_input.step, reason)
+
+    # -- rizz run ---------------------------------------------------------------------------
+    def run_element(self, el: StreamElement, judge_model: ModelBackend | None = None) -> list[dict[str, Any]]:
+        """Answer, verify and fold ``el`` at once (one ``step`` record, then any ``distill`` record).
+
+        Returns the records written (as JSON objects).
+        """
+        with self._lock:
+            self._check_open()
+            t0 = time.perf_counter()
+            p = self._answer(el)
+            v = verify_pending(p, self.model, judge_model)
+            rec = record_of(p, "step", v, time.perf_counter() - t0, run_dir=self.run_dir)
+            self._collect = []
+            try:
+                self._commit(rec, inp=p.step_input, routed=p.routed)
+                if v is not None and p.routed is not None:
+                    self._distill(p.step, el.id, p.routed.decision.branch_id)
+                return self._collect
+            finally:
+                self._collect = None
 
     def verify(self, p: Pending, judge_model: ModelBackend | None = None) -> Verdict | None:
         """Score ``p`` with the element's own verifier (None for context-only input)."""
-        el = p.element
-        if el.context_only:
-            return None
-        name = el.verifier or "exact_match"
-        if p.overflow:
-            return Verdict(0.0, name, parsed=False)
-        judge_fn = None
-        if name == "llm_judge":
-            jm = judge_model or self.model
+        return verify_pending(p, self.model, judge_model)
 
-            def judge_fn(prompt: str) -> str:
-                return jm.generate([Message("user", prompt)], max_tokens=8).text
+    # -- inside -----------------------------------------------------------------------------
+    _collect: list[dict[str, Any]] | None = None  # records written, gathered for run_element
 
-        res = verify(name, p.raw_output or "", el.references or "", shape=el.shape, metadata=dict(el.metadata), judge=judge_fn)
-        return Verdict(float(res.reward), name, parsed=res.parsed)
+    def _answer(self, el: StreamElement) -> Pending:
+        return answer_element(self.core, self._fold.state, el, self._fold.answers, model=self.model, embedder=self.embedder,
+                              store=self.embed_cache, rendering=self.rendering, budget_cap=self.budget_cap)
 
-    def fold(self, p: Pending, verdict: Verdict | None) -> tuple[StepInput, tuple[object, ...], tuple[Call, ...]]:
-        """Distil rules if a batch is due, then fold the step. Returns (final input, events, calls).
+    def _check_open(self) -> None:
+        if not self._open:
+            raise SessionError("the session is closed (Session.open the directory again)")
 
-        Raises:
-          ValueError: if ``p`` is not a pending answer of this session's current step (already
-            folded, from an earlier step, or from another session); nothing is folded.
-        """
-        if p.step_input.step != self.step_index:
-            raise ValueError(
-                f"fold: pending {p.element.id!r} was answered at step {p.step_input.step}, but the session is at "
-                f"step {self.step_index}; each answer is folded once, in the step it was answered "
-                "(call answer() again to fold the element now)")
-        if not any(q is p for q in self._answered):
-            raise ValueError(f"fold: pending {p.element.id!r} was not answered by this session at step "
-                             f"{self.step_index} (fold what this session's answer() returned)")
-        inp = p.step_input
-        calls = list(p.calls)
-        if not inp.context_only and self.policy.rules.enabled and verdict is not None:
-            provisional = self.core.step_with_events(self.state, inp, verdict)
-            branch_id = next(e.branch_id for e in provisional.events if isinstance(e, ev.Routed))
-            batch = distill_batch(provisional.state, self.policy, branch_id)
-            if batch:
-                label = provisional.state.branches[branch_id].label
-                res = distill_rules(self.model, [(e.input, e.answer) for e in batch], function=label.function,
-                                    application=label.application)
-                if res.generation is not None:
-                    calls.append(Call.of("distill", res.generation))
-                texts = [f"IF {r.antecedent} THEN {r.strategy}" for r in res.rules]
-                embs = self._embed(texts) if texts else []
-                cands = tuple(CandidateRule(r.antecedent, r.strategy, e) for r, e in zip(res.rules, embs))
-                inp = attrs.evolve(inp, candidate_rules=cands, distilled=True)
-        result = self.core.step_with_events(self.state, inp, verdict)
-        self.state = result.state
-        self.step_index += 1
-        self._answered.clear()
-        return inp, result.events, tuple(calls)
+    def _waiting(self, item_id: str, what: str) -> Any:
+        w = self._fold.inflight.get(item_id)
+        if w is None:
+            why = self._closed.get(item_id)
+            raise SessionError(f"{what}: {item_id!r} is not pending" + (f" ({why})" if why else " (unknown id)"))
+        return w
 
-    def key_of(self, vec: bytes) -> str:
-        """The embedding-store key of a vector this session embedded."""
-        return self.keys[vec]
+    def _close_id(self, item_id: str, why: str) -> None:
+        self._closed[item_id] = why
+        self._closed.move_to_end(item_id)
+        while len(self._closed) > _CLOSED_IDS:
+            self._closed.popitem(last=False)
 
+    def _commit(self, rec: lr.LogRecord, **given: Any) -> tuple[object, ...]:
+        """Append ``rec`` (on disk before anything changes), then fold it."""
+        data = lr.unstructure(rec)
+        if self.run_dir is not None:
+            self.run_dir.append(data)
+        if self._collect is not None:
+            self._collect.append(data)
+        events = self._fold.apply(rec, **given)
+        if self.run_dir is not None and self.snapshot_every and self._fold.folded % self.snapshot_every == 0:
+            self._snapshot()
+        return events
+
+    def _snapshot(self) -> None:
+        from rizz.shell.logfold import save_inflight
+
+        n = self._fold.folded
+        save_inflight(self.run_dir.inflight_path(n), self._fold)
+        self.run_dir.save_snapshot(n, self._fold.state)
+
+    def _distill(self, step: int, item_id: str, branch_id: str) -> tuple[tuple[object, ...], tuple[Call, ...]]:
+        """When ``branch_id``'s batch is due: ask the model, log a ``distill`` record, fold it."""
+        state = self._fold.state
+        batch = distill_batch(state, self.policy, branch_id)
+        if not batch:
+            return (), ()
+        label = state.branches[branch_id].label
+        res = distill_rules(self.model, [(e.input, e.answer) for e in batch], function=label.function, application=label.application)
+        calls = (Call.of("distill", res.generation),) if res.generation is not None else ()
+        embs = embed_texts(self.embedder, self.embed_cache, [f"IF {r.antecedent} THEN {r.strategy}" for r in res.rules]) if res.rules else []
+        rules = tuple(CandidateRule(r.antecedent, r.strategy, e.vec) for r, e in zip(res.rules, embs))
+        rec = lr.LogRecord(step=step, id=item_id, v=lr.LOG_VERSION, kind="distill", branch=branch_id,
+                           rules=[[r.antecedent, r.strategy, e.key] for r, e in zip(res.rules, embs)], calls=[c.part() for c in calls])
+        return self._commit(rec, rules=rules), calls
+
+    def _finish_distillation(self) -> None:
+        """After a crash between a verdict and its distillation: distil now (state-determined)."""
+        if self.run_dir is None:
+            return
+        last = None
+        for last in self.run_dir.records():
+            pass
+        if last is None or last.get("kind", "step") not in ("step", "verdict") or "verdict" not in last or last.get("v") != lr.LOG_VERSION:
+            return
+        branch = (last.get("route") or {}).get("branch")
+        if last["kind"] == "verdict":
+            branch = None
+            for ev_ in reversed(self._fold.state.diagnostics.records):
+                if ev_.step == last["step"]:
+                    branch = ev_.branch_id
+                    break
+        if branch is not None:
+            self._distill(last["step"], last["id"], branch)
+
+    def _expire_overdue(self) -> None:
+        fb = self.policy.feedback
+        if not (fb.max_pending or fb.max_pending_seconds) or not self._fold.inflight:
+            return
+        now = time.time()
+        for item_id, w in sorted(self._fold.inflight.items(), key=lambda kv: kv[1].step_input.step):
+            later = self._fold.answers - w.step_input.step - 1
+            if fb.max_pending and later > fb.max_pending:
+                self._expire_one(item_id, w.step_input.step, f"{later} later answers issued (feedback.max_pending {fb.max_pending})")
+            elif fb.max_pending_seconds and w.time is not None and now - w.time > fb.max_pending_seconds:
+                self._expire_one(item_id, w.step_input.step, f"no verdict within {fb.max_pending_seconds:g} s (feedback.max_pending_seconds)")
+
+    def _expire_one(self, item_id: str, step: int, reason: str) -> None:
+        self._commit(lr.LogRecord(step=step, id=item_id, v=lr.LOG_VERSION, kind="expire", reason=reason))
+        self._close_id(item_id, f"expired: {reason}")

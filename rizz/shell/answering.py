@@ -1,0 +1,214 @@
+"""The effects of answering one element: embed, judge (when needed), route, retrieve, compile,
+render, call the model, extract the answer — and turn it into a log record.
+
+:func:`answer_element` routes once: the core's ``route_round`` decides (and folds a spawn into a
+new state value that the caller commits only after the record is on disk); retrieval reads that
+state with that decision. :class:`~rizz.shell.session.Session` calls it under its lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any, Sequence
+
+import attrs
+import numpy as np
+from attrs import frozen
+
+from rizz.core import (
+    AdaptiveState,
+    CompiledPrompt,
+    Policy,
+    PromptBudgetError,
+    RouteResult,
+    Rizz,
+    StepInput,
+    Verdict,
+    compile_prompt,
+    needs_label,
+    normalise_label,
+    prompt_blocks,
+    retrieve,
+)
+from rizz.shell import logrecord as lr
+from rizz.shell.judge import label_input
+from rizz.shell.models.base import Generation, Message, ModelBackend
+from rizz.shell.render import TEMPLATE_SLACK, answer_settings, render
+from rizz.shell.streams import StreamElement
+from rizz.shell.verifiers import extract_answer, verify
+
+__all__ = ["Call", "Embedded", "Pending", "answer_element", "budget", "default_rendering", "embed_texts", "record_of", "verify_pending"]
+
+
+def default_rendering(model: ModelBackend) -> str:
+    """``raw`` for local GGUF models (few-shot completion), ``chat`` for API backends."""
+    return "raw" if model.name.startswith(("embedded", "gguf")) else "chat"
+
+
+@frozen
+class Call:
+    """One model call: ``kind`` is ``judge``, ``answer`` or ``distill``; tokens; seconds; USD."""
+
+    kind: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cost_usd: float | None
+    cached: bool
+
+    @classmethod
+    def of(cls, kind: str, g: Generation) -> "Call":
+        return cls(kind, g.prompt_tokens, g.completion_tokens, g.latency_s, g.cost_usd, g.cached)
+
+    def part(self) -> lr.CallPart:
+        return lr.CallPart(self.kind, self.prompt_tokens, self.completion_tokens, round(self.latency_s, 4), self.cost_usd, self.cached)
+
+
+@frozen
+class Embedded:
+    """An embedded text: float32 bytes (L2-normalised) and its key in the embedding store."""
+
+    vec: bytes
+    key: str
+
+
+@frozen
+class Pending:
+    """An answered (or context-only) element waiting for its verdict.
+
+    ``id`` / ``answer``: the element's id and the extracted answer (None for context-only
+    input). ``step``: its index in the session. ``prompt`` is None for context-only input and
+    when the input alone overflows the budget (``overflow`` True). ``routed``: the route
+    round's outcome (the decision the verdict will use). ``time``: Unix seconds when answered.
+    """
+
+    element: StreamElement
+    step_input: StepInput
+    prompt: CompiledPrompt | None
+    raw_output: str | None
+    answer: str | None
+    parsed: bool
+    judge: dict[str, Any] | None
+    calls: tuple[Call, ...]
+    overflow: bool
+    rendering: str
+    routed: RouteResult | None = None
+    keys: tuple[str, str | None] = ("", None)  # embedding keys of φ(x) and ψ(ã)
+    time: float | None = None
+
+    @property
+    def id(self) -> str:
+        return self.element.id
+
+    @property
+    def step(self) -> int:
+        return self.step_input.step
+
+
+def embed_texts(embedder: Any, store: Any, texts: Sequence[str]) -> list[Embedded]:
+    """Embed ``texts`` (through ``store.embed`` when there is a store, so the log holds keys)."""
+    if store is not None:
+        keys, vecs = store.embed(embedder, list(texts))
+    else:
+        vecs = embedder.embed(list(texts))
+        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    return [Embedded(v.tobytes(), k) for k, v in zip(keys, np.asarray(vecs, dtype=np.float32))]
+
+
+def budget(policy: Policy, model: ModelBackend, shape: str | None, cap: int | None) -> int:
+    """Prompt budget in tokens: min(policy budget, ``cap``, window − answer tokens − template slack)."""
+    room = model.context_window - answer_settings(shape).max_tokens - TEMPLATE_SLACK
+    return max(1, min(policy.compiler.token_budget, room, cap if cap is not None else room))
+
+
+def _evidence(el: StreamElement) -> str | None:
+    items = el.evidence_items
+    return "\n\n".join(items) if items else None
+
+
+def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: int, *, model: ModelBackend, embedder: Any,
+                   store: Any, rendering: str, budget_cap: int | None) -> Pending:
+    """Answer ``el`` as step ``step`` against ``state`` (nothing is committed: see module docstring)."""
+    policy = core.policy
+    text = el.input if not el.instruction else f"{el.instruction}\n\n{el.input}"
+    (emb,) = embed_texts(embedder, store, [text])
+    base = StepInput(step=step, item_id=el.id, text=el.input, embedding=emb.vec, instruction=el.instruction,
+                     evidence=_evidence(el), scope=el.scope, shape=el.shape, context_only=el.context_only)
+    now = time.time()
+    if el.context_only:
+        return Pending(el, base, None, None, None, True, None, (), False, rendering, core.route_round(state, base), (emb.key, None), now)
+    calls: list[Call] = []
+    judge, lkey = None, None
+    if needs_label(state, policy, emb.vec, el.shape):
+        jl = label_input(model, el.input, instruction=el.instruction, shape=el.shape)
+        label = normalise_label(jl.function, jl.application)
+        (lemb,) = embed_texts(embedder, store, [label.application.replace("-", " ")])
+        base, lkey = attrs.evolve(base, label=label, label_embedding=lemb.vec), lemb.key
+        judge = {"function": label.function, "application": label.application, "raw": jl.raw,
+                 "repaired": jl.repaired, "fallback": jl.fallback}
+        if jl.generation is not None:
+            calls.append(Call.of("judge", jl.generation))
+    routed = core.route_round(state, base)
+    retrieved = retrieve(routed.state, policy, base, routed.decision)
+    blocks = prompt_blocks(retrieved, el.input, el.instruction, base.evidence)
+    keys = (emb.key, lkey)
+    try:
+        prompt = compile_prompt(blocks, policy.compiler, model.count_tokens, budget(policy, model, el.shape, budget_cap))
+    except PromptBudgetError:
+        return Pending(el, base, None, None, "", False, judge, tuple(calls), True, rendering, routed, keys, now)
+    settings = answer_settings(el.shape)
+    raw = rendering == "raw"
+    gen = model.generate(render(prompt, el.shape, rendering), max_tokens=settings.max_tokens,
+                         stop=settings.stop if raw else (), rendering="raw" if raw else "chat")
+    calls.append(Call.of("answer", gen))
+    ext = extract_answer(gen.text, el.shape)
+    step_input = attrs.evolve(
+        base, answer=ext.answer, prompt_rule_ids=prompt.item_ids("rules"), prompt_episode_keys=prompt.item_ids("examples"),
+        prompt_tokens=prompt.token_count, completion_tokens=gen.completion_tokens, dropped=len(prompt.dropped),
+    )
+    return Pending(el, step_input, prompt, gen.text, ext.answer, ext.parsed, judge, tuple(calls), False, rendering, routed, keys, now)
+
+
+def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | None = None) -> Verdict | None:
+    """Score ``p`` with the element's own verifier (None for context-only input)."""
+    el = p.element
+    if el.context_only:
+        return None
+    name = el.verifier or "exact_match"
+    if p.overflow:
+        return Verdict(0.0, name, parsed=False)
+    judge_fn = None
+    if name == "llm_judge":
+        jm = judge_model or model
+
+        def judge_fn(prompt: str) -> str:
+            return jm.generate([Message("user", prompt)], max_tokens=8).text
+
+    res = verify(name, p.raw_output or "", el.references or "", shape=el.shape, metadata=dict(el.metadata), judge=judge_fn)
+    return Verdict(float(res.reward), name, parsed=res.parsed)
+
+
+def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, run_dir: Any = None) -> lr.LogRecord:
+    """The ``step`` or ``answer`` log record of ``p`` (saving the prompt text in ``run_dir``)."""
+    el, inp = p.element, p.step_input
+    prompt = None
+    if p.prompt is not None:
+        sha = hashlib.sha256(p.prompt.text.encode("utf-8")).hexdigest()
+        if run_dir is not None:
+            run_dir.save_prompt(sha, p.prompt.text)
+        prompt = lr.PromptPart(sha, p.prompt.token_count, p.prompt.budget, p.rendering,
+                               [[d.block, d.id, d.tokens, d.reason] for d in p.prompt.dropped],
+                               list(inp.prompt_rule_ids), list(inp.prompt_episode_keys))
+    d = p.routed.decision if p.routed is not None else None
+    return lr.LogRecord(
+        step=inp.step, id=el.id, v=lr.LOG_VERSION, kind=kind, task=el.task, context_only=el.context_only,
+        input=lr.InputPart(inp.text, p.keys[0], inp.instruction, inp.evidence, inp.scope, inp.shape),
+        route=lr.RoutePart(d.branch_id, d.score, d.spawn is not None) if d is not None else None,
+        calls=[c.part() for c in p.calls], overflow=p.overflow, wall_s=round(wall_s, 4),
+        judge=lr.JudgePart(**p.judge, label_embedding=p.keys[1]) if p.judge is not None else None,
+        prompt=prompt,
+        answer=lr.AnswerPart(p.raw_output, p.answer, p.parsed) if not el.context_only else None,
+        verdict=lr.VerdictPart(verdict.reward, verdict.verifier, verdict.parsed) if verdict is not None else None,
+        time=p.time if kind == "answer" else None,
+    )

@@ -1,0 +1,211 @@
+"""The fold of a run log: state plus answers in flight, advanced one :class:`LogRecord` at a time.
+
+``rizz run``, a live :class:`~rizz.shell.session.Session`, ``rizz replay`` and ``rizz diff`` all
+advance the state through :meth:`LogFold.apply`, so a log refolds to the digest the session
+had (specs/step-semantics.md, "Live sessions"):
+
+- ``step`` (v1): ``core.step`` with the distilled rules inside (the semantics of log format 1);
+- ``step`` (v2): ``route_round`` then ``feedback_round`` (the same as ``core.step``);
+- ``answer``: ``route_round``; the input and the decision wait in :attr:`LogFold.inflight`;
+- ``verdict``: ``feedback_round`` with the waiting input and decision;
+- ``expire``: the waiting answer is dropped, the state is unchanged;
+- ``distill``: ``distill_round`` for the record's branch.
+
+The fold reads embeddings from the RUN_DIR's store; the live session passes the vectors it
+already holds (``inp=``, ``routed=``, ``rules=``) so nothing is read back or routed twice.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+from pyrsistent import PMap, pmap
+
+from rizz.core import AdaptiveState, CandidateRule, Label, Policy, RouteDecision, RouteResult, StepInput, Verdict, rizz
+from rizz.core.serialize import from_data, to_data
+from rizz.shell.logrecord import LogRecord, VerdictPart, parse
+
+__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "record_inputs", "restore_fold", "save_inflight", "views"]
+
+
+class LogFoldError(ValueError):
+    """A record that cannot follow the ones before it (e.g. a verdict for no pending answer)."""
+
+
+@frozen
+class InFlight:
+    """An answer waiting for its verdict: the input as answered, its route decision, Unix time."""
+
+    step_input: StepInput
+    decision: RouteDecision
+    time: float | None
+
+
+def record_inputs(rec: LogRecord, store: Any) -> tuple[StepInput, Verdict | None]:
+    """The core's input and verdict of a step or answer record (vectors read from ``store``)."""
+
+    def vec(key: str | None) -> bytes:
+        return store.get(key).astype("float32").tobytes() if key else b""
+
+    x = rec.input
+    if x is None:
+        raise LogFoldError(f"record {rec.kind} {rec.id!r} at step {rec.step} has no input")
+    j, p = rec.judge, rec.prompt
+    d = rec.distill
+    rules = tuple(CandidateRule(a, s, vec(k)) for a, s, k in d.rules) if d is not None else ()
+    inp = StepInput(
+        step=rec.step, item_id=rec.id, text=x.text, embedding=vec(x.embedding), instruction=x.instruction,
+        evidence=x.evidence, scope=x.scope, shape=x.shape, context_only=rec.context_only,
+        label=Label(j.function, j.application) if j else None, label_embedding=vec(j.label_embedding) if j else b"",
+        answer=rec.answer.extracted if rec.answer else None, prompt_rule_ids=tuple(p.rule_ids) if p else (),
+        prompt_episode_keys=tuple(p.episode_keys) if p else (), prompt_tokens=p.tokens if p else 0,
+        completion_tokens=sum(c.completion_tokens for c in rec.calls if c.kind == "answer"),
+        dropped=len(p.dropped) if p else 0, candidate_rules=rules, distilled=bool(d and d.asked),
+    )
+    return inp, _verdict(rec.verdict)
+
+
+def _verdict(v: VerdictPart | None) -> Verdict | None:
+    return Verdict(v.reward, v.verifier, v.parsed) if v is not None else None
+
+
+class LogFold:
+    """State, answers in flight, answers issued and records folded; advanced by :meth:`apply`.
+
+    Args:
+      policy: the run's policy.
+      store: the embedding store (``get(key) -> (d,) float32``) the records' keys point into.
+      state / inflight / answers / folded: where to start (default: empty, as at record 0).
+    """
+
+    def __init__(self, policy: Policy, store: Any, state: AdaptiveState | None = None, inflight: PMap | None = None,
+                 answers: int = 0, folded: int = 0) -> None:
+        self.core = rizz(policy)
+        self.store = store
+        self.state = state if state is not None else self.core.init()
+        self.inflight: PMap = inflight if inflight is not None else pmap()  # item id -> InFlight
+        self.answers = answers  # step index of the next answer
+        self.folded = folded  # records folded so far
+
+    def apply(self, rec: LogRecord, *, inp: StepInput | None = None, routed: RouteResult | None = None,
+              rules: tuple[CandidateRule, ...] | None = None) -> tuple[object, ...]:
+        """Fold one record; returns the events it produced. Raises LogFoldError (state unchanged)."""
+        events = self._apply(rec, inp, routed, rules)
+        self.folded += 1
+        return events
+
+    def _apply(self, rec: LogRecord, inp: StepInput | None, routed: RouteResult | None, rules: tuple[CandidateRule, ...] | None) -> tuple[object, ...]:
+        core = self.core
+        if rec.kind in ("step", "answer"):
+            if inp is None:
+                inp, verdict = record_inputs(rec, self.store)
+            else:
+                verdict = _verdict(rec.verdict)
+            if rec.kind == "answer" and rec.id in self.inflight:
+                raise LogFoldError(f"answer {rec.id!r} at step {rec.step}: an answer with this id is already pending")
+            self.answers = max(self.answers, rec.step + 1)
+            if rec.kind == "step" and rec.v == 1:
+                self.state, events = core.step_with_events(self.state, inp, verdict)
+                return events
+            rr = routed if routed is not None else core.route_round(self.state, inp)
+            if rec.kind == "answer":
+                self.state = rr.state
+                self.inflight = self.inflight.set(rec.id, InFlight(inp, rr.decision, rec.time))
+                return rr.events
+            self.state, rest = core.feedback_round(rr.state, inp, verdict, rr.decision)
+            return rr.events + rest
+        if rec.kind in ("verdict", "expire"):
+            w = self.inflight.get(rec.id)
+            if w is None or w.step_input.step != rec.step:
+                raise LogFoldError(f"{rec.kind} for {rec.id!r} (step {rec.step}): no such answer is pending")
+            self.inflight = self.inflight.remove(rec.id)
+            if rec.kind == "expire":
+                return ()
+            self.state, events = core.feedback_round(self.state, w.step_input, _verdict(rec.verdict), w.decision)
+            return events
+        if rec.kind == "distill":
+            if rules is None:
+                rules = tuple(CandidateRule(a, s, self.store.get(k).astype("float32").tobytes()) for a, s, k in rec.rules or ())
+            assert rec.branch is not None
+            self.state, events = core.distill_round(self.state, rec.branch, rec.step, rules)
+            return events
+        raise LogFoldError(f"unknown record kind {rec.kind!r}")
+
+
+# -- answers in flight beside a state snapshot (small functions: snapshots are shared code) --
+def save_inflight(path: Path, fold: LogFold) -> None:
+    """Write ``{answers, inflight}`` next to a snapshot (JSON, atomic)."""
+    from rizz.shell.runlog import write_json_atomic
+
+    data = {"answers": fold.answers,
+            "inflight": [[k, to_data(w.step_input), to_data(w.decision), w.time] for k, w in sorted(fold.inflight.items())]}
+    write_json_atomic(path, data)
+
+
+def load_inflight(path: Path) -> tuple[int, PMap] | None:
+    """``(answers, inflight)`` written by :func:`save_inflight`, or None when there is no file."""
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data["answers"], pmap({k: InFlight(from_data(i), from_data(d), t) for k, i, d, t in data["inflight"]})
+
+
+def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True, records: list[dict[str, Any]] | None = None) -> tuple[LogFold, list[dict[str, Any]]]:
+    """The fold of RUN_DIR ``rd``'s whole log: from the newest snapshot (with its answers in
+    flight) plus the records after it, or from record 0. Returns ``(fold, records as JSON)``.
+
+    Raises LogRecordError / LogFoldError naming ``log.jsonl:<line>`` for a bad record.
+    """
+    records = list(rd.records()) if records is None else records
+    fold = LogFold(policy, rd.embeddings)
+    start = 0
+    snap = rd.latest_snapshot(len(records)) if use_snapshots else None
+    if snap is not None:
+        n, state = snap
+        side = load_inflight(rd.snap_dir / f"{n:08d}.inflight.json")
+        answers, inflight = side if side is not None else (n, pmap())  # format 1: one record per step, none in flight
+        fold = LogFold(policy, rd.embeddings, state=state, inflight=inflight, answers=answers, folded=n)
+        start = n
+    for i, data in enumerate(records[start:], start + 1):
+        where = f"{rd.log_path}:{i}"
+        try:
+            fold.apply(parse(data, where))
+        except LogFoldError as e:
+            raise LogFoldError(f"{where}: {e}") from None
+    return fold, records
+
+
+def views(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One version-1-shaped dict per answered element, in answer order, for reports and summaries.
+
+    A live ``answer`` record is joined with its ``verdict`` (``verdict`` key) or ``expire``
+    (``expired`` key: the reason); a ``distill`` record's calls are added to the element whose
+    verdict made the batch due. Version-1 and ``step`` records pass through.
+    """
+    out: list[dict[str, Any]] = []
+    open_: dict[tuple[str, int], dict[str, Any]] = {}
+    by_step: dict[int, dict[str, Any]] = {}
+    for r in records:
+        kind = r.get("kind", "step")
+        if kind in ("step", "answer"):
+            v = dict(r)
+            out.append(v)
+            by_step[r["step"]] = v
+            if kind == "answer":
+                open_[(r["id"], r["step"])] = v
+        elif kind in ("verdict", "expire"):
+            v = open_.pop((r["id"], r["step"]), None)
+            if v is not None:
+                if kind == "verdict":
+                    v["verdict"] = r["verdict"]
+                else:
+                    v["expired"] = r["reason"]
+                v["calls"] = list(v.get("calls", [])) + list(r.get("calls", []))
+        elif kind == "distill" and r["step"] in by_step:
+            v = by_step[r["step"]]
+            v["calls"] = list(v.get("calls", [])) + list(r.get("calls", []))
+            v["distill"] = {"asked": True, "rules": r["rules"]}
+    return out
