@@ -2,6 +2,28 @@
 
 The pure core lives in :mod:`rizz.core` (standard library, attrs, pyrsistent, numpy only);
 the effects (models, embedder, verifiers, run log, CLI) live in :mod:`rizz.shell`.
+
+The live API (specs/step-semantics.md, "Live sessions")::
+
+    from rizz import Session, Verdict
+    s = Session.open("runs/app", policy="default", model="embedded")
+    p = s.answer({"id": "q1", "input": "...", "metadata": {"shape": "number"}})
+    s.fold("q1", Verdict(1.0, "exact_match"))
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
+__all__ = ["Session", "Verdict"]
+
+
+def __getattr__(name: str) -> Any:  # lazy: ``import rizz`` stays cheap (no model code loaded)
+    if name == "Session":
+        from rizz.shell.session import Session
+
+        return Session
+    if name == "Verdict":
+        from rizz.core import Verdict
+
+        return Verdict
+    raise AttributeError(f"module 'rizz' has no attribute {name!r}")

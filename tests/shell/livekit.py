@@ -1,0 +1,83 @@
+"""Stand-ins for live-session tests (tests only): a hash embedder, a scripted model, elements.
+
+Importable by the tests and by the kill -9 child process (``python tests/shell/livekit.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from typing import Any
+
+import numpy as np
+
+from rizz.shell.models import Generation
+
+
+class HashEmbedder:
+    """Deterministic stand-in for the embedder: a unit vector from the text's hash, nudged by
+    its family word so elements of one family are near each other."""
+
+    name = "fake:hash"
+    dim = 16
+
+    def embed(self, texts):
+        rows = []
+        for t in texts:
+            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little"))
+            v = rng.standard_normal(self.dim).astype(np.float32) * 0.3
+            v[0 if "sum" in t else 1 if "stance" in t else 2] += 3.0
+            rows.append(v / np.linalg.norm(v))
+        return np.stack(rows)
+
+
+class StubModel:
+    """Scripted backend: judge labels by family word, answers from the input, rules for distillation."""
+
+    name = "fake:live"
+    context_window = 4096
+    temperature = 0.0
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def generate(self, messages, *, max_tokens, stop=(), rendering="chat") -> Generation:
+        text = messages[-1].content
+        if '"function"' in text:
+            out = '{"function": "solve-math", "application": "sum"}' if "sum" in text else '{"function": "classify", "application": "stance"}'
+        elif any("IF-THEN" in m.content for m in messages):
+            out = "IF the question asks for a sum THEN add the numbers\nIF a stance is asked THEN answer with one letter"
+        else:
+            h = int(hashlib.sha256(text.encode()).hexdigest(), 16)
+            out = str(h % 7) if "sum" in text[-200:] else "ABC"[h % 3]
+        return Generation(text=out, prompt_tokens=self.count_tokens(text), completion_tokens=1, latency_s=0.0,
+                          cost_usd=None, model=self.name, finish_reason="stop")
+
+
+def element(i: int) -> dict[str, Any]:
+    """Element ``i``: even ids are sums (shape number), odd ones stances (shape letter)."""
+    if i % 2 == 0:
+        return {"id": f"q{i}", "input": f"What is the sum of {i} and {i % 5}?", "metadata": {"shape": "number", "task": "sum"}}
+    return {"id": f"q{i}", "input": f"What is the stance of text {i}? A, B or C.", "metadata": {"shape": "letter", "task": "stance"}}
+
+
+def _child(path: str, n: int) -> None:
+    """Answer n elements and fold every other one, a verdict two answers late; print each return."""
+    from rizz import Session, Verdict
+
+    s = Session.open(path, policy="default", model=StubModel(), embedder=HashEmbedder(), snapshot_every=3)
+    start = s.step_index
+    for i in range(start, n):
+        el = element(i)
+        if el["id"] not in s.pending_ids():
+            s.answer(el)
+            print("answered", el["id"], flush=True)
+        j = i - 2
+        if j >= 0 and j % 2 == 0 and f"q{j}" in s.pending_ids():
+            s.fold(f"q{j}", Verdict(1.0 if j % 4 == 0 else 0.0, "exact_match"))
+            print("folded", f"q{j}", flush=True)
+    s.close()
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1], int(sys.argv[2]))

@@ -1,0 +1,227 @@
+"""The live API: answers in flight, late verdicts in any order, refusals, expiry, threads, restarts, kill -9."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import attrs
+import pytest
+
+from livekit import HashEmbedder, StubModel, element
+from rizz import Session, Verdict
+from rizz.core import digest
+from rizz.shell.policy_file import load_policy
+from rizz.shell.run import replay
+from rizz.shell.runlog import RunDirBusy
+from rizz.shell.session import SessionError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _open(path: Path, policy=None, **kw) -> Session:
+    return Session.open(path, policy=policy or load_policy("default"), model=StubModel(), embedder=HashEmbedder(), **kw)
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(l) for l in (path / "log.jsonl").read_text().splitlines()]
+
+
+def test_many_answers_in_flight_then_verdicts_out_of_order_replay_and_reopen(tmp_path):
+    s = _open(tmp_path / "app", snapshot_every=4)
+    ps = [s.answer(element(i)) for i in range(8)]
+    assert [p.id for p in ps] == [f"q{i}" for i in range(8)] and [p.step for p in ps] == list(range(8))
+    assert s.pending_ids() == [p.id for p in ps] and s.state.steps == 0  # nothing folded yet but routes
+    for i in (5, 0, 7, 2, 4, 6):
+        s.fold(f"q{i}" if i % 2 else ps[i], Verdict(1.0, "exact_match") if i % 3 else 1.0)
+    assert s.pending_ids() == ["q1", "q3"] and s.state.steps == 6
+    d = s.digest()
+    kinds = [r["kind"] for r in _lines(tmp_path / "app")]
+    assert kinds.count("answer") == 8 and kinds.count("verdict") == 6 and all(r["v"] == 2 for r in _lines(tmp_path / "app"))
+    s.close()
+    assert replay(tmp_path / "app", write_summary=False)["state_digest"] == d
+    s2 = _open(tmp_path / "app")  # resume: same state, the same two answers still pending
+    assert s2.digest() == d and s2.pending_ids() == ["q1", "q3"] and s2.step_index == 8
+    s2.fold("q3", 0.0)
+    s2.answer(element(8))
+    d2 = s2.digest()
+    s2.close()
+    assert replay(tmp_path / "app", write_summary=False)["state_digest"] == d2
+
+
+def test_distillation_is_its_own_record_after_the_verdict(tmp_path):
+    s = _open(tmp_path / "d")
+    for i in range(0, 16, 2):  # sums only: one branch; distill_every = 4 successes
+        s.answer(element(i))
+    for i in range(0, 16, 2):
+        s.fold(f"q{i}", 1.0)
+    recs = _lines(tmp_path / "d")
+    distills = [r for r in recs if r["kind"] == "distill"]
+    assert len(distills) >= 1 and all(len(r["rules"]) == 2 for r in distills)
+    first = recs.index(distills[0])
+    assert recs[first - 1]["kind"] == "verdict" and recs[first - 1]["step"] == distills[0]["step"]
+    rules = [r for b in s.state.branches.values() for r in b.rules]
+    assert {r.id for r in rules} >= {f"r{distills[0]['step']}-0", f"r{distills[0]['step']}-1"}
+    d = s.digest()
+    s.close()
+    assert replay(tmp_path / "d", write_summary=False)["state_digest"] == d
+
+
+def test_bad_calls_are_refused_and_change_nothing(tmp_path):
+    s = _open(tmp_path / "bad")
+    p = s.answer(element(0))
+    s.answer(element(1))
+    s.fold("q1", 1.0)
+    before, log_before = s.digest(), (tmp_path / "bad" / "log.jsonl").read_bytes()
+    bad_calls = [
+        (lambda: s.fold("nope", 1.0), "'nope' is not pending (unknown id)"),
+        (lambda: s.fold("q1", 1.0), "'q1' is not pending (already folded)"),
+        (lambda: s.fold(p, 1.5), "reward must be a number in [0, 1], got 1.5"),
+        (lambda: s.fold(p, float("nan")), "reward must be a number in [0, 1], got nan"),
+        (lambda: s.fold(p, -0.1), "got -0.1"),
+        (lambda: s.fold(p, True), "a verdict is a Verdict or a reward"),
+        (lambda: s.fold(p, None), "a verdict is a Verdict or a reward"),
+        (lambda: s.answer({"input": "x"}), "has no 'id'"),
+        (lambda: s.answer({"id": "z"}), "has no 'input'"),
+        (lambda: s.answer({"id": "z", "input": "x", "verifier": "nope"}), "element 'z'"),
+        (lambda: s.answer(element(0)), "'q0' is already pending (answered at step 0)"),
+    ]
+    for call, msg in bad_calls:
+        with pytest.raises(SessionError) as err:
+            call()
+        assert msg in str(err.value)
+    with pytest.raises(ValueError):
+        Verdict(math.nan)
+    assert s.digest() == before and (tmp_path / "bad" / "log.jsonl").read_bytes() == log_before
+    s.expire(p, "the user left")
+    with pytest.raises(SessionError, match="'q0' is not pending \\(expired: the user left\\)"):
+        s.fold("q0", 1.0)
+    assert s.digest() == before  # an expiry never becomes memory
+    s.close()
+    with pytest.raises(SessionError, match="closed"):
+        s.answer(element(3))
+
+
+def test_pending_answers_expire_after_max_pending_later_answers(tmp_path):
+    pol = load_policy("default")
+    pol = attrs.evolve(pol, feedback=attrs.evolve(pol.feedback, max_pending=2))
+    s = _open(tmp_path / "exp", policy=pol)
+    for i in range(4):
+        s.answer(element(i))  # q0 has 3 later answers once q3 is issued
+    with pytest.raises(SessionError, match="'q0' is not pending \\(expired: 3 later answers issued \\(feedback.max_pending 2\\)\\)"):
+        s.fold("q0", 1.0)
+    s.fold("q1", 1.0)  # 2 later answers: still allowed
+    expired = [r for r in _lines(tmp_path / "exp") if r["kind"] == "expire"]
+    assert [(r["id"], r["step"]) for r in expired] == [("q0", 0)] and "max_pending" in expired[0]["reason"]
+    d = s.digest()
+    s.close()
+    assert replay(tmp_path / "exp", write_summary=False)["state_digest"] == d
+
+
+def test_pending_answers_expire_after_max_pending_seconds_across_a_restart(tmp_path):
+    pol = load_policy("default")
+    pol = attrs.evolve(pol, feedback=attrs.evolve(pol.feedback, max_pending_seconds=0.2))
+    s = _open(tmp_path / "sec", policy=pol)
+    s.answer(element(0))
+    s.close()
+    time.sleep(0.3)
+    s = _open(tmp_path / "sec", policy=pol)  # the answer's time is in its record
+    assert s.pending_ids() == []
+    assert [r["kind"] for r in _lines(tmp_path / "sec")] == ["answer", "expire"]
+    s.close()
+
+
+def test_the_directory_is_locked_while_a_session_is_open(tmp_path):
+    s = _open(tmp_path / "lock")
+    with pytest.raises(RunDirBusy):
+        _open(tmp_path / "lock")
+    s.close()
+    _open(tmp_path / "lock").close()
+
+
+def test_eight_threads_answer_and_fold_at_once(tmp_path):
+    s = _open(tmp_path / "mt", snapshot_every=7)
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        try:
+            mine = [s.answer(element(k * 100 + j)) for j in range(6)]
+            for p in reversed(mine):
+                s.fold(p, 1.0 if p.step % 2 else 0.0)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    recs = _lines(tmp_path / "mt")
+    assert sum(r["kind"] == "answer" for r in recs) == 48 and sum(r["kind"] == "verdict" for r in recs) == 48
+    assert sorted(r["step"] for r in recs if r["kind"] == "answer") == list(range(48))
+    assert s.pending_ids() == [] and s.state.steps == 48
+    d = s.digest()
+    s.close()
+    assert replay(tmp_path / "mt", write_summary=False)["state_digest"] == d
+    assert _open(tmp_path / "mt").digest() == d  # from the newest snapshot plus the log tail
+
+
+def _child(path: Path, n: int) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "shell")]))
+    return subprocess.Popen([sys.executable, str(ROOT / "tests" / "shell" / "livekit.py"), str(path), str(n)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_kill_9_at_any_point_loses_nothing_returned(tmp_path):
+    """A child answers and folds; SIGKILL after k printed returns; reopen: every answer it returned
+    is pending or folded, every verdict it returned is applied once, replay equals the session."""
+    path = tmp_path / "k9"
+    returned: list[str] = []
+    for after in (3, 7, 12, 18):
+        proc = _child(path, 40)
+        seen = 0
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            returned.append(line.strip())
+            seen += 1
+            if seen == after:
+                proc.send_signal(signal.SIGKILL)
+                break
+        proc.wait(30)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
+    s = _open(path)
+    recs = _lines(path)
+    answered = {r["id"] for r in recs if r["kind"] == "answer"}
+    verdicts = [r["id"] for r in recs if r["kind"] == "verdict"]
+    assert len(verdicts) == len(set(verdicts))  # no verdict applied twice
+    for line in returned:
+        kind, item = line.split()
+        assert item in answered if kind == "answered" else item in verdicts, line
+    assert set(s.pending_ids()) == answered - set(verdicts)
+    d = s.digest()
+    s.close()
+    assert replay(path, write_summary=False)["state_digest"] == d
+    done = _child(path, 40)  # and it finishes from where it was
+    out, err = done.communicate(timeout=120)
+    assert done.returncode == 0, err[-2000:]
+
+
+def test_a_log_format_1_run_dir_replays_to_its_recorded_digest(tmp_path):
+    """tests/fixtures/v1-rundir was written by the code before log format 2 (see make_v1_rundir.py)."""
+    run = tmp_path / "v1"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "v1-rundir", run)
+    want = json.loads((run / "summary.json").read_text())
+    assert not any("v" in json.loads(l) for l in (run / "log.jsonl").read_text().splitlines())
+    got = replay(run, write_summary=False)
+    assert got["state_digest"] == want["state_digest"] == "sha256:16eaa81fd025e5fcca2906b0ab0201e344ba89e9d1512f95f422e385842c999d"
+    assert {k: got[k] for k in want} == want  # every summary figure, from the joined records
+    assert want["calls_by_kind"]["distill"] == 6
