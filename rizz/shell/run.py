@@ -43,7 +43,8 @@ def build_record(session: Session, p: Pending, inp: Any, verdict: Any, events: t
                   "shape": inp.shape, "embedding": key(inp.embedding)},
         "route": {"branch": routed.branch_id, "score": routed.score, "spawned": any(isinstance(e, ev.BranchSpawned) for e in events)},
         "calls": [{"kind": c.kind, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-                   "latency_s": round(c.latency_s, 4), "cost_usd": c.cost_usd, "cached": c.cached} for c in calls],
+                   "latency_s": round(c.latency_s, 4), "cost_usd": c.cost_usd, "cached": c.cached,
+                   "usage_estimated": c.usage_estimated} for c in calls],
         "overflow": p.overflow, "wall_s": round(wall_s, 4),
     }
     if p.judge is not None:
@@ -58,6 +59,8 @@ def build_record(session: Session, p: Pending, inp: Any, verdict: Any, events: t
                          "rule_ids": list(inp.prompt_rule_ids), "episode_keys": list(inp.prompt_episode_keys)}
     if not el.context_only:
         rec["answer"] = {"raw": p.raw_output, "extracted": p.answer, "parsed": p.parsed}
+        if p.reasoning:
+            rec["answer"]["reasoning"] = p.reasoning
     if verdict is not None:
         rec["verdict"] = {"reward": verdict.reward, "verifier": verdict.verifier, "parsed": verdict.parsed}
     if inp.distilled or inp.candidate_rules:
@@ -84,7 +87,8 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
         "model_calls": len(calls),
         "model_calls_uncached": n_calls,
         "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,
-        "calls_by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in ("judge", "answer", "distill")},
+        "calls_by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in ("judge", "answer", "distill", "verify")},
+        "usage_estimated": any(c.get("usage_estimated", False) for c in calls),
         "answer_prompt_tokens_max": max((r["prompt"]["tokens"] for r in records if "prompt" in r), default=0),
         "budget_exceeded": sum(1 for r in records if "prompt" in r and r["prompt"]["tokens"] > r["prompt"]["budget"]),
         "overflow": sum(1 for r in records if r.get("overflow")),
@@ -128,6 +132,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             "policy_digest": "sha256:" + hashlib.sha256(canonical_json(policy).encode()).hexdigest(),
             "policy_data": policy_data(policy),
             "model": model.name, "embedder": embedder.name, "embedder_dim": embedder.dim,
+            "reasoning_tokens": int(getattr(model, "reasoning_tokens", 0)),
             "rendering": rendering or default_rendering(model),
             "budget_cap": budget,
         })

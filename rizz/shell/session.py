@@ -55,7 +55,9 @@ def default_rendering(model: ModelBackend) -> str:
 
 @frozen
 class Call:
-    """One model call: ``kind`` is ``judge``, ``answer`` or ``distill``; tokens; seconds; USD."""
+    """One model call: ``kind`` is ``judge``, ``answer``, ``distill`` or ``verify`` (an
+    ``llm_judge`` verdict); tokens; seconds; USD; ``usage_estimated`` when the backend
+    reported no usage and the tokens were counted (issue #12 §3)."""
 
     kind: str
     prompt_tokens: int
@@ -63,10 +65,12 @@ class Call:
     latency_s: float
     cost_usd: float | None
     cached: bool
+    usage_estimated: bool = False
 
     @classmethod
     def of(cls, kind: str, g: Generation) -> "Call":
-        return cls(kind, g.prompt_tokens, g.completion_tokens, g.latency_s, g.cost_usd, g.cached)
+        return cls(kind, g.prompt_tokens, g.completion_tokens, g.latency_s, g.cost_usd, g.cached,
+                   g.usage_estimated)
 
 
 @frozen
@@ -87,6 +91,7 @@ class Pending:
     calls: tuple[Call, ...]
     overflow: bool
     rendering: str
+    reasoning: str = ""  # the model's reasoning, kept out of ``answer`` (``raw_output`` has it inline)
 
 
 def _evidence(el: StreamElement) -> str | None:
@@ -122,6 +127,7 @@ class Session:
         self.budget_cap = budget_cap
         self.keys: dict[bytes, str] = {}
         self._answered: list[Pending] = []  # what answer() returned in the current step
+        self._verify_calls: list[Call] = []  # llm_judge calls made by verify() in this step
 
     # -- effects -----------------------------------------------------------------------
     def _embed(self, texts: Sequence[str]) -> list[bytes]:
@@ -139,7 +145,8 @@ class Session:
 
     def budget(self, shape: str | None) -> int:
         """Prompt budget in tokens: min(policy budget, ``budget_cap``, window − answer tokens − template slack)."""
-        room = self.model.context_window - answer_settings(shape).max_tokens - TEMPLATE_SLACK
+        thinking = int(getattr(self.model, "reasoning_tokens", 0))  # ?reasoning=N allowance
+        room = self.model.context_window - answer_settings(shape).max_tokens - thinking - TEMPLATE_SLACK
         cap = self.budget_cap if self.budget_cap is not None else room
         return max(1, min(self.policy.compiler.token_budget, room, cap))
 
@@ -188,7 +195,8 @@ class Session:
             base, answer=ext.answer, prompt_rule_ids=prompt.item_ids("rules"), prompt_episode_keys=prompt.item_ids("examples"),
             prompt_tokens=prompt.token_count, completion_tokens=gen.completion_tokens, dropped=len(prompt.dropped),
         )
-        return Pending(el, step_input, prompt, gen.text, ext.answer, ext.parsed, judge, tuple(calls), False, self.rendering)
+        return Pending(el, step_input, prompt, gen.reply, ext.answer, ext.parsed, judge, tuple(calls), False, self.rendering,
+                       reasoning=gen.reasoning)
 
     def verify(self, p: Pending, judge_model: ModelBackend | None = None) -> Verdict | None:
         """Score ``p`` with the element's own verifier (None for context-only input)."""
@@ -203,7 +211,9 @@ class Session:
             jm = judge_model or self.model
 
             def judge_fn(prompt: str) -> str:
-                return jm.generate([Message("user", prompt)], max_tokens=8).text
+                g = jm.generate([Message("user", prompt)], max_tokens=8)
+                self._verify_calls.append(Call.of("verify", g))
+                return g.text
 
         res = verify(name, p.raw_output or "", el.references or "", shape=el.shape, metadata=dict(el.metadata), judge=judge_fn)
         return Verdict(float(res.reward), name, parsed=res.parsed)
@@ -224,7 +234,7 @@ class Session:
             raise ValueError(f"fold: pending {p.element.id!r} was not answered by this session at step "
                              f"{self.step_index} (fold what this session's answer() returned)")
         inp = p.step_input
-        calls = list(p.calls)
+        calls = list(p.calls) + self._verify_calls
         if not inp.context_only and self.policy.rules.enabled and verdict is not None:
             provisional = self.core.step_with_events(self.state, inp, verdict)
             branch_id = next(e.branch_id for e in provisional.events if isinstance(e, ev.Routed))
@@ -243,6 +253,7 @@ class Session:
         self.state = result.state
         self.step_index += 1
         self._answered.clear()
+        self._verify_calls = []
         return inp, result.events, tuple(calls)
 
     def key_of(self, vec: bytes) -> str:

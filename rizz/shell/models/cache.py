@@ -23,7 +23,13 @@ from typing import Sequence
 
 import attrs
 
-from rizz.shell.models.base import Generation, Message, ModelBackend, check_generate_args
+from rizz.shell.models.base import (
+    Generation,
+    Message,
+    ModelBackend,
+    answer_and_reasoning,
+    check_generate_args,
+)
 
 __all__ = ["ResponseCache", "CachedModel", "cache_key"]
 
@@ -137,6 +143,10 @@ class CachedModel:
         self.context_window = backend.context_window
 
     @property
+    def reasoning_tokens(self) -> int:
+        return int(getattr(self.backend, "reasoning_tokens", 0))
+
+    @property
     def temperature(self) -> float:
         return float(getattr(self.backend, "temperature", 0.0))
 
@@ -157,6 +167,8 @@ class CachedModel:
         key = cache_key(self.name, messages, rendering, max_tokens, stop, self.temperature)
         hit = self.cache.get(key)
         if hit is not None:
+            if not hit.reasoning and hit.raw is None:  # stored before reasoning was split off
+                hit = attrs.evolve(hit, **answer_and_reasoning(hit.text))  # type: ignore[arg-type]
             return attrs.evolve(
                 hit,
                 cached=True,
