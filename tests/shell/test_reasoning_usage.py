@@ -252,3 +252,17 @@ def test_old_cache_rows_are_split_on_read(tmp_path, fake_model):
     g = CachedModel(backend, cache).generate(msgs, max_tokens=8)
     assert (g.text, g.cached, g.reply) == ("positive", True, THINK_REPLY)
     assert backend.calls == []
+
+
+def test_judge_label_and_distilled_rules_never_read_reasoning(fake_model):
+    """Even from a backend that leaves <think> blocks in ``text`` (a custom one)."""
+    from rizz.shell.distill import distill_rules
+    from rizz.shell.judge import label_input
+
+    think = '<think>{"function": "write-code", "application": "python"} IF x THEN y</think>\n'
+    jl = label_input(fake_model([think + '{"function": "classify-sentiment", "application": "movie-reviews"}']),
+                     "Great film!")
+    assert (jl.function, jl.application) == ("classify", "movie-reviews")  # not write-code/python
+    res = distill_rules(fake_model([think + "IF the review praises THEN answer positive"]),
+                        [("Great film!", "positive")], function="classify-sentiment", application="movie-reviews")
+    assert [(r.antecedent, r.strategy) for r in res.rules] == [("the review praises", "answer positive")]
