@@ -16,6 +16,7 @@ from typing import Any, Callable
 from rizz.core import AdaptiveState, Policy, digest, rizz
 from rizz.core import events as ev
 from rizz.core.serialize import canonical_json
+from rizz.shell.durable import fault_point
 from rizz.shell.policy_file import policy_data
 from rizz.shell.runlog import RunDir, record_to_step, write_json_atomic
 from rizz.shell.session import Pending, Session, default_rendering
@@ -108,10 +109,13 @@ def _refold(rd: RunDir, policy: Policy, records: list[dict[str, Any]], use_snaps
         snap = rd.latest_snapshot(len(records))
         if snap is not None:
             start, state = snap
+    rebuild = {n for n, _ in rd.ignored_snapshots} if use_snapshots else set()
     store = rd.embeddings
-    for rec in records[start:]:
+    for i, rec in enumerate(records[start:], start + 1):
         inp, verdict = record_to_step(rec, store)
         state = core.step(state, inp, verdict)
+        if i in rebuild:  # a snapshot that failed its checksum, rebuilt from the log
+            rd.save_snapshot(i, state)
     return state
 
 
@@ -143,6 +147,8 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             log(f"{rd.log_path}: dropped a partial last record left by an interrupted run")
         records = list(rd.records())
         state = _refold(rd, policy, records, use_snapshots=True)
+        for n, why in rd.ignored_snapshots:
+            log(f"{rd.snap_dir / f'{n:08d}.json'}: {why}; ignored and rebuilt from the log")
         if records and len(records) >= len(elements):
             log(f"{rd.root}: already finished ({len(records)} steps); nothing to run")
         elif records:
@@ -151,6 +157,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
                           embed_cache=rd.embeddings, budget_cap=budget)
         session.run_dir = rd  # type: ignore[attr-defined]
         for el in elements[len(records):]:
+            fault_point("step")
             t0 = time.perf_counter()
             p = session.answer(el)
             verdict = session.verify(p)
