@@ -11,7 +11,7 @@ TORCH ?= torch==2.13.0
 # Portable llama.cpp build for llama-cpp-python (no native CPU flags, no llava, no openssl)
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF
 
-.PHONY: setup demo test bench-core clean
+.PHONY: setup demo test fuzz bench-core clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,6 +29,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# Issue #12 §7: 10,000 Hypothesis-generated bad stream files and 10,000 bad policy files (fixed seed)
+fuzz: setup
+	RIZZ_FUZZ_EXAMPLES=10000 $(BIN)/python -m pytest -q tests/shell/test_fuzz_inputs.py
 
 bench-core: setup
 	$(BIN)/python benchmarks/core_overhead.py

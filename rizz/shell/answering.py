@@ -48,7 +48,9 @@ def default_rendering(model: ModelBackend) -> str:
 
 @frozen
 class Call:
-    """One model call: ``kind`` is ``judge``, ``answer`` or ``distill``; tokens; seconds; USD."""
+    """One model call: ``kind`` is ``judge``, ``answer``, ``distill`` or ``verify`` (an
+    ``llm_judge`` verdict); tokens; seconds; USD; ``usage_estimated`` when the backend
+    reported no usage and the tokens were counted (issue #12 §3)."""
 
     kind: str
     prompt_tokens: int
@@ -56,13 +58,15 @@ class Call:
     latency_s: float
     cost_usd: float | None
     cached: bool
+    usage_estimated: bool = False
 
     @classmethod
     def of(cls, kind: str, g: Generation) -> "Call":
-        return cls(kind, g.prompt_tokens, g.completion_tokens, g.latency_s, g.cost_usd, g.cached)
+        return cls(kind, g.prompt_tokens, g.completion_tokens, g.latency_s, g.cost_usd, g.cached, g.usage_estimated)
 
     def part(self) -> lr.CallPart:
-        return lr.CallPart(self.kind, self.prompt_tokens, self.completion_tokens, round(self.latency_s, 4), self.cost_usd, self.cached)
+        return lr.CallPart(self.kind, self.prompt_tokens, self.completion_tokens, round(self.latency_s, 4), self.cost_usd,
+                           self.cached, self.usage_estimated)
 
 
 @frozen
@@ -96,6 +100,7 @@ class Pending:
     routed: RouteResult | None = None
     keys: tuple[str, str | None] = ("", None)  # embedding keys of φ(x) and ψ(ã)
     time: float | None = None
+    reasoning: str = ""  # the model's reasoning, kept out of ``answer`` and ``raw_output`` (issue #12 §1)
 
     @property
     def id(self) -> str:
@@ -117,8 +122,10 @@ def embed_texts(embedder: Any, store: Any, texts: Sequence[str]) -> list[Embedde
 
 
 def budget(policy: Policy, model: ModelBackend, shape: str | None, cap: int | None) -> int:
-    """Prompt budget in tokens: min(policy budget, ``cap``, window − answer tokens − template slack)."""
-    room = model.context_window - answer_settings(shape).max_tokens - TEMPLATE_SLACK
+    """Prompt budget in tokens: min(policy budget, ``cap``, window − answer tokens − thinking
+    allowance (``?reasoning=N``) − template slack)."""
+    thinking = int(getattr(model, "reasoning_tokens", 0))
+    room = model.context_window - answer_settings(shape).max_tokens - thinking - TEMPLATE_SLACK
     return max(1, min(policy.compiler.token_budget, room, cap if cap is not None else room))
 
 
@@ -167,11 +174,16 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
         base, answer=ext.answer, prompt_rule_ids=prompt.item_ids("rules"), prompt_episode_keys=prompt.item_ids("examples"),
         prompt_tokens=prompt.token_count, completion_tokens=gen.completion_tokens, dropped=len(prompt.dropped),
     )
-    return Pending(el, step_input, prompt, gen.text, ext.answer, ext.parsed, judge, tuple(calls), False, rendering, routed, keys, now)
+    return Pending(el, step_input, prompt, gen.reply, ext.answer, ext.parsed, judge, tuple(calls), False, rendering, routed, keys, now,
+                   reasoning=gen.reasoning)
 
 
-def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | None = None) -> Verdict | None:
-    """Score ``p`` with the element's own verifier (None for context-only input)."""
+def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | None = None,
+                   calls: list[Call] | None = None) -> Verdict | None:
+    """Score ``p`` with the element's own verifier (None for context-only input).
+
+    ``calls``: where an ``llm_judge`` verifier's model calls are appended (kind ``verify``).
+    """
     el = p.element
     if el.context_only:
         return None
@@ -183,7 +195,10 @@ def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | 
         jm = judge_model or model
 
         def judge_fn(prompt: str) -> str:
-            return jm.generate([Message("user", prompt)], max_tokens=8).text
+            g = jm.generate([Message("user", prompt)], max_tokens=8)
+            if calls is not None:
+                calls.append(Call.of("verify", g))
+            return g.text
 
     res = verify(name, p.raw_output or "", el.references or "", shape=el.shape, metadata=dict(el.metadata), judge=judge_fn)
     return Verdict(float(res.reward), name, parsed=res.parsed)
@@ -208,7 +223,7 @@ def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, 
         calls=[c.part() for c in p.calls], overflow=p.overflow, wall_s=round(wall_s, 4),
         judge=lr.JudgePart(**p.judge, label_embedding=p.keys[1]) if p.judge is not None else None,
         prompt=prompt,
-        answer=lr.AnswerPart(p.raw_output, p.answer, p.parsed) if not el.context_only else None,
+        answer=lr.AnswerPart(p.raw_output, p.answer, p.parsed, p.reasoning or None) if not el.context_only else None,
         verdict=lr.VerdictPart(verdict.reward, verdict.verifier, verdict.parsed) if verdict is not None else None,
         time=p.time if kind == "answer" else None,
     )

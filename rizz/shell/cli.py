@@ -118,6 +118,13 @@ def run(
             _fail(str(e))
         except KeyboardInterrupt:
             _fail(f"interrupted; every finished step is in {out}/log.jsonl; run the same command again to resume", 130)
+        except Exception as e:  # a full disk stops cleanly (issue #12 §7); anything else propagates
+            from rizz.shell.durable import EXIT_DISK_FULL, disk_full
+
+            full = e if isinstance(e, OSError) and "disk full" in str(e) else disk_full(e, "the run", out)
+            if full is None:
+                raise
+            _fail(str(full), EXIT_DISK_FULL)
     typer.echo(json.dumps({k: summary[k] for k in ("steps", "answered", "mean_reward", "model_calls", "branches", "state_digest")}, indent=1))
 
 

@@ -18,6 +18,7 @@ from typing import Sequence
 import attrs
 
 from rizz.shell.models.base import Generation, Message, ModelBackend
+from rizz.shell.models.reasoning import strip_reasoning
 
 __all__ = ["CandidateRule", "DistillResult", "distill_rules", "parse_rules", "distill_messages"]
 
@@ -182,4 +183,4 @@ def distill_rules(
                          max_rules=max_rules),
         max_tokens=_TOKENS_PER_RULE * max_rules,
     )
-    return DistillResult(parse_rules(gen.text, max_rules), gen)
+    return DistillResult(parse_rules(strip_reasoning(gen.text), max_rules), gen)

@@ -21,6 +21,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from rizz.shell.durable import fault_point
+
 __all__ = ["DEFAULT_MODEL", "Embedder", "EmbeddingStore", "embedding_key"]
 
 #: Short name of the bundled model; also accepted with its hub prefix.
@@ -196,6 +198,7 @@ class EmbeddingStore:
                 np.save(fh, vec, allow_pickle=False)
                 fh.flush()
                 os.fsync(fh.fileno())
+            fault_point("embedding.write")  # crash tests: a kill before the rename
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):

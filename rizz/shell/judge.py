@@ -27,6 +27,7 @@ import unicodedata
 import attrs
 
 from rizz.shell.models.base import Generation, Message, ModelBackend
+from rizz.shell.models.reasoning import strip_reasoning
 
 __all__ = [
     "FUNCTIONS",
@@ -298,9 +299,11 @@ def label_input(
     gen = model.generate(
         judge_messages(text, instruction=instruction, shape=shape),
         max_tokens=max_tokens,
-        stop=("}",),  # the answer is one flat object; the parser restores the brace
+        # the answer is one flat object; the parser restores the brace. Not for a reasoning
+        # model (``?reasoning=N``): a "}" in its thinking would cut the reply (issue #12 §1).
+        stop=() if getattr(model, "reasoning_tokens", 0) else ("}",),
     )
-    function, application, repaired = parse_label(gen.text)
+    function, application, repaired = parse_label(strip_reasoning(gen.text))
     fallback = not (function and application)
     if fallback:
         fb_function, fb_application = fallback_label(text, instruction=instruction, shape=shape)

@@ -169,12 +169,17 @@ def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True, records
         answers, inflight = side if side is not None else (n, pmap())  # format 1: one record per step, none in flight
         fold = LogFold(policy, rd.embeddings, state=state, inflight=inflight, answers=answers, folded=n)
         start = n
+    # snapshots that failed their checksum (rizz.shell.durable) are rewritten from the log
+    rebuild = {n for n, _ in getattr(rd, "ignored_snapshots", ())} if use_snapshots else set()
     for i, data in enumerate(records[start:], start + 1):
         where = f"{rd.log_path}:{i}"
         try:
             fold.apply(parse(data, where))
         except LogFoldError as e:
             raise LogFoldError(f"{where}: {e}") from None
+        if i in rebuild:
+            save_inflight(rd.inflight_path(i), fold)  # the side file first, as Session does
+            rd.save_snapshot(i, fold.state)
     return fold, records
 
 

@@ -103,9 +103,12 @@ class PromptPart:
 
 @frozen
 class AnswerPart:
+    """``raw``: the reply without reasoning; ``reasoning``: the model's reasoning, kept raw (issue #12 §1)."""
+
     raw: str | None
     extracted: str | None
     parsed: bool
+    reasoning: str | None = None
 
 
 @frozen
@@ -119,7 +122,8 @@ class VerdictPart:
 
 @frozen
 class CallPart:
-    """One model call: ``kind`` judge / answer / distill; tokens; seconds; USD (None: unknown)."""
+    """One model call: ``kind`` judge / answer / distill / verify; tokens; seconds; USD (None:
+    unknown); ``usage_estimated``: the backend reported no usage, tokens counted by the tokenizer."""
 
     kind: str
     prompt_tokens: int
@@ -127,6 +131,7 @@ class CallPart:
     latency_s: float
     cost_usd: float | None
     cached: bool
+    usage_estimated: bool = False
 
 
 @frozen

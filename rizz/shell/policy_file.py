@@ -16,6 +16,7 @@ Raises :class:`PolicyError` (a ``ValueError``) carrying ``errors`` (list of str)
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,10 +49,12 @@ _converter = cattrs.Converter(forbid_extra_keys=True)
 class PolicyError(ValueError):
     """A policy file is unreadable or invalid; ``errors`` lists each problem with its path."""
 
-    def __init__(self, path: str, errors: list[str]) -> None:
+    def __init__(self, path: str, errors: list[str], lines: list[int | None] | None = None) -> None:
         self.path = path
         self.errors = errors
-        super().__init__(f"{path}: invalid policy\n" + "\n".join(f"  {e}" for e in errors))
+        self.lines = list(lines) if lines is not None else [None] * len(errors)  # 1-based, per error
+        shown = [f"  {path}:{n}: {e}" if n else f"  {e}" for e, n in zip(errors, self.lines)]
+        super().__init__(f"{path}: invalid policy\n" + "\n".join(shown))
 
 
 def _fmt(x: float) -> str:
@@ -130,16 +133,25 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     if path in seen:
         raise PolicyError(shown, [f"$.extends: cycle through {' -> '.join(_shown(q) for q in seen + (path,))}"])
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as e:
         hint = "" if path.exists() else f" (shipped names: {', '.join(sorted(q.stem for q in POLICY_DIR.glob('*.yaml')))})"
         raise PolicyError(shown, [f"cannot read: {e.strerror}{hint}"]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise PolicyError(shown, [f"not UTF-8 text (byte {e.start + 1}, line {line})"], [line]) from None
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        raise PolicyError(shown, [f"YAML error at {where}: {e.problem}"]) from None
+        raise PolicyError(shown, [f"YAML error at {where}: {e.problem}"], [mark.line + 1 if mark else None]) from None
+    except (yaml.YAMLError, TypeError, ValueError, RecursionError) as e:  # e.g. a control character, a list as key
+        mark = getattr(e, "problem_mark", None)
+        raise PolicyError(shown, [f"YAML error: {str(e).splitlines()[0] if str(e) else type(e).__name__}"],
+                          [mark.line + 1 if mark else None]) from None
     if data is None:
         raise PolicyError(shown, ["$: the file is empty (start from the defaults with `extends: default`)"])
     if not isinstance(data, dict):
@@ -214,7 +226,41 @@ def load_policy(path: str | Path) -> Policy:
         p = POLICY_DIR / f"{p}.yaml"
     data = _read(p.resolve(), ())
     data.setdefault("name", p.stem)
-    return parse_policy(data, _shown(p.resolve()))
+    try:
+        return parse_policy(data, _shown(p.resolve()))
+    except PolicyError as e:  # say on which line of the file each bad field is (issue #12 §7)
+        raise PolicyError(e.path, e.errors, [_line_of(p.resolve(), err) for err in e.errors]) from None
+
+
+_PATH_PART = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]")
+
+
+def _line_of(path: Path, error: str) -> int | None:
+    """1-based line of the YAML node named by the ``$.a.b[2]`` path that starts ``error``.
+
+    The deepest node of the path that exists in the file (a missing key: its parent's line);
+    ``None`` when the path is not in this file (e.g. inherited through ``extends``).
+    """
+    head = error.split(":", 1)[0].split(" ", 1)[0]
+    if not head.startswith("$"):
+        return None
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, yaml.YAMLError):
+        return None
+    line = None
+    for key, index in _PATH_PART.findall(head[1:]):
+        if isinstance(node, yaml.MappingNode) and key:
+            match = [(k, v) for k, v in node.value if getattr(k, "value", None) == key]
+            if not match:
+                break
+            line, node = match[0][0].start_mark.line + 1, match[0][1]
+        elif isinstance(node, yaml.SequenceNode) and index and int(index) < len(node.value):
+            node = node.value[int(index)]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
 
 
 def policy_data(policy: Policy) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from rizz.core import AdaptiveState, Policy, digest
 from rizz.core.serialize import canonical_json
 from rizz.shell.logfold import restore_fold, views
+from rizz.shell.durable import fault_point
 from rizz.shell.logrecord import LOG_VERSION
 from rizz.shell.policy_file import policy_data
 from rizz.shell.runlog import RunDir, write_json_atomic
@@ -55,7 +56,8 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
         "model_calls": len(calls),
         "model_calls_uncached": n_calls,
         "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,
-        "calls_by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in ("judge", "answer", "distill")},
+        "calls_by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in ("judge", "answer", "distill", "verify")},
+        "usage_estimated": any(c.get("usage_estimated", False) for c in calls),
         "answer_prompt_tokens_max": max((r["prompt"]["tokens"] for r in records if "prompt" in r), default=0),
         "budget_exceeded": sum(1 for r in records if "prompt" in r and r["prompt"]["tokens"] > r["prompt"]["budget"]),
         "overflow": sum(1 for r in records if r.get("overflow")),
@@ -86,6 +88,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             "policy_data": policy_data(policy),
             "model": model.name, "embedder": embedder.name, "embedder_dim": embedder.dim,
             "rendering": rendering or default_rendering(model),
+            "reasoning_tokens": int(getattr(model, "reasoning_tokens", 0)),
             "budget_cap": budget, "log_version": LOG_VERSION,
         })
         if read.bad:  # written only once the run's settings are accepted (a refused resume writes nothing)
@@ -94,6 +97,8 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
         if rd.repair():
             log(f"{rd.log_path}: dropped a partial last record left by an interrupted run")
         fold, records = restore_fold(rd, policy)
+        for n, why in rd.ignored_snapshots:
+            log(f"{rd.snap_dir / f'{n:08d}.json'}: {why}; ignored and rebuilt from the log")
         done = fold.answers
         if done and done >= len(elements):
             log(f"{rd.root}: already finished ({done} steps); nothing to run")
@@ -102,6 +107,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
         session = Session(policy, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget,
                           run_dir=rd, snapshot_every=snapshot_every, fold=fold)
         for el in elements[done:]:
+            fault_point("step")
             recs = session.run_element(el)
             records.extend(recs)
             if on_step is not None:

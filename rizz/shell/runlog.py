@@ -29,6 +29,7 @@ from typing import Any, Iterator
 from filelock import FileLock, Timeout
 
 from rizz.core import AdaptiveState, StepInput, Verdict, from_data, to_data
+from rizz.shell.durable import disk_full, fault_point, read_snapshot, snapshot_bytes
 from rizz.shell.embed import EmbeddingStore
 
 __all__ = ["RunDir", "RunDirBusy", "RunDirMismatch", "record_to_step", "write_json_atomic"]
@@ -64,6 +65,7 @@ class RunDir:
         self.prompt_dir = self.root / "prompts"
         self._lock: FileLock | None = None
         self._log: Any = None
+        self.ignored_snapshots: list[tuple[int, str]] = []  # (steps, why) skipped by latest_snapshot
 
     # -- lock ------------------------------------------------------------------------
     def __enter__(self) -> "RunDir":
@@ -138,12 +140,32 @@ class RunDir:
                     raise ValueError(f"{self.log_path}:{n}: corrupt log record ({e.msg})") from None
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one record, flushed and fsynced before returning."""
+        """Append one record, flushed and fsynced before returning.
+
+        Raises:
+            DiskFull: out of space; the partial record is cut off again (or, if even that
+                fails, dropped by the next run's :meth:`repair`).
+        """
         if self._log is None:
             self._log = open(self.log_path, "ab")
-        self._log.write(json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
-        self._log.flush()
-        os.fsync(self._log.fileno())
+        data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+        start = self._log.tell()
+        try:
+            self._log.write(data[: len(data) // 2])
+            fault_point("log.append")  # crash tests: a kill with half a record written
+            self._log.write(data[len(data) // 2:])
+            self._log.flush()
+            os.fsync(self._log.fileno())
+        except OSError as e:
+            full = disk_full(e, f"step {record.get('step')} to {self.log_path}", self.root)
+            self._log.close()
+            self._log = None
+            try:
+                with open(self.log_path, "r+b") as f:
+                    f.truncate(start)
+            except OSError:
+                pass
+            raise full or e
 
     def save_prompt(self, sha: str, text: str) -> None:
         self.prompt_dir.mkdir(exist_ok=True)
@@ -151,12 +173,23 @@ class RunDir:
         if not p.exists():
             tmp = p.with_suffix(".tmp")
             tmp.write_text(text, encoding="utf-8")
+            fault_point("prompt.write")
             os.replace(tmp, p)
 
     # -- snapshots --------------------------------------------------------------------
     def save_snapshot(self, steps_done: int, state: AdaptiveState) -> None:
+        """Write ``snapshots/NNNNNNNN.json`` with a checksum (``rizz.shell.durable``), atomically."""
         self.snap_dir.mkdir(exist_ok=True)
-        write_json_atomic(self.snap_dir / f"{steps_done:08d}.json", to_data(state))
+        path = self.snap_dir / f"{steps_done:08d}.json"
+        data = snapshot_bytes(to_data(state))
+        tmp = path.with_suffix(".json.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data[: len(data) // 2])
+            fault_point("snapshot.write")  # crash tests: a kill mid-snapshot
+            f.write(data[len(data) // 2:])
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
 
     def inflight_path(self, records_done: int) -> Path:
         """Where the answers in flight beside snapshot ``records_done`` are kept (log format 2)."""
@@ -164,14 +197,21 @@ class RunDir:
         return self.snap_dir / f"{records_done:08d}.inflight.json"
 
     def latest_snapshot(self, at_most: int) -> tuple[int, AdaptiveState] | None:
-        """The newest snapshot taken after ≤ ``at_most`` steps, as (steps done, state)."""
+        """The newest sound snapshot taken after ≤ ``at_most`` steps, as (steps done, state).
+
+        A snapshot whose checksum fails (or that has none) is skipped and listed in
+        :attr:`ignored_snapshots`; the caller refolds from the log and rewrites it.
+        """
+        self.ignored_snapshots = []
         if not self.snap_dir.exists():
             return None
         done = sorted(int(p.stem) for p in self.snap_dir.glob("*.json") if p.stem.isdigit() and int(p.stem) <= at_most)
-        if not done:
-            return None
-        data = json.loads((self.snap_dir / f"{done[-1]:08d}.json").read_text(encoding="utf-8"))
-        return done[-1], from_data(data)
+        for n in reversed(done):
+            data, why = read_snapshot(self.snap_dir / f"{n:08d}.json")
+            if why is None:
+                return n, from_data(data)
+            self.ignored_snapshots.append((n, why))
+        return None
 
 
 def record_to_step(rec: dict[str, Any], store: EmbeddingStore) -> tuple[StepInput, Verdict | None]:

@@ -28,6 +28,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
+import attrs
+
 from rizz.core import AdaptiveState, CandidateRule, Policy, StepInput, Verdict, digest, distill_batch
 from rizz.core.serialize import canonical_json
 from rizz.shell import logrecord as lr
@@ -112,6 +114,7 @@ class Session:
         self._lock = threading.RLock()
         self._closed: OrderedDict[str, str] = OrderedDict()  # id -> why it is no longer pending
         self._open = True
+        self._verify_calls: dict[tuple[str, int], tuple[Call, ...]] = {}  # llm_judge calls awaiting their fold
 
     # -- opening and closing ------------------------------------------------------------
     @classmethod
@@ -238,12 +241,13 @@ class Session:
             if isinstance(pending, Pending) and pending.step != w.step_input.step:
                 raise SessionError(f"fold: this Pending of {item_id!r} was answered at step {pending.step}; the id was "
                                    f"answered again at step {w.step_input.step} (fold the newer answer)")
+            vcalls = self._verify_calls.pop((item_id, w.step_input.step), ())
             rec = lr.LogRecord(step=w.step_input.step, id=item_id, v=lr.LOG_VERSION, kind="verdict",
-                               verdict=lr.VerdictPart(v.reward, v.verifier, v.parsed))
+                               verdict=lr.VerdictPart(v.reward, v.verifier, v.parsed), calls=[c.part() for c in vcalls])
             events = self._commit(rec)
             self._close_id(item_id, "already folded")
             more, calls = self._distill(w.step_input.step, item_id, w.decision.branch_id)
-            return Folded(w.step_input, events + more, calls)
+            return Folded(w.step_input, events + more, tuple(vcalls) + tuple(calls))
 
     def expire(self, pending: Pending | str, reason: str = "given up by the caller") -> None:
         """Give up on a pending answer: logged with ``reason``; it never becomes memory."""
@@ -263,7 +267,10 @@ class Session:
             self._check_open()
             t0 = time.perf_counter()
             p = self._answer(el)
-            v = verify_pending(p, self.model, judge_model)
+            vcalls: list[Call] = []
+            v = verify_pending(p, self.model, judge_model, vcalls)
+            if vcalls:  # an llm_judge verifier's calls are counted with the step (issue #12 §3)
+                p = attrs.evolve(p, calls=p.calls + tuple(vcalls))
             rec = record_of(p, "step", v, time.perf_counter() - t0, run_dir=self.run_dir)
             self._collect = []
             try:
@@ -275,8 +282,19 @@ class Session:
                 self._collect = None
 
     def verify(self, p: Pending, judge_model: ModelBackend | None = None) -> Verdict | None:
-        """Score ``p`` with the element's own verifier (None for context-only input)."""
-        return verify_pending(p, self.model, judge_model)
+        """Score ``p`` with the element's own verifier (None for context-only input).
+
+        An ``llm_judge`` verifier's model calls (kind ``verify``) are logged with the verdict
+        when ``p`` is folded, and returned in :attr:`Folded.calls` (issue #12 §3).
+        """
+        calls: list[Call] = []
+        v = verify_pending(p, self.model, judge_model, calls)
+        if calls:
+            with self._lock:
+                if len(self._verify_calls) >= _CLOSED_IDS:  # bounded: verified but never folded
+                    self._verify_calls.pop(next(iter(self._verify_calls)))
+                self._verify_calls[(p.id, p.step)] = tuple(calls)
+        return v
 
     # -- inside -----------------------------------------------------------------------------
     _collect: list[dict[str, Any]] | None = None  # records written, gathered for run_element

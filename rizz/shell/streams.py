@@ -433,8 +433,14 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
             raise StreamError(name, b)
         bad.append(b)
 
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
+    with open(path, "rb") as fh:
+        for lineno, raw_bytes in enumerate(fh, start=1):
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError as err:  # a bad byte is this line's fault, not a crash
+                if raw_bytes.strip():
+                    reject(BadLine(lineno, None, f"not UTF-8 text at byte {err.start + 1} of the line"))
+                continue
             if not raw.strip():
                 continue
             try:

@@ -120,3 +120,34 @@ def test_unknown_shape_names_the_allowed_ones() -> None:
     with pytest.raises(ValueError, match="letter, number, label, span, text, code, json"):
         extract_answer("x", "choice")
     assert SHAPES == ("letter", "number", "label", "span", "text", "code", "json")
+
+
+# Issue #12 §6: a clear leading answer wins over later mentions, in every shape that reads one.
+@pytest.mark.parametrize(("raw", "shape", "answer"), [
+    ("B. Because option C is wrong, the answer is not C", "letter", "B"),  # the issue's example
+    ("B. hawkish; the answer could also be C.", "letter", "B"),
+    ("(B) although one might answer: C", "letter", "B"),
+    ("**B.** Option D is a distractor", "letter", "B"),
+    ("Answer: B. Option C is wrong.", "letter", "B"),
+    ("The answer is B.\nStance: C was considered", "letter", "B"),
+    ("42\nbecause 6 * 7 = 42 and 3 more steps follow", "number", "42"),
+    ("Answer: 12\nIn 2019 the total was 10", "number", "12"),
+    ("$12.\nLast year it was $10.", "number", "12"),
+    ("12 dollars\nThe old price was 10", "number", "12"),
+    ("Answer: Paris\nAnswer: London is a common mistake", "span", "Paris"),
+    ('{"a": 1}\n```json\n{"b": 2}\n```', "json", '{"a":1}'),
+    ("hawkish\nThe answer might be dovish", "label", "hawkish"),
+])
+def test_a_clear_leading_answer_wins(raw: str, shape: str, answer: str) -> None:
+    assert extract_answer(raw, shape) == Extraction(answer, True)
+
+
+@pytest.mark.parametrize(("raw", "shape", "answer"), [
+    ("Option A is tempting, but the correct option is D.", "letter", "D"),  # not a leading answer
+    ("A dovish tone. Answer: C", "letter", "C"),                             # "A" is an article
+    ("1. Compute 6 * 7\n2. So the answer is 42", "number", "42"),           # a numbered list
+    ("In 2019 there were 3 cats. The answer is 42", "number", "42"),
+    ("Let me think.\nAnswer: Paris", "span", "Paris"),
+])
+def test_no_leading_answer_keeps_the_later_reading(raw: str, shape: str, answer: str) -> None:
+    assert extract_answer(raw, shape).answer == answer

@@ -8,15 +8,27 @@ raises the SDK's ``max_retries`` from 2 to :data:`DEFAULT_MAX_RETRIES`.
 Anthropic has no raw-completion mode: ``rendering="raw"`` falls back to chat, sending
 :func:`~rizz.shell.models.base.render_raw` of the messages as one user turn.
 
-Prices (US dollars per million tokens) are from Anthropic's model page
-``platform.claude.com/docs/en/models/haiku-4-5/overview`` as read on 2026-05 (Haiku 4.5:
-$1 input, $5 output, 200K context window); the Sonnet 4.5 row is from the same site's
-pricing table. An id not in the table gets ``cost_usd=None``.
+Prices (US dollars per million tokens, input/output) are Anthropic's published base rates
+(``platform.claude.com/docs/en/about-claude/pricing``, "Model pricing"; the Haiku 4.5 row
+also on ``platform.claude.com/docs/en/models/haiku-4-5/overview``), as read 2026-05 and
+re-checked against third-party price tables 2026-11: Opus 4.5 $5/$25; Opus 4 and 4.1
+$15/$75; Sonnet 4.5, 4 and 3.7 $3/$15; Haiku 4.5 $1/$5; Haiku 3.5 $0.80/$4; Haiku 3
+$0.25/$1.25. An id matches a row when it is the row's id, or the id followed by a
+``-YYYYMMDD`` snapshot date or ``-latest``; any other id gets ``cost_usd=None`` (unknown,
+never a guessed 0). Thinking tokens are billed as output tokens and are included in
+``usage.output_tokens``. Cache hits cost 0 (see ``cache.py``).
+
+Extended thinking (issue #12 §1): with ``reasoning_tokens=N`` (spec ``?reasoning=N``,
+``N >= 1024`` as the API requires) each call sends ``thinking={"type": "enabled",
+"budget_tokens": N}`` and ``max_tokens`` + N, and omits ``temperature`` (the API does not
+accept it with thinking). ``thinking`` / ``redacted_thinking`` blocks go to
+``Generation.reasoning``; inline ``<think>`` blocks in text are split off as well.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from typing import Any, Sequence
@@ -25,6 +37,7 @@ from rizz.shell.models.base import (
     Generation,
     Message,
     ModelUnavailableError,
+    answer_and_reasoning,
     check_generate_args,
     estimate_tokens,
     render_raw,
@@ -37,6 +50,7 @@ __all__ = [
     "CONTEXT_WINDOWS",
     "AnthropicModel",
     "price_usd",
+    "MIN_THINKING_TOKENS",
 ]
 
 DEFAULT_MODEL_ID = "claude-haiku-4-5"
@@ -45,10 +59,19 @@ DEFAULT_TIMEOUT_S = 120.0
 
 # (input, output) USD per million tokens; source and date in the module docstring.
 PRICES_USD_PER_MTOK: dict[str, tuple[float, float]] = {
-    "claude-haiku-4-5": (1.0, 5.0),
-    "claude-haiku-4-5-20251001": (1.0, 5.0),
+    "claude-opus-4-5": (5.0, 25.0),
+    "claude-opus-4-1": (15.0, 75.0),
+    "claude-opus-4-0": (15.0, 75.0),
+    "claude-opus-4": (15.0, 75.0),
     "claude-sonnet-4-5": (3.0, 15.0),
+    "claude-sonnet-4-0": (3.0, 15.0),
+    "claude-sonnet-4": (3.0, 15.0),
+    "claude-3-7-sonnet": (3.0, 15.0),
+    "claude-haiku-4-5": (1.0, 5.0),
+    "claude-3-5-haiku": (0.8, 4.0),
+    "claude-3-haiku": (0.25, 1.25),
 }
+MIN_THINKING_TOKENS = 1024  # the Messages API's lower bound on thinking.budget_tokens
 CONTEXT_WINDOWS: dict[str, int] = {"claude-haiku-4-5": 200_000, "claude-sonnet-4-5": 200_000}
 _DEFAULT_CONTEXT = 200_000
 
@@ -56,9 +79,22 @@ _COUNT_MEMO_MAX = 4096  # texts whose API token count is memoised (bounded memor
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
 
+_SNAPSHOT = re.compile(r"-(?:\d{8}|latest)")
+
+
+def _price_row(model_id: str) -> str | None:
+    """The :data:`PRICES_USD_PER_MTOK` key for ``model_id`` (exact, ``-YYYYMMDD`` or ``-latest``)."""
+    if model_id in PRICES_USD_PER_MTOK:
+        return model_id
+    for key in sorted(PRICES_USD_PER_MTOK, key=len, reverse=True):
+        if model_id.startswith(key) and _SNAPSHOT.fullmatch(model_id[len(key):]):
+            return key
+    return None
+
+
 def price_usd(model_id: str, input_tokens: int, output_tokens: int) -> float | None:
     """Cost of one call in USD from :data:`PRICES_USD_PER_MTOK`; ``None`` for unknown ids."""
-    row = PRICES_USD_PER_MTOK.get(model_id)
+    row = PRICES_USD_PER_MTOK.get(_price_row(model_id) or "")
     if row is None:
         return None
     return (input_tokens * row[0] + output_tokens * row[1]) / 1_000_000
@@ -86,9 +122,12 @@ class AnthropicModel:
             failure it switches to the estimate for the rest of the session); ``"estimate"``
             uses :func:`~rizz.shell.models.base.estimate_tokens` and never calls the API.
         client: an already built ``anthropic.Anthropic`` (tests); overrides the above.
+        reasoning_tokens: extended-thinking budget (0 = off; else ``>= 1024``); see the
+            module docstring.
 
     Raises:
         ModelUnavailableError: ``anthropic`` not installed, or no API key.
+        ValueError: ``reasoning_tokens`` between 1 and 1023.
     """
 
     def __init__(
@@ -102,11 +141,18 @@ class AnthropicModel:
         temperature: float | None = 0.0,
         token_counting: str = "api",
         client: Any = None,
+        reasoning_tokens: int = 0,
     ) -> None:
+        if 0 < reasoning_tokens < MIN_THINKING_TOKENS:
+            raise ValueError(
+                f"Anthropic extended thinking needs reasoning >= {MIN_THINKING_TOKENS} tokens,"
+                f" got {reasoning_tokens}")
+        self.reasoning_tokens = int(reasoning_tokens)
         if token_counting not in ("api", "estimate"):
             raise ValueError(f"token_counting must be 'api' or 'estimate', got {token_counting!r}")
         self.model_id = model_id or DEFAULT_MODEL_ID
-        self.name = f"anthropic:{self.model_id}"
+        self.name = f"anthropic:{self.model_id}" + (
+            f"?reasoning={self.reasoning_tokens}" if self.reasoning_tokens else "")
         self.context_window = _context_window(self.model_id)
         self.temperature = None if temperature is None else float(temperature)
         self.token_counting = token_counting
@@ -158,8 +204,11 @@ class AnthropicModel:
         """
         check_generate_args(messages, max_tokens, stop, rendering)
         system, turns = self._request(messages, rendering)
-        kwargs: dict[str, Any] = dict(model=self.model_id, max_tokens=max_tokens, messages=turns)
-        if self.temperature is not None:
+        kwargs: dict[str, Any] = dict(
+            model=self.model_id, max_tokens=max_tokens + self.reasoning_tokens, messages=turns)
+        if self.reasoning_tokens:
+            kwargs["thinking"] = {"type": "enabled", "budget_tokens": self.reasoning_tokens}
+        elif self.temperature is not None:
             # Sent through extra_body: recent SDKs dropped the typed argument, the wire
             # field is still accepted by the Claude 4.5 models.
             kwargs["extra_body"] = {"temperature": self.temperature}
@@ -173,20 +222,31 @@ class AnthropicModel:
         t0 = time.perf_counter()
         resp = self._client.messages.create(**kwargs)
         latency = time.perf_counter() - t0
-        text = "".join(getattr(b, "text", "") for b in resp.content if b.type == "text")
+        text = "".join(getattr(b, "text", "") or "" for b in resp.content if b.type == "text")
+        thinking = "\n\n".join(
+            (getattr(b, "thinking", None) or "") if b.type == "thinking" else "[redacted thinking]"
+            for b in resp.content if b.type in ("thinking", "redacted_thinking"))
         finish = _FINISH.get(resp.stop_reason or "", resp.stop_reason or "unknown")
         cuts = [i for i in (text.find(s) for s in local_stops) if i >= 0]
         if cuts:
             text, finish = text[: min(cuts)], "stop"
-        n_in, n_out = int(resp.usage.input_tokens), int(resp.usage.output_tokens)
+        parts = answer_and_reasoning(text, thinking)
+        usage = getattr(resp, "usage", None)
+        n_in = int(getattr(usage, "input_tokens", 0) or 0)
+        n_out = int(getattr(usage, "output_tokens", 0) or 0)
+        estimated = n_in == 0
+        if estimated:  # a proxy that drops usage: count, flag, never a silent 0
+            n_in = self.count_tokens(render_raw(messages))
+            n_out = n_out or self.count_tokens(text) + self.count_tokens(thinking)
         return Generation(
-            text=text,
             prompt_tokens=n_in,
             completion_tokens=n_out,
             latency_s=latency,
             cost_usd=price_usd(self.model_id, n_in, n_out),
             model=self.name,
             finish_reason=finish,
+            usage_estimated=estimated,
+            **parts,  # type: ignore[arg-type]
         )
 
     def count_tokens(self, text: str) -> int:

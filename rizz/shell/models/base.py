@@ -33,6 +33,7 @@ __all__ = [
     "render_raw",
     "estimate_tokens",
     "check_generate_args",
+    "answer_and_reasoning",
 ]
 
 ROLES = ("system", "user", "assistant")
@@ -74,6 +75,13 @@ class Generation:
             backend uses those (Anthropic's ``end_turn``/``stop_sequence`` map to ``"stop"``,
             ``max_tokens`` to ``"length"``); other values pass through.
         cached: True when served from a :class:`~rizz.shell.models.cache.ResponseCache`.
+        reasoning: the model's reasoning (``<think>`` blocks, ``reasoning_content``,
+            Anthropic thinking blocks), kept out of ``text``; ``""`` when there was none
+            (:mod:`rizz.shell.models.reasoning`).
+        raw: the reply text as the backend returned it (inline reasoning included) when it
+            differs from ``text``; ``None`` otherwise. :attr:`reply` gives either.
+        usage_estimated: True when the backend reported no usage and the token counts were
+            counted with its tokenizer (or :func:`estimate_tokens`) instead.
     """
 
     text: str
@@ -84,6 +92,28 @@ class Generation:
     model: str
     finish_reason: str
     cached: bool = False
+    reasoning: str = ""
+    raw: str | None = None
+    usage_estimated: bool = False
+
+    @property
+    def reply(self) -> str:
+        """The reply as received (``raw`` if set, else ``text``)."""
+        return self.raw if self.raw is not None else self.text
+
+
+def answer_and_reasoning(text: str, reasoning: str = "") -> dict[str, object]:
+    """``Generation`` keyword fields for a reply ``text`` that may carry inline reasoning.
+
+    Returns ``{"text", "reasoning", "raw"}``: ``text`` without ``<think>``-style blocks,
+    the inline reasoning appended to any separate ``reasoning`` (e.g. ``reasoning_content``),
+    and ``raw`` = the reply as received when it differs from the answer text.
+    """
+    from rizz.shell.models.reasoning import split_reasoning
+
+    answer, inline = split_reasoning(text)
+    both = "\n\n".join(p for p in (reasoning or "", inline) if p)
+    return {"text": answer, "reasoning": both, "raw": text if answer != text else None}
 
 
 @runtime_checkable

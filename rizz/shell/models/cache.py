@@ -8,6 +8,14 @@ costs nothing and makes no model call.
 
 Safe for several threads of one process (one connection, a lock) and for several processes
 on one file (sqlite's own locking, WAL journal, ``INSERT OR REPLACE``).
+
+Corruption (issue #12 §7): the file is only a cache, so a damaged one is never fatal. On
+open, ``PRAGMA quick_check`` runs; a file that is not a database, fails the check, or raises
+``sqlite3.DatabaseError`` on a later read or write is moved aside to ``<file>.corrupt``
+(with its ``-wal``/``-shm``), a message goes to stderr, and an empty cache is created in its
+place (``rebuilt`` says why). Requests are then answered by the model again (the same
+answers for the deterministic embedded model). A full disk raises
+:class:`~rizz.shell.durable.DiskFull`.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -23,7 +32,14 @@ from typing import Sequence
 
 import attrs
 
-from rizz.shell.models.base import Generation, Message, ModelBackend, check_generate_args
+from rizz.shell.durable import disk_full, fault_point
+from rizz.shell.models.base import (
+    Generation,
+    Message,
+    ModelBackend,
+    answer_and_reasoning,
+    check_generate_args,
+)
 
 __all__ = ["ResponseCache", "CachedModel", "cache_key"]
 
@@ -67,42 +83,93 @@ class ResponseCache:
 
     Attributes:
         hits, misses: lookups served / not served since this object was opened.
+        rebuilt: why the file was found corrupt and rebuilt empty (``None``: it was sound).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self.rebuilt: str | None = None
+        self.hits = 0
+        self.misses = 0
+        try:
+            self._open(check=True)
+        except sqlite3.DatabaseError as e:
+            if disk_full(e, str(self.path)) is not None:
+                raise disk_full(e, str(self.path)) from None
+            self._rebuild(str(e))
+
+    def _open(self, check: bool) -> None:
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
         with self._lock:
+            if check:
+                row = self._db.execute("PRAGMA quick_check").fetchone()
+                if row is None or row[0] != "ok":
+                    self._db.close()
+                    raise sqlite3.DatabaseError(f"quick_check: {row[0] if row else 'no result'}")
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(_SCHEMA)
             self._db.commit()
-        self.hits = 0
-        self.misses = 0
+
+    def _rebuild(self, why: str) -> None:
+        """Move the damaged file aside and start an empty cache (caller holds no lock)."""
+        try:
+            self._db.close()
+        except (AttributeError, sqlite3.Error):
+            pass
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(str(self.path) + suffix)
+            if src.exists():
+                os.replace(src, Path(str(self.path) + ".corrupt" + suffix))
+        self.rebuilt = why
+        print(f"rizz: {self.path}: corrupt response cache ({why}); moved to {self.path}.corrupt and "
+              "rebuilt empty (it is only a cache: answers are asked again)", file=sys.stderr)
+        self._open(check=False)
 
     def get(self, key: str) -> Generation | None:
-        """The stored generation for ``key`` (as stored, ``cached`` False), or ``None``."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT generation FROM responses WHERE key = ?", (key,)
-            ).fetchone()
-            if row is None:
-                self.misses += 1
-                return None
-            self.hits += 1
-        return Generation(**json.loads(row[0]))
+        """The stored generation for ``key`` (as stored, ``cached`` False), or ``None``.
+
+        A damaged file or row is a miss (the file is rebuilt, see the module docstring).
+        """
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT generation FROM responses WHERE key = ?", (key,)
+                ).fetchone()
+        except sqlite3.DatabaseError as e:
+            self._rebuild(str(e))
+            row = None
+        if row is None:
+            self.misses += 1
+            return None
+        try:
+            gen = Generation(**json.loads(row[0]))
+        except (ValueError, TypeError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return gen
 
     def put(self, key: str, generation: Generation) -> None:
         """Store ``generation`` under ``key`` (replacing any previous value)."""
         data = json.dumps(attrs.asdict(attrs.evolve(generation, cached=False)))
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses (key, model, generation, created)"
-                " VALUES (?, ?, ?, ?)",
-                (key, generation.model, data, time.time()),
-            )
-            self._db.commit()
+        row = (key, generation.model, data, time.time())
+        sql = "INSERT OR REPLACE INTO responses (key, model, generation, created) VALUES (?, ?, ?, ?)"
+        fault_point("cache.put")
+        for attempt in (0, 1):
+            try:
+                with self._lock:
+                    self._db.execute(sql, row)
+                    self._db.commit()
+                return
+            except sqlite3.DatabaseError as e:
+                full = disk_full(e, str(self.path))
+                if full is not None:
+                    raise full from None
+                if attempt:
+                    raise
+                self._rebuild(str(e))
 
     def __len__(self) -> int:
         with self._lock:
@@ -137,6 +204,10 @@ class CachedModel:
         self.context_window = backend.context_window
 
     @property
+    def reasoning_tokens(self) -> int:
+        return int(getattr(self.backend, "reasoning_tokens", 0))
+
+    @property
     def temperature(self) -> float:
         return float(getattr(self.backend, "temperature", 0.0))
 
@@ -157,6 +228,8 @@ class CachedModel:
         key = cache_key(self.name, messages, rendering, max_tokens, stop, self.temperature)
         hit = self.cache.get(key)
         if hit is not None:
+            if not hit.reasoning and hit.raw is None:  # stored before reasoning was split off
+                hit = attrs.evolve(hit, **answer_and_reasoning(hit.text))  # type: ignore[arg-type]
             return attrs.evolve(
                 hit,
                 cached=True,

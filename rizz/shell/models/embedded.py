@@ -33,6 +33,7 @@ from rizz.shell.models.base import (
     Generation,
     Message,
     ModelUnavailableError,
+    answer_and_reasoning,
     check_generate_args,
     render_raw,
 )
@@ -98,7 +99,11 @@ class EmbeddedModel:
         n_threads: CPU threads for prompt evaluation and generation.
         seed: sampler seed (greedy decoding does not use it; fixed for completeness).
         name: run-log id; default ``"embedded:<file stem>"`` for the shipped model,
-            ``"gguf:<file stem>"`` for any other file.
+            ``"gguf:<file stem>"`` for any other file; ``?reasoning=N`` is appended when
+            ``reasoning_tokens`` is set.
+        reasoning_tokens: thinking allowance added to every call's ``max_tokens`` (a GGUF
+            reasoning model, e.g. a Qwen3 or DeepSeek-R1 distill); inline ``<think>`` blocks
+            are split off into ``Generation.reasoning`` whatever this is.
 
     Raises:
         ModelUnavailableError: the GGUF file or llama-cpp-python is missing.
@@ -118,6 +123,7 @@ class EmbeddedModel:
         n_threads: int = DEFAULT_THREADS,
         seed: int = DEFAULT_SEED,
         name: str | None = None,
+        reasoning_tokens: int = 0,
     ) -> None:
         shipped = path is None
         gguf = default_gguf_path() if shipped else Path(path).expanduser()
@@ -126,7 +132,9 @@ class EmbeddedModel:
         llama_cpp = _import_llama()
         self.path = gguf
         self.seed = seed
-        self.name = name or f"{'embedded' if shipped else 'gguf'}:{gguf.stem}"
+        self.reasoning_tokens = int(reasoning_tokens)
+        self.name = (name or f"{'embedded' if shipped else 'gguf'}:{gguf.stem}") + (
+            f"?reasoning={self.reasoning_tokens}" if self.reasoning_tokens else "")
         self._lock = threading.Lock()
         t0 = time.perf_counter()
         self._llm = llama_cpp.Llama(
@@ -162,7 +170,7 @@ class EmbeddedModel:
         """
         check_generate_args(messages, max_tokens, stop, rendering)
         common: dict[str, Any] = dict(
-            max_tokens=max_tokens, stop=list(stop), temperature=0.0, seed=self.seed
+            max_tokens=max_tokens + self.reasoning_tokens, stop=list(stop), temperature=0.0, seed=self.seed
         )
         with self._lock:
             t0 = time.perf_counter()
@@ -186,7 +194,7 @@ class EmbeddedModel:
             latency = time.perf_counter() - t0
         usage = out["usage"]
         return Generation(
-            text=text,
+            **answer_and_reasoning(text),  # type: ignore[arg-type]
             prompt_tokens=int(usage["prompt_tokens"]),
             completion_tokens=int(usage["completion_tokens"]),
             latency_s=latency,

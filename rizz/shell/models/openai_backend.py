@@ -17,6 +17,16 @@ Token counting, probed once and remembered, in this order:
    LM Studio).
 
 Local servers have no prices: ``cost_usd`` is ``None``.
+
+Reasoning models (issue #12 §1): a ``reasoning_content`` (or ``reasoning``) field of the
+reply message and inline ``<think>``/``<thinking>`` blocks go to ``Generation.reasoning``;
+``Generation.text`` is the answer alone (:mod:`rizz.shell.models.reasoning`).
+
+Missing usage (issue #12 §3): a server that returns no ``usage`` (or a zero/absent count)
+gets its tokens counted with :meth:`OpenAICompatModel.count_tokens` (the server's tokenizer,
+else the estimate): prompt = the rendered prompt (raw) or the sum over message contents
+(chat; the template's few tokens are not seen), completion = answer + reasoning. Such a
+``Generation`` has ``usage_estimated=True``.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from rizz.shell.models.base import (
     Generation,
     Message,
     ModelUnavailableError,
+    answer_and_reasoning,
     check_generate_args,
     estimate_tokens,
     render_raw,
@@ -61,6 +72,15 @@ def api_base_url(base_url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
+def _field(obj: Any, name: str) -> str:
+    """A string field of an SDK object that the typed model may not declare (``""`` if none)."""
+    value = getattr(obj, name, None)
+    if value is None:
+        extra = getattr(obj, "model_extra", None) or {}
+        value = extra.get(name)
+    return value if isinstance(value, str) else ""
+
+
 class OpenAICompatModel:
     """A model behind an OpenAI-compatible server.
 
@@ -73,6 +93,8 @@ class OpenAICompatModel:
         temperature: sampling temperature (0 = greedy).
         max_retries: SDK retries on 408/409/429/5xx/timeouts/connection errors.
         timeout_s: per-attempt timeout, seconds.
+        reasoning_tokens: thinking allowance added to every call's ``max_tokens`` (spec
+            option ``?reasoning=N``); ``name`` then ends in ``?reasoning=N``.
 
     Raises:
         ModelUnavailableError: ``openai`` not installed, or no model id could be discovered.
@@ -88,6 +110,7 @@ class OpenAICompatModel:
         temperature: float = 0.0,
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout_s: float = 300.0,
+        reasoning_tokens: int = 0,
     ) -> None:
         try:
             import openai
@@ -108,7 +131,9 @@ class OpenAICompatModel:
             timeout=timeout_s,
         )
         self.model = model or self._discover_model()
-        self.name = f"openai:{self.api_url}#{self.model}"
+        self.reasoning_tokens = int(reasoning_tokens)
+        self.name = f"openai:{self.api_url}#{self.model}" + (
+            f"?reasoning={self.reasoning_tokens}" if self.reasoning_tokens else "")
         self._count_route: str | None = None  # "count", "tokenize", "vllm" or "estimate"
         self._lock = threading.Lock()
 
@@ -140,7 +165,8 @@ class OpenAICompatModel:
         """
         check_generate_args(messages, max_tokens, stop, rendering)
         kwargs: dict[str, Any] = dict(
-            model=self.model, max_tokens=max_tokens, temperature=self.temperature, seed=0
+            model=self.model, max_tokens=max_tokens + self.reasoning_tokens,
+            temperature=self.temperature, seed=0,
         )
         if stop:
             kwargs["stop"] = list(stop)
@@ -149,20 +175,35 @@ class OpenAICompatModel:
             resp = self._client.chat.completions.create(
                 messages=[{"role": m.role, "content": m.content} for m in messages], **kwargs
             )
-            text = resp.choices[0].message.content or ""
+            msg = resp.choices[0].message
+            text = msg.content or ""
+            reasoning = _field(msg, "reasoning_content") or _field(msg, "reasoning")
         else:
             resp = self._client.completions.create(prompt=render_raw(messages), **kwargs)
             text = resp.choices[0].text or ""
+            reasoning = _field(resp.choices[0], "reasoning_content")
         latency = time.perf_counter() - t0
+        parts = answer_and_reasoning(text, reasoning)
         usage = resp.usage
+        n_in = int(getattr(usage, "prompt_tokens", 0) or 0) if usage else 0
+        n_out = int(getattr(usage, "completion_tokens", 0) or 0) if usage else 0
+        estimated = False
+        if n_in == 0 or (n_out == 0 and (text or reasoning)):
+            estimated = True
+            prompt_text = (render_raw(messages) if rendering == "raw"
+                           else [m.content for m in messages])
+            n_in = n_in or (self.count_tokens(prompt_text) if isinstance(prompt_text, str)
+                            else sum(self.count_tokens(c) for c in prompt_text))
+            n_out = n_out or self.count_tokens(text) + self.count_tokens(reasoning)
         return Generation(
-            text=text,
-            prompt_tokens=int(usage.prompt_tokens) if usage else 0,
-            completion_tokens=int(usage.completion_tokens) if usage else 0,
+            prompt_tokens=n_in,
+            completion_tokens=n_out,
             latency_s=latency,
             cost_usd=None,
             model=self.name,
             finish_reason=str(resp.choices[0].finish_reason or "stop"),
+            usage_estimated=estimated,
+            **parts,  # type: ignore[arg-type]
         )
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:

@@ -6,6 +6,16 @@ Accepted forms (specs/stream-format.md, "Commands"):
 * ``gguf:PATH`` -- any other GGUF file, in-process.
 * ``anthropic`` or ``anthropic:MODEL_ID`` -- Messages API (default ``claude-haiku-4-5``).
 * ``openai:BASE_URL[#MODEL]`` -- an OpenAI-compatible server.
+
+Any form takes options after a ``?`` (``name=value`` joined by ``&``):
+
+* ``reasoning=N`` (int, 0..131072 tokens; default 0) -- a thinking allowance for reasoning
+  models: ``N`` tokens are added to every call's answer budget (``max_tokens``), and the
+  session's prompt budget leaves room for them (issue #12 §1). The backend's ``name`` (the
+  ``model`` of ``run.json`` and of the response cache key) ends in ``?reasoning=N`` and
+  ``run.json`` records ``reasoning_tokens``. For ``anthropic:`` it turns on extended
+  thinking with ``budget_tokens=N`` (the API requires ``N >= 1024``).
+  Example: ``openai:http://127.0.0.1:8000#qwen3?reasoning=1024``.
 """
 
 from __future__ import annotations
@@ -15,7 +25,7 @@ from typing import Any
 
 from rizz.shell.models.base import ModelBackend
 
-__all__ = ["SPEC_FORMS", "load_model"]
+__all__ = ["SPEC_FORMS", "SPEC_OPTIONS", "MAX_REASONING_TOKENS", "load_model", "split_options"]
 
 SPEC_FORMS = (
     "embedded",
@@ -23,6 +33,31 @@ SPEC_FORMS = (
     "anthropic:MODEL_ID",
     "openai:BASE_URL[#MODEL]",
 )
+#: Options accepted after ``?`` in any spec.
+SPEC_OPTIONS = ("reasoning",)
+MAX_REASONING_TOKENS = 131_072  # 128K: the largest thinking budget of current open servers
+
+
+def split_options(spec: str) -> tuple[str, dict[str, int]]:
+    """``(spec without options, {"reasoning": N})``; a spec with no ``?`` has ``{}``.
+
+    Raises:
+        ValueError: an unknown option, a value that is not an int in range, or a repeat.
+    """
+    head, sep, query = spec.rpartition("?")
+    if not sep:
+        return spec, {}
+    opts: dict[str, int] = {}
+    for part in query.split("&"):
+        name, eq, value = part.partition("=")
+        if name not in SPEC_OPTIONS or not eq:
+            raise _bad(spec, f"unknown option {part!r}; options: {', '.join(o + '=N' for o in SPEC_OPTIONS)}")
+        if name in opts:
+            raise _bad(spec, f"option {name!r} given twice")
+        if not value.isdigit() or not 0 <= int(value) <= MAX_REASONING_TOKENS:
+            raise _bad(spec, f"{name}= needs an int in 0..{MAX_REASONING_TOKENS}, got {value!r}")
+        opts[name] = int(value)
+    return head, opts
 
 
 def _bad(spec: object, why: str) -> ValueError:
@@ -53,7 +88,9 @@ def load_model(
     """
     if not isinstance(spec, str) or not spec.strip():
         raise _bad(spec, "empty")
-    spec = spec.strip()
+    spec, opts = split_options(spec.strip())
+    if opts.get("reasoning"):
+        kwargs = dict(kwargs, reasoning_tokens=opts["reasoning"])
     kind, sep, rest = spec.partition(":")
     backend: ModelBackend
     if kind == "embedded" and not sep:

@@ -10,6 +10,18 @@ the ``span`` reading of the text (first non-empty line with any ``Answer:`` or `
 is`` prefix removed), so
 a verifier can still score it (e.g. NumGLUE-cm has non-numeric references such as ``"June"``).
 A wrong answer with ``parsed=True`` is a *substantive* failure (§6).
+
+Two rules hold for every shape (issue #12 §1, §6):
+
+* reasoning is never the answer: ``<think>…</think>`` / ``<thinking>…</thinking>`` blocks
+  (also unclosed, or with only the closing tag) are removed first
+  (:func:`rizz.shell.models.reasoning.strip_reasoning`);
+* a clear leading answer wins over later mentions: a reply that *begins* with a choice
+  letter and punctuation (``B. …``, ``(B)``, ``Answer: B.``), with a first line that is a
+  bare number (``42``, ``$12.``, ``Answer: 12``), with an ``Answer:`` line (span), or with a
+  JSON value (json) is read from that beginning, whatever the rest says. ``label`` reads
+  the first line anyway; ``code`` keeps "the first block that defines something" (a leading
+  block that defines nothing is not an answer to a coding task).
 """
 
 from __future__ import annotations
@@ -19,6 +31,7 @@ import re
 
 import attrs
 
+from rizz.shell.models.reasoning import strip_reasoning
 from rizz.shell.streams import SHAPES as STREAM_SHAPES
 
 __all__ = ["SHAPES", "Extraction", "extract_answer"]
@@ -50,6 +63,12 @@ _LETTER_AFTER_KEYWORD = re.compile(
 # "B", "B.", "(B)", "B)", "B: hawkish", "B - hawkish", "B\nBecause ..." at the start of the text
 _LEADING_LETTER = re.compile(r"^[\*\"'`]*\(?([A-E])\)?[\*\"'`]*(?=$|[.):：,\n]|\s+[-–—:])")
 # "The stance is B." / "is (C)," (a letter followed by punctuation or the end)
+# "Answer: B.", "**Final answer:** (C)", "The answer is B." at the very start of the reply
+_LEADING_KEYWORD_LETTER = re.compile(
+    r"^[\*#>\s]*(?i:the\s+)?(?i:correct\s+|final\s+|right\s+|best\s+)?" + _KEYWORDS
+    + r"[\*\s]*(?i:is|was|would\s+be|should\s+be)?\s*[:：=\-]?\s*[\*\"'`]*\(?([A-E])\)?[\*\"'`]*"
+    r"(?=$|[.):：,;!\n]|\s+[-–—:])"
+)
 _IS_LETTER = re.compile(r"(?i:\bis)\s+[\*\"'`]*\(?([A-E])\)?[\*\"'`]*(?=$|[.,;:)\n])")
 _PAREN_LETTER = re.compile(r"\(([A-E])\)")
 _LONE_LETTER_LINE = re.compile(r"^\s*[\*\"'`]*\(?([A-E])\)?[\*\"'`]*[.)]?\s*$", re.M)
@@ -62,6 +81,11 @@ _NUMBER_AFTER_KEYWORD = re.compile(
     r"[^\d\n.−-]{0,12}?(" + _NUMBER + r")"
 )
 _BOXED = re.compile(r"\\boxed\{\s*[^\d\-−.]*?(" + _NUMBER + r")")
+# a first line that is only a number: "42", "**42**", "$12.", "Answer: 12", "12 dollars"
+_LEADING_NUMBER = re.compile(
+    r"^[\*#>\s]*(?:(?i:final\s+answer|answer|result|total)\s*[\*]*\s*[:：=]\s*)?[\*\s]*"
+    r"[$€£¥]?\s*(" + _NUMBER + r")\s*(?:%|[A-Za-z]+)?[\*\s]*[.!]?\s*$"
+)
 _HASHES = re.compile(r"####\s*[^\d\-−.]*?(" + _NUMBER + r")")
 
 # "Answer: Paris", "**Final answer:** Paris", "The answer is Paris", "The short answer is: Paris"
@@ -88,6 +112,9 @@ def _strip_prefix(line: str) -> str:
 def _span(text: str) -> str:
     """Last ``Answer:`` / ``The answer is`` line if any, else the first non-empty line; prefix removed."""
     answer_lines = [m.start() for m in _ANSWER_LINE.finditer(text)]
+    first = _first_line(text)
+    if answer_lines and _ANSWER_LINE.match(first) and _strip_prefix(first):
+        return _strip_prefix(first)  # a leading "Answer: X" line is the answer (§6)
     if answer_lines:
         rest = text[answer_lines[-1]:].lstrip()  # the match may start on an earlier blank line
         head, _, tail = rest.partition("\n")
@@ -99,6 +126,10 @@ def _span(text: str) -> str:
 
 def _letter(text: str) -> str | None:
     stripped = text.strip()
+    for leading in (_LEADING_LETTER, _LEADING_KEYWORD_LETTER):  # a clear leading answer wins
+        m = leading.match(stripped)
+        if m:
+            return m.group(1)
     matches = list(_LETTER_AFTER_KEYWORD.finditer(stripped))
     if matches:
         return matches[-1].group(1)
@@ -122,6 +153,9 @@ def _clean_number(token: str) -> str:
 
 
 def _number(text: str) -> str | None:
+    lead = _LEADING_NUMBER.match(_first_line(text))
+    if lead:
+        return _clean_number(lead.group(1))
     for pattern in (_BOXED, _HASHES, _NUMBER_AFTER_KEYWORD):
         matches = list(pattern.finditer(text))
         if matches:
@@ -145,6 +179,13 @@ def _code(text: str) -> str:
 def _json(text: str) -> str | None:
     decoder = json.JSONDecoder()
     fenced = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("json", "")]
+    head = text.lstrip()
+    if head[:1] in ("{", "["):  # a reply that begins with JSON is answered by it
+        try:
+            value, _ = decoder.raw_decode(head)
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except json.JSONDecodeError:
+            pass
     for candidate in [*fenced, text]:
         for match in re.finditer(r"[\[{]", candidate):
             try:
@@ -159,7 +200,7 @@ def extract_answer(raw: str, shape: str | None) -> Extraction:
     """Take the final answer of the expected shape from a model's raw text.
 
     Args:
-      raw: the model's raw output text.
+      raw: the model's raw output text (reasoning blocks are removed first).
       shape: one of ``SHAPES`` or None (None reads the whole text, like ``text``):
         - ``letter``: a choice letter A–E ("B", "(B)", "B.", "Answer: B", "The stance is B.").
         - ``number``: ``\\boxed{x}``, ``#### x``, "the answer is x", else the last number;
@@ -188,7 +229,7 @@ def extract_answer(raw: str, shape: str | None) -> Extraction:
     """
     if shape is not None and shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}; allowed: {', '.join(SHAPES)} or None")
-    text = raw if isinstance(raw, str) else str(raw)
+    text = strip_reasoning(raw if isinstance(raw, str) else str(raw))
     if shape in (None, "text"):
         answer = text.strip()
         return Extraction(answer, bool(answer))

@@ -21,6 +21,7 @@ from rapidfuzz import fuzz
 from rouge_score import rouge_scorer
 
 from rizz.shell.streams import VERIFIERS
+from rizz.shell.models.reasoning import strip_reasoning
 from rizz.shell.verifiers.extract import Extraction, extract_answer
 from rizz.shell.verifiers.sandbox import run_untrusted
 from rizz.shell.verifiers.sari import sari
@@ -239,6 +240,7 @@ def judge_prompt(question: str, references: Sequence[str], answer: str) -> str:
 
 
 def _read_yes_no(reply: str) -> bool | None:
+    reply = strip_reasoning(reply)  # a reasoning judge's <think> block is not its verdict
     words = re.findall(r"[a-z]+", reply.lower())
     if words and words[0] in ("yes", "no"):
         return words[0] == "yes"

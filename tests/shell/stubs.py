@@ -1,0 +1,70 @@
+"""Deterministic stand-ins for the model and the embedder, for the durability/crash tests only.
+
+``ArithmeticModel`` answers "What is A + B?" right when ``(A + B) % 3 != 0`` and off by one
+otherwise, so a run has verified and failed steps; its judge/distil replies are fixed.
+``HashEmbedder`` maps a text to a unit vector from its sha256 (no torch, fast to import).
+Neither is a product: the product runs the embedded model (``make demo``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from rizz.shell.models import Generation
+
+
+class ArithmeticModel:
+    name = "stub:arithmetic"
+    context_window = 4096
+    temperature = 0.0
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def generate(self, messages, *, max_tokens, stop=(), rendering="chat") -> Generation:
+        prompt = messages[-1].content
+        if "function" in prompt and "application" in prompt and "JSON" in prompt:
+            text = '{"function": "solve-math", "application": "arithmetic"'
+        elif "IF" in prompt and "THEN" in prompt:
+            text = "IF the question adds two numbers THEN answer with their sum"
+        else:
+            found = re.findall(r"What is (\d+) \+ (\d+)\?", prompt)
+            a, b = map(int, found[-1]) if found else (0, 0)
+            text = str(a + b if (a + b) % 3 else a + b + 1)
+        return Generation(text=text, prompt_tokens=self.count_tokens(prompt), completion_tokens=1,
+                          latency_s=0.0, cost_usd=None, model=self.name, finish_reason="stop")
+
+
+class HashEmbedder:
+    name = "stub:hash16"
+    dim = 16
+
+    def embed(self, texts):
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for i, t in enumerate(texts):
+            # texts sharing their first word land close together (so branches snap and merge)
+            head = hashlib.sha256(t.split(" ")[0].encode()).digest()
+            tail = hashlib.sha256(t.encode()).digest()
+            v = np.frombuffer(head[:16], np.uint8).astype(np.float32) * 4 + np.frombuffer(tail[:16], np.uint8)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+
+def arithmetic_stream(path: Path, n: int) -> Path:
+    """``n`` elements: sums (shape number, exact_match) with a context line every 7th."""
+    lines = []
+    for i in range(n):
+        a, b = (i * 7) % 23, (i * 5) % 17
+        if i % 7 == 6:
+            lines.append({"id": f"c{i}", "input": f"Note {i}: the user likes {a}.", "context_only": True,
+                          "metadata": {"scope": "u1"}})
+        else:
+            lines.append({"id": f"q{i}", "input": f"What is {a} + {b}?", "reference": str(a + b),
+                          "verifier": "exact_match", "metadata": {"shape": "number", "task": "sum", "scope": "u1"}})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path

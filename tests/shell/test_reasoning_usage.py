@@ -1,0 +1,268 @@
+"""Issue #12 §1 (reasoning replies) and §3 (honest usage), through the real SDK client paths.
+
+The OpenAI-compatible cases run the ``openai`` SDK against a scripted local server speaking
+the ``/v1/chat/completions`` wire format (the shapes vLLM / llama.cpp send for reasoning
+models); the Anthropic ones run the ``anthropic`` SDK against a local Messages server.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rizz.core import Policy
+from rizz.shell.models import Message, load_model
+from rizz.shell.models.anthropic_backend import AnthropicModel, price_usd
+from rizz.shell.models.openai_backend import OpenAICompatModel
+from rizz.shell.models.reasoning import split_reasoning
+from rizz.shell.models.spec import split_options
+from rizz.shell.run import summarise
+from rizz.shell.session import Session
+from rizz.shell.streams import element_from_json
+from rizz.shell.verifiers import extract_answer, verify
+
+THINK_REPLY = "<think>Let me think step by step about what is asked here.</think>\npositive"
+
+# Every inline form of reasoning the issue names, with the answer that must remain.
+INLINE = [
+    (THINK_REPLY, "positive"),
+    ("<thinking>\nThe text praises it.\n</thinking>\n\npositive", "positive"),
+    ("<THINK>upper case tag</THINK>positive", "positive"),
+    ("The template opened the tag.\n</think>\n\npositive", "positive"),  # DeepSeek-R1 style
+    ("<think>a</think> <think>b</think>\npositive", "positive"),
+    ("<think>Cut by max_tokens while still thinking about positive", ""),
+]
+
+
+@pytest.mark.parametrize(("raw", "answer"), INLINE)
+def test_inline_reasoning_is_never_the_answer(raw, answer):
+    text, reasoning = split_reasoning(raw)
+    assert text == answer
+    assert reasoning and "<" not in reasoning
+    assert extract_answer(raw, "label").answer == answer
+    reward = verify("label_match", raw, "positive").reward
+    assert reward == (1.0 if answer else 0.0)
+
+
+def test_the_issue_example_scores_one_under_every_verifier_reading_text():
+    for name in ("exact_match", "label_match", "fuzzy_ratio", "rouge_l", "token_f1"):
+        assert verify(name, THINK_REPLY, "positive", shape="label").reward == 1.0, name
+    assert verify("exact_match", "<think>Maybe C? No.</think>\nB", "B", shape="letter").reward == 1.0
+    assert verify("exact_match", "<think>7 or 8</think>\n42", "42", shape="number").reward == 1.0
+    code = "<think>def wrong(): pass</think>\n```python\ndef add(a, b):\n    return a + b\n```"
+    assert extract_answer(code, "code").answer == "def add(a, b):\n    return a + b"
+    judged = verify("llm_judge", "Paris", "Paris", judge=lambda p: "<think>no, hmm</think>yes")
+    assert judged.reward == 1.0
+
+
+def test_no_reasoning_leaves_text_unchanged():
+    for raw in ("a < b and c > d", "plain\n", "  B  ", "x <thinker> y"):
+        assert split_reasoning(raw) == (raw, "")
+
+
+# ------------------------------------------------------------------ OpenAI-compatible server
+def _chat_server(http_server, message: dict, usage: dict | None, finish: str = "stop"):
+    def route(method, path, body):
+        if path == "/v1/models":
+            return 200, {"object": "list", "data": [{"id": "r1", "object": "model",
+                                                     "created": 0, "owned_by": "x"}]}, {}
+        if path == "/v1/chat/completions":
+            out = {"id": "c1", "object": "chat.completion", "created": 0, "model": "r1",
+                   "choices": [{"index": 0, "finish_reason": finish,
+                                "message": dict({"role": "assistant"}, **message)}]}
+            if usage is not None:
+                out["usage"] = usage
+            return 200, out, {}
+        return 404, {"error": "not found"}, {}
+
+    return http_server(route)
+
+
+USAGE = {"prompt_tokens": 30, "completion_tokens": 12, "total_tokens": 42}
+
+
+def test_openai_think_block_and_reasoning_content(http_server):
+    srv = _chat_server(http_server, {"content": THINK_REPLY}, USAGE)
+    g = OpenAICompatModel(srv.url, max_retries=0).generate([Message("user", "Sentiment?")], max_tokens=8)
+    assert (g.text, g.reply, g.usage_estimated) == ("positive", THINK_REPLY, False)
+    assert g.reasoning == "Let me think step by step about what is asked here."
+    srv2 = _chat_server(http_server, {"content": "positive", "reasoning_content": "It praises."}, USAGE)
+    g2 = OpenAICompatModel(srv2.url, max_retries=0).generate([Message("user", "x")], max_tokens=8)
+    assert (g2.text, g2.reasoning, g2.raw) == ("positive", "It praises.", None)
+
+
+def test_openai_unclosed_think_cut_by_max_tokens(http_server):
+    srv = _chat_server(http_server, {"content": "<think>still going and going"}, USAGE, "length")
+    g = OpenAICompatModel(srv.url, max_retries=0).generate([Message("user", "x")], max_tokens=8)
+    assert (g.text, g.reasoning, g.finish_reason) == ("", "still going and going", "length")
+
+
+def test_openai_reasoning_allowance_is_sent_and_named(http_server):
+    srv = _chat_server(http_server, {"content": "positive"}, USAGE)
+    m = load_model(f"openai:{srv.url}#r1?reasoning=1024", max_retries=0)
+    assert m.name.endswith("#r1?reasoning=1024") and m.reasoning_tokens == 1024
+    m.generate([Message("user", "x")], max_tokens=8)
+    body = [r for r in srv.requests if r["path"] == "/v1/chat/completions"][-1]["body"]
+    assert body["max_tokens"] == 8 + 1024
+
+
+@pytest.mark.parametrize("bad", ["embedded?reasoning=x", "embedded?reasoning=-1", "embedded?think=5",
+                                 "embedded?reasoning=1&reasoning=2", "embedded?reasoning=999999"])
+def test_bad_spec_options_are_refused(bad):
+    with pytest.raises(ValueError, match="bad model spec"):
+        split_options(bad)
+
+
+def test_missing_usage_is_counted_and_flagged(http_server):
+    """The issue's example: no ``usage`` -> never a silent 0."""
+    srv = _chat_server(http_server, {"content": "positive", "reasoning_content": "four words of thought"}, None)
+    m = OpenAICompatModel(srv.url, max_retries=0)  # no tokenizer route: the documented estimate
+    g = m.generate([Message("system", "Be brief."), Message("user", "Is this review positive?")], max_tokens=8)
+    assert g.usage_estimated is True
+    assert g.prompt_tokens == m.count_tokens("Be brief.") + m.count_tokens("Is this review positive?") > 0
+    assert g.completion_tokens == m.count_tokens("positive") + m.count_tokens("four words of thought") > 0
+    srv2 = _chat_server(http_server, {"content": "positive"}, USAGE)
+    g2 = OpenAICompatModel(srv2.url, max_retries=0).generate([Message("user", "x")], max_tokens=8)
+    assert (g2.prompt_tokens, g2.completion_tokens, g2.usage_estimated) == (30, 12, False)
+
+
+def test_summary_flags_estimated_usage_and_counts_every_call_kind(http_server, fake_model):
+    srv = _chat_server(http_server, {"content": THINK_REPLY}, None)
+    model = OpenAICompatModel(srv.url, max_retries=0)
+
+    class Emb:
+        name, dim = "onehot", 8
+
+        def embed(self, texts):
+            import numpy as np
+            out = np.zeros((len(texts), 8), np.float32)
+            out[:, 0] = 1.0
+            return out
+
+    session = Session(Policy(), model, Emb(), rendering="chat")
+    el = element_from_json({"id": "q1", "input": "Great film!", "metadata": {"shape": "label"},
+                            "reference": "positive", "verifier": "label_match"})
+    p = session.answer(el)
+    assert p.answer == "positive" and p.raw_output == THINK_REPLY and p.reasoning
+    verdict = session.verify(p)
+    assert verdict.reward == 1.0
+    calls = p.calls + session.fold(p, verdict).calls  # the answer's calls, then the fold's
+    assert calls and all(c.usage_estimated and c.prompt_tokens > 0 for c in calls)
+    recs = [{"step": 0, "task": None, "verdict": {"reward": 1.0},
+             "calls": [{"kind": c.kind, "prompt_tokens": c.prompt_tokens, "completion_tokens":
+                        c.completion_tokens, "cost_usd": c.cost_usd, "cached": c.cached,
+                        "usage_estimated": c.usage_estimated} for c in calls]}]
+    s = summarise(recs, session.state, {})
+    assert s["usage_estimated"] is True and s["prompt_tokens"] > 0 and s["completion_tokens"] > 0
+    old = [dict(recs[0], calls=[{k: v for k, v in c.items() if k != "usage_estimated"} for c in recs[0]["calls"]])]
+    assert summarise(old, session.state, {})["usage_estimated"] is False  # logs from before the flag
+
+
+def test_llm_judge_verifier_calls_are_counted(fake_model):
+    model = fake_model(["Paris", "yes"])
+
+    class Emb:
+        name, dim = "onehot", 8
+
+        def embed(self, texts):
+            import numpy as np
+            out = np.zeros((len(texts), 8), np.float32)
+            out[:, 1] = 1.0
+            return out
+
+    session = Session(Policy(), model, Emb(), rendering="chat")
+    el = element_from_json({"id": "q", "input": "Capital of France?", "metadata": {"shape": "span"},
+                            "reference": "Paris", "verifier": "llm_judge"})
+    p = session.answer(el)
+    v = session.verify(p)
+    _, _, calls = session.fold(p, v)
+    assert v.reward == 1.0
+    assert [c.kind for c in calls].count("verify") == 1
+
+
+# ------------------------------------------------------------------ Anthropic Messages server
+def _messages_server(http_server, content: list, usage: dict | None):
+    def route(method, path, body):
+        if path.startswith("/v1/messages/count_tokens"):
+            return 200, {"input_tokens": 7}, {}
+        if path.startswith("/v1/messages"):
+            out = {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                   "content": content, "stop_reason": "end_turn", "stop_sequence": None}
+            if usage is not None:
+                out["usage"] = usage
+            return 200, out, {}
+        return 404, {"type": "error", "error": {"type": "not_found_error", "message": path}}, {}
+
+    return http_server(route)
+
+
+def test_anthropic_thinking_blocks_are_reasoning_and_thinking_is_requested(http_server):
+    content = [{"type": "thinking", "thinking": "The review is glowing.", "signature": "sig"},
+               {"type": "redacted_thinking", "data": "xxx"},
+               {"type": "text", "text": "positive"}]
+    srv = _messages_server(http_server, content, {"input_tokens": 100, "output_tokens": 1500})
+    m = AnthropicModel("claude-sonnet-4-5", api_key="k", base_url=srv.url, reasoning_tokens=1024)
+    g = m.generate([Message("user", "Sentiment?")], max_tokens=8)
+    assert g.text == "positive" and "The review is glowing." in g.reasoning
+    assert g.cost_usd == pytest.approx((100 * 3 + 1500 * 15) / 1e6)
+    body = [r for r in srv.requests if r["path"].startswith("/v1/messages")][-1]["body"]
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert body["max_tokens"] == 8 + 1024 and "temperature" not in body
+    assert m.name == "anthropic:claude-sonnet-4-5?reasoning=1024"
+    with pytest.raises(ValueError, match="1024"):
+        AnthropicModel("claude-sonnet-4-5", api_key="k", base_url=srv.url, reasoning_tokens=500)
+
+
+def test_anthropic_missing_usage_is_counted_and_priced(http_server):
+    srv = _messages_server(http_server, [{"type": "text", "text": "Paris"}], None)
+    m = AnthropicModel("claude-haiku-4-5", api_key="k", base_url=srv.url, token_counting="estimate")
+    g = m.generate([Message("user", "Capital of France?")], max_tokens=8)
+    assert g.usage_estimated and g.prompt_tokens > 0 and g.completion_tokens > 0
+    assert g.cost_usd == price_usd("claude-haiku-4-5", g.prompt_tokens, g.completion_tokens) > 0
+
+
+@pytest.mark.parametrize(("model_id", "per_mtok"), [
+    ("claude-haiku-4-5", (1, 5)), ("claude-haiku-4-5-20251001", (1, 5)), ("claude-sonnet-4-5-20250929", (3, 15)),
+    ("claude-opus-4-5", (5, 25)), ("claude-opus-4-1-20250805", (15, 75)), ("claude-3-5-haiku-latest", (0.8, 4)),
+    ("claude-sonnet-4-20250514", (3, 15)),
+])
+def test_price_table(model_id, per_mtok):
+    assert price_usd(model_id, 1_000_000, 1_000_000) == pytest.approx(sum(per_mtok))
+
+
+@pytest.mark.parametrize("model_id", ["claude-opus-4-7", "claude-haiku-4-5-fast", "gpt-4o", "claude-opus-4-5x"])
+def test_unknown_ids_have_no_price(model_id):
+    assert price_usd(model_id, 1000, 1000) is None
+
+
+def test_old_cache_rows_are_split_on_read(tmp_path, fake_model):
+    """A response cached before reasoning was split off is served without its <think> block."""
+    from rizz.shell.models.cache import CachedModel, ResponseCache, cache_key
+
+    cache = ResponseCache(tmp_path / "r.sqlite")
+    backend = fake_model(["unused"])
+    msgs = [Message("user", "x")]
+    key = cache_key(backend.name, msgs, "chat", 8, (), 0.0)
+    from rizz.shell.models import Generation
+    cache.put(key, Generation(THINK_REPLY, 3, 9, 0.1, None, backend.name, "stop"))
+    row = json.loads(cache._db.execute("SELECT generation FROM responses").fetchone()[0])
+    row.pop("reasoning"), row.pop("raw"), row.pop("usage_estimated")  # the old schema
+    cache._db.execute("UPDATE responses SET generation = ?", (json.dumps(row),))
+    g = CachedModel(backend, cache).generate(msgs, max_tokens=8)
+    assert (g.text, g.cached, g.reply) == ("positive", True, THINK_REPLY)
+    assert backend.calls == []
+
+
+def test_judge_label_and_distilled_rules_never_read_reasoning(fake_model):
+    """Even from a backend that leaves <think> blocks in ``text`` (a custom one)."""
+    from rizz.shell.distill import distill_rules
+    from rizz.shell.judge import label_input
+
+    think = '<think>{"function": "write-code", "application": "python"} IF x THEN y</think>\n'
+    jl = label_input(fake_model([think + '{"function": "classify-sentiment", "application": "movie-reviews"}']),
+                     "Great film!")
+    assert (jl.function, jl.application) == ("classify", "movie-reviews")  # not write-code/python
+    res = distill_rules(fake_model([think + "IF the review praises THEN answer positive"]),
+                        [("Great film!", "positive")], function="classify-sentiment", application="movie-reviews")
+    assert [(r.antecedent, r.strategy) for r in res.rules] == [("the review praises", "answer positive")]
