@@ -103,10 +103,13 @@ def run(
         _fail(str(e))
     _check_rendering(rendering)
     _check_out(out, "run.json", "RUN_DIR", also=("responses.sqlite",))
+    new_dir = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
         backend = load_model(model, cache=cache or out / "responses.sqlite")
     except (ValueError, ModelUnavailableError) as e:
+        if new_dir and not any(out.iterdir()):  # a refused command leaves no RUN_DIR behind
+            out.rmdir()
         _fail(str(e))
     embedder = Embedder()
     with new_progress() as prog:

@@ -152,6 +152,7 @@ class RunDir:
         start = self._log.tell()
         try:
             self._log.write(data[: len(data) // 2])
+            self._log.flush()  # (so a kill at the fault point leaves a real partial line)
             fault_point("log.append")  # crash tests: a kill with half a record written
             self._log.write(data[len(data) // 2:])
             self._log.flush()
@@ -185,6 +186,7 @@ class RunDir:
         tmp = path.with_suffix(".json.tmp")
         with open(tmp, "wb") as f:
             f.write(data[: len(data) // 2])
+            f.flush()
             fault_point("snapshot.write")  # crash tests: a kill mid-snapshot
             f.write(data[len(data) // 2:])
             f.flush()

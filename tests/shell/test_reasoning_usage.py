@@ -266,3 +266,37 @@ def test_judge_label_and_distilled_rules_never_read_reasoning(fake_model):
     res = distill_rules(fake_model([think + "IF the review praises THEN answer positive"]),
                         [("Great film!", "positive")], function="classify-sentiment", application="movie-reviews")
     assert [(r.antecedent, r.strategy) for r in res.rules] == [("the review praises", "answer positive")]
+
+
+def test_reasoning_allowance_is_recorded_in_run_json_and_leaves_room_in_the_budget(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream
+
+    from rizz.shell.policy_file import load_policy
+    from rizz.shell.run import run_stream
+
+    model = ArithmeticModel()
+    model.reasoning_tokens = 512
+    model.name = "stub:arithmetic?reasoning=512"
+    run_stream(arithmetic_stream(tmp_path / "s.jsonl", 3), load_policy("default"), "default", tmp_path / "r",
+               model, HashEmbedder(), rendering="chat", log=lambda m: None)
+    meta = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert (meta["reasoning_tokens"], meta["model"]) == (512, "stub:arithmetic?reasoning=512")
+    plain = Session(Policy(), ArithmeticModel(), HashEmbedder())
+    thinking = Session(Policy(), model, HashEmbedder())
+    assert plain.budget("number") - thinking.budget("number") == 512
+
+
+def test_a_bad_model_spec_leaves_no_run_dir(tmp_path):
+    from typer.testing import CliRunner
+
+    from rizz.shell import cli
+
+    stream = tmp_path / "s.jsonl"
+    stream.write_text('{"id": "a", "input": "x"}\n')
+    res = CliRunner().invoke(cli.app, ["run", str(stream), "--out", str(tmp_path / "r"), "--model", "embedded?reasoning=x"])
+    assert res.exit_code == 2 and "bad model spec" in res.output + (res.stderr if res.stderr_bytes else "")
+    assert not (tmp_path / "r").exists()

