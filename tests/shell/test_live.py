@@ -225,3 +225,17 @@ def test_a_log_format_1_run_dir_replays_to_its_recorded_digest(tmp_path):
     assert got["state_digest"] == want["state_digest"] == "sha256:16eaa81fd025e5fcca2906b0ab0201e344ba89e9d1512f95f422e385842c999d"
     assert {k: got[k] for k in want} == want  # every summary figure, from the joined records
     assert want["calls_by_kind"]["distill"] == 6
+
+
+def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp_path, capsys):
+    """The fixture's run, redone by today's code (distillation as its own record, after the
+    lifecycle round): the same digest and figures (no merge coincided with a distillation)."""
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+    import make_v1_rundir
+
+    make_v1_rundir.main(str(tmp_path / "v2"))
+    want = json.loads((ROOT / "tests" / "fixtures" / "v1-rundir" / "summary.json").read_text())
+    got = json.loads((tmp_path / "v2" / "summary.json").read_text())
+    assert {k: v for k, v in got.items() if k != "wall_s"} == {k: v for k, v in want.items() if k != "wall_s"}
+    kinds = [json.loads(l).get("kind") for l in (tmp_path / "v2" / "log.jsonl").read_text().splitlines()]
+    assert kinds.count("step") == 16 and kinds.count("distill") == 6
