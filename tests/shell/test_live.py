@@ -239,3 +239,18 @@ def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp
     assert {k: v for k, v in got.items() if k != "wall_s"} == {k: v for k, v in want.items() if k != "wall_s"}
     kinds = [json.loads(l).get("kind") for l in (tmp_path / "v2" / "log.jsonl").read_text().splitlines()]
     assert kinds.count("step") == 16 and kinds.count("distill") == 6
+
+
+def test_an_unfinished_log_format_1_run_resumes_under_todays_code(tmp_path):
+    """run.json of the fixture has no feedback.* policy fields (added since): resume is not refused."""
+    from rizz.shell.runlog import RunDir
+
+    run = tmp_path / "v1"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "v1-rundir", run)
+    meta = json.loads((run / "run.json").read_text())
+    assert "feedback" not in meta["policy_data"]
+    from rizz.shell.policy_file import parse_policy, policy_data
+
+    now = dict(meta, policy_data=policy_data(parse_policy(meta["policy_data"])), policy_digest="sha256:changed")
+    with RunDir(run) as rd:
+        assert rd.check_or_write_meta(now)["policy_digest"] == meta["policy_digest"]
