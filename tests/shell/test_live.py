@@ -254,3 +254,20 @@ def test_an_unfinished_log_format_1_run_resumes_under_todays_code(tmp_path):
     now = dict(meta, policy_data=policy_data(parse_policy(meta["policy_data"])), policy_digest="sha256:changed")
     with RunDir(run) as rd:
         assert rd.check_or_write_meta(now)["policy_digest"] == meta["policy_digest"]
+
+
+def test_a_crash_between_a_verdict_and_its_distillation_is_made_good_on_open(tmp_path):
+    path = tmp_path / "cut"
+    s = _open(path)
+    for i in range(0, 8, 2):
+        s.answer(element(i))
+    for i in range(0, 8, 2):
+        s.fold(f"q{i}", 1.0)  # the 4th success makes the sum branch's batch due
+    d = s.digest()
+    s.close()
+    lines = (path / "log.jsonl").read_text().splitlines(keepends=True)
+    assert json.loads(lines[-1])["kind"] == "distill"
+    (path / "log.jsonl").write_text("".join(lines[:-1]))  # killed before the distill record
+    s = _open(path)
+    assert s.digest() == d and (path / "log.jsonl").read_text().splitlines()[-1] == lines[-1].rstrip("\n")
+    s.close()
