@@ -155,6 +155,10 @@ class Session:
             fold, records = restore_fold(rd, pol)
             s = cls(pol, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget_cap,
                     run_dir=rd, snapshot_every=snapshot_every, fold=fold)
+            for r in records[-_CLOSED_IDS:]:  # why recent ids are no longer pending, for error messages
+                kind = r.get("kind")
+                if kind in ("verdict", "expire"):
+                    s._close_id(r["id"], "already folded" if kind == "verdict" else f"expired: {r['reason']}")
             with s._lock:
                 s.recover(records[-1] if records else None)
                 s._expire_overdue()
@@ -218,6 +222,8 @@ class Session:
             p = self._answer(el)
             rec = record_of(p, "step" if el.context_only else "answer", None, time.perf_counter() - t0, run_dir=self.run_dir)
             self._commit(rec, inp=p.step_input, routed=p.routed)
+            if el.context_only:
+                self._close_id(el.id, "context-only: stored when answered, no verdict to fold")
             return p
 
     def fold(self, pending: Pending | str, verdict: Verdict | float | None) -> Folded:

@@ -50,6 +50,8 @@ def test_many_answers_in_flight_then_verdicts_out_of_order_replay_and_reopen(tmp
     assert replay(tmp_path / "app", write_summary=False)["state_digest"] == d
     s2 = _open(tmp_path / "app")  # resume: same state, the same two answers still pending
     assert s2.digest() == d and s2.pending_ids() == ["q1", "q3"] and s2.step_index == 8
+    with pytest.raises(SessionError, match="'q5' is not pending \\(already folded\\)"):
+        s2.fold("q5", 1.0)  # known across the restart
     s2.fold("q3", 0.0)
     s2.answer(element(8))
     d2 = s2.digest()
@@ -101,6 +103,10 @@ def test_bad_calls_are_refused_and_change_nothing(tmp_path):
     with pytest.raises(ValueError):
         Verdict(math.nan)
     assert s.digest() == before and (tmp_path / "bad" / "log.jsonl").read_bytes() == log_before
+    s.answer({"id": "ctx", "input": "The meeting moved to Tuesday.", "context_only": True, "metadata": {"scope": "u1"}})
+    with pytest.raises(SessionError, match="context-only: stored when answered"):
+        s.fold("ctx", 1.0)
+    before = s.digest()
     s.expire(p, "the user left")
     with pytest.raises(SessionError, match="'q0' is not pending \\(expired: the user left\\)"):
         s.fold("q0", 1.0)
