@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/shell_overhead.py [--sizes 1000,10000,100000] [--repeats 200] [--seed 0]
+        [--blas-threads N] [--dir DIR]
 
 For each size N the state of ``benchmarks/core_overhead.py`` is built (N verified episodes over
 24 branches, rules, anti-patterns, scoped context; folded from the core's own events). Then, on
@@ -121,7 +122,12 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dir", default=None, help="where the durable session writes (default: a temp dir)")
+    ap.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl) for the whole run")
     args = ap.parse_args()
+    if args.blas_threads is not None:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.blas_threads)
     policy = Policy()
     r = rizz(policy)
     print(f"python {platform.python_version()}, numpy {np.__version__}, cpus {len(os.sched_getaffinity(0))}, "

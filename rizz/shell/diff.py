@@ -119,6 +119,13 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
                 lines.append(f"  compiler dropped {block}/{item} ({tokens} tokens, {reason})")
         if rec.get("overflow"):
             lines.append("  input alone exceeds the prompt budget: not sent to the model (reward 0)")
+        closed = {(r["id"], r["step"]) for r, _ in kept if r.get("kind") in ("verdict", "expire")}
+        if kind == "answer" and (rec["id"], rec["step"]) not in closed:
+            lines.append("  verdict not yet in the log at this point (a live session folds it when it arrives)")
+        if kind == "verdict":
+            lines.append(f"  verdict: reward {rec['verdict']['reward']:.3f} ({rec['verdict']['verifier']})")
+        if kind == "expire":
+            lines.append(f"  expired: {rec['reason']}")
     lines.append(f"after step {to}: {len(state.branches)} branches ({len(state.active_branches())} active)")
     return "\n".join(lines)
 

@@ -106,6 +106,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             log(f"resuming {rd.root} after {done} finished steps")
         session = Session(policy, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget,
                           run_dir=rd, snapshot_every=snapshot_every, fold=fold)
+        records.extend(session.recover(records[-1] if records else None))  # a distillation a kill interrupted
         for el in elements[done:]:
             fault_point("step")
             recs = session.run_element(el)

@@ -95,6 +95,8 @@ class RunDir:
             return meta
         old = json.loads(self.meta_path.read_text(encoding="utf-8"))
         diffs = [k for k in ("stream_sha256", "policy_digest", "model", "embedder", "embedder_dim", "rendering", "budget_cap") if old.get(k) != meta.get(k)]
+        if "policy_digest" in diffs and _same_policy(old.get("policy_data"), meta.get("policy_data")):
+            diffs.remove("policy_digest")  # written before a policy field was added (its default keeps the old behaviour)
         if diffs:
             lines = [f"  {k}: run has {old.get(k)!r}, this command has {meta.get(k)!r}" for k in diffs]
             raise RunDirMismatch(f"{self.root} was started with different settings; resume refused:\n" + "\n".join(lines) + "\nUse a new --out directory.")
@@ -214,6 +216,18 @@ class RunDir:
                 return n, from_data(data)
             self.ignored_snapshots.append((n, why))
         return None
+
+
+def _same_policy(a: Any, b: Any) -> bool:
+    """Both policy_data parse (with today's defaults for fields added since) to equal policies."""
+    from rizz.shell.policy_file import parse_policy
+
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return False
+    try:
+        return parse_policy(a) == parse_policy(b)
+    except Exception:
+        return False
 
 
 def record_to_step(rec: dict[str, Any], store: EmbeddingStore) -> tuple[StepInput, Verdict | None]:

@@ -155,11 +155,15 @@ class Session:
                 "embedder_dim": embedder.dim, "rendering": rendering or default_rendering(model), "budget_cap": budget_cap,
             })
             rd.repair()
-            fold, _ = restore_fold(rd, pol)
+            fold, records = restore_fold(rd, pol)
             s = cls(pol, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget_cap,
                     run_dir=rd, snapshot_every=snapshot_every, fold=fold)
+            for r in records[-_CLOSED_IDS:]:  # why recent ids are no longer pending, for error messages
+                kind = r.get("kind")
+                if kind in ("verdict", "expire"):
+                    s._close_id(r["id"], "already folded" if kind == "verdict" else f"expired: {r['reason']}")
             with s._lock:
-                s._finish_distillation()
+                s.recover(records[-1] if records else None)
                 s._expire_overdue()
             return s
         except BaseException:
@@ -221,6 +225,8 @@ class Session:
             p = self._answer(el)
             rec = record_of(p, "step" if el.context_only else "answer", None, time.perf_counter() - t0, run_dir=self.run_dir)
             self._commit(rec, inp=p.step_input, routed=p.routed)
+            if el.context_only:
+                self._close_id(el.id, "context-only: stored when answered, no verdict to fold")
             return p
 
     def fold(self, pending: Pending | str, verdict: Verdict | float | None) -> Folded:
@@ -354,13 +360,19 @@ class Session:
                            rules=[[r.antecedent, r.strategy, e.key] for r, e in zip(res.rules, embs)], calls=[c.part() for c in calls])
         return self._commit(rec, rules=rules), calls
 
-    def _finish_distillation(self) -> None:
-        """After a crash between a verdict and its distillation: distil now (state-determined)."""
-        if self.run_dir is None:
-            return
-        last = None
-        for last in self.run_dir.records():
-            pass
+    def recover(self, last: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """After a crash between a verdict (the log's ``last`` record, as JSON) and its
+        distillation: distil now (whether it is due is a function of the state). Returns the
+        records written. ``Session.open`` and a resumed ``rizz run`` call it."""
+        with self._lock:
+            self._collect = []
+            try:
+                self._finish_distillation(last)
+                return self._collect
+            finally:
+                self._collect = None
+
+    def _finish_distillation(self, last: dict[str, Any] | None) -> None:
         if last is None or last.get("kind", "step") not in ("step", "verdict") or "verdict" not in last or last.get("v") != lr.LOG_VERSION:
             return
         branch = (last.get("route") or {}).get("branch")

@@ -43,7 +43,7 @@ class StubModel:
 
     def generate(self, messages, *, max_tokens, stop=(), rendering="chat") -> Generation:
         text = messages[-1].content
-        if '"function"' in text:
+        if any('"function"' in m.content for m in messages):
             out = '{"function": "solve-math", "application": "sum"}' if "sum" in text else '{"function": "classify", "application": "stance"}'
         elif any("IF-THEN" in m.content for m in messages):
             out = "IF the question asks for a sum THEN add the numbers\nIF a stance is asked THEN answer with one letter"

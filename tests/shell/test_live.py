@@ -50,6 +50,8 @@ def test_many_answers_in_flight_then_verdicts_out_of_order_replay_and_reopen(tmp
     assert replay(tmp_path / "app", write_summary=False)["state_digest"] == d
     s2 = _open(tmp_path / "app")  # resume: same state, the same two answers still pending
     assert s2.digest() == d and s2.pending_ids() == ["q1", "q3"] and s2.step_index == 8
+    with pytest.raises(SessionError, match="'q5' is not pending \\(already folded\\)"):
+        s2.fold("q5", 1.0)  # known across the restart
     s2.fold("q3", 0.0)
     s2.answer(element(8))
     d2 = s2.digest()
@@ -101,6 +103,10 @@ def test_bad_calls_are_refused_and_change_nothing(tmp_path):
     with pytest.raises(ValueError):
         Verdict(math.nan)
     assert s.digest() == before and (tmp_path / "bad" / "log.jsonl").read_bytes() == log_before
+    s.answer({"id": "ctx", "input": "The meeting moved to Tuesday.", "context_only": True, "metadata": {"scope": "u1"}})
+    with pytest.raises(SessionError, match="context-only: stored when answered"):
+        s.fold("ctx", 1.0)
+    before = s.digest()
     s.expire(p, "the user left")
     with pytest.raises(SessionError, match="'q0' is not pending \\(expired: the user left\\)"):
         s.fold("q0", 1.0)
@@ -227,3 +233,49 @@ def test_a_log_format_1_run_dir_replays_to_its_recorded_digest(tmp_path):
     got["calls_by_kind"] = {k: n for k, n in got["calls_by_kind"].items() if k in want["calls_by_kind"] or n}
     assert {k: got[k] for k in want} == want
     assert want["calls_by_kind"]["distill"] == 6
+
+
+def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp_path, capsys):
+    """The fixture's run, redone by today's code (distillation as its own record, after the
+    lifecycle round): the same digest and figures (no merge coincided with a distillation)."""
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+    import make_v1_rundir
+
+    make_v1_rundir.main(str(tmp_path / "v2"))
+    want = json.loads((ROOT / "tests" / "fixtures" / "v1-rundir" / "summary.json").read_text())
+    got = json.loads((tmp_path / "v2" / "summary.json").read_text())
+    assert {k: v for k, v in got.items() if k != "wall_s"} == {k: v for k, v in want.items() if k != "wall_s"}
+    kinds = [json.loads(l).get("kind") for l in (tmp_path / "v2" / "log.jsonl").read_text().splitlines()]
+    assert kinds.count("step") == 16 and kinds.count("distill") == 6
+
+
+def test_an_unfinished_log_format_1_run_resumes_under_todays_code(tmp_path):
+    """run.json of the fixture has no feedback.* policy fields (added since): resume is not refused."""
+    from rizz.shell.runlog import RunDir
+
+    run = tmp_path / "v1"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "v1-rundir", run)
+    meta = json.loads((run / "run.json").read_text())
+    assert "feedback" not in meta["policy_data"]
+    from rizz.shell.policy_file import parse_policy, policy_data
+
+    now = dict(meta, policy_data=policy_data(parse_policy(meta["policy_data"])), policy_digest="sha256:changed")
+    with RunDir(run) as rd:
+        assert rd.check_or_write_meta(now)["policy_digest"] == meta["policy_digest"]
+
+
+def test_a_crash_between_a_verdict_and_its_distillation_is_made_good_on_open(tmp_path):
+    path = tmp_path / "cut"
+    s = _open(path)
+    for i in range(0, 8, 2):
+        s.answer(element(i))
+    for i in range(0, 8, 2):
+        s.fold(f"q{i}", 1.0)  # the 4th success makes the sum branch's batch due
+    d = s.digest()
+    s.close()
+    lines = (path / "log.jsonl").read_text().splitlines(keepends=True)
+    assert json.loads(lines[-1])["kind"] == "distill"
+    (path / "log.jsonl").write_text("".join(lines[:-1]))  # killed before the distill record
+    s = _open(path)
+    assert s.digest() == d and (path / "log.jsonl").read_text().splitlines()[-1] == lines[-1].rstrip("\n")
+    s.close()
