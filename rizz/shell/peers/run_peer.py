@@ -43,9 +43,13 @@ from rizz.shell.runlog import RunDir, RunDirMismatch, write_json_atomic
 from rizz.shell.streams import StreamElement, read_stream
 from rizz.shell.verifiers import extract_answer, verify
 
-__all__ = ["MEM0_TOP_K", "PEERS", "PeerError", "PeerWorker", "is_peer", "peer_python", "run_peer"]
+__all__ = ["MEM0_TOP_K", "PEERS", "PEER_OPTIONS", "PeerError", "PeerWorker", "is_peer", "peer_python", "run_peer"]
 
 PEERS = ("ace", "mem0")
+#: Settings handed to each peer (recorded in run.json). Completion cap 256 tokens per call and
+#: ACE's instructor retries cut from the package's 3 to 1: with the 135M model on 2 shared
+#: cores one ACE call takes minutes, and the small model rarely repairs its JSON on a retry.
+PEER_OPTIONS = {"ace": {"max_tokens": 256, "max_retries": 1}, "mem0": {"max_tokens": 256}}
 MEM0_TOP_K = 5  # memories put in the answer prompt (mem0's search default is 20; 5 keeps prompts near rizz's)
 WORKER = Path(__file__).with_name("worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -167,8 +171,9 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
     """
     stream, out = Path(stream), Path(out)
     elements = list(read_stream(stream).elements)[: limit if limit is not None else None]
+    options = dict(PEER_OPTIONS.get(name, {}), **(options or {}))
     meta = {"stream": str(stream), "stream_sha256": _sha(stream), "policy": f"peer:{name}", "model": model.name,
-            "rendering": rendering, "peer_options": options or {}}
+            "rendering": rendering, "peer_options": options}
     with RunDir(out) as rd:
         if rd.meta_path.exists():
             old = json.loads(rd.meta_path.read_text(encoding="utf-8"))
@@ -190,7 +195,7 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
             kinds = {"ace": ("answer", "reflect", "curate"), "mem0": ("memory",)}[name]
             opened = worker.request({"op": "open", "peer": name, "model": model_id, "workdir": str(workdir),
                                      "base_url": {k: proxy.base_url(k) for k in kinds},
-                                     "options": dict(options or {}, embedder_path=embedder_path)})
+                                     "options": dict(options, embedder_path=embedder_path)})
             meta["peer_package"] = f"{opened['package']}=={opened['version']}"
             write_json_atomic(rd.meta_path, meta)
             records = []
@@ -253,7 +258,7 @@ def _step(i: int, el: StreamElement, name: str, worker: PeerWorker, model: Any, 
         r = worker.request({"op": "learn", "question": _question(el), "context": _evidence(el), "answer": raw, "reward": reward,
                             "reference": ref, "feedback": feedback, "verified": reward >= write_threshold(name_v) and raw is not None})
         failures += r["failures"]
-    calls = proxy.take() + own_calls
+    calls = own_calls + proxy.take()  # the answer call comes before anything the peer does to learn
     rec["calls"] = [{k: c[k] for k in ("kind", "prompt_tokens", "completion_tokens", "latency_s", "cost_usd", "cached")} for c in calls]
     rec["peer"] = {"failures": failures, "http_errors": sum(1 for c in calls if c.get("status", 200) != 200)}
     rec["wall_s"] = round(time.perf_counter() - t0, 4)

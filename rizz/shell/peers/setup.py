@@ -47,7 +47,15 @@ def peer_model(spec: str, cache: str | Path | None) -> Iterator[PeerModel]:
 
         gguf = spec.strip().partition(":")[2] or None
         with LlamaServer(gguf) as server:
-            yield PeerModel(load_model(server.spec, cache=cache), server.url + "/v1", MODEL_ALIAS, "raw")
+            backend = load_model(server.spec)
+            # named by what it serves, not by its (free, changing) port: a rerun hits the
+            # response cache and resumes its RUN_DIRs
+            backend.name = f"llama_cpp.server:{server.gguf.stem}"
+            if cache is not None:
+                from rizz.shell.models import CachedModel, ResponseCache
+
+                backend = CachedModel(backend, ResponseCache(cache))
+            yield PeerModel(backend, server.url + "/v1", MODEL_ALIAS, "raw")
         return
     if kind == "openai":
         backend = load_model(spec, cache=cache)
