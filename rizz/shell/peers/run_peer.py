@@ -86,7 +86,8 @@ class PeerWorker:
     def __init__(self, name: str, workdir: Path, *, python: str | None = None) -> None:
         self.name = name
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MEM0_TELEMETRY="False",
-                   MEM0_DIR=str(workdir / "mem0-home"), LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONUNBUFFERED="1")
+                   MEM0_DIR=str(workdir / "mem0-home"), LITELLM_LOCAL_MODEL_COST_MAP="True", ANONYMIZED_TELEMETRY="false",
+                   PYTHONUNBUFFERED="1")  # nothing downloads or phones home at run time
         self._log = open(workdir.parent / "worker.log", "ab")
         self._proc = subprocess.Popen([python or peer_python(name), str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._log, env=env, cwd=str(workdir), text=True, encoding="utf-8")
