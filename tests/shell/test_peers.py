@@ -219,3 +219,31 @@ def test_ace_agent_that_never_returns_json_is_counted_and_scored_zero(http_serve
     # instructor retries the agent (1 + max_retries calls per step); nothing is learnt
     tries = 1 + PEER_OPTIONS["ace"]["max_retries"]
     assert all([c["kind"] for c in r["calls"]] == ["answer"] * tries for r in recs)
+
+
+def test_unknown_peer_is_a_clear_error():
+    with pytest.raises(PeerError, match="unknown peer 'amem'.*peer:ace, peer:mem0"):
+        peer_python("amem")
+
+
+@pytest.mark.slow
+def test_bench_with_a_peer_writes_the_peers_table(http_server, tmp_path):
+    """frozen and peer:mem0 in one bench over the stub: one report, Δ vs default, failures."""
+    _need("mem0")
+    from rizz.shell.bench import run_bench
+    from rizz.shell.embed import Embedder
+    from rizz.shell.models import load_model
+    from rizz.shell.peers.setup import PeerModel
+
+    srv = _stub(http_server, lambda msgs, body: json.dumps({"memory": []}) if body.get("response_format") else "4")
+    model = load_model(f"openai:{srv.url}#stub", cache=tmp_path / "b" / "responses.sqlite")
+    pm = PeerModel(model, srv.url + "/v1", "stub", "chat")
+    res = run_bench(_stream(tmp_path), ["frozen", "default", "peer:mem0"], tmp_path / "b", model, Embedder(), peer_model=pm,
+                    title="t", command="c", log=lambda m: None)
+    peers = res["peers"]
+    assert set(peers) == {"frozen", "default", "peer:mem0"}
+    assert peers["peer:mem0"]["mean_reward"] == pytest.approx(1 / 3)  # "4" is right only for q0
+    assert peers["peer:mem0"]["delta_vs_default"]["n"] == 3 and peers["peer:mem0"]["failures"]["total"] == 0
+    assert peers["peer:mem0"]["calls_by_kind"] == {"answer": 3, "memory": 1}
+    report = (tmp_path / "b" / "report.md").read_text()
+    assert "## Peers side by side" in report and "| peer:mem0 | 0.333" in report
