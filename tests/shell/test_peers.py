@@ -247,3 +247,15 @@ def test_bench_with_a_peer_writes_the_peers_table(http_server, tmp_path):
     assert peers["peer:mem0"]["calls_by_kind"] == {"answer": 3, "memory": 1}
     report = (tmp_path / "b" / "report.md").read_text()
     assert "## Peers side by side" in report and "| peer:mem0 | 0.333" in report
+
+
+def test_bench_refuses_an_unknown_peer_before_writing(tmp_path):
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    out = tmp_path / "b"
+    res = CliRunner().invoke(app, ["bench", str(_stream(tmp_path)), "-P", "frozen,peer:amem", "--out", str(out)])
+    text = " ".join(res.output.replace("│", " ").split())
+    assert res.exit_code == 2 and "unknown peer 'amem'" in text and "peer:mem0" in text, text
+    assert not out.exists()
