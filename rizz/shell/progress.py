@@ -49,7 +49,7 @@ class StepProgress:
             self.reward_sum += rec["verdict"]["reward"]
             self.answered += 1
         self.tokens += sum(c["prompt_tokens"] for c in rec["calls"])
-        info = f"reward {self.mean_reward:.3f} | branches {len(session.state.branches)} | tokens {self.tokens}"
+        info = f"reward {self.mean_reward:.3f} | branches {len(session.state.branches) if session is not None else '–'} | tokens {self.tokens}"
         done = rec["step"] + 1
         if self.progress is None:
             return

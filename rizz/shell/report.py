@@ -111,7 +111,8 @@ def _policy_stats(records: list[dict[str, Any]], summary: dict[str, Any], seed: 
         "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,
         "prompt_tokens": sum(int(c["prompt_tokens"]) for c in calls),
         "completion_tokens": sum(int(c["completion_tokens"]) for c in calls),
-        "max_prompt_tokens": max((int(p["tokens"]) for p in prompts), default=0),
+        # a peer has no compiled prompt: its largest single call stands in (rizz.shell.peers)
+        "max_prompt_tokens": max((int(p["tokens"]) for p in prompts), default=max((int(c["prompt_tokens"]) for c in calls), default=0)),
         "budget": max((int(p["budget"]) for p in prompts), default=None),
         "budget_exceeded": sum(1 for p in prompts if p["tokens"] > p["budget"]),
         "overflow": sum(1 for r in records if r.get("overflow")),
@@ -208,6 +209,10 @@ def build_report(bench_dir: Path, policies: Sequence[str], *, title: str, comman
         "deltas": _deltas(pairs, seed),
         "deltas_by_half": _deltas_by_half(pairs, seed),
     }
+    if any(p.startswith("peer:") for p in policies):
+        from rizz.shell.peers.report import peer_results
+
+        results["peers"] = peer_results(runs, seed)
     write_json_atomic(bench_dir / "results.json", results)
     _plots(bench_dir, runs, results, window)
     (bench_dir / "report.md").write_text(_markdown(results), encoding="utf-8")
@@ -363,6 +368,10 @@ def _markdown(results: dict[str, Any]) -> str:
     if bad:
         over = ", ".join(f"{p} ({res[p]['budget_exceeded']} steps)" for p in bad)
         out += [f"**Warning: the token budget was exceeded** by {over}.", ""]
+    if results.get("peers"):
+        from rizz.shell.peers.report import peer_markdown
+
+        out += peer_markdown(results["peers"])
     tasks = sorted({t for p in pols for t in res[p]["per_task"]})
     cell = lambda pt, t: f"{pt[t]['mean_reward']:.3f} (n={pt[t]['n']})" if t in pt else "–"  # noqa: E731
     out += ["## Per task (mean reward)", ""] + _md_table(["task", *pols], [[t, *(cell(res[p]["per_task"], t) for p in pols)] for t in tasks]) + [""]
