@@ -156,3 +156,28 @@ def test_serial_bench_refuses_ray_without_a_model_factory(tmp_path, stream):
     with pytest.raises(ValueError, match="model_factory"):
         run_bench(stream, ["frozen"], tmp_path, None, None, ray_address="local", log=lambda m: None, title="t", command="c")
 
+
+
+def test_ray_flag_takes_an_optional_address():
+    from rizz.shell.cli import ray_flag
+
+    assert ray_flag(["bench", "s.jsonl", "--ray", "-o", "x"]) == ["bench", "s.jsonl", "--ray=local", "-o", "x"]
+    assert ray_flag(["bench", "--ray", "s.jsonl"]) == ["bench", "--ray=local", "s.jsonl"]
+    assert ray_flag(["bench", "s.jsonl", "--ray"]) == ["bench", "s.jsonl", "--ray=local"]
+    for addr in ("auto", "10.0.0.5:6379", "ray://head:10001", "local"):
+        assert ray_flag(["bench", "--ray", addr, "s.jsonl"]) == ["bench", "--ray", addr, "s.jsonl"]
+
+
+def test_cli_bench_on_ray_end_to_end(tmp_path, stream, local_ray, monkeypatch):
+    """`rizz bench --ray` through the CLI (the stub model stands in for --model via model_from_spec)."""
+    from typer.testing import CliRunner
+
+    import rizz.shell.ray_tasks as rt
+    from rizz.shell.cli import app, ray_flag
+
+    monkeypatch.setattr(rt, "model_from_spec", lambda spec, cache: stub_model.cached_stub(cache))
+    args = ray_flag(["bench", str(stream), "-P", "frozen,default", "--out", str(tmp_path / "b"), "--model", "embedded", "--ray"])
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "ray.json" in res.output and json.loads((tmp_path / "b" / "ray.json").read_text())["address"] == "local"
+    assert json.loads((tmp_path / "b" / "results.json").read_text())["results"]["default"]["steps"] == 8
