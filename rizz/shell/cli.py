@@ -301,6 +301,41 @@ def sweep(
 
 
 @app.command()
+def serve(
+    data: Path = typer.Option(..., "--data", help="Folder of tenants: one durable live session per tenant in DATA/<tenant>/."),
+    policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file or shipped name, for every tenant."),
+    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP + " (one instance, queued fairly between tenants)"),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; without --keys only loopback is accepted."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
+    keys: Optional[Path] = typer.Option(None, "--keys", help="YAML file: tenant -> API key (or list of keys), sent as 'Authorization: Bearer KEY'."),
+    queue_timeout: float = typer.Option(300.0, "--queue-timeout", min=0.1, help="Longest wait (s) for the shared model before 504."),
+) -> None:
+    """Serve one durable live session per tenant over HTTP (FastAPI): answer, verdict, state, branches, /metrics, /docs."""
+    from rizz.shell.models import ModelUnavailableError, load_model
+    from rizz.shell.serve.app import load_keys
+    from rizz.shell.serve.run import is_loopback
+    from rizz.shell.serve.run import serve as do_serve
+
+    pol = _load_policy_or_exit(policy)
+    if keys is None and not is_loopback(host):
+        _fail(f"--host {host}: without --keys rizz serve listens on loopback only (127.0.0.1, ::1, localhost)")
+    if keys is not None:
+        try:
+            load_keys(str(keys))
+        except ValueError as e:
+            _fail(str(e))
+    if data.exists() and not data.is_dir():
+        _fail(f"--data {data}: is a file; give a folder")
+    data.mkdir(parents=True, exist_ok=True)
+    try:
+        backend = load_model(model)
+        do_serve(data, pol, backend, host=host, port=port, keys_file=str(keys) if keys else None, queue_timeout_s=queue_timeout,
+                 say=lambda m: typer.echo(m, err=True))
+    except (ValueError, ModelUnavailableError, RuntimeError) as e:
+        _fail(str(e))
+
+
+@app.command()
 def demo(
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where to write the bench."),
     limit: int = typer.Option(DEMO_LIMIT, "--limit", "-n", min=1, help="Stream elements per policy."),
