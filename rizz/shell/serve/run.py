@@ -61,6 +61,7 @@ def build(data: str | Path, policy: Any, backend: Any, *, embedder: Any = None, 
             from rizz.shell.embed import Embedder
 
             embedder = Embedder()
+        embedder.embed(["warm-up"])  # load the weights now, not inside the first requests
         opener = live_opener(policy, fair, LockedEmbedder(embedder))
     tenants = Tenants(data, opener)
     return create_app(tenants, keys=keys, metrics=metrics, model=fair), tenants, fair
