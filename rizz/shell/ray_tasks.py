@@ -110,6 +110,19 @@ def driver_torch_threads() -> int:
     return int(torch.get_num_threads())
 
 
+def _steps_logged(log: Path) -> int:
+    """Answered/stepped elements in a log (distill and other record kinds not counted)."""
+    if not log.exists():
+        return 0
+    n = 0
+    for line in log.read_bytes().splitlines():
+        try:
+            n += json.loads(line).get("kind", "step") in ("step", "answer")
+        except ValueError:
+            pass  # a torn last line: not a record
+    return n
+
+
 def _tar_dir(root: Path) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -190,7 +203,7 @@ def _run_task(spec: RunSpec, stream_bytes: bytes, run_tar: bytes, cache_bytes: b
         stream.write_bytes(stream_bytes)
         run_dir = tmp_p / "run"
         _untar(run_tar, run_dir)
-        steps_before = sum(1 for _ in open(run_dir / "log.jsonl", "rb")) if (run_dir / "log.jsonl").exists() else 0
+        steps_before = _steps_logged(run_dir / "log.jsonl")
         cache = tmp_p / "responses.sqlite"
         if cache_bytes:
             cache.write_bytes(cache_bytes)
