@@ -5,6 +5,11 @@ Every policy sees the same stream order, model, verifiers and budget. One respon
 judge's question about an input, or any prompt before memory differs) is paid for once.
 Each policy's RUN_DIR is ``BENCH_DIR/<policy name>/``; a crash or Ctrl-C resumes like
 ``rizz run`` when the same command is run again.
+
+With ``ray_address`` (``rizz bench --ray [ADDRESS]``) each policy's run is a Ray task
+(:mod:`rizz.shell.ray_tasks`): same RUN_DIRs, digests and results.json except timings and
+cache-hit counts; each task's response cache is merged into ``BENCH_DIR/responses.sqlite``
+afterwards, and ``BENCH_DIR/ray.json`` records each task's wall time and node.
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ def run_bench(
     progress: Any = None,
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
     peer_model: Any = None,
+    ray_address: str | None = None,
+    model_factory: Callable[[str], Any] | None = None,
+    embedder_factory: Callable[[], Any] | None = None,
+    num_cpus: int | None = None,
 ) -> dict[str, Any]:
     """Run ``policies`` over ``stream`` into ``out`` and write the report; returns results.
 
@@ -50,6 +59,12 @@ def run_bench(
         entries (run by :func:`rizz.shell.peers.run_peer.run_peer` into ``out/peer:NAME``,
         their calls through a recording proxy whose replies are cached in
         ``out/peer-responses.sqlite``).
+      ray_address: run each policy as a Ray task: ``"local"`` starts a local Ray
+        (``num_cpus`` cores, default all), else a cluster address (``auto``, ``HOST:PORT``,
+        ``ray://HOST:10001``). Then ``model`` is unused and ``model_factory``
+        (picklable ``cache_path -> backend``) builds the model on each worker;
+        ``embedder_factory`` defaults to :func:`rizz.shell.ray_tasks.pinned_embedder` with
+        this process's torch thread count (so embeddings are bit-identical to a serial run's).
     Raises:
       PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError (two policies with one name).
     """
@@ -66,8 +81,13 @@ def run_bench(
         raise ValueError(f"policy names must differ (they name the run folders): {names}")
     total = len(read_stream(stream, skip_bad=False).elements)
     total = min(total, limit) if limit is not None else total
+    if ray_address is not None:
+        if any(pol is None for _, pol in loaded):
+            raise ValueError("peer:NAME entries cannot run with --ray (they share one in-process model server)")
+        _run_on_ray(stream, loaded, out, limit=limit, rendering=rendering, budget=budget, log=log, address=ray_address,
+                    model_factory=model_factory, embedder_factory=embedder_factory, num_cpus=num_cpus)
     proxy = None
-    for source, pol in loaded:
+    for source, pol in loaded if ray_address is None else ():
         if pol is None:
             from rizz.shell.peers.proxy import CallProxy
             from rizz.shell.peers.run_peer import run_peer
@@ -97,3 +117,30 @@ def run_bench(
     from rizz.shell.report import build_report
 
     return build_report(out, names, title=title or f"rizz bench: {Path(stream).name}", command=command)
+
+
+def _run_on_ray(stream: str | Path, loaded: list, out: Path, *, limit: int | None, rendering: str | None, budget: int | None,
+                log: Callable[[str], None], address: str, model_factory: Callable[[str], Any] | None,
+                embedder_factory: Callable[[], Any] | None, num_cpus: int | None) -> None:
+    """Each (policy, stream) as a Ray task; writes ``out/ray.json`` (per-task wall s, node)."""
+    import time
+
+    from rizz.shell.ray_tasks import RunSpec, run_specs_on_ray
+    from rizz.shell.runlog import write_json_atomic
+
+    if model_factory is None:
+        raise ValueError("a Ray bench needs model_factory (the model is built on each worker)")
+    if embedder_factory is None:  # the default embedder, with this process's torch thread count
+        from functools import partial
+
+        from rizz.shell.ray_tasks import driver_torch_threads, pinned_embedder
+
+        embedder_factory = partial(pinned_embedder, driver_torch_threads())
+    specs = [RunSpec(pol.name, Path(stream), pol, source, out / pol.name, limit, rendering, budget) for source, pol in loaded]
+    t0 = time.perf_counter()
+    done = run_specs_on_ray(specs, out / "responses.sqlite", model_factory=model_factory, embedder_factory=embedder_factory,
+                            address=address, num_cpus=num_cpus, log=log)
+    write_json_atomic(out / "ray.json", {
+        "address": address, "wall_s": round(time.perf_counter() - t0, 3),
+        "tasks": [{"policy": r.label, "wall_s": r.wall_s, "steps": r.summary["steps"], "steps_run": r.steps_run,
+                   "node": r.node, "new_cache_rows": r.new_cache_rows} for r in done]})

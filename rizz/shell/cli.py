@@ -1,8 +1,9 @@
-"""The ``rizz`` command line (specs/stream-format.md): run, replay, diff, inspect, policy, streams, bench, demo."""
+"""The ``rizz`` command line (specs/stream-format.md): run, replay, diff, inspect, policy, streams, bench, sweep, serve, demo."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -191,7 +192,7 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
 
 
 def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Optional[int], rendering: Optional[str], command: str, title: str,
-           budget: Optional[int] = None) -> None:
+           budget: Optional[int] = None, ray_address: Optional[str] = None) -> None:
     from rizz.shell.bench import run_bench
     from rizz.shell.embed import Embedder
     from rizz.shell.models import ModelUnavailableError, load_model
@@ -220,6 +221,26 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
     _check_rendering(rendering)
     _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",))  # the cache comes first
     out.mkdir(parents=True, exist_ok=True)
+    if ray_address is not None:  # the model is built on each Ray worker, not here
+        if any(is_peer(p) for p in policies):
+            _fail("peer:NAME entries cannot run with --ray (they share one in-process model server); run them without --ray")
+        from functools import partial
+
+        from rizz.shell.ray_tasks import model_from_spec
+
+        try:
+            results = run_bench(stream, policies, out, None, None, limit=limit, rendering=rendering, budget=budget, command=command,
+                                title=title, ray_address=ray_address, model_factory=partial(model_from_spec, model),
+                                log=lambda m: typer.echo(m, err=True))
+        except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, ModelUnavailableError, RuntimeError) as e:
+            _fail(str(e))
+        except KeyboardInterrupt:
+            _fail(f"interrupted; finished policies are in {out}/<policy>/; run the same command again to resume", 130)
+        from rizz.shell.report import format_table
+
+        typer.echo(format_table(results))
+        typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/*.png   results: {out / 'results.json'}   Ray tasks: {out / 'ray.json'}")
+        return
     import contextlib
 
     from rizz.shell.peers.setup import peer_model
@@ -257,14 +278,90 @@ def bench(
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
     rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default by backend)."),
     budget: Optional[int] = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
+    ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
+                                      help="Run each policy as a Ray task: a local Ray by default, or a cluster (auto | HOST:PORT | ray://HOST:10001). ADDRESS may follow --ray or be written --ray=ADDRESS."),
 ) -> None:
     """Several policies over the same stream and model, side by side (report.md, results.json, PNG plots).
 
     A shared response cache means an identical prompt is paid for once; rerunning the same
-    command resumes an interrupted bench.
+    command resumes an interrupted bench. With --ray the policies run as Ray tasks (same
+    digests and results; each task's cache is merged into the bench's).
     """
     _bench(stream, [p.strip() for p in policies.split(",") if p.strip()], out, model, limit, rendering,
-           "rizz " + " ".join(sys.argv[1:]), f"rizz bench: {stream.name}", budget)
+           "rizz " + " ".join(sys.argv[1:]), f"rizz bench: {stream.name}", budget, ray)
+
+
+@app.command()
+def sweep(
+    spec: Path = typer.Argument(..., help="Sweep spec (YAML): base, grid, streams, seeds, baselines, limit, budget, model (rizz/shell/sweep.py)."),
+    out: Path = typer.Option(..., "--out", "-o", help="SWEEP_DIR: cells/<stream[.seed]>/<policy>/ runs, report.md, results.json, plots."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP + " (default: the spec's model, else embedded)"),
+    ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
+                                      help="Run each (policy, cell) as a Ray task: a local Ray by default, or a cluster (auto | HOST:PORT | ray://HOST:10001)."),
+) -> None:
+    """A grid over policy fields x streams x seeds: validated policies, run (optionally on Ray), one report.
+
+    Every grid point is validated before anything runs; rerunning the same command resumes.
+    """
+    from rizz.shell.models import ModelError
+    from rizz.shell.runlog import RunDirBusy, RunDirMismatch
+    from rizz.shell.streams import StreamError
+    from rizz.shell.sweep import SweepError, expand, load_sweep, run_sweep
+    from rizz.shell.sweep_report import format_sweep_table
+
+    try:
+        parsed = load_sweep(spec)
+        expand(parsed)  # every grid point valid before anything is written
+    except (SweepError, PolicyError) as e:
+        _fail(str(e))
+    _check_out(out, "results.json", "SWEEP_DIR", also=("responses.sqlite", "cells", "streams"))
+    try:
+        data = run_sweep(parsed, out, model=model, ray_address=ray, command="rizz " + " ".join(sys.argv[1:]),
+                         log=lambda m: typer.echo(m, err=True))
+    except (SweepError, PolicyError, StreamError, RunDirBusy, RunDirMismatch, ModelError, ValueError, RuntimeError) as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        _fail(f"interrupted; finished runs are in {out}/cells/; run the same command again to resume", 130)
+    rows = format_sweep_table(data)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        typer.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/sweep_*.png   results: {out / 'results.json'}")
+
+
+@app.command()
+def serve(
+    data: Path = typer.Option(..., "--data", help="Folder of tenants: one durable live session per tenant in DATA/<tenant>/."),
+    policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file or shipped name, for every tenant."),
+    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP + " (one instance, queued fairly between tenants)"),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; without --keys only loopback is accepted."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
+    keys: Optional[Path] = typer.Option(None, "--keys", help="YAML file: tenant -> API key (or list of keys), sent as 'Authorization: Bearer KEY'."),
+    queue_timeout: float = typer.Option(300.0, "--queue-timeout", min=0.1, help="Longest wait (s) for the shared model before 504."),
+) -> None:
+    """Serve one durable live session per tenant over HTTP (FastAPI): answer, verdict, state, branches, /metrics, /docs."""
+    from rizz.shell.models import ModelUnavailableError, load_model
+    from rizz.shell.serve.app import load_keys
+    from rizz.shell.serve.run import is_loopback
+    from rizz.shell.serve.run import serve as do_serve
+
+    pol = _load_policy_or_exit(policy)
+    if keys is None and not is_loopback(host):
+        _fail(f"--host {host}: without --keys rizz serve listens on loopback only (127.0.0.1, ::1, localhost)")
+    if keys is not None:
+        try:
+            load_keys(str(keys))
+        except ValueError as e:
+            _fail(str(e))
+    if data.exists() and not data.is_dir():
+        _fail(f"--data {data}: is a file; give a folder")
+    data.mkdir(parents=True, exist_ok=True)
+    try:
+        backend = load_model(model)
+        do_serve(data, pol, backend, host=host, port=port, keys_file=str(keys) if keys else None, queue_timeout_s=queue_timeout,
+                 say=lambda m: typer.echo(m, err=True))
+    except (ValueError, ModelUnavailableError, RuntimeError) as e:
+        _fail(str(e))
 
 
 @app.command()
@@ -318,8 +415,23 @@ def policy_constants_cmd() -> None:
     typer.echo(constants_markdown(), nl=False)
 
 
+#: What may follow ``--ray`` as its ADDRESS: local, auto, ray://..., HOST:PORT.
+_RAY_ADDRESS = re.compile(r"^(local|auto|ray://\S+|[\w.\-]+:\d+)$")
+
+
+def ray_flag(argv: list[str]) -> list[str]:
+    """``--ray`` takes an optional ADDRESS: a bare ``--ray`` (not followed by an address-like
+    token: local, auto, ray://..., HOST:PORT) becomes ``--ray=local``."""
+    out = []
+    for i, a in enumerate(argv):
+        if a == "--ray" and not (i + 1 < len(argv) and _RAY_ADDRESS.match(argv[i + 1])):
+            a = "--ray=local"
+        out.append(a)
+    return out
+
+
 def main() -> None:
-    app()
+    app(args=ray_flag(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,91 @@
+"""Building and running ``rizz serve`` (the CLI's entry; tests and benchmarks build it the same way)."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from rizz.shell.serve.app import Metrics, create_app, load_keys
+from rizz.shell.serve.tenants import FairModel, LockedEmbedder, Tenants
+
+__all__ = ["LOOPBACK", "build", "is_loopback", "live_opener", "serve"]
+
+LOOPBACK = "127.0.0.1"
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def live_opener(policy: Any, model: FairModel, embedder: Any) -> Callable[[Path], Any]:
+    """``path -> rizz.Session.open(path, policy, model)``: each tenant's responses cached in its folder.
+
+    Raises RuntimeError when this build has no live Session API (``rizz.Session``, issue #11).
+    """
+    try:
+        from rizz import Session  # the live API (CONTRACT "Additions")
+    except ImportError:
+        Session = None  # noqa: N806
+    if Session is None or not hasattr(Session, "open"):
+        raise RuntimeError("rizz serve needs the live Session API (rizz.Session.open, issue #11), which this build lacks")
+    from rizz.shell.models.cache import CachedModel, ResponseCache
+
+    def open_(path: Path) -> Any:
+        path.mkdir(parents=True, exist_ok=True)
+        return Session.open(path, policy=policy, model=CachedModel(model, ResponseCache(path / "responses.sqlite")), embedder=embedder)
+
+    return open_
+
+
+def build(data: str | Path, policy: Any, backend: Any, *, embedder: Any = None, keys_file: str | None = None,
+          queue_timeout_s: float | None = 300.0, opener: Callable[[Path], Any] | None = None) -> tuple[Any, Tenants, FairModel]:
+    """``(app, tenants, fair_model)`` for ``data`` (one folder per tenant), ``policy`` (a Policy),
+    ``backend`` (a ModelBackend, shared fairly by all tenants).
+
+    ``opener`` replaces :func:`live_opener` (tests). Raises ValueError for a bad keys file,
+    RuntimeError without the live Session API.
+    """
+    keys = load_keys(keys_file) if keys_file else None
+    metrics = Metrics()
+    fair = FairModel(backend, queue_timeout_s=queue_timeout_s, on_call=metrics.on_model_call)
+    if opener is None:
+        if embedder is None:
+            from rizz.shell.embed import Embedder
+
+            embedder = Embedder()
+        embedder.embed(["warm-up"])  # load the weights now, not inside the first requests
+        opener = live_opener(policy, fair, LockedEmbedder(embedder))
+    tenants = Tenants(data, opener)
+    return create_app(tenants, keys=keys, metrics=metrics, model=fair), tenants, fair
+
+
+def serve(data: str | Path, policy: Any, backend: Any, *, host: str = LOOPBACK, port: int = 8000, keys_file: str | None = None,
+          queue_timeout_s: float | None = 300.0, embedder: Any = None, opener: Callable[[Path], Any] | None = None,
+          say: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> None:
+    """Serve until interrupted; every tenant's session is closed (snapshotted) on the way out.
+
+    Without ``keys_file`` only a loopback ``host`` is accepted (ValueError otherwise).
+    """
+    import uvicorn
+
+    if keys_file is None and not is_loopback(host):
+        raise ValueError(f"--host {host}: without --keys rizz serve listens on loopback only (127.0.0.1, ::1, localhost)")
+    app, tenants, _ = build(data, policy, backend, embedder=embedder, keys_file=keys_file, queue_timeout_s=queue_timeout_s, opener=opener)
+    if keys_file is None:
+        say(f"rizz serve: no --keys, so no authentication: listening on loopback only ({host}:{port}); "
+            "every local user can reach every tenant")
+    else:
+        say(f"rizz serve: API keys from {keys_file} ({len(set(load_keys(keys_file).values()))} tenants); listening on {host}:{port}")
+    say(f"rizz serve: tenants under {Path(data).resolve()}/<tenant>/, OpenAPI page at http://{host}:{port}/docs")
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        tenants.close()

@@ -1,0 +1,218 @@
+"""The one adapter between ``rizz serve`` and the live Session API (``rizz.Session``, issue #11).
+
+:class:`Tenants` keeps one durable Session per tenant under ``DATA/<tenant>/``, opened on first
+use through ``opener(path) -> session``. A session is used only through this API (the
+CONTRACT's live API)::
+
+    s.answer(element_dict) -> pending   # .id, .answer; prompt tokens and routed branch (see _view)
+    s.fold(id, Verdict | float)         # raises (nothing changed) for unknown/expired/folded ids
+    s.digest(); s.pending_ids(); s.step_index; s.state; s.close()
+
+A tenant's calls are serialised by its own lock (the Session also locks itself); different
+tenants run in parallel. The model and the embedder are single resources shared by every
+tenant: :class:`FairModel` queues calls first-come first-served (a ticket lock), and since a
+tenant has at most one call in flight (its lock), the queue takes tenants in turn; a wait
+longer than ``queue_timeout_s`` raises :class:`ModelQueueTimeout` (HTTP 504).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from rizz.shell.models.base import Generation, Message, ModelError
+
+__all__ = ["FairModel", "LockedEmbedder", "ModelQueueTimeout", "TENANT_RE", "Tenants", "UnknownId", "branch_rows"]
+
+#: Tenant names: a path segment, no dots first (no ``..``), at most 64 characters.
+TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+_local = threading.local()  # .tenant: the tenant whose request this thread serves (for metrics)
+
+
+class ModelQueueTimeout(ModelError, TimeoutError):
+    """The shared model stayed busy longer than the queue timeout (seconds)."""
+
+
+class UnknownId(LookupError):
+    """A verdict for an id that is not pending in the tenant's session (unknown, expired or folded)."""
+
+
+class FairModel:
+    """A backend shared by every tenant: one call at a time, first come first served.
+
+    ``on_call(tenant, generation_or_None, seconds)`` is told about every call (metrics);
+    ``queue_timeout_s``: longest wait for the model before :class:`ModelQueueTimeout`
+    (None: wait forever). ``count_tokens`` passes through without queueing.
+    """
+
+    def __init__(self, backend: Any, *, queue_timeout_s: float | None = None,
+                 on_call: Callable[[str, Generation | None, float], None] = lambda t, g, s: None) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.context_window = backend.context_window
+        self.queue_timeout_s = queue_timeout_s
+        self.on_call = on_call
+        self._cv = threading.Condition()
+        self._queue: deque[object] = deque()
+
+    @property
+    def temperature(self) -> float:
+        return float(getattr(self.backend, "temperature", 0.0))
+
+    @property
+    def waiting(self) -> int:
+        """Calls queued or running now."""
+        return len(self._queue)
+
+    def count_tokens(self, text: str) -> int:
+        return self.backend.count_tokens(text)
+
+    def generate(self, messages: Sequence[Message], *, max_tokens: int, stop: Sequence[str] = (), rendering: str = "chat") -> Generation:
+        ticket = object()
+        tenant = getattr(_local, "tenant", "-")
+        t0 = time.perf_counter()
+        with self._cv:
+            self._queue.append(ticket)
+            ok = self._cv.wait_for(lambda: self._queue[0] is ticket, timeout=self.queue_timeout_s)
+            if not ok:
+                self._queue.remove(ticket)
+                self._cv.notify_all()
+                raise ModelQueueTimeout(f"the model stayed busy for {self.queue_timeout_s:g} s ({len(self._queue)} calls queued)")
+        gen = None
+        try:
+            gen = self.backend.generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering)
+            return gen
+        finally:
+            with self._cv:
+                self._queue.popleft()
+                self._cv.notify_all()
+            self.on_call(tenant, gen, time.perf_counter() - t0)
+
+
+class LockedEmbedder:
+    """An embedder shared by every tenant, one call at a time (``name``, ``dim``, ``embed``)."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._e = embedder
+        self._lock = threading.Lock()
+        self.name = embedder.name
+
+    @property
+    def dim(self) -> int:
+        return self._e.dim
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        with self._lock:
+            return self._e.embed(texts)
+
+
+def branch_rows(state: Any) -> list[dict[str, Any]]:
+    """One row per branch, the columns of ``rizz inspect`` (:func:`rizz.shell.diff.inspect_run`)."""
+    rows = []
+    for bid in state.branch_ids():
+        b = state.branches[bid]
+        rows.append({
+            "branch": bid, "label": str(b.label), "shape": b.shape or "-", "active": b.active,
+            "episodes": len(b.episodes), "rules": len(b.rules), "anti_patterns": len(b.failures),
+            "context": len(b.context), "quarantined": len(b.quarantine), "traffic": b.stats.traffic,
+            "answered": b.stats.answered, "mean_reward": round(b.stats.mean_reward, 4),
+        })
+    return rows
+
+
+def _view(p: Any) -> dict[str, Any]:
+    """``{"id", "answer", "prompt_tokens", "branch"}`` of a pending answer.
+
+    Reads ``p.prompt_tokens`` / ``p.branch`` when the Pending has them, else the compiled
+    prompt's ``token_count`` and the route round's branch id (``p.routed``), as #11 builds it.
+    """
+    tokens = getattr(p, "prompt_tokens", None)
+    if tokens is None:
+        prompt = getattr(p, "prompt", None)
+        tokens = prompt.token_count if prompt is not None else 0
+    branch = getattr(p, "branch", None)
+    if branch is None:
+        routed = getattr(p, "routed", None)
+        decision = getattr(routed, "decision", None)
+        branch = getattr(decision, "branch_id", None)
+    return {"id": p.id, "answer": p.answer, "prompt_tokens": int(tokens), "branch": branch}
+
+
+class Tenants:
+    """One Session per tenant under ``data_dir``, opened lazily; see the module docstring."""
+
+    def __init__(self, data_dir: str | Path, opener: Callable[[Path], Any]) -> None:
+        self.data_dir = Path(data_dir)
+        self.opener = opener
+        self._sessions: dict[str, Any] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._registry = threading.Lock()
+
+    def _lock(self, tenant: str) -> threading.Lock:
+        with self._registry:
+            return self._locks.setdefault(tenant, threading.Lock())
+
+    def _session(self, tenant: str) -> Any:  # called with the tenant's lock held
+        s = self._sessions.get(tenant)
+        if s is None:
+            s = self.opener(self.data_dir / tenant)
+            self._sessions[tenant] = s
+        return s
+
+    def _call(self, tenant: str, fn: Callable[[Any], Any]) -> Any:
+        if not TENANT_RE.match(tenant):
+            raise ValueError(f"tenant {tenant!r}: expected 1-64 letters, digits, '_' or '-', not starting with '_' or '-'")
+        with self._lock(tenant):
+            _local.tenant = tenant
+            try:
+                return fn(self._session(tenant))
+            finally:
+                _local.tenant = "-"
+
+    def answer(self, tenant: str, element: dict[str, Any]) -> dict[str, Any]:
+        """Answer ``element`` in ``tenant``'s session; returns ``{"id", "answer", "prompt_tokens", "branch"}``."""
+        return self._call(tenant, lambda s: _view(s.answer(element)))
+
+    def verdict(self, tenant: str, item_id: str, reward: float, verifier: str | None) -> dict[str, Any]:
+        """Fold ``reward`` into ``item_id``'s pending answer. Raises UnknownId when it is not pending."""
+        from rizz.core import Verdict
+
+        def fold(s: Any) -> dict[str, Any]:
+            if item_id not in s.pending_ids():
+                try:  # the session says why (unknown, expired, already folded)
+                    s.fold(item_id, Verdict(float(reward), verifier or "external"))
+                except ValueError as e:
+                    raise UnknownId(str(e)) from None
+                raise UnknownId(f"{item_id!r} is not pending")  # pragma: no cover - the session refused nothing
+            s.fold(item_id, Verdict(float(reward), verifier or "external"))
+            return {"id": item_id, "folded": True, "steps": s.step_index, "digest": s.digest()}
+
+        return self._call(tenant, fold)
+
+    def state(self, tenant: str) -> dict[str, Any]:
+        """``{"steps", "digest", "branches", "pending"}`` (answers so far, state digest, branch count, pending count)."""
+        return self._call(tenant, lambda s: {"steps": s.step_index, "digest": s.digest(), "branches": len(s.state.branches),
+                                             "pending": len(s.pending_ids())})
+
+    def branches(self, tenant: str) -> list[dict[str, Any]]:
+        return self._call(tenant, lambda s: branch_rows(s.state))
+
+    def pending(self, tenant: str) -> list[str]:
+        return self._call(tenant, lambda s: list(s.pending_ids()))
+
+    def open_tenants(self) -> list[str]:
+        with self._registry:
+            return sorted(self._sessions)
+
+    def close(self) -> None:
+        """Close every session (each snapshots and releases its directory)."""
+        for tenant in list(self._sessions):
+            with self._lock(tenant):
+                s = self._sessions.pop(tenant, None)
+                if s is not None:
+                    s.close()

@@ -1,0 +1,362 @@
+"""``rizz serve``'s HTTP layer over a test double of the live Session API, through real HTTP on loopback.
+
+The double keeps the CONTRACT's Session API (answer / fold / digest / pending_ids / step_index /
+state / close) and calls the shared model for every answer, so queueing, model failures and
+metrics go through the real :class:`FairModel`. The real-Session tests are test_serve_live.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi", reason="rizz[serve] not installed")
+pytest.importorskip("prometheus_client", reason="rizz[serve] not installed (prometheus-client)")
+import uvicorn  # noqa: E402
+
+from rizz.shell.models import Generation, Message, ModelError  # noqa: E402
+from rizz.shell.serve.run import build  # noqa: E402
+from rizz.shell.serve.tenants import FairModel, ModelQueueTimeout  # noqa: E402
+
+KEY_A, KEY_A2, KEY_B = "a" * 20, "a2-" + "x" * 20, "b" * 20
+
+
+class Model:
+    """Scripted model: 'FAIL' in the prompt -> ModelError, 'SLOW' -> sleeps 1 s."""
+
+    name, context_window = "double:model", 4096
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def generate(self, messages, *, max_tokens, stop=(), rendering="chat") -> Generation:
+        text = messages[-1].content
+        if "FAIL" in text:
+            raise ModelError("backend said 500")
+        if "SLOW" in text:
+            time.sleep(1.0)
+        return Generation(text="B", prompt_tokens=len(text.split()), completion_tokens=1, latency_s=0.0, cost_usd=None,
+                          model=self.name, finish_reason="stop")
+
+
+class _Branch:
+    def __init__(self) -> None:
+        self.label, self.shape, self.active = "classify/stance", None, True
+        self.episodes = self.rules = self.failures = self.context = self.quarantine = ()
+
+        class S:
+            traffic, answered, mean_reward = 0, 0, 0.0
+
+        self.stats = S()
+
+
+class _State:
+    def __init__(self) -> None:
+        self.branches = {"b0": _Branch()}
+
+    def branch_ids(self):
+        return list(self.branches)
+
+
+class FakeSession:
+    """Test double of ``rizz.Session`` (the CONTRACT live API); refuses like it (ValueError)."""
+
+    def __init__(self, path: Path, model: Any) -> None:
+        self.path, self.model = path, model
+        self.pending: dict[str, str] = {}
+        self.folded: list[tuple[str, float]] = []
+        self.step_index = 0
+        self.state = _State()
+        self.inside = 0
+        self.max_inside = 0
+        self.closed = False
+        path.mkdir(parents=True, exist_ok=True)
+
+    def _enter(self) -> None:
+        self.inside += 1
+        self.max_inside = max(self.max_inside, self.inside)
+        time.sleep(0.02)
+
+    def answer(self, el: dict):
+        self._enter()
+        try:
+            if el["id"] in self.pending:
+                raise ValueError(f"answer: {el['id']!r} is already pending")
+            if "BOOM" in el["input"]:
+                raise RuntimeError("a bug")
+            gen = self.model.generate([Message("user", el["input"])], max_tokens=4)
+            self.pending[el["id"]] = gen.text
+            self.step_index += 1
+
+            class P:
+                id, answer, prompt_tokens, branch = el["id"], gen.text, gen.prompt_tokens, "b0"
+
+            return P()
+        finally:
+            self.inside -= 1
+
+    def fold(self, item_id, verdict):
+        if item_id not in self.pending:
+            raise ValueError(f"fold: {item_id!r} is not pending (unknown id)")
+        del self.pending[item_id]
+        self.folded.append((item_id, verdict.reward))
+
+    def pending_ids(self):
+        return list(self.pending)
+
+    def digest(self) -> str:
+        return "sha256:" + hashlib.sha256(json.dumps(self.folded).encode()).hexdigest()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Server:
+    def __init__(self, tmp: Path, keys: dict | None = None, queue_timeout_s: float | None = 30.0) -> None:
+        keys_file = None
+        if keys:
+            keys_file = tmp / "keys.yaml"
+            import yaml
+
+            keys_file.write_text(yaml.safe_dump(keys))
+        self.sessions: dict[str, FakeSession] = {}
+        self.data = tmp / "data"
+
+        def opener(path: Path) -> FakeSession:
+            s = FakeSession(path, self.fair)
+            self.sessions[path.name] = s
+            return s
+
+        self.app, self.tenants, self.fair = build(self.data, None, Model(), keys_file=str(keys_file) if keys_file else None,
+                                                  queue_timeout_s=queue_timeout_s, opener=opener)
+        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="error", access_log=False))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.time() + 20
+        while not self.server.started:
+            assert time.time() < deadline, "server did not start"
+            time.sleep(0.02)
+        self.port = self.server.servers[0].sockets[0].getsockname()[1]
+
+    def call(self, method: str, path: str, body: Any = None, key: str | None = None, raw: bytes | None = None) -> tuple[int, Any]:
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        c.request(method, path, body=raw if raw is not None else (json.dumps(body) if body is not None else None), headers=headers)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        try:
+            return r.status, json.loads(data)
+        except ValueError:
+            return r.status, data.decode()
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def server(tmp_path):
+    made = []
+
+    def make(**kw) -> Server:
+        s = Server(tmp_path, **kw)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.stop()
+
+
+EL = {"id": "q1", "input": "Is the stance hawkish?", "metadata": {"shape": "letter", "task": "FOMC"}}
+
+
+def test_answer_verdict_state_and_404(server):
+    s = server()
+    st, body = s.call("POST", "/v1/tenants/acme/answer", EL)
+    assert st == 200 and body == {"id": "q1", "answer": "B", "prompt_tokens": 4, "branch": "b0"}, body
+    st, state = s.call("GET", "/v1/tenants/acme/state")
+    assert st == 200 and state["steps"] == 1 and state["pending"] == 1 and state["branches"] == 1
+    assert s.call("GET", "/v1/tenants/acme/pending") == (200, {"pending": ["q1"]})
+    st, v = s.call("POST", "/v1/tenants/acme/verdict", {"id": "q1", "reward": 1.0})
+    assert st == 200 and v["folded"] is True and s.sessions["acme"].folded == [("q1", 1.0)]
+    st, state2 = s.call("GET", "/v1/tenants/acme/state")
+    assert state2["pending"] == 0 and state2["digest"] == v["digest"] != state["digest"]
+    st, again = s.call("POST", "/v1/tenants/acme/verdict", {"id": "q1", "reward": 1.0})
+    assert st == 404 and "not pending" in again["error"] and again["field"] == "$.id"
+    assert s.call("POST", "/v1/tenants/acme/verdict", {"id": "nope", "reward": 0.0})[0] == 404
+    assert s.sessions["acme"].folded == [("q1", 1.0)]  # folded exactly once
+    st, rows = s.call("GET", "/v1/tenants/acme/branches")
+    assert st == 200 and rows[0]["branch"] == "b0" and rows[0]["label"] == "classify/stance"
+    assert s.call("GET", "/healthz") == (200, {"ok": True, "tenants_open": 1})
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"input": "x"}, "$.id"),
+    ({"id": "q2"}, "$.input"),
+    ({"id": "q2", "input": "x", "metadata": {"shape": "banana"}}, "$.metadata.shape"),
+    ({"id": "q2", "input": "x", "verifier": "nope"}, "$.verifier"),
+    ({"id": "q2", "input": "x", "colour": 1}, "$.colour"),
+    ({"id": "q2", "input": "x", "metadata": {"tenant": "other"}}, "$.metadata.tenant"),
+    ([1, 2], "$"),
+])
+def test_bad_answer_input_is_422_with_the_field_and_changes_nothing(server, body, field):
+    s = server()
+    st, err = s.call("POST", "/v1/tenants/acme/answer", body)
+    assert st == 422 and err["field"] == field, err
+    assert s.fair.waiting == 0 and "acme" not in s.sessions  # no session touched, no model call
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"id": "q1", "reward": 1.5}, "$.reward"), ({"id": "q1", "reward": -0.1}, "$.reward"), ({"id": "q1"}, "$.reward"),
+    ({"reward": 1.0}, "$.id"), ({"id": "q1", "reward": "high"}, "$.reward"), ({"id": "q1", "reward": 1, "x": 2}, "$.x"),
+])
+def test_bad_verdict_is_422_and_the_answer_stays_pending(server, body, field):
+    s = server()
+    s.call("POST", "/v1/tenants/acme/answer", EL)
+    st, err = s.call("POST", "/v1/tenants/acme/verdict", body)
+    assert st == 422 and err["field"] == field, err
+    assert s.sessions["acme"].pending_ids() == ["q1"] and s.sessions["acme"].folded == []
+
+
+def test_not_json_and_bad_tenant(server):
+    s = server()
+    st, err = s.call("POST", "/v1/tenants/acme/answer", raw=b"{not json")
+    assert st == 422 and err["field"] == "$"
+    st, err = s.call("POST", "/v1/tenants/-x/answer", EL)
+    assert st == 422 and err["field"] == "$.tenant" and not s.sessions
+    assert s.call("GET", "/v1/tenants/a%2F..%2Fb/state")[0] in (404, 422)
+
+
+def test_keys_401_403_and_nothing_of_b_is_touched(server, tmp_path):
+    s = server(keys={"a": [KEY_A, KEY_A2], "b": KEY_B})
+    assert s.call("POST", "/v1/tenants/a/answer", EL)[0] == 401
+    assert s.call("POST", "/v1/tenants/a/answer", EL, key="wrong" * 5)[0] == 401
+    assert s.call("GET", "/metrics")[0] == 401
+    assert s.call("GET", "/healthz")[0] == 200 and s.call("GET", "/docs")[0] == 200
+    assert s.call("POST", "/v1/tenants/a/answer", EL, key=KEY_A)[0] == 200
+    assert s.call("POST", "/v1/tenants/a/verdict", {"id": "q1", "reward": 1}, key=KEY_A2)[0] == 200
+    for method, path, body in [("POST", "/v1/tenants/b/answer", EL), ("POST", "/v1/tenants/b/verdict", {"id": "q1", "reward": 1}),
+                               ("GET", "/v1/tenants/b/state", None), ("GET", "/v1/tenants/b/branches", None)]:
+        st, err = s.call(method, path, body, key=KEY_A)
+        assert st == 403 and "not tenant 'b'" in err["error"]
+    assert "b" not in s.sessions and not (s.data / "b").exists()
+    assert s.call("GET", "/v1/tenants/b/state", key=KEY_B)[1]["steps"] == 0
+    st, text = s.call("GET", "/metrics", key=KEY_B)
+    assert st == 200 and 'status="403"' in text and KEY_A not in text and KEY_B not in text
+
+
+def test_model_failures_are_502_504_and_the_server_goes_on(server):
+    s = server(queue_timeout_s=0.3)
+    st, err = s.call("POST", "/v1/tenants/acme/answer", dict(EL, input="FAIL please"))
+    assert st == 502 and "backend said 500" in err["error"]
+    st, err = s.call("POST", "/v1/tenants/acme/answer", dict(EL, input="BOOM"))
+    assert st == 500
+    # tenant x holds the model for 1 s; tenant y's call waits 0.3 s in the queue -> 504
+    t = threading.Thread(target=s.call, args=("POST", "/v1/tenants/x/answer", dict(EL, input="SLOW")))
+    t.start()
+    time.sleep(0.3)
+    st, err = s.call("POST", "/v1/tenants/y/answer", EL)
+    t.join()
+    assert st == 504 and "model timeout" in err["error"]
+    assert s.sessions["y"].pending_ids() == []  # nothing recorded for the refused answer
+    assert s.call("POST", "/v1/tenants/acme/answer", EL)[0] == 200  # still serving
+
+
+def test_tenants_serialised_each_and_parallel_between(server):
+    s = server()
+    out: list[int] = []
+
+    def client(tenant: str, i: int) -> None:
+        out.append(s.call("POST", f"/v1/tenants/{tenant}/answer", dict(EL, id=f"q{i}"))[0])
+
+    threads = [threading.Thread(target=client, args=(t, i)) for i in range(8) for t in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == [200] * 16
+    assert s.sessions["a"].max_inside == 1 and s.sessions["b"].max_inside == 1
+    assert sorted(s.sessions["a"].pending_ids()) == [f"q{i}" for i in range(8)]
+    st, text = s.call("GET", "/metrics")
+    assert 'rizz_model_calls_total{outcome="ok",tenant="a"} 8.0' in text
+    assert 'rizz_model_tokens_total{direction="prompt",tenant="b"} 32.0' in text
+    assert 'rizz_requests_total{endpoint="answer",status="200",tenant="a"} 8.0' in text
+    assert 'rizz_request_seconds_bucket{endpoint="answer",le="+Inf"} 16.0' in text
+
+
+def test_fair_model_serves_in_arrival_order():
+    order: list[str] = []
+    gate = threading.Event()
+
+    class M(Model):
+        def generate(self, messages, **kw):
+            if messages[-1].content == "first":
+                gate.wait(5)
+            order.append(messages[-1].content)
+            return super().generate(messages, **kw)
+
+    fair = FairModel(M())
+    threads = [threading.Thread(target=fair.generate, args=([Message("user", n)],), kwargs={"max_tokens": 1})
+               for n in ("first", "t1", "t2", "t3")]
+    for t in threads:
+        t.start()
+        time.sleep(0.1)  # arrival order: first, t1, t2, t3
+    assert fair.waiting == 4
+    gate.set()
+    for t in threads:
+        t.join()
+    assert order == ["first", "t1", "t2", "t3"]
+    slow = FairModel(M(), queue_timeout_s=0.1)
+    gate.clear()
+    holder = threading.Thread(target=slow.generate, args=([Message("user", "first")],), kwargs={"max_tokens": 1})
+    holder.start()
+    time.sleep(0.05)
+    with pytest.raises(ModelQueueTimeout):
+        slow.generate([Message("user", "t9")], max_tokens=1)
+    gate.set()
+    holder.join()
+    assert slow.waiting == 0
+
+
+def test_load_keys_errors_name_the_entry_not_the_key(tmp_path):
+    from rizz.shell.serve.app import load_keys
+
+    p = tmp_path / "k.yaml"
+    for text, msg in [("a: short", "$.a[0]: expected a string of at least 16"), ("'../x': " + KEY_A, "not a valid tenant"),
+                      (f"a: {KEY_A}\nb: {KEY_A}", "$.b[0]: the same key is also 'a'"), ("[1]", "$: expected a mapping")]:
+        p.write_text(text)
+        with pytest.raises(ValueError, match=msg.replace("[", r"\[").replace("$", r"\$")) as e:
+            load_keys(str(p))
+        assert KEY_A not in str(e.value)
+    p.write_text(f"a: [{KEY_A}, {KEY_A2}]\nb: {KEY_B}")
+    assert load_keys(str(p)) == {KEY_A: "a", KEY_A2: "a", KEY_B: "b"}
+
+
+def test_cli_refuses_a_public_host_without_keys(tmp_path):
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    res = CliRunner().invoke(app, ["serve", "--data", str(tmp_path / "d"), "--host", "0.0.0.0", "--model", "embedded"])
+    assert res.exit_code == 2 and "loopback only" in res.output
+    res = CliRunner().invoke(app, ["serve", "--data", str(tmp_path / "d"), "--keys", str(tmp_path / "none.yaml")])
+    assert res.exit_code == 2 and "cannot read" in res.output
+
+
+def test_openapi_lists_the_endpoints(server):
+    s = server()
+    st, spec = s.call("GET", "/openapi.json")
+    assert st == 200
+    assert {"/v1/tenants/{tenant}/answer", "/v1/tenants/{tenant}/verdict", "/v1/tenants/{tenant}/state",
+            "/v1/tenants/{tenant}/branches", "/healthz", "/metrics"} <= set(spec["paths"])
