@@ -28,6 +28,7 @@ from rizz.core.retrieval import Retrieved, retrieve, rule_score
 from rizz.core.routing import RouteDecision, jaccard, needs_label, normalise_label, route, snap_label
 from rizz.core.serialize import digest, from_data, to_data
 from rizz.core.transition import Plan, Rizz, StepResult, rizz
+from rizz.core.tenants import TenantStates, sub_state, walled
 
 __all__ = [
     "BLOCKS",
@@ -48,6 +49,7 @@ __all__ = [
     "RouteDecision",
     "StepInput",
     "StepResult",
+    "TenantStates",
     "Verdict",
     "compile_prompt",
     "content_key",
@@ -65,5 +67,7 @@ __all__ = [
     "route",
     "rule_score",
     "snap_label",
+    "sub_state",
     "to_data",
+    "walled",
 ]

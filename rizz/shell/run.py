@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from rizz.core import AdaptiveState, Policy, digest, rizz
+from rizz.core import AdaptiveState, Policy, digest, rizz, walled
 from rizz.core import events as ev
 from rizz.core.serialize import canonical_json
 from rizz.shell.policy_file import policy_data
@@ -46,6 +46,9 @@ def build_record(session: Session, p: Pending, inp: Any, verdict: Any, events: t
                    "latency_s": round(c.latency_s, 4), "cost_usd": c.cost_usd, "cached": c.cached} for c in calls],
         "overflow": p.overflow, "wall_s": round(wall_s, 4),
     }
+    for name in ("tenant", "time"):  # only when given: older logs stay byte-identical
+        if getattr(inp, name) is not None:
+            rec["input"][name] = getattr(inp, name)
     if p.judge is not None:
         rec["judge"] = dict(p.judge, label_embedding=key(inp.label_embedding) if inp.label_embedding else None)
     if p.prompt is not None:
@@ -98,7 +101,7 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
 
 
 def _refold(rd: RunDir, policy: Policy, records: list[dict[str, Any]], use_snapshots: bool) -> AdaptiveState:
-    core = rizz(policy)
+    core = walled(rizz(policy))
     start, state = 0, core.init()
     if use_snapshots:
         snap = rd.latest_snapshot(len(records))

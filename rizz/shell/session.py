@@ -36,6 +36,8 @@ from rizz.core import (
     normalise_label,
     prompt_blocks,
     rizz,
+    sub_state,
+    walled,
 )
 from rizz.core import events as ev
 from rizz.shell.distill import distill_rules
@@ -112,7 +114,7 @@ class Session:
     def __init__(self, policy: Policy, model: ModelBackend, embedder: Any, *, state: AdaptiveState | None = None,
                  step: int = 0, rendering: str | None = None, embed_cache: Any = None, budget_cap: int | None = None) -> None:
         self.policy = policy
-        self.core = rizz(policy)
+        self.core = walled(rizz(policy))  # one sub-state per metadata.tenant (rizz.core.tenants)
         self.model = model
         self.embedder = embedder
         self.state = state if state is not None else self.core.init()
@@ -159,12 +161,13 @@ class Session:
         base = StepInput(
             step=self.step_index, item_id=el.id, text=el.input, embedding=emb, instruction=el.instruction,
             evidence=_evidence(el), scope=el.scope, shape=el.shape, context_only=el.context_only,
+            tenant=el.tenant,
         )
         if el.context_only:
             return Pending(el, base, None, None, None, True, None, (), False, self.rendering)
         calls: list[Call] = []
         judge = None
-        if needs_label(self.state, self.policy, emb, el.shape):
+        if needs_label(sub_state(self.state, el.tenant), self.policy, emb, el.shape):
             jl = label_input(self.model, el.input, instruction=el.instruction, shape=el.shape)
             label = normalise_label(jl.function, jl.application)
             (lemb,) = self._embed([label.application.replace("-", " ")])
@@ -228,9 +231,10 @@ class Session:
         if not inp.context_only and self.policy.rules.enabled and verdict is not None:
             provisional = self.core.step_with_events(self.state, inp, verdict)
             branch_id = next(e.branch_id for e in provisional.events if isinstance(e, ev.Routed))
-            batch = distill_batch(provisional.state, self.policy, branch_id)
+            own = sub_state(provisional.state, inp.tenant)
+            batch = distill_batch(own, self.policy, branch_id)
             if batch:
-                label = provisional.state.branches[branch_id].label
+                label = own.branches[branch_id].label
                 res = distill_rules(self.model, [(e.input, e.answer) for e in batch], function=label.function,
                                     application=label.application)
                 if res.generation is not None:

@@ -162,6 +162,7 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
             raise _expect("metadata", "string keys", key)
     _check_str("metadata.task", meta.get("task"), optional=True)
     _check_str("metadata.scope", meta.get("scope"), optional=True)
+    _check_str("metadata.tenant", meta.get("tenant"), optional=True, nonempty=True)
     shape = meta.get("shape")
     if shape is not None and shape not in SHAPES:
         raise _expect("metadata.shape", "one of " + ", ".join(SHAPES), shape)
@@ -269,6 +270,11 @@ class StreamElement:
     def scope(self) -> str | None:
         """``metadata.scope``: the scope key for scoped context, or None."""
         return self.metadata.get("scope")
+
+    @property
+    def tenant(self) -> str | None:
+        """``metadata.tenant``: a hard wall (no memory crosses it), or None."""
+        return self.metadata.get("tenant")
 
     @property
     def shape(self) -> str | None:

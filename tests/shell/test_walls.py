@@ -1,0 +1,121 @@
+"""Issue #12 §2 through the Session: Alice's verified answer must not reach Bob's prompt.
+
+The stream of the issue: a context line in scope ``alice`` ("Alice: my locker code is
+ZEBRA-42."), two questions in scope ``alice`` verified against ``ZEBRA-42``, then "What is
+Bob's locker code?" in scope ``bob``. Fake model and a bag-of-words embedder (no model files).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import attrs
+import numpy as np
+import pytest
+
+from rizz.core import Policy, TenantStates, digest
+from rizz.shell.policy_file import load_policy
+from rizz.shell.run import replay, run_stream
+from rizz.shell.session import Session
+from rizz.shell.streams import StreamElement, write_stream
+
+
+class BowEmbedder:
+    """Bag of hashed lowercase words, L2-normalised: texts sharing words are similar."""
+
+    name = "fake:bow"
+    dim = 64
+
+    def embed(self, texts):
+        rows = []
+        for t in texts:
+            v = np.zeros(self.dim, dtype=np.float32)
+            for w in re.findall(r"[a-z0-9]+", t.lower()):
+                v[int(hashlib.sha256(w.encode()).hexdigest(), 16) % self.dim] += 1.0
+            rows.append(v / (np.linalg.norm(v) or 1.0))
+        return np.stack(rows)
+
+
+def _reply(messages) -> str:
+    text = messages[-1].content
+    if '"function"' in text:
+        return '{"function": "answer-question", "application": "locker-codes"}'
+    return "LION-7" if "Bob's locker" in text else "ZEBRA-42"
+
+
+def _stream(tenants: bool) -> list[StreamElement]:
+    def meta(who: str) -> dict:
+        return {"scope": who, "shape": "span", **({"tenant": who} if tenants else {})}
+
+    return [
+        StreamElement("c1", "Alice: my locker code is ZEBRA-42.", metadata=meta("alice"), context_only=True),
+        StreamElement("q1", "What is Alice's locker code?", metadata=meta("alice"), reference="ZEBRA-42", verifier="exact_match"),
+        StreamElement("q2", "Which locker code does Alice use?", metadata=meta("alice"), reference="ZEBRA-42", verifier="exact_match"),
+        StreamElement("q3", "What is Bob's locker code?", metadata=meta("bob"), reference="LION-7", verifier="exact_match"),
+    ]
+
+
+def _bob_prompt(policy: Policy, fake_model, tenants: bool) -> tuple[str, Session]:
+    s = Session(policy, fake_model(_reply), BowEmbedder())
+    prompt = ""
+    for el in _stream(tenants):
+        p = s.answer(el)
+        if el.id == "q3":
+            prompt = p.prompt.text
+        s.fold(p, s.verify(p))
+    return prompt, s
+
+
+def test_without_walls_the_leak_of_the_issue_is_reproduced(fake_model) -> None:
+    policy = attrs.evolve(load_policy("default"), retrieval=attrs.evolve(load_policy("default").retrieval, examples_cross_scope=True))
+    prompt, _ = _bob_prompt(policy, fake_model, tenants=False)
+    assert "Solved examples:" in prompt and "Answer: ZEBRA-42" in prompt
+
+
+def test_tenants_keep_alices_answer_out_of_bobs_prompt(fake_model) -> None:
+    policy = attrs.evolve(load_policy("default"), retrieval=attrs.evolve(load_policy("default").retrieval, examples_cross_scope=True))
+    prompt, s = _bob_prompt(policy, fake_model, tenants=True)
+    assert "What is Bob's locker code?" in prompt
+    assert "ZEBRA" not in prompt and "Alice" not in prompt
+    assert isinstance(s.state, TenantStates) and sorted(s.state.tenants) == ["alice", "bob"]
+    bob = s.state.tenants["bob"]
+    assert "ZEBRA" not in repr(bob) and "Alice" not in repr(bob)
+    assert sum(len(b.episodes) for b in s.state.tenants["alice"].branches.values()) == 2
+    assert s.state.tenants["alice"].steps == 3 and bob.steps == 1
+
+
+def test_scope_switch_walls_episodes_within_one_tenant(fake_model) -> None:
+    base = load_policy("default")
+    policy = attrs.evolve(base, retrieval=attrs.evolve(base.retrieval, examples_cross_scope=False))
+    prompt, s = _bob_prompt(policy, fake_model, tenants=False)
+    assert "ZEBRA" not in prompt
+    # Alice's own second question still sees her first verified answer
+    s2 = Session(policy, fake_model(_reply), BowEmbedder())
+    seen = []
+    for el in _stream(False)[:3]:
+        p = s2.answer(el)
+        seen.append(p.prompt.text if p.prompt else "")
+        s2.fold(p, s2.verify(p))
+    assert "Answer: ZEBRA-42" in seen[2]
+
+
+def test_a_tenanted_run_replays_to_its_digest(tmp_path, fake_model) -> None:
+    stream = tmp_path / "walls.jsonl"
+    write_stream(stream, _stream(True))
+    out = tmp_path / "run"
+    summary = run_stream(stream, load_policy("default"), "default", out, fake_model(_reply), BowEmbedder(), log=lambda m: None)
+    assert summary["steps"] == 4 and summary["branches"]["total"] >= 2
+    log = (out / "log.jsonl").read_text()
+    assert '"tenant": "bob"' in log
+    again = replay(out, write_summary=False)
+    assert again["state_digest"] == summary["state_digest"]
+
+
+@pytest.mark.parametrize("bad", ["", 3])
+def test_a_bad_tenant_is_refused(bad) -> None:
+    with pytest.raises(ValueError, match="metadata.tenant"):
+        StreamElement("x", "q", metadata={"tenant": bad})
+
+
+_ = digest
