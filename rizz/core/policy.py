@@ -175,6 +175,11 @@ class WritePolicy:
     failure_threshold: float = _num(0.10, 0.0, 1.0, "rizz", "a parsed answer at or below this reward is a substantive failure (anti-pattern)")
     dedupe: bool = _flag(True, "paper §3 (anti-fragmentation)", "writing the same content twice stores one record")
     working_memory_size: int = _num(8, 0, 10_000, "rizz", "bounded working memory W (recent turns)", integer=True)
+    supersede: bool = _flag(
+        False,
+        "rizz (issue #12 §5)",
+        "a verdict retires the stored memories of the same input (text and scope) it contradicts: the newest verified answer wins (rizz/core/supersede.py)",
+    )
 
 
 @frozen

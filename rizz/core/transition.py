@@ -23,6 +23,7 @@ from rizz.core.policy import Policy
 from rizz.core.records import AdaptiveState, empty_state
 from rizz.core.retrieval import Retrieved, retrieve
 from rizz.core.routing import RouteDecision, route
+from rizz.core.supersede import decide_supersede
 
 __all__ = ["Plan", "Rizz", "StepResult", "rizz"]
 
@@ -54,11 +55,13 @@ def _step_with_events(policy: Policy, state: AdaptiveState, inp: StepInput, verd
     decision = route(state, policy, inp)
     events = _route_events(decision)
     s1 = fold(state, events)
+    sup = decide_supersede(s1, policy, inp, verdict)  # issue #12 §5; [] unless write.supersede
+    s1 = fold(s1, sup)
     mem = decide_memory(s1, policy, inp, verdict, decision)
     s2 = fold(s1, mem)
     life = decide_lifecycle(s2, policy, inp.step, decision.branch_id)
     s3 = fold(s2, life)
-    return StepResult(s3, tuple(events + mem + life))
+    return StepResult(s3, tuple(events + sup + mem + life))
 
 
 class Rizz(NamedTuple):

@@ -161,7 +161,7 @@ class Session:
         base = StepInput(
             step=self.step_index, item_id=el.id, text=el.input, embedding=emb, instruction=el.instruction,
             evidence=_evidence(el), scope=el.scope, shape=el.shape, context_only=el.context_only,
-            tenant=el.tenant,
+            tenant=el.tenant, time=el.time,
         )
         if el.context_only:
             return Pending(el, base, None, None, None, True, None, (), False, self.rendering)
