@@ -46,7 +46,7 @@ class TenantStates:
       tenants: tenant name → its :class:`AdaptiveState` (a tenant's state is created empty on
         its first element).
 
-    ``branches`` and ``active_branches()`` are read-only views for reports (``rizz inspect``,
+    ``branches``, ``branch_ids()`` and ``active_branches()`` are read-only views for reports (``rizz inspect``,
     ``summary.json``), keyed ``"<tenant>/<branch id>"`` (untenanted branches keep their id).
     """
 
@@ -59,6 +59,13 @@ class TenantStates:
         for t in sorted(self.tenants):
             out.update({f"{t}/{bid}": b for bid, b in self.tenants[t].branches.items()})
         return pmap(out)
+
+    def branch_ids(self) -> list[str]:
+        """View keys in creation order: untenanted branches, then each tenant's (sorted by name)."""
+        out = self.untenanted.branch_ids()
+        for t in sorted(self.tenants):
+            out += [f"{t}/{bid}" for bid in self.tenants[t].branch_ids()]
+        return out
 
     def active_branches(self) -> list[Branch]:
         out = list(self.untenanted.active_branches())

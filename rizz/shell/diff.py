@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rizz.core import AdaptiveState, rizz
+from rizz.core import AdaptiveState, rizz, walled
 from rizz.core import events as ev
 from rizz.shell.policy_file import parse_policy
 from rizz.shell.runlog import RunDir, record_to_step
@@ -59,12 +59,14 @@ def describe_event(e: object) -> str | None:
             return f"- branch {b} deactivated: {r}"
         case ev.BranchPruned(branch_id=b, reason=r):
             return f"- branch {b} pruned: {r}"
+        case ev.MemoryRetired(branch_id=b, store=store, key=k, reason=r):
+            return f"~ {b}: {store} {k} retired ({r})"
     return None
 
 
 def _fold_until(rd: RunDir, stop: int, keep_from: int) -> tuple[AdaptiveState, list[tuple[dict[str, Any], tuple]]]:
     meta = rd.meta()
-    core = rizz(parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data"))
+    core = walled(rizz(parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")))  # one sub-state per tenant
     state = core.init()
     kept = []
     store = rd.embeddings

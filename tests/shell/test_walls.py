@@ -119,3 +119,18 @@ def test_a_bad_tenant_is_refused(bad) -> None:
 
 
 _ = digest
+
+
+def test_inspect_and_diff_of_a_tenanted_run_keep_the_walls(tmp_path, fake_model) -> None:
+    from rizz.shell.diff import diff_run, inspect_run
+
+    stream = tmp_path / "walls.jsonl"
+    write_stream(stream, _stream(True))
+    out = tmp_path / "run"
+    run_stream(stream, load_policy("default"), "default", out, fake_model(_reply), BowEmbedder(), log=lambda m: None)
+    rows = inspect_run(out)
+    by_tenant = {t: [r for r in rows if r["branch"].startswith(t + "/")] for t in ("alice", "bob")}
+    assert len(rows) == len(by_tenant["alice"]) + len(by_tenant["bob"])
+    assert [r["branch"] for r in by_tenant["bob"]] == ["bob/b0"] and by_tenant["bob"][0]["episodes"] == 1  # his own LION-7
+    assert sum(r["episodes"] for r in by_tenant["alice"]) == 2 and sum(r["context"] for r in by_tenant["alice"]) == 1
+    assert diff_run(out, 3).endswith(f"after step 3: {len(rows)} branches ({len(rows)} active)")
