@@ -134,3 +134,8 @@ def test_inspect_and_diff_of_a_tenanted_run_keep_the_walls(tmp_path, fake_model)
     assert [r["branch"] for r in by_tenant["bob"]] == ["bob/b0"] and by_tenant["bob"][0]["episodes"] == 1  # his own LION-7
     assert sum(r["episodes"] for r in by_tenant["alice"]) == 2 and sum(r["context"] for r in by_tenant["alice"]) == 1
     assert diff_run(out, 3).endswith(f"after step 3: {len(rows)} branches ({len(rows)} active)")
+
+
+def test_with_shipped_default_the_issue_stream_no_longer_leaks(fake_model) -> None:
+    prompt, _ = _bob_prompt(load_policy("default"), fake_model, tenants=False)
+    assert "What is Bob's locker code?" in prompt and "ZEBRA" not in prompt and "Alice" not in prompt
