@@ -139,3 +139,14 @@ def test_inspect_and_diff_of_a_tenanted_run_keep_the_walls(tmp_path, fake_model)
 def test_with_shipped_default_the_issue_stream_no_longer_leaks(fake_model) -> None:
     prompt, _ = _bob_prompt(load_policy("default"), fake_model, tenants=False)
     assert "What is Bob's locker code?" in prompt and "ZEBRA" not in prompt and "Alice" not in prompt
+
+
+def test_a_tenanted_run_resumes_from_a_snapshot_to_the_same_digest(tmp_path, fake_model) -> None:
+    stream = tmp_path / "walls.jsonl"
+    write_stream(stream, _stream(True))
+    whole = run_stream(stream, load_policy("default"), "default", tmp_path / "a", fake_model(_reply), BowEmbedder(), log=lambda m: None)
+    part = tmp_path / "b"
+    run_stream(stream, load_policy("default"), "default", part, fake_model(_reply), BowEmbedder(), limit=3, snapshot_every=2, log=lambda m: None)
+    assert (part / "snapshots" / "00000002.json").exists()
+    resumed = run_stream(stream, load_policy("default"), "default", part, fake_model(_reply), BowEmbedder(), snapshot_every=2, log=lambda m: None)
+    assert resumed["state_digest"] == whole["state_digest"] and resumed["steps"] == 4
