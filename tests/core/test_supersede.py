@@ -86,3 +86,24 @@ def test_new_fields_at_their_defaults_leave_the_serialised_form_unchanged() -> N
     timed = r.step(r.init(), _ctx(0, "Bo: hello.", "2026-05-24"), None)
     assert '"time":"2026-05-24"' in canonical_json(timed)
     assert from_data(to_data(timed)) == timed
+
+
+def test_scope_walled_examples_equal_the_open_ranking_filtered_by_scope() -> None:
+    from rizz.core import retrieve, route
+
+    base = Policy()
+    r = rizz(base)
+    s = r.init()
+    scopes = ["s0", "s1", None]
+    for i in range(60):
+        s = r.step(s, make_input(i, i % 4, seed=i, answer=str(i), scope=scopes[i % 3]), Verdict(1.0, FAMILIES[i % 4][2]))
+    assert len(s.branches) >= 3
+    for j, scope in enumerate(["s0", "s1", None, "s2"] * 4):
+        x = make_input(100 + j, j % 4, seed=500 + j, scope=scope)
+        d = route(s, base, x)
+        wide = attrs.evolve(base, retrieval=attrs.evolve(base.retrieval, examples_k=1000))
+        walled_policy = attrs.evolve(base, retrieval=attrs.evolve(base.retrieval, examples_cross_scope=False))
+        got = retrieve(s, walled_policy, x, d).examples
+        ref = [e for e in retrieve(s, wide, x, d).examples if e.item.scope in (None, scope)][: base.retrieval.examples_k]
+        assert [(e.item.key, e.branch_id) for e in got] == [(e.item.key, e.branch_id) for e in ref]
+        assert all(e.item.scope in (None, scope) for e in got)
