@@ -23,6 +23,7 @@ __all__ = [
     "Event",
     "InteractionDiscarded",
     "LabelSnapped",
+    "MemoryRetired",
     "Quarantined",
     "Routed",
     "RuleActivated",
@@ -180,6 +181,19 @@ class StepRecorded:
     record: StepRecord
 
 
+@frozen
+class MemoryRetired:
+    """A stored memory contradicted by a newer verdict about the same input (issue #12 §5):
+    removed from ``store`` (``episodes`` | ``failures`` | ``context``) of ``branch_id`` and
+    kept in that branch's quarantine (never retrieved) with ``reason``."""
+
+    branch_id: str
+    store: str
+    key: str
+    reason: str
+    step: int
+
+
 Event = (
     BranchSpawned
     | LabelSnapped
@@ -202,4 +216,5 @@ Event = (
     | TurnRemembered
     | StepRecorded
     | VerdictDropped
+    | MemoryRetired
 )

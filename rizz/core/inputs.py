@@ -64,6 +64,10 @@ class StepInput:
       prompt_tokens / completion_tokens / dropped: token counts and dropped items of the call.
       candidate_rules: rules distilled for the routed branch at this step (may be empty).
       distilled: True when the shell asked for a distillation at this step (resets the batch).
+      tenant: ``metadata.tenant``, or None. A hard wall: :mod:`rizz.core.tenants` steps each
+        tenant's own sub-state, so no memory crosses tenants (issue #12 §2).
+      time: ``metadata.time`` as canonical ISO 8601 text (see :mod:`rizz.core.timekeys`), or
+        None; stored with scoped context, shown with it and used to order it.
     """
 
     step: int
@@ -85,3 +89,5 @@ class StepInput:
     dropped: int = 0
     candidate_rules: tuple[CandidateRule, ...] = field(default=(), converter=tuple)
     distilled: bool = False
+    tenant: str | None = field(default=None, metadata={"omit_default": True})
+    time: str | None = field(default=None, metadata={"omit_default": True})

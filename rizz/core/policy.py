@@ -155,6 +155,11 @@ class RetrievalPolicy:
     context_w_recency: float = _num(0.3, 0.0, 1.0, "rizz", "weight of recency in the context score")
     context_half_life: float = _num(200.0, 1e-6, 1e9, "rizz", "recency half-life, in steps")
     working_memory_k: int = _num(0, 0, 100, "rizz", "recent same-branch turns shown (working memory)", integer=True)
+    examples_cross_scope: bool = _flag(
+        True,
+        "rizz (issue #12 §2; measured on LoCoMo, specs/results.md)",
+        "an episode written from a scoped element (metadata.scope) may be shown to inputs of another scope; false: only to its own scope (unscoped episodes stay readable everywhere)",
+    )
 
 
 @frozen
@@ -171,6 +176,11 @@ class WritePolicy:
     failure_threshold: float = _num(0.10, 0.0, 1.0, "rizz", "a parsed answer at or below this reward is a substantive failure (anti-pattern)")
     dedupe: bool = _flag(True, "paper §3 (anti-fragmentation)", "writing the same content twice stores one record")
     working_memory_size: int = _num(8, 0, 10_000, "rizz", "bounded working memory W (recent turns)", integer=True)
+    supersede: bool = _flag(
+        False,
+        "rizz (issue #12 §5)",
+        "a verdict retires the stored memories of the same input (text and scope) it contradicts: the newest verified answer wins (rizz/core/supersede.py)",
+    )
 
 
 @frozen

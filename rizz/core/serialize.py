@@ -5,7 +5,10 @@ base64 float32, maps with sorted keys); ``from_data`` inverts it exactly, so
 ``from_data(to_data(s)) == s``. ``digest(s)`` is ``"sha256:" + hex`` of the canonical JSON
 encoding — equal states have equal digests, on any machine (JSON floats print their
 shortest round-trip repr). Fields with metadata ``derived`` (``AdaptiveState.episode_index``)
-are left out; the record's constructor rebuilds them.
+are left out; the record's constructor rebuilds them. Fields with metadata ``omit_default``
+(added after states were first recorded, e.g. ``ContextItem.time``) are left out while they
+hold their default, so a state that does not use them keeps its earlier tree and digest;
+``from_data`` restores the default.
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ from rizz.core import events as _events
 from rizz.core import inputs as _inputs
 from rizz.core import records as _records
 from rizz.core import routing as _routing
+from rizz.core import tenants as _tenants
 from rizz.core.vec import EmbeddingMatrix
 
 __all__ = ["canonical_json", "digest", "from_data", "to_data"]
 
 _TYPES: dict[str, type] = {}
-for _mod in (_records, _events, _inputs, _routing):
+for _mod in (_records, _events, _inputs, _routing, _tenants):
     for _name in dir(_mod):
         _obj = getattr(_mod, _name)
         if isinstance(_obj, type) and attrs.has(_obj) and _obj.__module__ == _mod.__name__:
@@ -65,8 +69,12 @@ def to_data(obj: Any) -> Any:
     if attrs.has(type(obj)):
         out: dict[str, Any] = {"_t": type(obj).__name__}
         for f in attrs.fields(type(obj)):
-            if not f.metadata.get("derived"):  # derived data (the episodic index) is rebuilt, never stored
-                out[f.name] = to_data(getattr(obj, f.name))
+            if f.metadata.get("derived"):  # derived data (the episodic index) is rebuilt, never stored
+                continue
+            value = getattr(obj, f.name)
+            if f.metadata.get("omit_default") and value == f.default:
+                continue  # a field added later, at its default: the tree (and digest) of older states
+            out[f.name] = to_data(value)
         return out
     raise TypeError(f"cannot serialise {type(obj).__name__}")
 

@@ -30,6 +30,8 @@ from rizz.core import (
     normalise_label,
     prompt_blocks,
     retrieve,
+    sub_state,
+    unwall,
 )
 from rizz.shell import logrecord as lr
 from rizz.shell.judge import label_input
@@ -141,13 +143,14 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     text = el.input if not el.instruction else f"{el.instruction}\n\n{el.input}"
     (emb,) = embed_texts(embedder, store, [text])
     base = StepInput(step=step, item_id=el.id, text=el.input, embedding=emb.vec, instruction=el.instruction,
-                     evidence=_evidence(el), scope=el.scope, shape=el.shape, context_only=el.context_only)
+                     evidence=_evidence(el), scope=el.scope, shape=el.shape, context_only=el.context_only,
+                     tenant=el.tenant, time=el.time)
     now = time.time()
     if el.context_only:
         return Pending(el, base, None, None, None, True, None, (), False, rendering, core.route_round(state, base), (emb.key, None), now)
     calls: list[Call] = []
     judge, lkey = None, None
-    if needs_label(state, policy, emb.vec, el.shape):
+    if needs_label(sub_state(state, el.tenant), policy, emb.vec, el.shape):  # behind the tenant's wall
         jl = label_input(model, el.input, instruction=el.instruction, shape=el.shape)
         label = normalise_label(jl.function, jl.application)
         (lemb,) = embed_texts(embedder, store, [label.application.replace("-", " ")])
@@ -157,7 +160,8 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
         if jl.generation is not None:
             calls.append(Call.of("judge", jl.generation))
     routed = core.route_round(state, base)
-    retrieved = retrieve(routed.state, policy, base, routed.decision)
+    own, local, inner = unwall(routed.state, base, routed.decision)  # the tenant's sub-state and step (rizz.core.tenants)
+    retrieved = retrieve(own, policy, local, inner)
     blocks = prompt_blocks(retrieved, el.input, el.instruction, base.evidence)
     keys = (emb.key, lkey)
     try:
@@ -218,7 +222,7 @@ def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, 
     d = p.routed.decision if p.routed is not None else None
     return lr.LogRecord(
         step=inp.step, id=el.id, v=lr.LOG_VERSION, kind=kind, task=el.task, context_only=el.context_only,
-        input=lr.InputPart(inp.text, p.keys[0], inp.instruction, inp.evidence, inp.scope, inp.shape),
+        input=lr.InputPart(inp.text, p.keys[0], inp.instruction, inp.evidence, inp.scope, inp.shape, inp.tenant, inp.time),
         route=lr.RoutePart(d.branch_id, d.score, d.spawn is not None) if d is not None else None,
         calls=[c.part() for c in p.calls], overflow=p.overflow, wall_s=round(wall_s, 4),
         judge=lr.JudgePart(**p.judge, label_embedding=p.keys[1]) if p.judge is not None else None,

@@ -61,6 +61,8 @@ def describe_event(e: object) -> str | None:
             return f"- branch {b} deactivated: {r}"
         case ev.BranchPruned(branch_id=b, reason=r):
             return f"- branch {b} pruned: {r}"
+        case ev.MemoryRetired(branch_id=b, store=store, key=k, reason=r):
+            return f"~ {b}: {store} {k} retired ({r})"
     return None
 
 

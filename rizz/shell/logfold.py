@@ -2,7 +2,8 @@
 
 ``rizz run``, a live :class:`~rizz.shell.session.Session`, ``rizz replay`` and ``rizz diff`` all
 advance the state through :meth:`LogFold.apply`, so a log refolds to the digest the session
-had (specs/step-semantics.md, "Live sessions"):
+had (specs/step-semantics.md, "Live sessions"). The core is :func:`rizz.core.walled`: a record
+whose input names a ``tenant`` is folded behind that tenant's wall (every round below):
 
 - ``step`` (v1): ``core.step`` with the distilled rules inside (the semantics of log format 1);
 - ``step`` (v2): ``route_round`` then ``feedback_round`` (the same as ``core.step``);
@@ -24,7 +25,7 @@ from typing import Any
 from attrs import frozen
 from pyrsistent import PMap, pmap
 
-from rizz.core import AdaptiveState, CandidateRule, Label, Policy, RouteDecision, RouteResult, StepInput, Verdict, rizz
+from rizz.core import AdaptiveState, CandidateRule, Label, Policy, RouteDecision, RouteResult, StepInput, Verdict, rizz, walled
 from rizz.core.serialize import from_data, to_data
 from rizz.shell.logrecord import LogRecord, VerdictPart, parse
 
@@ -37,7 +38,8 @@ class LogFoldError(ValueError):
 
 @frozen
 class InFlight:
-    """An answer waiting for its verdict: the input as answered, its route decision, Unix time."""
+    """An answer waiting for its verdict: the input as answered, its route decision (a
+    :class:`~rizz.core.tenants.WalledDecision` once tenants are in play), Unix time."""
 
     step_input: StepInput
     decision: RouteDecision
@@ -64,6 +66,7 @@ def record_inputs(rec: LogRecord, store: Any) -> tuple[StepInput, Verdict | None
         prompt_episode_keys=tuple(p.episode_keys) if p else (), prompt_tokens=p.tokens if p else 0,
         completion_tokens=sum(c.completion_tokens for c in rec.calls if c.kind == "answer"),
         dropped=len(p.dropped) if p else 0, candidate_rules=rules, distilled=bool(d and d.asked),
+        tenant=x.tenant, time=x.time,
     )
     return inp, _verdict(rec.verdict)
 
@@ -83,7 +86,7 @@ class LogFold:
 
     def __init__(self, policy: Policy, store: Any, state: AdaptiveState | None = None, inflight: PMap | None = None,
                  answers: int = 0, folded: int = 0) -> None:
-        self.core = rizz(policy)
+        self.core = walled(rizz(policy))  # one sub-state per metadata.tenant (rizz.core.tenants)
         self.store = store
         self.state = state if state is not None else self.core.init()
         self.inflight: PMap = inflight if inflight is not None else pmap()  # item id -> InFlight

@@ -57,7 +57,11 @@ class LogRecordError(ValueError):
 
 @frozen
 class InputPart:
-    """The element as the core saw it; ``embedding`` is the key of φ(x) in ``RUN_DIR/embeddings``."""
+    """The element as the core saw it; ``embedding`` is the key of φ(x) in ``RUN_DIR/embeddings``.
+
+    ``tenant`` (``metadata.tenant``) and ``time`` (``metadata.time``, canonical ISO 8601) are
+    written only when given (issue #12 §2 §4), so older lines parse and untenanted, untimed
+    lines stay as they were; a refold steps the record behind its tenant's wall."""
 
     text: str
     embedding: str
@@ -65,6 +69,8 @@ class InputPart:
     evidence: str | None = None
     scope: str | None = None
     shape: str | None = None
+    tenant: str | None = None
+    time: str | None = None
 
 
 @frozen

@@ -31,6 +31,7 @@ from typing import Any, Mapping, NamedTuple
 import attrs
 
 from rizz.core import AdaptiveState, CandidateRule, Policy, StepInput, Verdict, digest, distill_batch
+from rizz.core.tenants import AnyState, fed_branch, locate
 from rizz.core.serialize import canonical_json
 from rizz.shell import logrecord as lr
 from rizz.shell.answering import Call, Pending, answer_element, default_rendering, embed_texts, record_of, verify_pending
@@ -188,7 +189,9 @@ class Session:
 
     # -- reading ------------------------------------------------------------------------
     @property
-    def state(self) -> AdaptiveState:
+    def state(self) -> AnyState:
+        """The state: an ``AdaptiveState``, or a :class:`~rizz.core.TenantStates` once an element
+        named a ``metadata.tenant`` (one sub-state per tenant)."""
         return self._fold.state
 
     @property
@@ -346,12 +349,13 @@ class Session:
         self.run_dir.save_snapshot(n, self._fold.state)
 
     def _distill(self, step: int, item_id: str, branch_id: str) -> tuple[tuple[object, ...], tuple[Call, ...]]:
-        """When ``branch_id``'s batch is due: ask the model, log a ``distill`` record, fold it."""
-        state = self._fold.state
-        batch = distill_batch(state, self.policy, branch_id)
+        """When ``branch_id``'s batch is due: ask the model, log a ``distill`` record, fold it.
+        ``branch_id`` is a view key (``"<tenant>/<id>"`` behind a tenant's wall)."""
+        _, own, bid = locate(self._fold.state, branch_id)
+        batch = distill_batch(own, self.policy, bid)
         if not batch:
             return (), ()
-        label = state.branches[branch_id].label
+        label = own.branches[bid].label
         res = distill_rules(self.model, [(e.input, e.answer) for e in batch], function=label.function, application=label.application)
         calls = (Call.of("distill", res.generation),) if res.generation is not None else ()
         embs = embed_texts(self.embedder, self.embed_cache, [f"IF {r.antecedent} THEN {r.strategy}" for r in res.rules]) if res.rules else []
@@ -377,11 +381,7 @@ class Session:
             return
         branch = (last.get("route") or {}).get("branch")
         if last["kind"] == "verdict":
-            branch = None
-            for ev_ in reversed(self._fold.state.diagnostics.records):
-                if ev_.step == last["step"]:
-                    branch = ev_.branch_id
-                    break
+            branch = fed_branch(self._fold.state, last["step"])  # behind the tenant's wall, if any
         if branch is not None:
             self._distill(last["step"], last["id"], branch)
 

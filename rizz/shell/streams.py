@@ -35,6 +35,8 @@ from typing import Any, Iterable, Mapping
 import attrs
 from pyrsistent import PMap, freeze, pmap, thaw
 
+from rizz.core.timekeys import TIME_EXPECTED, canonical_time
+
 __all__ = [
     "SHAPES",
     "VERIFIERS",
@@ -162,12 +164,16 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
             raise _expect("metadata", "string keys", key)
     _check_str("metadata.task", meta.get("task"), optional=True)
     _check_str("metadata.scope", meta.get("scope"), optional=True)
+    _check_str("metadata.tenant", meta.get("tenant"), optional=True, nonempty=True)
     shape = meta.get("shape")
     if shape is not None and shape not in SHAPES:
         raise _expect("metadata.shape", "one of " + ", ".join(SHAPES), shape)
     time = meta.get("time")
-    if time is not None and not (isinstance(time, str) or _is_finite_number(time)):
-        raise _expect("metadata.time", "a string, a finite number or null", time)
+    if time is not None:
+        try:
+            canonical_time(time)
+        except ValueError:
+            raise _expect("metadata.time", TIME_EXPECTED + " or null", time) from None
     if verifier == "code_exec":
         _check_code_exec(meta)
     else:
@@ -269,6 +275,17 @@ class StreamElement:
     def scope(self) -> str | None:
         """``metadata.scope``: the scope key for scoped context, or None."""
         return self.metadata.get("scope")
+
+    @property
+    def time(self) -> str | None:
+        """``metadata.time`` as canonical ISO 8601 text (:func:`rizz.core.timekeys.canonical_time`), or None."""
+        t = self.metadata.get("time")
+        return None if t is None else canonical_time(t)
+
+    @property
+    def tenant(self) -> str | None:
+        """``metadata.tenant``: a hard wall (no memory crosses it), or None."""
+        return self.metadata.get("tenant")
 
     @property
     def shape(self) -> str | None:
