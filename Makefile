@@ -11,7 +11,7 @@ TORCH ?= torch==2.13.0
 # Portable llama.cpp build for llama-cpp-python (no native CPU flags, no llava, no openssl)
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF
 
-.PHONY: setup demo test bench-core clean
+.PHONY: setup demo test bench-core bench-shell clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,9 @@ test: setup
 
 bench-core: setup
 	$(BIN)/python benchmarks/core_overhead.py
+
+bench-shell: setup
+	$(BIN)/python benchmarks/shell_overhead.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -277,3 +277,19 @@ def test_a_crash_between_a_verdict_and_its_distillation_is_made_good_on_open(tmp
     s = _open(path)
     assert s.digest() == d and (path / "log.jsonl").read_text().splitlines()[-1] == lines[-1].rstrip("\n")
     s.close()
+
+
+def test_rizz_replay_cli_refolds_a_live_session_directory(tmp_path):
+    s = _open(tmp_path / "cli")
+    for i in range(5):
+        s.answer(element(i))
+    for i in (4, 0, 3):
+        s.fold(f"q{i}", 1.0)
+    d = s.digest()
+    s.close()
+    out = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "replay", str(tmp_path / "cli")], capture_output=True,
+                         text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == d
+    summary = json.loads((tmp_path / "cli" / "summary.json").read_text())
+    assert summary["steps"] == 5 and summary["answered"] == 3 and summary["state_digest"] == d
