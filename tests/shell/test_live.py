@@ -179,6 +179,8 @@ def test_eight_threads_answer_and_fold_at_once(tmp_path):
     s.close()
     assert replay(tmp_path / "mt", write_summary=False)["state_digest"] == d
     assert _open(tmp_path / "mt").digest() == d  # from the newest snapshot plus the log tail
+    snaps = sorted(p.name for p in (tmp_path / "mt" / "snapshots").glob("*.json") if p.stem.isdigit())
+    assert len(snaps) == 3  # only the newest three are kept (96 records, one every 7, one at each close)
 
 
 def _child(path: Path, n: int) -> subprocess.Popen:
