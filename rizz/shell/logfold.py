@@ -7,7 +7,8 @@ had (specs/step-semantics.md, "Live sessions"):
 - ``step`` (v1): ``core.step`` with the distilled rules inside (the semantics of log format 1);
 - ``step`` (v2): ``route_round`` then ``feedback_round`` (the same as ``core.step``);
 - ``answer``: ``route_round``; the input and the decision wait in :attr:`LogFold.inflight`;
-- ``verdict``: ``feedback_round`` with the waiting input and decision;
+- ``verdict``: ``feedback_round`` with the waiting input and decision (a decision whose branch
+  was merged away since is moved to the branch that kept it, when the merge is folded);
 - ``expire``: the waiting answer is dropped, the state is unchanged;
 - ``distill``: ``distill_round`` for the record's branch.
 
@@ -21,10 +22,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import frozen
 from pyrsistent import PMap, pmap
 
 from rizz.core import AdaptiveState, CandidateRule, Label, Policy, RouteDecision, RouteResult, StepInput, Verdict, rizz
+from rizz.core import events as ev
 from rizz.core.serialize import from_data, to_data
 from rizz.shell.logrecord import LogRecord, VerdictPart, parse
 
@@ -95,7 +98,19 @@ class LogFold:
         """Fold one record; returns the events it produced. Raises LogFoldError (state unchanged)."""
         events = self._apply(rec, inp, routed, rules)
         self.folded += 1
+        merged = {e.absorbed: e.kept for e in events if isinstance(e, ev.BranchesMerged)}
+        if merged and self.inflight:
+            self._follow(merged)
         return events
+
+    def _follow(self, merged: dict[str, str]) -> None:
+        """Answers in flight routed to a branch merged away now write into the branch that kept it."""
+        for k, w in self.inflight.items():
+            b = w.decision.branch_id
+            while b in merged:
+                b = merged[b]
+            if b != w.decision.branch_id:
+                self.inflight = self.inflight.set(k, InFlight(w.step_input, attrs.evolve(w.decision, branch_id=b), w.time))
 
     def _apply(self, rec: LogRecord, inp: StepInput | None, routed: RouteResult | None, rules: tuple[CandidateRule, ...] | None) -> tuple[object, ...]:
         core = self.core
