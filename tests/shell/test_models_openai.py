@@ -129,7 +129,6 @@ def test_reasoning_allowance_reaches_a_real_server(llama_server):
     """``?reasoning=N`` adds N tokens to what the server may generate (issue #12 §1)."""
     model = load_model(f"openai:{llama_server}#{SERVER_MODEL_ALIAS}?reasoning=16")
     assert model.name.endswith("?reasoning=16") and model.reasoning_tokens == 16
-    g = model.generate([Message("user", "Count from 1 to 100, separated by commas.")], max_tokens=8,
-                       rendering="raw")
+    g = model.generate([Message("user", "1, 2, 3, 4, 5,")], max_tokens=8, rendering="raw")  # counts on
     assert g.finish_reason == "length" and g.completion_tokens == 8 + 16
     assert g.usage_estimated is False  # llama_cpp.server reports usage
