@@ -172,6 +172,7 @@ def main() -> None:
     errors = _Errors()
     logging.getLogger().addHandler(errors)
     peer: Any = None
+    name = ""
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -180,7 +181,8 @@ def main() -> None:
             op = msg.get("op")
             errors.take()
             if op == "open":
-                peer = PEERS[msg["peer"]](msg["base_url"], msg["model"], msg["workdir"], msg.get("options") or {})
+                name = msg["peer"]
+                peer = PEERS[name](msg["base_url"], msg["model"], msg["workdir"], msg.get("options") or {})
                 from importlib.metadata import version
 
                 out: dict[str, Any] = {"package": peer.package, "version": version(peer.package)}
@@ -201,7 +203,7 @@ def main() -> None:
                     else:
                         out = peer.remember(msg["text"])
                 except Exception as e:  # noqa: BLE001 - a peer failure, counted by the bench
-                    out = {"failures": [_fail(f"{msg.get('peer', '')}{op}", e)]}
+                    out = {"failures": [_fail(f"{name}.{op}", e)]}
                 out["failures"] = out.get("failures", []) + errors.take()
             else:
                 raise ValueError(f"unknown op {op!r}")
