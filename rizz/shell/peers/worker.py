@@ -16,7 +16,7 @@ Protocol (one JSON object per line each way; every request gets exactly one repl
 ``{"op": "learn", "question": Q, "context": C, "answer": A, "reward": R, "reference": REF, "feedback": F, "verified": B}``
     -> ``{"ok": true, "failures": [...]}``. ACE: the reflector and skill manager run on this
     sample (its online loop, the verifier's reference as ground truth). mem0: a verified
-    interaction (question, answer) is added with ``infer=True``.
+    interaction (question, answer) is added (``infer`` from the options, mem0's default True).
 ``{"op": "remember", "text": T}`` (mem0, context-only input) -> ``{"ok": true, "failures": [...]}``.
 ``{"op": "close"}`` -> ``{"ok": true}``, then the worker exits.
 
@@ -144,6 +144,7 @@ class Mem0Peer:
             "history_db_path": os.path.join(workdir, "history.db"),
         }
         self.memory = Memory.from_config(config)
+        self.infer = bool(options.get("infer", True))  # mem0's default; False stores the messages as they are
 
     def search(self, query: str, top_k: int) -> dict[str, Any]:
         res = self.memory.search(query, top_k=top_k, filters={"user_id": self.USER})
@@ -154,11 +155,12 @@ class Mem0Peer:
         if not msg.get("verified"):
             return {"failures": []}
         q = msg["question"] if not msg.get("context") else f"{msg['context']}\n\n{msg['question']}"
-        self.memory.add([{"role": "user", "content": q}, {"role": "assistant", "content": msg["answer"] or ""}], user_id=self.USER)
+        self.memory.add([{"role": "user", "content": q}, {"role": "assistant", "content": msg["answer"] or ""}], user_id=self.USER,
+                        infer=self.infer)
         return {"failures": []}
 
     def remember(self, text: str) -> dict[str, Any]:
-        self.memory.add([{"role": "user", "content": text}], user_id=self.USER)
+        self.memory.add([{"role": "user", "content": text}], user_id=self.USER, infer=self.infer)
         return {"failures": []}
 
 
