@@ -331,6 +331,8 @@ def serve(
         backend = load_model(model)
         do_serve(data, pol, backend, host=host, port=port, keys_file=str(keys) if keys else None, queue_timeout_s=queue_timeout,
                  say=lambda m: typer.echo(m, err=True))
+    except ImportError as e:
+        _fail(f"rizz serve needs the serve extra (pip install 'rizz[serve]'): {e}")
     except (ValueError, ModelUnavailableError, RuntimeError) as e:
         _fail(str(e))
 
