@@ -16,7 +16,7 @@ export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF
 PEERS_VENV ?= .venv-peers/ace
 ACE_PIN ?= ace-framework==0.7.1
 
-.PHONY: setup peers demo test fuzz bench-core clean
+.PHONY: setup peers demo test fuzz bench-core bench-shell clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -49,6 +49,9 @@ fuzz: setup
 
 bench-core: setup
 	$(BIN)/python benchmarks/core_overhead.py
+
+bench-shell: setup
+	$(BIN)/python benchmarks/shell_overhead.py
 
 clean:
 	rm -rf $(VENV) .venv-peers build *.egg-info

@@ -48,6 +48,8 @@ __all__ = [
     "TenantStates",
     "WalledDecision",
     "branch_key",
+    "decision_tenant",
+    "follow_merge",
     "fed_branch",
     "localise",
     "locate",
@@ -206,6 +208,28 @@ def locate(state: AnyState, key: str) -> tuple[str | None, AdaptiveState, str]:
         return None, sub_state(state, None), key
     tenant, bid = key.rsplit("/", 1)
     return tenant, sub_state(state, tenant), bid
+
+
+def decision_tenant(decision: RouteDecision | WalledDecision, inp: StepInput) -> str | None:
+    """The tenant whose sub-state ``decision`` (for input ``inp``) was made in."""
+    return decision.tenant if isinstance(decision, WalledDecision) else inp.tenant
+
+
+def follow_merge(decision: RouteDecision | WalledDecision, inp: StepInput, tenant: str | None,
+                 merged: dict[str, str]) -> RouteDecision | WalledDecision:
+    """``decision`` pointing at the branch that kept its branch, when ``tenant``'s sub-state
+    merged it away (``merged``: absorbed id → kept id, ids of that sub-state); the same object
+    when it is another tenant's decision or its branch was not merged."""
+    if decision_tenant(decision, inp) != tenant:
+        return decision
+    inner = decision.decision if isinstance(decision, WalledDecision) else decision
+    b = inner.branch_id
+    while b in merged:
+        b = merged[b]
+    if b == inner.branch_id:
+        return decision
+    moved = attrs.evolve(inner, branch_id=b)
+    return attrs.evolve(decision, decision=moved) if isinstance(decision, WalledDecision) else moved
 
 
 def fed_branch(state: AnyState, step: int) -> str | None:

@@ -8,7 +8,8 @@ whose input names a ``tenant`` is folded behind that tenant's wall (every round 
 - ``step`` (v1): ``core.step`` with the distilled rules inside (the semantics of log format 1);
 - ``step`` (v2): ``route_round`` then ``feedback_round`` (the same as ``core.step``);
 - ``answer``: ``route_round``; the input and the decision wait in :attr:`LogFold.inflight`;
-- ``verdict``: ``feedback_round`` with the waiting input and decision;
+- ``verdict``: ``feedback_round`` with the waiting input and decision (a decision whose branch
+  was merged away since is moved to the branch that kept it, when the merge is folded);
 - ``expire``: the waiting answer is dropped, the state is unchanged;
 - ``distill``: ``distill_round`` for the record's branch.
 
@@ -22,10 +23,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import frozen
 from pyrsistent import PMap, pmap
 
 from rizz.core import AdaptiveState, CandidateRule, Label, Policy, RouteDecision, RouteResult, StepInput, Verdict, rizz, walled
+from rizz.core import events as ev
+from rizz.core.tenants import decision_tenant, follow_merge
 from rizz.core.serialize import from_data, to_data
 from rizz.shell.logrecord import LogRecord, VerdictPart, parse
 
@@ -96,9 +100,21 @@ class LogFold:
     def apply(self, rec: LogRecord, *, inp: StepInput | None = None, routed: RouteResult | None = None,
               rules: tuple[CandidateRule, ...] | None = None) -> tuple[object, ...]:
         """Fold one record; returns the events it produced. Raises LogFoldError (state unchanged)."""
+        self._tenant: str | None = None  # the tenant whose sub-state the record folded
         events = self._apply(rec, inp, routed, rules)
         self.folded += 1
+        merged = {e.absorbed: e.kept for e in events if isinstance(e, ev.BranchesMerged)}
+        if merged and self.inflight:
+            self._follow(merged)
         return events
+
+    def _follow(self, merged: dict[str, str]) -> None:
+        """Answers in flight routed to a branch merged away now write into the branch that kept it
+        (only answers of the tenant whose sub-state merged: branch ids are per sub-state)."""
+        for k, w in self.inflight.items():
+            d = follow_merge(w.decision, w.step_input, self._tenant, merged)
+            if d is not w.decision:
+                self.inflight = self.inflight.set(k, InFlight(w.step_input, d, w.time))
 
     def _apply(self, rec: LogRecord, inp: StepInput | None, routed: RouteResult | None, rules: tuple[CandidateRule, ...] | None) -> tuple[object, ...]:
         core = self.core
@@ -110,6 +126,7 @@ class LogFold:
             if rec.kind == "answer" and rec.id in self.inflight:
                 raise LogFoldError(f"answer {rec.id!r} at step {rec.step}: an answer with this id is already pending")
             self.answers = max(self.answers, rec.step + 1)
+            self._tenant = inp.tenant
             if rec.kind == "step" and rec.v == 1:
                 self.state, events = core.step_with_events(self.state, inp, verdict)
                 return events
@@ -127,6 +144,7 @@ class LogFold:
             self.inflight = self.inflight.remove(rec.id)
             if rec.kind == "expire":
                 return ()
+            self._tenant = decision_tenant(w.decision, w.step_input)
             self.state, events = core.feedback_round(self.state, w.step_input, _verdict(rec.verdict), w.decision)
             return events
         if rec.kind == "distill":

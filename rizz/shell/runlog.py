@@ -161,7 +161,10 @@ class RunDir:
             os.fsync(self._log.fileno())
         except OSError as e:
             full = disk_full(e, f"step {record.get('step')} to {self.log_path}", self.root)
-            self._log.close()
+            try:
+                self._log.close()  # may fail again flushing on a full disk
+            except OSError:
+                pass
             self._log = None
             try:
                 with open(self.log_path, "r+b") as f:

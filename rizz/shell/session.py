@@ -83,6 +83,14 @@ def _verdict(v: Verdict | float | None) -> Verdict:
     return v if isinstance(v, Verdict) else Verdict(float(r), "external")
 
 
+def _drop_old_snapshots(snap_dir: Path, keep: int) -> None:
+    """Delete all but the newest ``keep`` snapshots (and their in-flight files) of a live session."""
+    done = sorted(int(p.stem) for p in snap_dir.glob("*.json") if p.stem.isdigit())
+    for n in done[:-keep]:
+        for p in (snap_dir / f"{n:08d}.json", snap_dir / f"{n:08d}.inflight.json"):
+            p.unlink(missing_ok=True)
+
+
 class Session:
     """Stateful wrapper around the pure core; safe to call from several threads (one lock).
 
@@ -97,11 +105,13 @@ class Session:
       run_dir: an entered :class:`~rizz.shell.runlog.RunDir`: records are appended (fsynced)
         there before a call returns; None keeps the session in memory.
       snapshot_every: records between state snapshots in ``run_dir`` (0: none but at close).
+      keep_snapshots: keep only the newest this many snapshots (0: all; ``Session.open``: 3, so
+        a long-lived session's directory grows with its memory and log only).
     """
 
     def __init__(self, policy: Policy, model: ModelBackend, embedder: Any, *, state: AdaptiveState | None = None,
                  step: int = 0, rendering: str | None = None, embed_cache: Any = None, budget_cap: int | None = None,
-                 run_dir: Any = None, snapshot_every: int = 0, fold: LogFold | None = None) -> None:
+                 run_dir: Any = None, snapshot_every: int = 0, fold: LogFold | None = None, keep_snapshots: int = 0) -> None:
         self.policy = policy
         self.model = model
         self.embedder = embedder
@@ -110,6 +120,7 @@ class Session:
         self.budget_cap = budget_cap
         self.run_dir = run_dir
         self.snapshot_every = snapshot_every
+        self.keep_snapshots = keep_snapshots
         self._fold = fold if fold is not None else LogFold(policy, embed_cache, state=state, answers=step)
         self.core = self._fold.core
         self._lock = threading.RLock()
@@ -121,7 +132,7 @@ class Session:
     @classmethod
     def open(cls, path: str | Path, policy: Policy | str = "default", model: ModelBackend | str = "embedded", *,
              embedder: Any = None, rendering: str | None = None, budget_cap: int | None = None,
-             snapshot_every: int = 50, cache: str | Path | None = None) -> "Session":
+             snapshot_every: int = 50, keep_snapshots: int = 3, cache: str | Path | None = None) -> "Session":
         """Create the session directory ``path``, or resume it (after a close or any crash).
 
         ``policy``: a Policy or a policy file/name; ``model``: a backend or a model spec
@@ -158,7 +169,7 @@ class Session:
             rd.repair()
             fold, records = restore_fold(rd, pol)
             s = cls(pol, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget_cap,
-                    run_dir=rd, snapshot_every=snapshot_every, fold=fold)
+                    run_dir=rd, snapshot_every=snapshot_every, fold=fold, keep_snapshots=keep_snapshots)
             for r in records[-_CLOSED_IDS:]:  # why recent ids are no longer pending, for error messages
                 kind = r.get("kind")
                 if kind in ("verdict", "expire"):
@@ -347,6 +358,8 @@ class Session:
         n = self._fold.folded
         save_inflight(self.run_dir.inflight_path(n), self._fold)
         self.run_dir.save_snapshot(n, self._fold.state)
+        if self.keep_snapshots:
+            _drop_old_snapshots(self.run_dir.snap_dir, self.keep_snapshots)
 
     def _distill(self, step: int, item_id: str, branch_id: str) -> tuple[tuple[object, ...], tuple[Call, ...]]:
         """When ``branch_id``'s batch is due: ask the model, log a ``distill`` record, fold it.

@@ -121,3 +121,14 @@ def test_chat_raw_and_token_count_against_llama_cpp_server(llama_server, embedde
 def test_model_id_is_discovered_from_v1_models(llama_server):
     model = load_model(f"openai:{llama_server}")
     assert model.model == SERVER_MODEL_ALIAS
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_reasoning_allowance_reaches_a_real_server(llama_server):
+    """``?reasoning=N`` adds N tokens to what the server may generate (issue #12 §1)."""
+    model = load_model(f"openai:{llama_server}#{SERVER_MODEL_ALIAS}?reasoning=16")
+    assert model.name.endswith("?reasoning=16") and model.reasoning_tokens == 16
+    g = model.generate([Message("user", "1, 2, 3, 4, 5,")], max_tokens=8, rendering="raw")  # counts on
+    assert g.finish_reason == "length" and g.completion_tokens == 8 + 16
+    assert g.usage_estimated is False  # llama_cpp.server reports usage

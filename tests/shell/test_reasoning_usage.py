@@ -300,3 +300,33 @@ def test_a_bad_model_spec_leaves_no_run_dir(tmp_path):
     res = CliRunner().invoke(cli.app, ["run", str(stream), "--out", str(tmp_path / "r"), "--model", "embedded?reasoning=x"])
     assert res.exit_code == 2 and "bad model spec" in res.output + (res.stderr if res.stderr_bytes else "")
     assert not (tmp_path / "r").exists()
+
+
+def test_the_issue_examples_end_to_end_six_reasoning_replies_without_usage(tmp_path, http_server):
+    """§1 + §3 as reported: six `label_match` elements through `run_stream` and the OpenAI SDK
+    against a local server that thinks aloud and returns no `usage`. Before: 0/6 and 0 tokens."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stubs import HashEmbedder
+
+    from rizz.shell.policy_file import load_policy
+    from rizz.shell.run import run_stream
+
+    srv = _chat_server(http_server, {"content": THINK_REPLY}, None)
+    stream = tmp_path / "s.jsonl"
+    stream.write_text("".join(json.dumps({"id": f"r{i}", "input": f"Review {i}: a wonderful film.",
+                                          "metadata": {"shape": "label", "task": "sst"},
+                                          "reference": "positive", "verifier": "label_match"}) + "\n"
+                              for i in range(6)))
+    model = OpenAICompatModel(srv.url, max_retries=0)
+    summary = run_stream(stream, load_policy("frozen"), "frozen", tmp_path / "run", model, HashEmbedder(),
+                         log=lambda m: None)
+    assert summary["answered"] == 6 and summary["mean_reward"] == 1.0
+    assert summary["usage_estimated"] is True
+    assert summary["prompt_tokens"] > 0 and summary["completion_tokens"] > 0
+    recs = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert all(r["answer"]["raw"] == THINK_REPLY and r["answer"]["extracted"] == "positive" for r in recs)
+    assert all(r["answer"]["reasoning"].startswith("Let me think") for r in recs)
+    assert all(c["usage_estimated"] for r in recs for c in r["calls"])

@@ -220,3 +220,41 @@ def test_a_live_session_keeps_tenants_apart_with_answers_in_flight_restarts_and_
         other = "bob" if t == "alice" else "alice"
         assert other not in repr(mixed[t]) and not any(other in v for v in alone_prompts.values())
         alone.close()
+
+
+def test_a_merge_in_one_tenant_moves_only_that_tenants_answers_in_flight(tmp_path) -> None:
+    """Alice's and Bob's sub-states both hold b0 and b1; Alice's lifecycle merges her b1 into
+    b0 while an answer of each tenant routed to its own b1 is pending: only Alice's moves."""
+    from pyrsistent import pmap
+
+    from rizz.core import Label, RouteDecision, RouteResult, StepInput, WalledDecision
+    from rizz.core import events as ev
+    from rizz.core.apply import fold
+    from rizz.core.records import empty_state
+    from rizz.shell.logfold import LogFold, load_inflight, save_inflight
+    from rizz.shell.logrecord import LogRecord, VerdictPart
+
+    lab, anchor = Label("solve-math", "sum"), np.eye(16, dtype=np.float32)[0].tobytes()
+    pol = Policy()
+    two = fold(empty_state(), [ev.BranchSpawned(b, lab, anchor, b"", "number", 0) for b in ("b0", "b1")])
+    ts = TenantStates(tenants=pmap({"alice": two, "bob": two}), answers=pmap({"alice": 24, "bob": 5}))
+    lf = LogFold(pol, None, state=ts, answers=40)
+
+    def inp(step: int, item: str, tenant: str) -> StepInput:
+        return StepInput(step=step, item_id=item, text=f"sum {item}", embedding=anchor, shape="number", answer="4", tenant=tenant)
+
+    for step, item, tenant, local in ((40, "alice-late", "alice", 23), (41, "bob-late", "bob", 4)):
+        d = WalledDecision(RouteDecision("b1", lab, 1.0), tenant, local)
+        lf.apply(LogRecord(step=step, id=item, v=2, kind="answer"), inp=inp(step, item, tenant), routed=RouteResult(lf.state, d, ()))
+    events = lf.apply(LogRecord(step=42, id="alice-now", v=2, kind="step", verdict=VerdictPart(1.0, "exact_match")),
+                      inp=inp(42, "alice-now", "alice"))
+    assert ev.BranchesMerged("b0", "b1") in events  # Alice's local step 24: (24 + 1) % merge_every == 0
+    assert lf.inflight["alice-late"].decision.branch_id == "alice/b0"
+    assert lf.inflight["bob-late"].decision.branch_id == "bob/b1"  # Bob's b1 is another branch
+    save_inflight(tmp_path / "x.inflight.json", lf)
+    assert load_inflight(tmp_path / "x.inflight.json") == (43, lf.inflight)
+    events = lf.apply(LogRecord(step=41, id="bob-late", v=2, kind="verdict", verdict=VerdictPart(1.0, "exact_match")))
+    assert [e.branch_id for e in events if isinstance(e, ev.EpisodeWritten)] == ["b1"]
+    assert [e.input for e in lf.state.tenants["bob"].branches["b1"].episodes.records] == ["sum bob-late"]
+    lf.apply(LogRecord(step=40, id="alice-late", v=2, kind="verdict", verdict=VerdictPart(1.0, "exact_match")))
+    assert [e.input for e in lf.state.tenants["alice"].branches["b0"].episodes.records] == ["sum alice-now", "sum alice-late"]

@@ -49,7 +49,11 @@ PEERS = ("ace", "mem0")
 #: Settings handed to each peer (recorded in run.json). Completion cap 256 tokens per call and
 #: ACE's instructor retries cut from the package's 3 to 1: with the 135M model on 2 shared
 #: cores one ACE call takes minutes, and the small model rarely repairs its JSON on a retry.
-PEER_OPTIONS = {"ace": {"max_tokens": 256, "max_retries": 1}, "mem0": {"max_tokens": 256}}
+#: mem0's ``infer`` (its default True: an LLM call extracts facts before storing) can be set
+#: to False with ``RIZZ_PEER_MEM0_INFER=0``: mem0's extraction prompt alone is ~8,500 tokens,
+#: more than SmolLM2's 8,192-token window, so with the embedded model infer=True stores nothing.
+PEER_OPTIONS = {"ace": {"max_tokens": 256, "max_retries": 1},
+                "mem0": {"max_tokens": 256, "infer": os.environ.get("RIZZ_PEER_MEM0_INFER", "1") not in ("0", "false", "False")}}
 MEM0_TOP_K = 5  # memories put in the answer prompt (mem0's search default is 20; 5 keeps prompts near rizz's)
 WORKER = Path(__file__).with_name("worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]

@@ -16,7 +16,7 @@ Protocol (one JSON object per line each way; every request gets exactly one repl
 ``{"op": "learn", "question": Q, "context": C, "answer": A, "reward": R, "reference": REF, "feedback": F, "verified": B}``
     -> ``{"ok": true, "failures": [...]}``. ACE: the reflector and skill manager run on this
     sample (its online loop, the verifier's reference as ground truth). mem0: a verified
-    interaction (question, answer) is added with ``infer=True``.
+    interaction (question, answer) is added (``infer`` from the options, mem0's default True).
 ``{"op": "remember", "text": T}`` (mem0, context-only input) -> ``{"ok": true, "failures": [...]}``.
 ``{"op": "close"}`` -> ``{"ok": true}``, then the worker exits.
 
@@ -144,6 +144,7 @@ class Mem0Peer:
             "history_db_path": os.path.join(workdir, "history.db"),
         }
         self.memory = Memory.from_config(config)
+        self.infer = bool(options.get("infer", True))  # mem0's default; False stores the messages as they are
 
     def search(self, query: str, top_k: int) -> dict[str, Any]:
         res = self.memory.search(query, top_k=top_k, filters={"user_id": self.USER})
@@ -154,11 +155,12 @@ class Mem0Peer:
         if not msg.get("verified"):
             return {"failures": []}
         q = msg["question"] if not msg.get("context") else f"{msg['context']}\n\n{msg['question']}"
-        self.memory.add([{"role": "user", "content": q}, {"role": "assistant", "content": msg["answer"] or ""}], user_id=self.USER)
+        self.memory.add([{"role": "user", "content": q}, {"role": "assistant", "content": msg["answer"] or ""}], user_id=self.USER,
+                        infer=self.infer)
         return {"failures": []}
 
     def remember(self, text: str) -> dict[str, Any]:
-        self.memory.add([{"role": "user", "content": text}], user_id=self.USER)
+        self.memory.add([{"role": "user", "content": text}], user_id=self.USER, infer=self.infer)
         return {"failures": []}
 
 
@@ -172,6 +174,7 @@ def main() -> None:
     errors = _Errors()
     logging.getLogger().addHandler(errors)
     peer: Any = None
+    name = ""
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -180,7 +183,8 @@ def main() -> None:
             op = msg.get("op")
             errors.take()
             if op == "open":
-                peer = PEERS[msg["peer"]](msg["base_url"], msg["model"], msg["workdir"], msg.get("options") or {})
+                name = msg["peer"]
+                peer = PEERS[name](msg["base_url"], msg["model"], msg["workdir"], msg.get("options") or {})
                 from importlib.metadata import version
 
                 out: dict[str, Any] = {"package": peer.package, "version": version(peer.package)}
@@ -201,7 +205,7 @@ def main() -> None:
                     else:
                         out = peer.remember(msg["text"])
                 except Exception as e:  # noqa: BLE001 - a peer failure, counted by the bench
-                    out = {"failures": [_fail(f"{msg.get('peer', '')}{op}", e)]}
+                    out = {"failures": [_fail(f"{name}.{op}", e)]}
                 out["failures"] = out.get("failures", []) + errors.take()
             else:
                 raise ValueError(f"unknown op {op!r}")
