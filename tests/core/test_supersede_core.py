@@ -107,3 +107,28 @@ def test_scope_walled_examples_equal_the_open_ranking_filtered_by_scope() -> Non
         ref = [e for e in retrieve(s, wide, x, d).examples if e.item.scope in (None, scope)][: base.retrieval.examples_k]
         assert [(e.item.key, e.branch_id) for e in got] == [(e.item.key, e.branch_id) for e in ref]
         assert all(e.item.scope in (None, scope) for e in got)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["10", "12", "15"]), st.sampled_from([0.0, 0.5, 1.0])), min_size=1, max_size=12))
+def test_after_any_history_the_newest_verified_answer_is_the_only_episode(history) -> None:
+    r = rizz(ON)
+    s = r.init()
+    last_verified = None
+    failed_since: set[str] = set()
+    for t, (ans, reward) in enumerate(history):
+        s = r.step(s, make_input(t, 1, seed=3, answer=ans), Verdict(reward))
+        if reward == 1.0:
+            last_verified, failed_since = ans, set()
+        elif reward == 0.0:
+            failed_since.add(ans)
+    episodes = {e.answer for b in s.branches.values() for e in b.episodes.records}
+    mistakes = {a.answer for b in s.branches.values() for a in b.failures.records}
+    want = {last_verified} - failed_since if last_verified is not None else set()
+    assert episodes == want
+    if last_verified is not None and last_verified not in failed_since:
+        assert last_verified not in mistakes
