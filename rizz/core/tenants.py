@@ -45,6 +45,7 @@ from rizz.core.transition import Plan, RouteResult, Rizz, StepResult
 
 __all__ = [
     "AnyState",
+    "answers_after",
     "TenantStates",
     "WalledDecision",
     "branch_key",
@@ -230,6 +231,16 @@ def follow_merge(decision: RouteDecision | WalledDecision, inp: StepInput, tenan
         return decision
     moved = attrs.evolve(inner, branch_id=b)
     return attrs.evolve(decision, decision=moved) if isinstance(decision, WalledDecision) else moved
+
+
+def answers_after(state: AnyState, decision: RouteDecision | WalledDecision, inp: StepInput, answers: int) -> int:
+    """Answers issued after the pending answer ``inp`` in its own tenant's numbering
+    (``answers``: answers issued over all tenants), so other tenants' traffic never expires it."""
+    if isinstance(decision, WalledDecision) and isinstance(state, TenantStates):
+        return state.answers.get(_key(decision.tenant), 0) - decision.step - 1
+    if isinstance(state, TenantStates):  # untenanted, answered before the first tenant came
+        return state.answers.get("", answers) - inp.step - 1
+    return answers - inp.step - 1
 
 
 def fed_branch(state: AnyState, step: int) -> str | None:

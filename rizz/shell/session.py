@@ -31,7 +31,7 @@ from typing import Any, Mapping, NamedTuple
 import attrs
 
 from rizz.core import AdaptiveState, CandidateRule, Policy, StepInput, Verdict, digest, distill_batch
-from rizz.core.tenants import AnyState, fed_branch, locate
+from rizz.core.tenants import AnyState, answers_after, fed_branch, locate
 from rizz.core.serialize import canonical_json
 from rizz.shell import logrecord as lr
 from rizz.shell.answering import Call, Pending, answer_element, default_rendering, embed_texts, record_of, verify_pending
@@ -404,7 +404,7 @@ class Session:
             return
         now = time.time()
         for item_id, w in sorted(self._fold.inflight.items(), key=lambda kv: kv[1].step_input.step):
-            later = self._fold.answers - w.step_input.step - 1
+            later = answers_after(self._fold.state, w.decision, w.step_input, self._fold.answers)  # within its tenant
             if fb.max_pending and later > fb.max_pending:
                 self._expire_one(item_id, w.step_input.step, f"{later} later answers issued (feedback.max_pending {fb.max_pending})")
             elif fb.max_pending_seconds and w.time is not None and now - w.time > fb.max_pending_seconds:

@@ -258,3 +258,22 @@ def test_a_merge_in_one_tenant_moves_only_that_tenants_answers_in_flight(tmp_pat
     assert [e.input for e in lf.state.tenants["bob"].branches["b1"].episodes.records] == ["sum bob-late"]
     lf.apply(LogRecord(step=40, id="alice-late", v=2, kind="verdict", verdict=VerdictPart(1.0, "exact_match")))
     assert [e.input for e in lf.state.tenants["alice"].branches["b0"].episodes.records] == ["sum alice-now", "sum alice-late"]
+
+
+def test_max_pending_counts_only_the_answers_of_the_same_tenant(tmp_path) -> None:
+    from livekit import HashEmbedder, StubModel
+
+    base = load_policy("default")
+    policy = attrs.evolve(base, feedback=attrs.evolve(base.feedback, max_pending=2))
+    s = Session.open(tmp_path / "app", policy=policy, model=StubModel(), embedder=HashEmbedder())
+    s.answer(_tenant_el("alice", 0))
+    for i in range(4):  # Bob's traffic does not age Alice's pending answer
+        s.answer(_tenant_el("bob", i))
+    s.answer(_tenant_el("alice", 1))  # checked on each call: bob-q0 has 3 later answers of Bob's
+    assert "alice-q0" in s.pending_ids() and "bob-q0" not in s.pending_ids() and "bob-q1" in s.pending_ids()
+    for i in (2, 3, 4):
+        s.answer(_tenant_el("alice", i))  # at alice-q4: three later answers of Alice's own
+    assert "alice-q0" not in s.pending_ids() and "alice-q1" in s.pending_ids()
+    d = s.digest()
+    s.close()
+    assert replay(tmp_path / "app", write_summary=False)["state_digest"] == d
