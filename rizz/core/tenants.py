@@ -45,9 +45,9 @@ from rizz.core.transition import Plan, RouteResult, Rizz, StepResult
 
 __all__ = [
     "AnyState",
-    "answers_after",
     "TenantStates",
     "WalledDecision",
+    "answers_after",
     "branch_key",
     "decision_tenant",
     "follow_merge",
@@ -106,8 +106,6 @@ class TenantStates:
     def steps(self) -> int:
         """Steps folded over every tenant."""
         return self.untenanted.steps + sum(s.steps for s in self.tenants.values())
-
-
 
 
 AnyState = Union[AdaptiveState, TenantStates]

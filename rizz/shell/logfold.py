@@ -23,7 +23,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import attrs
 from attrs import frozen
 from pyrsistent import PMap, pmap
 
