@@ -57,7 +57,9 @@ def build_record(session: Session, p: Pending, inp: Any, verdict: Any, events: t
                          "dropped": [[d.block, d.id, d.tokens, d.reason] for d in p.prompt.dropped],
                          "rule_ids": list(inp.prompt_rule_ids), "episode_keys": list(inp.prompt_episode_keys)}
     if not el.context_only:
-        rec["answer"] = {"raw": p.raw_output, "extracted": p.answer, "parsed": p.parsed}
+        rec["answer"] = {"raw": p.raw_output, "extracted": inp.answer, "parsed": p.parsed}
+    if getattr(p, "episode", None) is not None:
+        rec["episode"] = p.episode.to_json()
     if verdict is not None:
         rec["verdict"] = {"reward": verdict.reward, "verifier": verdict.verifier, "parsed": verdict.parsed}
     if inp.distilled or inp.candidate_rules:
@@ -84,7 +86,7 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
         "model_calls": len(calls),
         "model_calls_uncached": n_calls,
         "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,
-        "calls_by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in ("judge", "answer", "distill")},
+        "calls_by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in ("judge", "answer", "distill", "user")},
         "answer_prompt_tokens_max": max((r["prompt"]["tokens"] for r in records if "prompt" in r), default=0),
         "budget_exceeded": sum(1 for r in records if "prompt" in r and r["prompt"]["tokens"] > r["prompt"]["budget"]),
         "overflow": sum(1 for r in records if r.get("overflow")),

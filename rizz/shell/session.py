@@ -87,6 +87,7 @@ class Pending:
     calls: tuple[Call, ...]
     overflow: bool
     rendering: str
+    episode: Any = None  # an episode element's Episode (rizz.shell.agents), else None
 
 
 def _evidence(el: StreamElement) -> str | None:
@@ -174,6 +175,10 @@ class Session:
             if jl.generation is not None:
                 calls.append(Call.of("judge", jl.generation))
         plan = self.core.plan(self.state, base)
+        if el.is_episode:  # a tool-using episode (issue #13): the agent loop, one step of the core
+            from rizz.shell.agents.step import answer_episode
+
+            return answer_episode(self, el, base, plan, judge, calls)
         blocks = prompt_blocks(plan.retrieved, el.input, el.instruction, base.evidence)
         try:
             prompt = compile_prompt(blocks, self.policy.compiler, self.model.count_tokens, self.budget(el.shape))
@@ -196,6 +201,10 @@ class Session:
         if el.context_only:
             return None
         name = el.verifier or "exact_match"
+        if el.is_episode:
+            from rizz.shell.agents.step import verify_pending
+
+            return verify_pending(p, tuple(getattr(self, "data_roots", ()) or ()))
         if p.overflow:
             return Verdict(0.0, name, parsed=False)
         judge_fn = None
@@ -224,6 +233,10 @@ class Session:
             raise ValueError(f"fold: pending {p.element.id!r} was not answered by this session at step "
                              f"{self.step_index} (fold what this session's answer() returned)")
         inp = p.step_input
+        if p.episode is not None and verdict is not None:  # a failed episode remembers its first wrong call
+            from rizz.shell.agents.step import memory_answer
+
+            inp = memory_answer(p, inp, verdict, self.policy.write_threshold(verdict.verifier))
         calls = list(p.calls)
         if not inp.context_only and self.policy.rules.enabled and verdict is not None:
             provisional = self.core.step_with_events(self.state, inp, verdict)

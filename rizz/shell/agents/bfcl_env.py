@@ -99,20 +99,22 @@ def ast_checker() -> Callable[..., dict[str, Any]]:
     return checker
 
 
-def _state(value: Any, depth: int = 0) -> Any:
-    """A JSON-able picture of an API object's public state (for the digest)."""
-    if depth > 40:
-        return "..."
+def _state(value: Any, path: frozenset[int] = frozenset()) -> Any:
+    """A JSON-able picture of an API object's public state (for the digest); a reference back
+    to an object on the current path (a file system's parent link) is written ``<cycle>``."""
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
+    if id(value) in path:
+        return "<cycle>"
+    inner = path | {id(value)}
     if isinstance(value, Mapping):
-        return {str(k): _state(v, depth + 1) for k, v in value.items()}
+        return {str(k): _state(v, inner) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
-        items = [_state(v, depth + 1) for v in value]
+        items = [_state(v, inner) for v in value]
         return sorted(items, key=repr) if isinstance(value, set) else items
     if hasattr(value, "__dict__"):
-        return {type(value).__name__: {k: _state(v, depth + 1) for k, v in sorted(vars(value).items())
-                                       if not k.startswith("_") and not callable(v)}}
+        return {type(value).__name__: {k: _state(v, inner) for k, v in sorted(vars(value).items())
+                                       if not k.startswith("_") and not callable(v) and k != "parent"}}
     return repr(value)
 
 

@@ -49,7 +49,7 @@ def plain(value: Any) -> Any:
 
 def to_text(value: Any) -> str:
     """A tool result as the text the model reads: strings as they are, the rest as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def make_environment(environment: Mapping[str, Any] | None, *, data_roots: tuple[Any, ...] = ()) -> Environment:

@@ -33,7 +33,21 @@ def _bfcl_value(values: list[Any]) -> tuple[bool, Any]:
     """(present, value) for one BFCL possible-answer list: its first value other than ``""``
     (``""`` marks an optional parameter that may be left out); absent if there is none."""
     given = [v for v in values if v != ""]
-    return (True, given[0]) if given else (False, None)
+    return (True, _pick(given[0])) if given else (False, None)
+
+
+def _pick(value: Any) -> Any:
+    """A value from BFCL's possible-answer form: inside a dict each key maps to its acceptable values."""
+    if isinstance(value, dict):
+        out = {}
+        for k, options in value.items():
+            present, v = _bfcl_value(options if isinstance(options, list) else [options])
+            if present:
+                out[k] = v
+        return out
+    if isinstance(value, list):
+        return [_pick(v) for v in value]
+    return value
 
 
 def _parse_gold(text: str, env: Environment) -> ToolCall:

@@ -12,6 +12,8 @@ entry's function docs as BFCL gives them; ``reference`` = BFCL's ground truth as
 
 Split (issue #13): each category's ids in file order, first half ``train``, second half ``test``.
 ``--per-task N`` keeps the first N of the split per category; categories follow ``--categories``.
+An AST item whose ground truth names a parameter its own function docs lack is dropped with a
+note (no answer passes BFCL's checker there: ``parallel_multiple_12`` and ``_26``, both train).
 """
 
 from __future__ import annotations
@@ -31,7 +33,14 @@ def _user_text(turn: list[dict[str, str]]) -> str:
     return "\n\n".join(m["content"] for m in turn if m.get("role") == "user")
 
 
-def bfcl_elements(category: str, split: str) -> list[StreamElement]:
+def gold_fits_docs(entry: dict, ground_truth: list) -> bool:
+    """False when BFCL's ground truth names a function or parameter its own docs lack (no
+    answer can pass BFCL's checker then; e.g. parallel_multiple_12, _26)."""
+    docs = {d["name"]: set(d.get("parameters", {}).get("properties", {})) for d in entry["function"]}
+    return all(name in docs and set(params) <= docs[name] for item in ground_truth for name, params in item.items())
+
+
+def bfcl_elements(category: str, split: str, notes: list[str] | None = None) -> list[StreamElement]:
     """The elements of one category's ``split`` half, in file order."""
     from rizz.shell.agents.bfcl_env import AST_CATEGORIES, CATEGORIES, load_category
 
@@ -47,6 +56,10 @@ def bfcl_elements(category: str, split: str) -> list[StreamElement]:
         turns = entry["question"]
         meta = {"task": category, "category": category, "bfcl_id": entry["id"]}
         if category in AST_CATEGORIES:
+            if not gold_fits_docs(entry, answer["ground_truth"]):
+                if notes is not None:
+                    notes.append(f"{category}: dropped {entry['id']} (its ground truth names a parameter its docs lack)")
+                continue
             out.append(StreamElement(
                 id=f"bfcl-{entry['id']}", input=_user_text(turns[0]), metadata=meta, tools=entry["function"],
                 environment={"name": "bfcl"}, reference=json.dumps(answer["ground_truth"]), verifier="bfcl_ast"))
@@ -65,5 +78,5 @@ def build_bfcl(root: Path, opts: BuildOptions) -> BuildResult:
     notes: list[str] = []
     items: list[StreamElement] = []
     for category in opts.tasks or ("simple_python",):
-        items += select(bfcl_elements(category, opts.split), opts, category, notes)
+        items += select(bfcl_elements(category, opts.split, notes), opts, category, notes)
     return finish(items, opts, notes)
