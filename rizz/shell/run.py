@@ -115,7 +115,7 @@ def _refold(rd: RunDir, policy: Policy, records: list[dict[str, Any]], use_snaps
 
 def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str | Path, model: Any, embedder: Any, *,
                limit: int | None = None, skip_bad: bool = False, rendering: str | None = None, snapshot_every: int = 50,
-               budget: int | None = None,
+               budget: int | None = None, user_model: Any = None,
                on_step: Callable[[dict[str, Any], Session], None] | None = None, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
     """Run (or resume) ``stream`` into ``out``; returns the summary. See module docstring.
 
@@ -132,6 +132,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             "model": model.name, "embedder": embedder.name, "embedder_dim": embedder.dim,
             "rendering": rendering or default_rendering(model),
             "budget_cap": budget,
+            **({"user_model": user_model.name} if user_model is not None else {}),
         })
         if read.bad:  # written only once the run's settings are accepted (a refused resume writes nothing)
             write_json_atomic(rd.root / "bad_lines.json", [{"line": b.line, "field": b.field, "message": b.message} for b in read.bad])
@@ -147,6 +148,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
         session = Session(policy, model, embedder, state=state, step=len(records), rendering=meta["rendering"],
                           embed_cache=rd.embeddings, budget_cap=budget)
         session.run_dir = rd  # type: ignore[attr-defined]
+        session.user_model = user_model  # type: ignore[attr-defined]  # τ-bench's simulated user (None: the model)
         for el in elements[len(records):]:
             t0 = time.perf_counter()
             p = session.answer(el)

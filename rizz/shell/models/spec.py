@@ -6,6 +6,8 @@ Accepted forms (specs/stream-format.md, "Commands"):
 * ``gguf:PATH`` -- any other GGUF file, in-process.
 * ``anthropic`` or ``anthropic:MODEL_ID`` -- Messages API (default ``claude-haiku-4-5``).
 * ``openai:BASE_URL[#MODEL]`` -- an OpenAI-compatible server.
+* ``oracle`` -- validation only: a scripted agent that replays each episode's gold actions
+  (:class:`rizz.shell.agents.oracle.OracleModel`; never cached, it calls no model).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ SPEC_FORMS = (
     "gguf:PATH",
     "anthropic:MODEL_ID",
     "openai:BASE_URL[#MODEL]",
+    "oracle",
 )
 
 
@@ -56,6 +59,10 @@ def load_model(
     spec = spec.strip()
     kind, sep, rest = spec.partition(":")
     backend: ModelBackend
+    if kind == "oracle" and not sep:
+        from rizz.shell.agents.oracle import OracleModel
+
+        return OracleModel()  # type: ignore[return-value]
     if kind == "embedded" and not sep:
         from rizz.shell.models.embedded import EmbeddedModel
 
