@@ -82,14 +82,15 @@ def compact_trajectory(episode: Episode, limit: int = 1200) -> str:
     (issue #13: request → tool calls → final answer; the request is the example's input).
     Failed calls are left out; long texts are cut to ``limit`` characters with ``...``."""
     ok: list[str] = []
-    pending: list[ToolCall] = []
-    for e in episode.transcript:
-        if e["role"] == "assistant":
-            pending = [ToolCall(n, a) for n, a in e.get("calls", [])]
-        elif e["role"] == "tool" and pending:
-            call = pending.pop(0)
-            if not e["error"]:
-                ok.append(format_call(call))
+    events = list(episode.transcript)
+    for i, e in enumerate(events):
+        if e["role"] != "assistant" or not e.get("calls"):
+            continue
+        results = [r for r in events[i + 1: i + 1 + len(e["calls"])] if r["role"] == "tool"]
+        for k, (name, args) in enumerate(e["calls"]):
+            failed = k < len(results) and results[k]["error"]  # no result: a single-turn call, not executed
+            if not failed:
+                ok.append(format_call(ToolCall(name, args)))
     text = "; ".join(ok) or "(no tool call)"
     if episode.final:
         text += f" -> {episode.final}"
