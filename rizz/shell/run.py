@@ -21,7 +21,7 @@ from rizz.shell.runlog import RunDir, record_to_step, write_json_atomic
 from rizz.shell.session import Pending, Session, default_rendering
 from rizz.shell.streams import StreamElement, read_stream
 
-__all__ = ["build_record", "replay", "run_stream", "summarise"]
+__all__ = ["build_record", "episode_summary", "replay", "run_stream", "summarise"]
 
 
 def _sha256_file(path: Path) -> str:
@@ -67,6 +67,25 @@ def build_record(session: Session, p: Pending, inp: Any, verdict: Any, events: t
     return rec
 
 
+def episode_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per task, over the episode records (issue #13): ``n``, ``mean_reward``,
+    ``turns_per_episode`` (user turns), ``tool_errors`` (total), ``model_calls_per_episode``
+    (agent calls), ``prompt_tokens_per_episode`` (every call of the step). Empty without episodes."""
+    out: dict[str, Any] = {}
+    for task in sorted({r.get("task") or "-" for r in records if "episode" in r}):
+        eps = [r for r in records if "episode" in r and (r.get("task") or "-") == task]
+        n = len(eps)
+        out[task] = {
+            "n": n,
+            "mean_reward": round(sum(r["verdict"]["reward"] for r in eps) / n, 6),
+            "turns_per_episode": round(sum(sum(1 for e in r["episode"]["transcript"] if e["role"] == "user") for r in eps) / n, 4),
+            "tool_errors": sum(r["episode"]["tool_errors"] for r in eps),
+            "model_calls_per_episode": round(sum(r["episode"]["model_calls"] for r in eps) / n, 4),
+            "prompt_tokens_per_episode": round(sum(c["prompt_tokens"] for r in eps for c in r["calls"]) / n, 1),
+        }
+    return out
+
+
 def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[str, Any]) -> dict[str, Any]:
     """``summary.json`` (specs/stream-format.md) (plus extra fields) from the log records and final state."""
     answered = [r for r in records if "verdict" in r]
@@ -96,6 +115,7 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
         "state_digest": digest(state),
         "policy": meta.get("policy"),
         "model": meta.get("model"),
+        **({"episodes": episode_summary(records)} if any("episode" in r for r in records) else {}),
     }
 
 
