@@ -36,7 +36,12 @@ def answer_episode(session: Any, el: Any, base: StepInput, plan: Any, judge: Any
     if getattr(model, "scripted", False):
         agent, user = model.agent(), model.user()
     else:
-        agent = ModelAgent(model, session.policy, plan.retrieved, session.budget(None), session.rendering)
+        from rizz.shell.agents.native import NativeToolAgent, native_kind
+
+        if native_kind(model) is not None:  # anthropic: tool_use blocks; openai: tools / tool_calls
+            agent = NativeToolAgent(model, session.policy, plan.retrieved, session.budget(None))
+        else:  # the embedded model (and any text backend): Python call syntax, parsed with ast
+            agent = ModelAgent(model, session.policy, plan.retrieved, session.budget(None), session.rendering)
         umodel = getattr(session, "user_model", None) or model
         user = LLMUser(umodel, el.user, session.policy.agents.user_tokens) if el.user is not None else None
     ep = run_episode(el, agent, env, max_steps=session.policy.agents.max_steps, user=user)
