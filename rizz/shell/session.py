@@ -167,7 +167,8 @@ class Session:
         judge = None
         if needs_label(self.state, self.policy, emb, el.shape):
             jl = label_input(self.model, el.input, instruction=el.instruction, shape=el.shape)
-            label = normalise_label(jl.function, jl.application)
+            # an episode's function is what the agent does (issue #13): use-tools / <application>
+            label = normalise_label("use-tools" if el.is_episode else jl.function, jl.application)
             (lemb,) = self._embed([label.application.replace("-", " ")])
             base = attrs.evolve(base, label=label, label_embedding=lemb)
             judge = {"function": label.function, "application": label.application, "raw": jl.raw,
