@@ -107,3 +107,17 @@ def test_resume_equals_uninterrupted(tmp_path, embedder) -> None:
     resumed = run_stream(stream, load_policy("default"), "default", tmp_path / "b", StubModel(_tau_stub(TAU[:3])), embedder,
                          log=lambda m: None)
     assert resumed["state_digest"] == full["state_digest"] and resumed["steps"] == 3
+
+
+def test_diff_shows_the_episode_readably(tmp_path, embedder) -> None:
+    from rizz.shell.diff import diff_run
+    from rizz.shell.models.spec import load_model
+
+    stream = tmp_path / "s.jsonl"
+    write_stream(stream, TAU[:1])
+    run_stream(stream, load_policy("frozen"), "frozen", tmp_path / "run", load_model("oracle"), embedder, log=lambda m: None)
+    text = diff_run(tmp_path / "run", 0, 0)
+    first = _gold(TAU[0])[0]
+    assert f"  episode: {len(_gold(TAU[0])) + 1} agent calls, 0 tool errors, stop user_stop" in text
+    assert "    user: Hi, I need help." in text
+    assert f"    agent: {first.name}(" in text and f"    tool {first.name}: " in text
