@@ -111,3 +111,34 @@ def test_resume_equals_uninterrupted(tmp_path, embedder) -> None:
     resumed = run_stream(stream, load_policy("default"), "default", tmp_path / "b", StubModel(_tau_stub(TAU[:3])), embedder,
                          log=lambda m: None)
     assert resumed["state_digest"] == full["state_digest"] and resumed["steps"] == 3
+
+
+def test_diff_shows_the_episode_readably(tmp_path, embedder) -> None:
+    from rizz.shell.diff import diff_run
+    from rizz.shell.models.spec import load_model
+
+    stream = tmp_path / "s.jsonl"
+    write_stream(stream, TAU[:1])
+    run_stream(stream, load_policy("frozen"), "frozen", tmp_path / "run", load_model("oracle"), embedder, log=lambda m: None)
+    text = diff_run(tmp_path / "run", 0, 0)
+    first = _gold(TAU[0])[0]
+    assert f"  episode: {len(_gold(TAU[0])) + 1} agent calls, 0 tool errors, stop user_stop" in text
+    assert "    user: Hi, I need help." in text
+    assert f"    agent: {first.name}(" in text and f"    tool {first.name}: " in text
+
+
+def test_bench_report_has_episode_columns_per_category(tmp_path, embedder) -> None:
+    from rizz.shell.models.spec import load_model
+    from rizz.shell.report import build_report
+
+    bfcl = read_stream(DATA / "bfcl-mini" / "test.jsonl").elements
+    stream = tmp_path / "s.jsonl"
+    write_stream(stream, [e for e in bfcl if e.task in ("simple_python", "multi_turn_base")][:6])
+    for pol in ("frozen", "default"):
+        run_stream(stream, load_policy(pol), pol, tmp_path / "bench" / pol, load_model("oracle"), embedder, log=lambda m: None)
+    res = build_report(tmp_path / "bench", ["frozen", "default"], title="t", command="c")
+    eps = res["results"]["default"]["episodes"]
+    assert set(eps) == {"simple_python", "multi_turn_base"} and eps["simple_python"]["mean_reward"] == 1.0
+    assert eps["multi_turn_base"]["turns_per_episode"] > 1 and eps["simple_python"]["model_calls_per_episode"] == 1.0
+    md = (tmp_path / "bench" / "report.md").read_text()
+    assert "## Episodes per category" in md and "| simple_python | default | 1.000 (n=4) | 1.00 | 0 | 1.00 |" in md
