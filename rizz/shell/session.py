@@ -33,7 +33,7 @@ import attrs
 from rizz.core import AdaptiveState, CandidateRule, Policy, StepInput, Verdict, digest, distill_batch
 from rizz.core.serialize import canonical_json
 from rizz.shell import logrecord as lr
-from rizz.shell.answering import Call, Pending, answer_element, budget, default_rendering, embed_texts, record_of, verify_pending
+from rizz.shell.answering import Call, Pending, answer_element, default_rendering, embed_texts, record_of, verify_pending
 from rizz.shell.distill import distill_rules
 from rizz.shell.logfold import LogFold, restore_fold
 from rizz.shell.models.base import ModelBackend
@@ -226,10 +226,6 @@ class Session:
         """``sha256:…`` of the state (equal to ``rizz replay`` of the directory)."""
         with self._lock:
             return digest(self._fold.state)
-
-    def budget(self, shape: str | None) -> int:
-        """Prompt budget in tokens for an answer of ``shape`` (:func:`rizz.shell.answering.budget`)."""
-        return budget(self.policy, self.model, shape, self.budget_cap)
 
     def pending_ids(self) -> list[str]:
         """Ids of the answers waiting for a verdict, in answer order."""
