@@ -19,6 +19,7 @@ import attrs
 from attrs import field, frozen
 
 __all__ = [
+    "AgentPolicy",
     "BLOCKS",
     "PROTECTED_BLOCKS",
     "SHAPES",
@@ -235,6 +236,15 @@ class FeedbackPolicy:
     max_pending_seconds: float = _num(0.0, 0.0, 1e9, "rizz", "a pending answer expires this many seconds after it was answered (0: never)")
 
 
+@frozen
+class AgentPolicy:
+    """Tool-using episodes (issue #13): the bounds of the agent loop."""
+
+    max_steps: int = _num(30, 1, 1000, "rizz", "agent model calls per episode at most (the loop stops there)", integer=True)
+    reply_tokens: int = _num(256, 16, 8192, "rizz", "new tokens per agent reply at most", integer=True)
+    user_tokens: int = _num(128, 16, 8192, "rizz", "new tokens per simulated-user message at most", integer=True)
+
+
 def _wrap(cls: type) -> Any:
     return field(factory=cls, metadata={"doc": (cls.__doc__ or "").split("\n")[0]})
 
@@ -252,6 +262,7 @@ class Policy:
     rules: RulePolicy = _wrap(RulePolicy)
     compiler: CompilerPolicy = _wrap(CompilerPolicy)
     feedback: FeedbackPolicy = _wrap(FeedbackPolicy)
+    agents: AgentPolicy = _wrap(AgentPolicy)
 
     def write_threshold(self, verifier: str | None) -> float:
         """Reward needed to write an episode scored by ``verifier`` (spec §6)."""

@@ -13,6 +13,12 @@ whose input names a ``tenant`` is folded behind that tenant's wall (every round 
 - ``expire``: the waiting answer is dropped, the state is unchanged;
 - ``distill``: ``distill_round`` for the record's branch.
 
+A tool-using episode (issue #13) folds like any element; only its memory input differs when
+its verdict is below the write threshold: the answer folded is the episode's first wrong call
+(``episode.wrong_call``, the branch-local anti-pattern) instead of its trajectory
+(:func:`memory_input`). The wrong call waits with the answer in flight, so a late verdict
+folds the same way.
+
 The fold reads embeddings from the RUN_DIR's store; the live session passes the vectors it
 already holds (``inp=``, ``routed=``, ``rules=``) so nothing is read back or routed twice.
 """
@@ -32,7 +38,8 @@ from rizz.core.tenants import decision_tenant, follow_merge
 from rizz.core.serialize import from_data, to_data
 from rizz.shell.logrecord import LogRecord, VerdictPart, parse
 
-__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "record_inputs", "restore_fold", "save_inflight", "views"]
+__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "record_inputs", "restore_fold", "save_inflight",
+           "views"]
 
 
 class LogFoldError(ValueError):
@@ -42,11 +49,22 @@ class LogFoldError(ValueError):
 @frozen
 class InFlight:
     """An answer waiting for its verdict: the input as answered, its route decision (a
-    :class:`~rizz.core.tenants.WalledDecision` once tenants are in play), Unix time."""
+    :class:`~rizz.core.tenants.WalledDecision` once tenants are in play), Unix time;
+    ``wrong_call``: an episode's first wrong call (see :func:`memory_input`), else None."""
 
     step_input: StepInput
     decision: RouteDecision
     time: float | None
+    wrong_call: str | None = None
+
+
+def memory_input(policy: Policy, inp: StepInput, verdict: Verdict | None, wrong_call: str | None) -> StepInput:
+    """The input the memory round folds: ``inp``, except that a tool-using episode whose reward is
+    below ``policy.write_threshold`` remembers its first wrong call as the answer (issue #13:
+    the branch-local anti-pattern; a verified episode writes its trajectory, ``inp.answer``)."""
+    if wrong_call is None or verdict is None or verdict.reward >= policy.write_threshold(verdict.verifier):
+        return inp
+    return attrs.evolve(inp, answer=wrong_call)
 
 
 def record_inputs(rec: LogRecord, store: Any) -> tuple[StepInput, Verdict | None]:
@@ -113,7 +131,7 @@ class LogFold:
         for k, w in self.inflight.items():
             d = follow_merge(w.decision, w.step_input, self._tenant, merged)
             if d is not w.decision:
-                self.inflight = self.inflight.set(k, InFlight(w.step_input, d, w.time))
+                self.inflight = self.inflight.set(k, attrs.evolve(w, decision=d))
 
     def _apply(self, rec: LogRecord, inp: StepInput | None, routed: RouteResult | None, rules: tuple[CandidateRule, ...] | None) -> tuple[object, ...]:
         core = self.core
@@ -126,15 +144,16 @@ class LogFold:
                 raise LogFoldError(f"answer {rec.id!r} at step {rec.step}: an answer with this id is already pending")
             self.answers = max(self.answers, rec.step + 1)
             self._tenant = inp.tenant
+            wrong = rec.episode.wrong_call if rec.episode is not None else None
             if rec.kind == "step" and rec.v == 1:
                 self.state, events = core.step_with_events(self.state, inp, verdict)
                 return events
             rr = routed if routed is not None else core.route_round(self.state, inp)
             if rec.kind == "answer":
                 self.state = rr.state
-                self.inflight = self.inflight.set(rec.id, InFlight(inp, rr.decision, rec.time))
+                self.inflight = self.inflight.set(rec.id, InFlight(inp, rr.decision, rec.time, wrong))
                 return rr.events
-            self.state, rest = core.feedback_round(rr.state, inp, verdict, rr.decision)
+            self.state, rest = core.feedback_round(rr.state, memory_input(core.policy, inp, verdict, wrong), verdict, rr.decision)
             return rr.events + rest
         if rec.kind in ("verdict", "expire"):
             w = self.inflight.get(rec.id)
@@ -144,7 +163,9 @@ class LogFold:
             if rec.kind == "expire":
                 return ()
             self._tenant = decision_tenant(w.decision, w.step_input)
-            self.state, events = core.feedback_round(self.state, w.step_input, _verdict(rec.verdict), w.decision)
+            verdict = _verdict(rec.verdict)
+            inp = memory_input(core.policy, w.step_input, verdict, w.wrong_call)
+            self.state, events = core.feedback_round(self.state, inp, verdict, w.decision)
             return events
         if rec.kind == "distill":
             if rules is None:
@@ -160,8 +181,9 @@ def save_inflight(path: Path, fold: LogFold) -> None:
     """Write ``{answers, inflight}`` next to a snapshot (JSON, atomic)."""
     from rizz.shell.runlog import write_json_atomic
 
-    data = {"answers": fold.answers,
-            "inflight": [[k, to_data(w.step_input), to_data(w.decision), w.time] for k, w in sorted(fold.inflight.items())]}
+    data = {"answers": fold.answers,  # an episode's wrong call, when there is one, is a 5th item
+            "inflight": [[k, to_data(w.step_input), to_data(w.decision), w.time] + ([w.wrong_call] if w.wrong_call is not None else [])
+                         for k, w in sorted(fold.inflight.items())]}
     write_json_atomic(path, data)
 
 
@@ -170,7 +192,8 @@ def load_inflight(path: Path) -> tuple[int, PMap] | None:
     if not path.exists():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
-    return data["answers"], pmap({k: InFlight(from_data(i), from_data(d), t) for k, i, d, t in data["inflight"]})
+    return data["answers"], pmap({row[0]: InFlight(from_data(row[1]), from_data(row[2]), row[3], row[4] if len(row) > 4 else None)
+                                  for row in data["inflight"]})
 
 
 def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True, records: list[dict[str, Any]] | None = None) -> tuple[LogFold, list[dict[str, Any]]]:

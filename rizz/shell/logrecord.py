@@ -16,6 +16,10 @@ Versions:
      - ``expire``: a pending answer that will never be folded (``reason``).
      - ``distill``: rules the model distilled for ``branch`` after step ``step``.
 
+  A ``step`` or ``answer`` record of a tool-using episode (issue #13) also has ``episode``
+  (:class:`EpisodePart`: every user turn, reply, call and tool result), so a refold calls no
+  model and no tool. Records without it parse as before.
+
 :func:`parse` reads a JSON object into a :class:`LogRecord` (cattrs, unknown keys refused, errors
 name the field); :func:`unstructure` writes it back, leaving out parts that are None, so a
 version-2 ``step`` record has the keys of a version-1 record plus ``v`` and ``kind``.
@@ -35,6 +39,7 @@ __all__ = [
     "AnswerPart",
     "CallPart",
     "DistillPart",
+    "EpisodePart",
     "InputPart",
     "JudgePart",
     "LogRecord",
@@ -149,6 +154,32 @@ class DistillPart:
 
 
 @frozen
+class EpisodePart:
+    """What a tool-using episode did (issue #13; :class:`rizz.shell.agents.episode.Episode`).
+
+    ``transcript``: the events in order, ``{"role": "user", "text"}``, ``{"role":
+    "assistant", "text", "calls": [[name, {args}], ...]}``, ``{"role": "tool", "name",
+    "arguments", "result", "error"}``; ``env_digest``: ``sha256:…`` of the environment at the
+    end; ``turn_calls``: per user turn, per model step, the calls as text; ``model_calls`` /
+    ``user_calls``: agent and simulated-user model calls; ``tool_errors``; ``stop``: ``done``,
+    ``user_stop``, ``max_steps`` or ``overflow``; ``prompt_tokens_max``: the largest agent
+    prompt. ``wrong_call``: the first wrong call, the answer the memory round folds when the
+    verdict is below the write threshold (the branch-local anti-pattern); the record's
+    ``answer.extracted`` is the compact trajectory a verified episode writes.
+    """
+
+    transcript: list[dict[str, Any]]
+    env_digest: str
+    turn_calls: list[list[list[str]]] = field(factory=list)
+    model_calls: int = 0
+    user_calls: int = 0
+    tool_errors: int = 0
+    stop: str = "done"
+    prompt_tokens_max: int = 0
+    wrong_call: str | None = None
+
+
+@frozen
 class LogRecord:
     """One line of ``log.jsonl`` (see the module docstring for kinds and versions).
 
@@ -179,6 +210,7 @@ class LogRecord:
     rules: list[list[str]] | None = None
     reason: str | None = None
     time: float | None = None
+    episode: EpisodePart | None = None
 
 
 _conv = cattrs.Converter(forbid_extra_keys=True)
@@ -223,7 +255,13 @@ _KEEP_NONE = {"task", "instruction", "evidence", "scope", "shape", "raw", "extra
 
 def unstructure(rec: LogRecord) -> dict[str, Any]:
     """The JSON object of ``rec``: optional parts that are None are left out (inverse of :func:`parse`)."""
-    out = _drop_none(_conv.unstructure(rec))
+    raw = _conv.unstructure(rec)
+    episode = raw.pop("episode", None)  # written as it is: tool arguments may hold nulls
+    out = _drop_none(raw)
+    if episode is not None:
+        if episode.get("wrong_call") is None:
+            episode.pop("wrong_call", None)
+        out["episode"] = episode
     if rec.kind != "step":  # live records: leave out what equals its default
         for a in attrs.fields(LogRecord)[4:]:
             default = a.default.factory() if isinstance(a.default, attrs.Factory) else a.default  # type: ignore[attr-defined]

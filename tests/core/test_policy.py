@@ -164,7 +164,7 @@ def test_nan_duplicates_and_threshold_names_are_reported_together(tmp_path):
         "$.routing.judge: expected one of always, when_uncertain, got 3",
         "$.write.thresholds.rouge_l: expected a number in [0, 1], got 2",
         "$.write.thresholds.bogus: unknown verifier (expected one of exact_match, label_match, first_char, "
-        "fuzzy_ratio, rouge_l, sari, token_f1, code_exec, llm_judge)",
+        "fuzzy_ratio, rouge_l, sari, token_f1, code_exec, llm_judge, bfcl_ast, bfcl_multi_turn, tau_db)",
     ]
 
 

@@ -126,7 +126,11 @@ def test_missing_data_root_is_a_clear_error(tmp_path, monkeypatch) -> None:
 
 def test_bad_options_rejected() -> None:
     with pytest.raises(BuildError, match="--split"):
-        BuildOptions(split="dev")
+        BuildOptions(split="validation")
+    with pytest.raises(BuildError, match="--split dev: only tau-bench"):
+        build("humaneval", Path("."), BuildOptions(split="dev"))
+    with pytest.raises(BuildError, match="--domain is for tau-bench only"):
+        build("humaneval", Path("."), BuildOptions(domain="retail"))
     with pytest.raises(BuildError, match="--per-task"):
         BuildOptions(per_task=0)
     with pytest.raises(BuildError, match="unknown benchmark"):

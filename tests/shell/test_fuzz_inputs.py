@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from rizz.core.policy import policy_schema
 from rizz.shell import cli
-from rizz.shell.streams import SHAPES, VERIFIERS
+from rizz.shell.streams import EPISODE_VERIFIERS, SHAPES, VERIFIERS
 
 N = int(os.environ.get("RIZZ_FUZZ_EXAMPLES", "1000"))
 FUZZ = settings(max_examples=N, derandomize=True, deadline=None, database=None,
@@ -82,7 +82,7 @@ str_or_list = text | st.lists(text, min_size=1, max_size=3)
 
 @st.composite
 def valid_element(draw, i: int) -> dict[str, Any]:
-    verifier = draw(st.sampled_from([None, *[v for v in VERIFIERS if v not in ("code_exec", "sari")]]))
+    verifier = draw(st.sampled_from([None, *[v for v in VERIFIERS if v not in ("code_exec", "sari", *EPISODE_VERIFIERS)]]))  # episodes: tests/agents
     el: dict[str, Any] = {"id": f"e{i}-" + draw(ident), "input": draw(text)}
     if draw(st.booleans()):
         el["instruction"] = draw(st.none() | text)

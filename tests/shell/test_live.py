@@ -248,6 +248,7 @@ def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp
     got = json.loads((tmp_path / "v2" / "summary.json").read_text())
     # fields added to summary.json since the fixture was written: no estimated usage, no verify calls
     assert got.pop("usage_estimated") is False and got["calls_by_kind"].pop("verify") == 0
+    assert got.pop("episodes") == {} and got["calls_by_kind"].pop("user") == 0  # issue #13: no episodes here
     assert {k: v for k, v in got.items() if k != "wall_s"} == {k: v for k, v in want.items() if k != "wall_s"}
     kinds = [json.loads(l).get("kind") for l in (tmp_path / "v2" / "log.jsonl").read_text().splitlines()]
     assert kinds.count("step") == 16 and kinds.count("distill") == 6

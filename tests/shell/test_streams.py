@@ -276,7 +276,7 @@ def test_check_reports_every_bad_line_unless_first(tmp_path) -> None:
     assert every.output.splitlines()[:2] == [
         f"error: {path}:2: field 'id': expected a string, got 7",
         f"error: {path}:4: field 'x': unknown field; expected one of id, input, instruction, metadata, evidence, "
-        "reference, verifier, context_only",
+        "reference, verifier, context_only, tools, turns, user, environment",
     ]
     first = CliRunner().invoke(streams_app, ["check", "--first", str(path)])
     assert first.exit_code == 1 and first.output.splitlines() == [f"error: {path}:2: field 'id': expected a string, got 7"]
