@@ -46,6 +46,8 @@ def build_record(session: Session, p: Pending, inp: Any, verdict: Any, events: t
                    "latency_s": round(c.latency_s, 4), "cost_usd": c.cost_usd, "cached": c.cached} for c in calls],
         "overflow": p.overflow, "wall_s": round(wall_s, 4),
     }
+    if inp.declared_label is not None:
+        rec["declared_label"] = {"function": inp.declared_label.function, "application": inp.declared_label.application}
     if p.judge is not None:
         rec["judge"] = dict(p.judge, label_embedding=key(inp.label_embedding) if inp.label_embedding else None)
     if p.prompt is not None:
@@ -55,7 +57,8 @@ def build_record(session: Session, p: Pending, inp: Any, verdict: Any, events: t
             session_run.save_prompt(sha, p.prompt.text)
         rec["prompt"] = {"sha256": sha, "tokens": p.prompt.token_count, "budget": p.prompt.budget, "rendering": p.rendering,
                          "dropped": [[d.block, d.id, d.tokens, d.reason] for d in p.prompt.dropped],
-                         "rule_ids": list(inp.prompt_rule_ids), "episode_keys": list(inp.prompt_episode_keys)}
+                         "rule_ids": list(inp.prompt_rule_ids), "episode_keys": list(inp.prompt_episode_keys),
+                         "blocks": list(inp.prompt_blocks)}
     if not el.context_only:
         rec["answer"] = {"raw": p.raw_output, "extracted": p.answer, "parsed": p.parsed}
     if verdict is not None:

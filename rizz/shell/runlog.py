@@ -188,6 +188,8 @@ def record_to_step(rec: dict[str, Any], store: EmbeddingStore) -> tuple[StepInpu
         prompt_episode_keys=tuple(prompt.get("episode_keys", ())), prompt_tokens=prompt.get("tokens", 0),
         completion_tokens=sum(c["completion_tokens"] for c in rec.get("calls", []) if c["kind"] == "answer"),
         dropped=len(prompt.get("dropped", ())), candidate_rules=rules, distilled=bool((rec.get("distill") or {}).get("asked")),
+        prompt_blocks=tuple(prompt.get("blocks", ())),
+        declared_label=Label(rec["declared_label"]["function"], rec["declared_label"]["application"]) if rec.get("declared_label") else None,
     )
     v = rec.get("verdict")
     verdict = Verdict(v["reward"], v["verifier"], v["parsed"]) if v else None

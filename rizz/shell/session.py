@@ -38,6 +38,7 @@ from rizz.core import (
     rizz,
 )
 from rizz.core import events as ev
+from rizz.core.compiler import MEMORY_BLOCKS
 from rizz.shell.distill import distill_rules
 from rizz.shell.judge import label_input
 from rizz.shell.models.base import Generation, Message, ModelBackend
@@ -164,7 +165,10 @@ class Session:
             return Pending(el, base, None, None, None, True, None, (), False, self.rendering)
         calls: list[Call] = []
         judge = None
-        if needs_label(self.state, self.policy, emb, el.shape):
+        declared = el.metadata.get("label") if self.policy.routing.declared_label else None
+        if declared is not None:  # a caller-declared route (metadata.label): no judge call
+            base = attrs.evolve(base, declared_label=normalise_label(declared["function"], declared["application"]))
+        elif needs_label(self.state, self.policy, emb, el.shape):
             jl = label_input(self.model, el.input, instruction=el.instruction, shape=el.shape)
             label = normalise_label(jl.function, jl.application)
             (lemb,) = self._embed([label.application.replace("-", " ")])
@@ -187,6 +191,7 @@ class Session:
         step_input = attrs.evolve(
             base, answer=ext.answer, prompt_rule_ids=prompt.item_ids("rules"), prompt_episode_keys=prompt.item_ids("examples"),
             prompt_tokens=prompt.token_count, completion_tokens=gen.completion_tokens, dropped=len(prompt.dropped),
+            prompt_blocks=tuple(sec.block for sec in prompt.sections if sec.block in MEMORY_BLOCKS),
         )
         return Pending(el, step_input, prompt, gen.text, ext.answer, ext.parsed, judge, tuple(calls), False, self.rendering)
 
