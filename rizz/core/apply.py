@@ -20,7 +20,10 @@ from pyrsistent import pset, pvector
 
 from rizz.core import events as ev
 from rizz.core.episode_index import EpisodeIndex
-from rizz.core.records import AdaptiveState, Branch, BranchStats, RuleCounters
+from rizz.core.bandit import bandit_update
+from rizz.core.evidence import moved
+from rizz.core.records import AdaptiveState, Branch, BranchStats, Evidence, RuleCounters
+from rizz.core.sketch import merge_sketches
 from rizz.core.vec import as_vector
 
 __all__ = ["apply", "fold"]
@@ -193,6 +196,7 @@ def _(e: ev.BranchesMerged, s: AdaptiveState) -> AdaptiveState:
     )
     merged = attrs.evolve(
         kept,
+        sketch=merge_sketches(kept.sketch, gone.sketch),
         episodes=kept.episodes.merged(gone.episodes),
         rules=kept.rules.extend(r for r in gone.rules if r.id not in known),
         failures=kept.failures.merged(gone.failures),
@@ -226,3 +230,27 @@ def _(e: ev.TurnRemembered, s: AdaptiveState) -> AdaptiveState:
 @apply.register
 def _(e: ev.StepRecorded, s: AdaptiveState) -> AdaptiveState:
     return attrs.evolve(s, diagnostics=attrs.evolve(s.diagnostics, records=s.diagnostics.records.append(e.record)))
+
+
+@apply.register
+def _(e: ev.BlockEvidenceMoved, s: AdaptiveState) -> AdaptiveState:
+    b = s.branches[e.branch_id]
+    be = b.stats.block_evidence
+    return _put(s, _stats(b, block_evidence=be.set(e.block, moved(be.get(e.block, Evidence()), e.shown, e.reward, e.helpful, e.harmful))))
+
+
+@apply.register
+def _(e: ev.ZoneEvidenceMoved, s: AdaptiveState) -> AdaptiveState:
+    key = (e.source, e.reader)
+    old = s.zone_evidence.get(key, Evidence())
+    return attrs.evolve(s, zone_evidence=s.zone_evidence.set(key, moved(old, True, e.reward, e.helpful, e.harmful)))
+
+
+@apply.register
+def _(e: ev.SketchUpdated, s: AdaptiveState) -> AdaptiveState:
+    return _put(s, attrs.evolve(s.branches[e.branch_id], sketch=e.sketch))
+
+
+@apply.register
+def _(e: ev.BanditUpdated, s: AdaptiveState) -> AdaptiveState:
+    return attrs.evolve(s, router=bandit_update(s.router, e.features, e.reward))

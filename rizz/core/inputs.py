@@ -64,6 +64,9 @@ class StepInput:
       prompt_tokens / completion_tokens / dropped: token counts and dropped items of the call.
       candidate_rules: rules distilled for the routed branch at this step (may be empty).
       distilled: True when the shell asked for a distillation at this step (resets the batch).
+      prompt_blocks: the memory blocks the compiled prompt showed (for block evidence, issue #10).
+      declared_label: a caller-declared label (``metadata.label``), used only under
+        ``routing.declared_label``; None otherwise.
     """
 
     step: int
@@ -85,3 +88,5 @@ class StepInput:
     dropped: int = 0
     candidate_rules: tuple[CandidateRule, ...] = field(default=(), converter=tuple)
     distilled: bool = False
+    prompt_blocks: tuple[str, ...] = field(default=(), converter=tuple, metadata={"omit_default": True})
+    declared_label: Label | None = field(default=None, metadata={"omit_default": True})

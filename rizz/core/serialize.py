@@ -5,7 +5,10 @@ base64 float32, maps with sorted keys); ``from_data`` inverts it exactly, so
 ``from_data(to_data(s)) == s``. ``digest(s)`` is ``"sha256:" + hex`` of the canonical JSON
 encoding — equal states have equal digests, on any machine (JSON floats print their
 shortest round-trip repr). Fields with metadata ``derived`` (``AdaptiveState.episode_index``)
-are left out; the record's constructor rebuilds them.
+are left out; the record's constructor rebuilds them. Fields with metadata ``omit_default``
+(state of an optional feature: block evidence, zone evidence, sketches, the bandit) are left
+out while they equal their default, so a run with the feature off has the digest it had
+before the feature existed.
 """
 
 from __future__ import annotations
@@ -65,10 +68,19 @@ def to_data(obj: Any) -> Any:
     if attrs.has(type(obj)):
         out: dict[str, Any] = {"_t": type(obj).__name__}
         for f in attrs.fields(type(obj)):
-            if not f.metadata.get("derived"):  # derived data (the episodic index) is rebuilt, never stored
-                out[f.name] = to_data(getattr(obj, f.name))
+            if f.metadata.get("derived"):  # derived data (the episodic index) is rebuilt, never stored
+                continue
+            value = getattr(obj, f.name)
+            if f.metadata.get("omit_default") and value == _default(f):
+                continue  # an optional feature that is off leaves no trace (old digests hold)
+            out[f.name] = to_data(value)
         return out
     raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+def _default(f: Any) -> Any:
+    d = f.default
+    return d.factory() if isinstance(d, attrs.Factory) and not d.takes_self else d  # type: ignore[attr-defined]
 
 
 def from_data(data: Any) -> Any:

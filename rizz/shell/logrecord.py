@@ -16,6 +16,10 @@ Versions:
      - ``expire``: a pending answer that will never be folded (``reason``).
      - ``distill``: rules the model distilled for ``branch`` after step ``step``.
 
+Optional fields added within version 2 (older lines parse without them): ``prompt.blocks``
+(the memory blocks the prompt showed, read by block evidence) and ``declared_label`` (a
+``metadata.label`` used under ``routing.declared_label``), issue #10.
+
 :func:`parse` reads a JSON object into a :class:`LogRecord` (cattrs, unknown keys refused, errors
 name the field); :func:`unstructure` writes it back, leaving out parts that are None, so a
 version-2 ``step`` record has the keys of a version-1 record plus ``v`` and ``kind``.
@@ -37,6 +41,7 @@ __all__ = [
     "DistillPart",
     "InputPart",
     "JudgePart",
+    "LabelPart",
     "LogRecord",
     "LogRecordError",
     "PromptPart",
@@ -99,6 +104,15 @@ class PromptPart:
     dropped: list[list[Any]] = field(factory=list)  # [block, id, tokens, reason]
     rule_ids: list[str] = field(factory=list)
     episode_keys: list[str] = field(factory=list)
+    blocks: list[str] = field(factory=list)  # memory blocks the prompt showed (block evidence, issue #10)
+
+
+@frozen
+class LabelPart:
+    """A caller-declared label (``metadata.label``), logged when ``routing.declared_label`` used it (issue #10)."""
+
+    function: str
+    application: str
 
 
 @frozen
@@ -173,6 +187,7 @@ class LogRecord:
     rules: list[list[str]] | None = None
     reason: str | None = None
     time: float | None = None
+    declared_label: LabelPart | None = None
 
 
 _conv = cattrs.Converter(forbid_extra_keys=True)

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from rizz.shell.labels import label_markdown, label_quality
 from rizz.shell.logfold import views
 from rizz.shell.runlog import RunDir, write_json_atomic
 
@@ -121,6 +122,7 @@ def _policy_stats(records: list[dict[str, Any]], summary: dict[str, Any], seed: 
         "cost_usd": round(sum(costs), 6) if costs else None,
         "model": summary.get("model"),
         "policy_file": summary.get("policy"),
+        "labels": label_quality(records, summary.get("branch_labels")),
     }
 
 
@@ -375,6 +377,7 @@ def _markdown(results: dict[str, Any]) -> str:
     tasks = sorted({t for p in pols for t in res[p]["per_task"]})
     cell = lambda pt, t: f"{pt[t]['mean_reward']:.3f} (n={pt[t]['n']})" if t in pt else "–"  # noqa: E731
     out += ["## Per task (mean reward)", ""] + _md_table(["task", *pols], [[t, *(cell(res[p]["per_task"], t) for p in pols)] for t in tasks]) + [""]
+    out += label_markdown(res, pols)
     out += ["## Plots", ""] + [f"![{n[:-4].replace('_', ' ')}]({n})" for n in PLOTS] + [""]
     b = results["bootstrap"]
     out += ["## How to read this", "",

@@ -168,6 +168,12 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
     time = meta.get("time")
     if time is not None and not (isinstance(time, str) or _is_finite_number(time)):
         raise _expect("metadata.time", "a string, a finite number or null", time)
+    label = meta.get("label")
+    if label is not None:
+        if not isinstance(label, Mapping) or set(label) - {"function", "application"}:
+            raise _expect("metadata.label", "an object {function, application} or null", label)
+        _check_str("metadata.label.function", label.get("function"), nonempty=True)
+        _check_str("metadata.label.application", label.get("application"), nonempty=True)
     if verifier == "code_exec":
         _check_code_exec(meta)
     else:
