@@ -285,9 +285,9 @@ def test_reasoning_allowance_is_recorded_in_run_json_and_leaves_room_in_the_budg
                model, HashEmbedder(), rendering="chat", log=lambda m: None)
     meta = json.loads((tmp_path / "r" / "run.json").read_text())
     assert (meta["reasoning_tokens"], meta["model"]) == (512, "stub:arithmetic?reasoning=512")
-    plain = Session(Policy(), ArithmeticModel(), HashEmbedder())
-    thinking = Session(Policy(), model, HashEmbedder())
-    assert plain.budget("number") - thinking.budget("number") == 512
+    from rizz.shell.answering import budget
+
+    assert budget(Policy(), ArithmeticModel(), "number", None) - budget(Policy(), model, "number", None) == 512
 
 
 def test_a_bad_model_spec_leaves_no_run_dir(tmp_path):
