@@ -29,6 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import frozen
 from pyrsistent import PMap, pmap
 
