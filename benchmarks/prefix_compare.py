@@ -1,4 +1,4 @@
-"""Compare runs of one stream over the steps all of them have finished (issue #10, results §10).
+"""Compare runs of one stream over the steps all of them have finished (issue #10, results §11).
 
 Usage::
 

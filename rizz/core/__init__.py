@@ -28,6 +28,7 @@ from rizz.core.retrieval import Retrieved, retrieve, rule_score
 from rizz.core.routing import RouteDecision, jaccard, needs_label, normalise_label, route, snap_label
 from rizz.core.serialize import digest, from_data, to_data
 from rizz.core.transition import Plan, Rizz, RouteResult, StepResult, rizz
+from rizz.core.tenants import TenantStates, WalledDecision, sub_state, unwall, walled
 
 __all__ = [
     "BLOCKS",
@@ -49,7 +50,9 @@ __all__ = [
     "RouteResult",
     "StepInput",
     "StepResult",
+    "TenantStates",
     "Verdict",
+    "WalledDecision",
     "compile_prompt",
     "content_key",
     "digest",
@@ -66,5 +69,8 @@ __all__ = [
     "route",
     "rule_score",
     "snap_label",
+    "sub_state",
     "to_data",
+    "unwall",
+    "walled",
 ]

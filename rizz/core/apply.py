@@ -22,7 +22,7 @@ from rizz.core import events as ev
 from rizz.core.episode_index import EpisodeIndex
 from rizz.core.bandit import bandit_update
 from rizz.core.evidence import moved
-from rizz.core.records import AdaptiveState, Branch, BranchStats, Evidence, RuleCounters
+from rizz.core.records import AdaptiveState, Branch, BranchStats, Evidence, QuarantinedItem, RuleCounters
 from rizz.core.sketch import merge_sketches
 from rizz.core.vec import as_vector
 
@@ -254,3 +254,21 @@ def _(e: ev.SketchUpdated, s: AdaptiveState) -> AdaptiveState:
 @apply.register
 def _(e: ev.BanditUpdated, s: AdaptiveState) -> AdaptiveState:
     return attrs.evolve(s, router=bandit_update(s.router, e.features, e.reward))
+
+
+@apply.register
+def _(e: ev.MemoryRetired, s: AdaptiveState) -> AdaptiveState:
+    b = s.branches[e.branch_id]
+    store = getattr(b, e.store)
+    rec = next(r for r in store.records if r.key == e.key)
+    i = next(i for i, r in enumerate(store.records) if r.key == e.key)
+    text = getattr(rec, "input", None) or getattr(rec, "text", "")
+    item = QuarantinedItem(e.key, text, getattr(rec, "answer", ""), getattr(rec, "reward", 0.0), e.reason, e.step)
+    b = attrs.evolve(b, **{e.store: store.without(e.key)}, quarantine=b.quarantine.append(item))
+    if e.store != "episodes":
+        return _put(s, b)
+    # the centroid is the sum of the episodic embeddings: take the retired row out of it
+    csum = np.frombuffer(b.stats.centroid_sum, np.float32) - store.matrix.rows()[i]
+    b = _stats(b, centroid_sum=csum.astype(np.float32).tobytes() if len(b.episodes) else b"")
+    branches = s.branches.set(b.id, b)
+    return attrs.evolve(s, branches=branches, episode_index=EpisodeIndex.build(branches.values()))

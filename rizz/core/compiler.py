@@ -9,6 +9,10 @@ examples, mistakes or recent turns are shown (not for scoped context alone), so 
 budget shrinks the prompt becomes exactly the frozen baseline's (layout ``instruction,
 evidence, input``).
 
+Scoped context items with a ``metadata.time`` are shown as ``[TIME] text`` and written in
+the order of their actual instants, oldest first (issue #12 §4; :mod:`rizz.core.timekeys`);
+which items are kept under the budget still follows their scores.
+
 Token counting is a function handed in (the shell passes the model's own tokenizer); the
 reported ``token_count`` is ``count_tokens(text)`` of the final text, never an estimate.
 """
@@ -21,6 +25,7 @@ from attrs import frozen
 
 from rizz.core.policy import PROTECTED_BLOCKS, CompilerPolicy
 from rizz.core.retrieval import Retrieved
+from rizz.core.timekeys import instant
 
 __all__ = [
     "HEADERS",
@@ -71,9 +76,13 @@ class PromptBudgetError(ValueError):
 
 @frozen
 class PromptItem:
+    """One item of a block. ``at`` = (instant in seconds UTC, step) for a time-stamped scoped
+    context item (its display order), else None."""
+
     id: str
     text: str
     score: float
+    at: tuple[float, int] | None = None
 
 
 @frozen
@@ -117,12 +126,28 @@ def _fmt_pair(inp: str, ans: str, label: str = "Answer") -> str:
     return f"Input: {inp}\n{label}: {ans}"
 
 
+def _context_item(item: object, score: float) -> PromptItem:
+    """A scoped-context item; with a time (issue #12 §4) shown as ``[TIME] text``."""
+    time = getattr(item, "time", None)
+    if time is None:
+        return PromptItem(item.key, item.text, score)  # type: ignore[attr-defined]
+    return PromptItem(item.key, f"[{time}] {item.text}", score, (instant(time), item.step))  # type: ignore[attr-defined]
+
+
+def _time_ordered(items: list[PromptItem]) -> list[PromptItem]:
+    """Untimed items first (in score order), then time-stamped ones oldest first by the actual
+    instant (ties by step), so the newest statement sits nearest the question."""
+    if not any(i.at is not None for i in items):
+        return items
+    return [i for i in items if i.at is None] + sorted((i for i in items if i.at is not None), key=lambda i: i.at)  # type: ignore[arg-type, return-value]
+
+
 def prompt_blocks(retrieved: Retrieved, text: str, instruction: str | None, evidence: str | None) -> dict[str, list[PromptItem]]:
     """The candidate items of every block, before budgeting. Evidence is split on blank lines
     (earlier paragraphs score higher)."""
     ev = [p.strip() for p in (evidence or "").split("\n\n") if p.strip()]
     return {
-        "scoped_context": [PromptItem(s.item.key, s.item.text, s.score) for s in retrieved.context],  # type: ignore[attr-defined]
+        "scoped_context": [_context_item(s.item, s.score) for s in retrieved.context],
         "preamble": [PromptItem("preamble", PREAMBLE, 0.0)],
         "instruction": [PromptItem("instruction", instruction, 0.0)] if instruction else [],
         "evidence": [PromptItem(f"evidence-{i}", p, -float(i)) for i, p in enumerate(ev)],
@@ -152,6 +177,8 @@ def _render(
             continue
         if nearest_last and block in NEAREST_LAST_BLOCKS:
             items = items[::-1]
+        if block == "scoped_context":
+            items = _time_ordered(items)
         sections.append(PromptSection(block, HEADERS[block], tuple(items)))
     return tuple(sections), "\n\n".join(s.text() for s in sections)
 

@@ -70,7 +70,8 @@ def _write_events(branch: Branch, policy: Policy, inp: StepInput, verdict: Verdi
     if r <= w.failure_threshold:
         if w.dedupe and key in branch.failures.keys:
             return [ev.EpisodeDeduplicated(bid, key)]
-        return [ev.AntiPatternWritten(bid, AntiPattern(key, inp.text, answer, r, inp.step), inp.embedding)]
+        scope = inp.scope if w.supersede else None  # kept only when supersede needs it (older digests unchanged)
+        return [ev.AntiPatternWritten(bid, AntiPattern(key, inp.text, answer, r, inp.step, scope), inp.embedding)]
     if q.enabled and r >= q.middling_min:
         return [ev.Quarantined(bid, QuarantinedItem(key, inp.text, answer, r, "middling-reward", inp.step))]
     return [ev.InteractionDiscarded(bid, "low-reward", inp.step)]
@@ -167,7 +168,8 @@ def decide_memory(state: AdaptiveState, policy: Policy, inp: StepInput, verdict:
             if policy.write.dedupe and key in branch.context.keys:
                 out.append(ev.EpisodeDeduplicated(branch.id, key))
             else:
-                out.append(ev.ContextStored(branch.id, ContextItem(key, inp.text, inp.scope, inp.step), inp.embedding))
+                item = ContextItem(key, inp.text, inp.scope, inp.step, inp.time)
+                out.append(ev.ContextStored(branch.id, item, inp.embedding))
     elif verdict is not None:
         out += _write_events(branch, policy, inp, verdict)
         out += decide_rules(state, policy, inp, verdict, branch.id)

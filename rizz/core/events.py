@@ -25,6 +25,7 @@ __all__ = [
     "Event",
     "InteractionDiscarded",
     "LabelSnapped",
+    "MemoryRetired",
     "Quarantined",
     "Routed",
     "RuleActivated",
@@ -223,6 +224,19 @@ class BanditUpdated:
     reward: float
 
 
+@frozen
+class MemoryRetired:
+    """A stored memory contradicted by a newer verdict about the same input (issue #12 §5):
+    removed from ``store`` (``episodes`` | ``failures`` | ``context``) of ``branch_id`` and
+    kept in that branch's quarantine (never retrieved) with ``reason``."""
+
+    branch_id: str
+    store: str
+    key: str
+    reason: str
+    step: int
+
+
 Event = (
     BranchSpawned
     | LabelSnapped
@@ -249,4 +263,5 @@ Event = (
     | ZoneEvidenceMoved
     | SketchUpdated
     | BanditUpdated
+    | MemoryRetired
 )

@@ -67,6 +67,10 @@ class StepInput:
       prompt_blocks: the memory blocks the compiled prompt showed (for block evidence, issue #10).
       declared_label: a caller-declared label (``metadata.label``), used only under
         ``routing.declared_label``; None otherwise.
+      tenant: ``metadata.tenant``, or None. A hard wall: :mod:`rizz.core.tenants` steps each
+        tenant's own sub-state, so no memory crosses tenants (issue #12 §2).
+      time: ``metadata.time`` as canonical ISO 8601 text (see :mod:`rizz.core.timekeys`), or
+        None; stored with scoped context, shown with it and used to order it.
     """
 
     step: int
@@ -90,3 +94,5 @@ class StepInput:
     distilled: bool = False
     prompt_blocks: tuple[str, ...] = field(default=(), converter=tuple, metadata={"omit_default": True})
     declared_label: Label | None = field(default=None, metadata={"omit_default": True})
+    tenant: str | None = field(default=None, metadata={"omit_default": True})
+    time: str | None = field(default=None, metadata={"omit_default": True})

@@ -19,6 +19,7 @@ import attrs
 from attrs import field, frozen
 
 __all__ = [
+    "AgentPolicy",
     "BLOCKS",
     "PROTECTED_BLOCKS",
     "SHAPES",
@@ -170,6 +171,11 @@ class RetrievalPolicy:
     zone: str = _optional(_choice("global", ("global", "family", "own_first"), "paper §4 (global); issue #10 (family, own_first)", "cross-branch examples and rules: from any branch ('global'), only branches of the routed branch's function ('family'), or the routed branch's own first, the rest filled from any branch ('own_first')"))
     zone_gate: bool = _optional(_flag(False, "issue #10", "another branch's examples and rules are admitted to a branch's prompt only while their evidence for that (source, reader) pair holds (zone_trials)"))
     zone_trials: int = _optional(_num(3, 0, 1_000_000, "rizz", "a (source, reader) pair is admitted for this many answered steps; then only while its shown mean reward ≥ the reader's mean reward", integer=True))
+    examples_cross_scope: bool = _flag(
+        True,
+        "rizz (issue #12 §2; measured on LoCoMo, specs/results.md)",
+        "an episode written from a scoped element (metadata.scope) may be shown to inputs of another scope; false: only to its own scope (unscoped episodes stay readable everywhere)",
+    )
 
 
 @frozen
@@ -186,6 +192,11 @@ class WritePolicy:
     failure_threshold: float = _num(0.10, 0.0, 1.0, "rizz", "a parsed answer at or below this reward is a substantive failure (anti-pattern)")
     dedupe: bool = _flag(True, "paper §3 (anti-fragmentation)", "writing the same content twice stores one record")
     working_memory_size: int = _num(8, 0, 10_000, "rizz", "bounded working memory W (recent turns)", integer=True)
+    supersede: bool = _flag(
+        False,
+        "rizz (issue #12 §5)",
+        "a verdict retires the stored memories of the same input (text and scope) it contradicts: the newest verified answer wins (rizz/core/supersede.py)",
+    )
 
 
 @frozen
@@ -287,6 +298,15 @@ class BanditPolicy:
     prior_strength: float = _num(4.0, 1e-3, 1e6, "rizz", "λ: weight of the fixed-score prior θ₀, in pseudo-verdicts")
 
 
+@frozen
+class AgentPolicy:
+    """Tool-using episodes (issue #13): the bounds of the agent loop."""
+
+    max_steps: int = _num(30, 1, 1000, "rizz", "agent model calls per episode at most (the loop stops there)", integer=True)
+    reply_tokens: int = _num(256, 16, 8192, "rizz", "new tokens per agent reply at most", integer=True)
+    user_tokens: int = _num(128, 16, 8192, "rizz", "new tokens per simulated-user message at most", integer=True)
+
+
 def _wrap(cls: type) -> Any:
     return field(factory=cls, metadata={"doc": (cls.__doc__ or "").split("\n")[0]})
 
@@ -307,6 +327,7 @@ class Policy:
     evidence: EvidencePolicy = _optional(_wrap(EvidencePolicy))
     sketch: SketchPolicy = _optional(_wrap(SketchPolicy))
     bandit: BanditPolicy = _optional(_wrap(BanditPolicy))
+    agents: AgentPolicy = _wrap(AgentPolicy)
 
     def write_threshold(self, verifier: str | None) -> float:
         """Reward needed to write an episode scored by ``verifier`` (spec §6)."""

@@ -75,16 +75,19 @@ class AntiPattern:
     answer: str
     reward: float
     step: int
+    scope: str | None = field(default=None, metadata={"omit_default": True})  # set when write.supersede is on
 
 
 @frozen
 class ContextItem:
-    """Stored context for later retrieval, filtered by ``scope`` (spec §4)."""
+    """Stored context for later retrieval, filtered by ``scope`` (spec §4); ``time`` is the
+    element's ``metadata.time`` as canonical ISO 8601 text (:mod:`rizz.core.timekeys`), or None."""
 
     key: str
     text: str
     scope: str | None
     step: int
+    time: str | None = field(default=None, metadata={"omit_default": True})
 
 
 @frozen
@@ -95,7 +98,7 @@ class QuarantinedItem:
     input: str
     answer: str
     reward: float
-    reason: str  # "middling-reward" | "far-from-centroid"
+    reason: str  # "middling-reward" | "far-from-centroid" | "superseded: ..." (MemoryRetired)
     step: int
 
 
@@ -120,6 +123,19 @@ class MemoryStore(Generic[T]):
         if scope is not None:
             scopes = scopes.set(scope, scopes.get(scope, pvector()).append(len(self.records)))
         return MemoryStore(self.records.append(record), matrix.append(vec), self.keys.add(record.key), scopes)  # type: ignore[attr-defined]
+
+    def without(self, key: str) -> "MemoryStore[T]":
+        """This store less the record with ``key`` (rows re-laid out in order); itself when absent."""
+        if key not in self.keys:
+            return self
+        idx = [i for i, r in enumerate(self.records) if r.key != key]  # type: ignore[attr-defined]
+        recs = pvector(self.records[i] for i in idx)
+        by_scope: dict = {}
+        for i, r in enumerate(recs):
+            if getattr(r, "scope", None) is not None:
+                by_scope.setdefault(r.scope, []).append(i)  # type: ignore[attr-defined]
+        matrix = self.matrix.take(idx) if idx else EmbeddingMatrix(self.matrix.dim)
+        return MemoryStore(recs, matrix, self.keys.remove(key), pmap({k: pvector(v) for k, v in by_scope.items()}))
 
     def merged(self, other: "MemoryStore[T]") -> "MemoryStore[T]":
         """This store followed by the records of ``other`` whose keys are new."""

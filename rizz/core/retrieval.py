@@ -2,7 +2,8 @@
 
 * Episodic examples: top-k by cosine over every active, shape-compatible branch (or only
   the selected branch when ``examples_cross_branch`` is off), scored with one product over
-  the bank's episodic index (:mod:`rizz.core.episode_index`).
+  the bank's episodic index (:mod:`rizz.core.episode_index`). With ``examples_cross_scope``
+  off, an episode written from a scoped element is shown only to inputs of the same scope.
 * Procedural rules: the selected branch's candidate and active rules, active rules of other
   branches, and the family and global playbooks; score
   ``cos(u_j, φ(x)) · clip(1 + α(H_j − A_j), m_min, m_max)`` (α 0.30, m_min 0.30, m_max 3.00).
@@ -117,6 +118,16 @@ def _examples_zoned(state: AdaptiveState, policy: Policy, inp: StepInput, select
     return own + tuple(rest[: p.examples_k - len(own)])
 
 
+def _foreign_scope(branch: Branch, scope: str | None) -> np.ndarray:
+    """(n,) bool over ``branch``'s episodes: True where the episode was written from a scoped
+    element of a scope other than ``scope`` (``retrieval.examples_cross_scope: false``)."""
+    mask = np.zeros(len(branch.episodes), dtype=bool)
+    for s, rows in branch.episodes.scopes.items():
+        if s != scope:
+            mask[list(rows)] = True
+    return mask
+
+
 def _examples(
     state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, function: str | None = None,
     *, with_others: bool = True, own_rows: bool = True,
@@ -145,8 +156,11 @@ def _examples(
     if k <= 0 or (own is None and not others):
         return ()
     q = as_vector(inp.embedding)
+    walled = not p.examples_cross_scope
     if not others:  # only the routed branch: its own rows
         scores = own.episodes.matrix.dots(q)  # type: ignore[union-attr]
+        if walled:
+            scores += _penalty(_foreign_scope(own, inp.scope))  # type: ignore[arg-type]
         return tuple(_scored_rows(own, scores, _top(scores, k)))  # type: ignore[arg-type]
     index = index_of(state)
     nums, local = index.where()
@@ -168,6 +182,12 @@ def _examples(
             code[own_num] = 2
         c = code[nums]
         drop = (c == 0) | ((c == 1) & (scores < thr))
+    if walled:
+        for num, b in by_num.items():
+            foreign = _foreign_scope(b, inp.scope)
+            if foreign.any():
+                sel = nums == num
+                drop[sel] |= foreign[local[sel]]
     scores += _penalty(drop)
     out = []
     for j in _top(scores, k, nums, local).tolist():

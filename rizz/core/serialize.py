@@ -6,9 +6,10 @@ base64 float32, maps with sorted keys); ``from_data`` inverts it exactly, so
 encoding — equal states have equal digests, on any machine (JSON floats print their
 shortest round-trip repr). Fields with metadata ``derived`` (``AdaptiveState.episode_index``)
 are left out; the record's constructor rebuilds them. Fields with metadata ``omit_default``
-(state of an optional feature: block evidence, zone evidence, sketches, the bandit) are left
-out while they equal their default, so a run with the feature off has the digest it had
-before the feature existed.
+(state of an optional feature: block evidence, zone evidence, sketches, the bandit; or
+added after states were first recorded, e.g. ``ContextItem.time``) are left out while they
+hold their default, so a state that does not use them keeps its earlier tree and digest;
+``from_data`` restores the default.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from rizz.core import events as _events
 from rizz.core import inputs as _inputs
 from rizz.core import records as _records
 from rizz.core import routing as _routing
+from rizz.core import tenants as _tenants
 from rizz.core.vec import EmbeddingMatrix
 
 __all__ = ["canonical_json", "digest", "from_data", "to_data"]
 
 _TYPES: dict[str, type] = {}
-for _mod in (_records, _events, _inputs, _routing):
+for _mod in (_records, _events, _inputs, _routing, _tenants):
     for _name in dir(_mod):
         _obj = getattr(_mod, _name)
         if isinstance(_obj, type) and attrs.has(_obj) and _obj.__module__ == _mod.__name__:

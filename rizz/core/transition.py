@@ -5,9 +5,9 @@ pure functions in the optax style (``init``, ``plan``, ``step``, ``step_with_eve
 ``route_round``, ``feedback_round``, ``distill_round``). Between steps, behaviour changes only
 through the state value.
 
-A step is three decide/apply rounds: route (spawn, snap) → memory (stats, writes, quarantine,
-rule counters, new rules, working memory, diagnostics) → lifecycle (merge, deactivate,
-prune). Each round decides past-tense events against the state the previous round left and
+A step is three decide/apply rounds: route (spawn, snap) → memory (superseded memories
+retired (issue #12 §5, :mod:`rizz.core.supersede`), stats, writes, quarantine, rule counters,
+new rules, working memory, diagnostics) → lifecycle (merge, deactivate, prune). Each round decides past-tense events against the state the previous round left and
 folds them with :func:`rizz.core.apply.apply`.
 
 A live session (many answers in flight, verdicts late) folds the same rounds as separate
@@ -30,6 +30,7 @@ from rizz.core.policy import Policy
 from rizz.core.records import AdaptiveState, empty_state
 from rizz.core.retrieval import Retrieved, retrieve
 from rizz.core.routing import RouteDecision, route
+from rizz.core.supersede import decide_supersede
 
 __all__ = ["Plan", "Rizz", "RouteResult", "StepResult", "rizz"]
 
@@ -74,10 +75,12 @@ def _feedback_round(policy: Policy, state: AdaptiveState, inp: StepInput, verdic
         raise ValueError(f"step {inp.step} ({inp.item_id}): an answered input needs a verdict")
     if decision.branch_id not in state.branches:  # merged or pruned while the answer was pending
         return StepResult(state, (ev.VerdictDropped(inp.item_id, decision.branch_id, inp.step, "branch-gone"),))
-    mem = decide_memory(state, policy, inp, verdict, decision)
-    s2 = fold(state, mem)
+    sup = decide_supersede(state, policy, inp, verdict)  # issue #12 §5; [] unless write.supersede
+    s1 = fold(state, sup)
+    mem = decide_memory(s1, policy, inp, verdict, decision)
+    s2 = fold(s1, mem)
     life = decide_lifecycle(s2, policy, inp.step, decision.branch_id)
-    return StepResult(fold(s2, life), tuple(mem + life))
+    return StepResult(fold(s2, life), tuple(sup + mem + life))
 
 
 def _distill_round(policy: Policy, state: AdaptiveState, branch_id: str, step: int, rules: tuple[CandidateRule, ...]) -> StepResult:

@@ -4,6 +4,10 @@ render, call the model, extract the answer — and turn it into a log record.
 :func:`answer_element` routes once: the core's ``route_round`` decides (and folds a spawn into a
 new state value that the caller commits only after the record is on disk); retrieval reads that
 state with that decision. :class:`~rizz.shell.session.Session` calls it under its lock.
+
+A tool-using episode element (issue #13) takes the same route and retrieval, then runs the agent
+loop (:func:`rizz.shell.agents.step.answer_episode`) instead of one model call; its record
+carries the whole episode (``episode``), so a refold calls no model and no tool.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from rizz.core import (
     normalise_label,
     prompt_blocks,
     retrieve,
+    sub_state,
+    unwall,
 )
 from rizz.core.compiler import MEMORY_BLOCKS
 from rizz.shell import logrecord as lr
@@ -102,6 +108,8 @@ class Pending:
     keys: tuple[str, str | None] = ("", None)  # embedding keys of φ(x) and ψ(ã)
     time: float | None = None
     reasoning: str = ""  # the model's reasoning, kept out of ``answer`` and ``raw_output`` (issue #12 §1)
+    episode: Any = None  # a tool-using episode's Episode (rizz.shell.agents.episode), else None (issue #13)
+    wrong_call: str | None = None  # that episode's first wrong call: its anti-pattern if the verdict fails
 
     @property
     def id(self) -> str:
@@ -136,13 +144,18 @@ def _evidence(el: StreamElement) -> str | None:
 
 
 def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: int, *, model: ModelBackend, embedder: Any,
-                   store: Any, rendering: str, budget_cap: int | None) -> Pending:
-    """Answer ``el`` as step ``step`` against ``state`` (nothing is committed: see module docstring)."""
+                   store: Any, rendering: str, budget_cap: int | None, user_model: ModelBackend | None = None,
+                   data_roots: tuple[Any, ...] = ()) -> Pending:
+    """Answer ``el`` as step ``step`` against ``state`` (nothing is committed: see module docstring).
+
+    ``user_model``: τ-bench's simulated customer (default ``model``); ``data_roots``: where an
+    episode's environment data (τ-bench databases) is looked up first."""
     policy = core.policy
     text = el.input if not el.instruction else f"{el.instruction}\n\n{el.input}"
     (emb,) = embed_texts(embedder, store, [text])
     base = StepInput(step=step, item_id=el.id, text=el.input, embedding=emb.vec, instruction=el.instruction,
-                     evidence=_evidence(el), scope=el.scope, shape=el.shape, context_only=el.context_only)
+                     evidence=_evidence(el), scope=el.scope, shape=el.shape, context_only=el.context_only,
+                     tenant=el.tenant, time=el.time)
     now = time.time()
     if el.context_only:
         return Pending(el, base, None, None, None, True, None, (), False, rendering, core.route_round(state, base), (emb.key, None), now)
@@ -151,9 +164,10 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     declared = el.metadata.get("label") if policy.routing.declared_label else None
     if declared is not None:  # a caller-declared route (metadata.label, issue #10): no judge call
         base = attrs.evolve(base, declared_label=normalise_label(declared["function"], declared["application"]))
-    elif needs_label(state, policy, emb.vec, el.shape):
+    elif needs_label(sub_state(state, el.tenant), policy, emb.vec, el.shape):  # behind the tenant's wall
         jl = label_input(model, el.input, instruction=el.instruction, shape=el.shape)
-        label = normalise_label(jl.function, jl.application)
+        # an episode's function is what the agent does (issue #13): use-tools / <application>
+        label = normalise_label("use-tools" if el.is_episode else jl.function, jl.application)
         (lemb,) = embed_texts(embedder, store, [label.application.replace("-", " ")])
         base, lkey = attrs.evolve(base, label=label, label_embedding=lemb.vec), lemb.key
         judge = {"function": label.function, "application": label.application, "raw": jl.raw,
@@ -161,9 +175,16 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
         if jl.generation is not None:
             calls.append(Call.of("judge", jl.generation))
     routed = core.route_round(state, base)
-    retrieved = retrieve(routed.state, policy, base, routed.decision)
+    own, local, inner = unwall(routed.state, base, routed.decision)  # the tenant's sub-state and step (rizz.core.tenants)
+    retrieved = retrieve(own, policy, local, inner)
     blocks = prompt_blocks(retrieved, el.input, el.instruction, base.evidence)
     keys = (emb.key, lkey)
+    if el.is_episode:  # a tool-using episode (issue #13): the agent loop, one transition of the core
+        from rizz.shell.agents.step import answer_episode
+
+        return answer_episode(el, base, routed, retrieved, judge, calls, keys=keys, time=now, model=model, policy=policy,
+                              budget=budget(policy, model, None, budget_cap), rendering=rendering, user_model=user_model,
+                              data_roots=data_roots)
     try:
         prompt = compile_prompt(blocks, policy.compiler, model.count_tokens, budget(policy, model, el.shape, budget_cap))
     except PromptBudgetError:
@@ -184,15 +205,21 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
 
 
 def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | None = None,
-                   calls: list[Call] | None = None) -> Verdict | None:
+                   calls: list[Call] | None = None, data_roots: tuple[Any, ...] = ()) -> Verdict | None:
     """Score ``p`` with the element's own verifier (None for context-only input).
 
     ``calls``: where an ``llm_judge`` verifier's model calls are appended (kind ``verify``).
+    An episode is scored by its episode verifier (``bfcl_ast``, ``bfcl_multi_turn``, ``tau_db``)
+    on what it did; ``data_roots``: where τ-bench databases are looked up first.
     """
     el = p.element
     if el.context_only:
         return None
     name = el.verifier or "exact_match"
+    if el.is_episode:
+        from rizz.shell.agents.step import verify_episode_pending
+
+        return verify_episode_pending(p, data_roots)
     if p.overflow:
         return Verdict(0.0, name, parsed=False)
     judge_fn = None
@@ -223,7 +250,7 @@ def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, 
     d = p.routed.decision if p.routed is not None else None
     return lr.LogRecord(
         step=inp.step, id=el.id, v=lr.LOG_VERSION, kind=kind, task=el.task, context_only=el.context_only,
-        input=lr.InputPart(inp.text, p.keys[0], inp.instruction, inp.evidence, inp.scope, inp.shape),
+        input=lr.InputPart(inp.text, p.keys[0], inp.instruction, inp.evidence, inp.scope, inp.shape, inp.tenant, inp.time),
         route=lr.RoutePart(d.branch_id, d.score, d.spawn is not None) if d is not None else None,
         calls=[c.part() for c in p.calls], overflow=p.overflow, wall_s=round(wall_s, 4),
         judge=lr.JudgePart(**p.judge, label_embedding=p.keys[1]) if p.judge is not None else None,
@@ -232,4 +259,5 @@ def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, 
         verdict=lr.VerdictPart(verdict.reward, verdict.verifier, verdict.parsed) if verdict is not None else None,
         time=p.time if kind == "answer" else None,
         declared_label=lr.LabelPart(inp.declared_label.function, inp.declared_label.application) if inp.declared_label is not None else None,
+        episode=lr.EpisodePart(**p.episode.to_json(), wrong_call=p.wrong_call) if p.episode is not None else None,
     )

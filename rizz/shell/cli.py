@@ -82,6 +82,7 @@ def run(
     cache: Optional[Path] = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
     snapshot_every: int = typer.Option(50, min=1, help="Steps between state snapshots."),
     budget: Optional[int] = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
+    user_model: Optional[str] = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model)."),
 ) -> None:
     """Run STREAM through RIZZ with POLICY; write RUN_DIR (log, snapshots, summary.json).
 
@@ -108,6 +109,7 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     try:
         backend = load_model(model, cache=cache or out / "responses.sqlite")
+        umodel = load_model(user_model, cache=cache or out / "responses.sqlite") if user_model else None
     except (ValueError, ModelUnavailableError) as e:
         if new_dir and not any(out.iterdir()):  # a refused command leaves no RUN_DIR behind
             out.rmdir()
@@ -117,7 +119,8 @@ def run(
         on_step = StepProgress(prog, pol.name, min(n, limit) if limit is not None else n, echo=lambda m: typer.echo(m, err=True))
         try:
             summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
-                                 rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, budget=budget)
+                                 rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, budget=budget,
+                                 user_model=umodel)
         except (StreamError, RunDirBusy, RunDirMismatch) as e:
             _fail(str(e))
         except KeyboardInterrupt:

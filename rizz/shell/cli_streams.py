@@ -78,7 +78,7 @@ def build_cmd(
     out: Path = typer.Option(..., "--out", help="Stream file to write (JSONL)."),
     order: Optional[str] = typer.Option(
         None, help="sequential | interleaved (default: interleaved for streambench and interference, else sequential)."),
-    split: str = typer.Option("test", help="train | eval | test."),
+    split: str = typer.Option("test", help="train | eval | test (bfcl: train | test; tau-bench: train | dev | test)."),
     per_task: Optional[int] = typer.Option(None, "--per-task", help="First N items per task."),
     seed: int = typer.Option(0, help="Seed of the interleaving shuffle."),
     tasks: Optional[str] = typer.Option(
@@ -91,12 +91,15 @@ def build_cmd(
     pool: str = typer.Option("500", help="TRACE test pool: 500 or 5000."),
     keep_duplicates: bool = typer.Option(False, "--keep-duplicates",
                                          help="TRACE: keep repeated (prompt, answer) records."),
+    categories: Optional[str] = typer.Option(
+        None, "--categories", help="bfcl: comma list of simple_python, multiple, parallel, parallel_multiple, multi_turn_base."),
+    domain: Optional[str] = typer.Option(None, "--domain", help="tau-bench: retail | airline."),
 ) -> None:
     """Build BENCH's stream deterministically and write it to --out."""
     try:
         opts = BuildOptions(split=split, order=order, per_task=per_task, seed=seed,
-                            tasks=_split_csv(tasks), max_input_chars=max_input_chars,
-                            warn_chars=warn_chars, pool=pool, keep_duplicates=keep_duplicates)
+                            tasks=_split_csv(categories) or _split_csv(tasks), max_input_chars=max_input_chars,
+                            warn_chars=warn_chars, pool=pool, keep_duplicates=keep_duplicates, domain=domain)
         if bench not in BENCHES:
             raise BuildError(f"unknown benchmark {bench!r}; expected one of {', '.join(BENCHES)}")
         result = build(bench, resolve_data_root(data_root), opts)

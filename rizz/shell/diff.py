@@ -61,6 +61,8 @@ def describe_event(e: object) -> str | None:
             return f"- branch {b} deactivated: {r}"
         case ev.BranchPruned(branch_id=b, reason=r):
             return f"- branch {b} pruned: {r}"
+        case ev.MemoryRetired(branch_id=b, store=store, key=k, reason=r):
+            return f"~ {b}: {store} {k} retired ({r})"
     return None
 
 
@@ -77,6 +79,22 @@ def _fold_until(rd: RunDir, stop: int, keep_from: int) -> tuple[AdaptiveState, l
         if keep_from <= rec["step"] <= stop:
             kept.append((rec, events))
     return fold.state, kept
+
+
+def _episode_lines(ep: dict[str, Any]) -> list[str]:
+    """An episode, one line per event (issue #13): user turns, replies and calls, tool results."""
+    out = [f"  episode: {ep['model_calls']} agent calls, {ep['tool_errors']} tool errors, stop {ep['stop']}"]
+    for e in ep["transcript"]:
+        if e["role"] == "user":
+            out.append(f"    user: {_clip(e['text'], 70)}")
+        elif e["role"] == "assistant":
+            calls = ", ".join(f"{n}({', '.join(f'{k}={v!r}' for k, v in a.items())})" for n, a in e.get("calls", []))
+            out.append(f"    agent: {_clip(calls or e['text'], 70)}")
+        else:
+            out.append(f"    {'tool error' if e['error'] else 'tool'} {e['name']}: {_clip(e['result'], 60)}")
+    if ep.get("wrong_call"):
+        out.append(f"    first wrong call (the anti-pattern if the verdict fails): {_clip(ep['wrong_call'], 60)}")
+    return out
 
 
 def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
@@ -126,6 +144,8 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
             lines.append(f"  verdict: reward {rec['verdict']['reward']:.3f} ({rec['verdict']['verifier']})")
         if kind == "expire":
             lines.append(f"  expired: {rec['reason']}")
+        if rec.get("episode"):
+            lines += _episode_lines(rec["episode"])
     lines.append(f"after step {to}: {len(state.branches)} branches ({len(state.active_branches())} active)")
     return "\n".join(lines)
 

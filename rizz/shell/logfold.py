@@ -2,7 +2,8 @@
 
 ``rizz run``, a live :class:`~rizz.shell.session.Session`, ``rizz replay`` and ``rizz diff`` all
 advance the state through :meth:`LogFold.apply`, so a log refolds to the digest the session
-had (specs/step-semantics.md, "Live sessions"):
+had (specs/step-semantics.md, "Live sessions"). The core is :func:`rizz.core.walled`: a record
+whose input names a ``tenant`` is folded behind that tenant's wall (every round below):
 
 - ``step`` (v1): ``core.step`` with the distilled rules inside (the semantics of log format 1);
 - ``step`` (v2): ``route_round`` then ``feedback_round`` (the same as ``core.step``);
@@ -11,6 +12,12 @@ had (specs/step-semantics.md, "Live sessions"):
   was merged away since is moved to the branch that kept it, when the merge is folded);
 - ``expire``: the waiting answer is dropped, the state is unchanged;
 - ``distill``: ``distill_round`` for the record's branch.
+
+A tool-using episode (issue #13) folds like any element; only its memory input differs when
+its verdict is below the write threshold: the answer folded is the episode's first wrong call
+(``episode.wrong_call``, the branch-local anti-pattern) instead of its trajectory
+(:func:`memory_input`). The wrong call waits with the answer in flight, so a late verdict
+folds the same way.
 
 The fold reads embeddings from the RUN_DIR's store; the live session passes the vectors it
 already holds (``inp=``, ``routed=``, ``rules=``) so nothing is read back or routed twice.
@@ -22,16 +29,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-import attrs
 from attrs import frozen
 from pyrsistent import PMap, pmap
 
-from rizz.core import AdaptiveState, CandidateRule, Label, Policy, RouteDecision, RouteResult, StepInput, Verdict, rizz
+from rizz.core import AdaptiveState, CandidateRule, Label, Policy, RouteDecision, RouteResult, StepInput, Verdict, rizz, walled
 from rizz.core import events as ev
+from rizz.core.tenants import decision_tenant, follow_merge
 from rizz.core.serialize import from_data, to_data
 from rizz.shell.logrecord import LogRecord, VerdictPart, parse
 
-__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "record_inputs", "restore_fold", "save_inflight", "views"]
+__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "record_inputs", "restore_fold", "save_inflight",
+           "views"]
 
 
 class LogFoldError(ValueError):
@@ -40,11 +48,23 @@ class LogFoldError(ValueError):
 
 @frozen
 class InFlight:
-    """An answer waiting for its verdict: the input as answered, its route decision, Unix time."""
+    """An answer waiting for its verdict: the input as answered, its route decision (a
+    :class:`~rizz.core.tenants.WalledDecision` once tenants are in play), Unix time;
+    ``wrong_call``: an episode's first wrong call (see :func:`memory_input`), else None."""
 
     step_input: StepInput
     decision: RouteDecision
     time: float | None
+    wrong_call: str | None = None
+
+
+def memory_input(policy: Policy, inp: StepInput, verdict: Verdict | None, wrong_call: str | None) -> StepInput:
+    """The input the memory round folds: ``inp``, except that a tool-using episode whose reward is
+    below ``policy.write_threshold`` remembers its first wrong call as the answer (issue #13:
+    the branch-local anti-pattern; a verified episode writes its trajectory, ``inp.answer``)."""
+    if wrong_call is None or verdict is None or verdict.reward >= policy.write_threshold(verdict.verifier):
+        return inp
+    return attrs.evolve(inp, answer=wrong_call)
 
 
 def record_inputs(rec: LogRecord, store: Any) -> tuple[StepInput, Verdict | None]:
@@ -69,6 +89,7 @@ def record_inputs(rec: LogRecord, store: Any) -> tuple[StepInput, Verdict | None
         dropped=len(p.dropped) if p else 0, candidate_rules=rules, distilled=bool(d and d.asked),
         prompt_blocks=tuple(p.blocks) if p else (),
         declared_label=Label(rec.declared_label.function, rec.declared_label.application) if rec.declared_label else None,
+        tenant=x.tenant, time=x.time,
     )
     return inp, _verdict(rec.verdict)
 
@@ -88,7 +109,7 @@ class LogFold:
 
     def __init__(self, policy: Policy, store: Any, state: AdaptiveState | None = None, inflight: PMap | None = None,
                  answers: int = 0, folded: int = 0) -> None:
-        self.core = rizz(policy)
+        self.core = walled(rizz(policy))  # one sub-state per metadata.tenant (rizz.core.tenants)
         self.store = store
         self.state = state if state is not None else self.core.init()
         self.inflight: PMap = inflight if inflight is not None else pmap()  # item id -> InFlight
@@ -98,6 +119,7 @@ class LogFold:
     def apply(self, rec: LogRecord, *, inp: StepInput | None = None, routed: RouteResult | None = None,
               rules: tuple[CandidateRule, ...] | None = None) -> tuple[object, ...]:
         """Fold one record; returns the events it produced. Raises LogFoldError (state unchanged)."""
+        self._tenant: str | None = None  # the tenant whose sub-state the record folded
         events = self._apply(rec, inp, routed, rules)
         self.folded += 1
         merged = {e.absorbed: e.kept for e in events if isinstance(e, ev.BranchesMerged)}
@@ -106,13 +128,12 @@ class LogFold:
         return events
 
     def _follow(self, merged: dict[str, str]) -> None:
-        """Answers in flight routed to a branch merged away now write into the branch that kept it."""
+        """Answers in flight routed to a branch merged away now write into the branch that kept it
+        (only answers of the tenant whose sub-state merged: branch ids are per sub-state)."""
         for k, w in self.inflight.items():
-            b = w.decision.branch_id
-            while b in merged:
-                b = merged[b]
-            if b != w.decision.branch_id:
-                self.inflight = self.inflight.set(k, InFlight(w.step_input, attrs.evolve(w.decision, branch_id=b), w.time))
+            d = follow_merge(w.decision, w.step_input, self._tenant, merged)
+            if d is not w.decision:
+                self.inflight = self.inflight.set(k, attrs.evolve(w, decision=d))
 
     def _apply(self, rec: LogRecord, inp: StepInput | None, routed: RouteResult | None, rules: tuple[CandidateRule, ...] | None) -> tuple[object, ...]:
         core = self.core
@@ -124,15 +145,17 @@ class LogFold:
             if rec.kind == "answer" and rec.id in self.inflight:
                 raise LogFoldError(f"answer {rec.id!r} at step {rec.step}: an answer with this id is already pending")
             self.answers = max(self.answers, rec.step + 1)
+            self._tenant = inp.tenant
+            wrong = rec.episode.wrong_call if rec.episode is not None else None
             if rec.kind == "step" and rec.v == 1:
                 self.state, events = core.step_with_events(self.state, inp, verdict)
                 return events
             rr = routed if routed is not None else core.route_round(self.state, inp)
             if rec.kind == "answer":
                 self.state = rr.state
-                self.inflight = self.inflight.set(rec.id, InFlight(inp, rr.decision, rec.time))
+                self.inflight = self.inflight.set(rec.id, InFlight(inp, rr.decision, rec.time, wrong))
                 return rr.events
-            self.state, rest = core.feedback_round(rr.state, inp, verdict, rr.decision)
+            self.state, rest = core.feedback_round(rr.state, memory_input(core.policy, inp, verdict, wrong), verdict, rr.decision)
             return rr.events + rest
         if rec.kind in ("verdict", "expire"):
             w = self.inflight.get(rec.id)
@@ -141,7 +164,10 @@ class LogFold:
             self.inflight = self.inflight.remove(rec.id)
             if rec.kind == "expire":
                 return ()
-            self.state, events = core.feedback_round(self.state, w.step_input, _verdict(rec.verdict), w.decision)
+            self._tenant = decision_tenant(w.decision, w.step_input)
+            verdict = _verdict(rec.verdict)
+            inp = memory_input(core.policy, w.step_input, verdict, w.wrong_call)
+            self.state, events = core.feedback_round(self.state, inp, verdict, w.decision)
             return events
         if rec.kind == "distill":
             if rules is None:
@@ -157,8 +183,9 @@ def save_inflight(path: Path, fold: LogFold) -> None:
     """Write ``{answers, inflight}`` next to a snapshot (JSON, atomic)."""
     from rizz.shell.runlog import write_json_atomic
 
-    data = {"answers": fold.answers,
-            "inflight": [[k, to_data(w.step_input), to_data(w.decision), w.time] for k, w in sorted(fold.inflight.items())]}
+    data = {"answers": fold.answers,  # an episode's wrong call, when there is one, is a 5th item
+            "inflight": [[k, to_data(w.step_input), to_data(w.decision), w.time] + ([w.wrong_call] if w.wrong_call is not None else [])
+                         for k, w in sorted(fold.inflight.items())]}
     write_json_atomic(path, data)
 
 
@@ -167,7 +194,8 @@ def load_inflight(path: Path) -> tuple[int, PMap] | None:
     if not path.exists():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
-    return data["answers"], pmap({k: InFlight(from_data(i), from_data(d), t) for k, i, d, t in data["inflight"]})
+    return data["answers"], pmap({row[0]: InFlight(from_data(row[1]), from_data(row[2]), row[3], row[4] if len(row) > 4 else None)
+                                  for row in data["inflight"]})
 
 
 def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True, records: list[dict[str, Any]] | None = None) -> tuple[LogFold, list[dict[str, Any]]]:

@@ -16,6 +16,10 @@ Versions:
      - ``expire``: a pending answer that will never be folded (``reason``).
      - ``distill``: rules the model distilled for ``branch`` after step ``step``.
 
+  A ``step`` or ``answer`` record of a tool-using episode (issue #13) also has ``episode``
+  (:class:`EpisodePart`: every user turn, reply, call and tool result), so a refold calls no
+  model and no tool. Records without it parse as before.
+
 Optional fields added within version 2 (older lines parse without them): ``prompt.blocks``
 (the memory blocks the prompt showed, read by block evidence) and ``declared_label`` (a
 ``metadata.label`` used under ``routing.declared_label``), issue #10.
@@ -39,6 +43,7 @@ __all__ = [
     "AnswerPart",
     "CallPart",
     "DistillPart",
+    "EpisodePart",
     "InputPart",
     "JudgePart",
     "LabelPart",
@@ -62,7 +67,11 @@ class LogRecordError(ValueError):
 
 @frozen
 class InputPart:
-    """The element as the core saw it; ``embedding`` is the key of φ(x) in ``RUN_DIR/embeddings``."""
+    """The element as the core saw it; ``embedding`` is the key of φ(x) in ``RUN_DIR/embeddings``.
+
+    ``tenant`` (``metadata.tenant``) and ``time`` (``metadata.time``, canonical ISO 8601) are
+    written only when given (issue #12 §2 §4), so older lines parse and untenanted, untimed
+    lines stay as they were; a refold steps the record behind its tenant's wall."""
 
     text: str
     embedding: str
@@ -70,6 +79,8 @@ class InputPart:
     evidence: str | None = None
     scope: str | None = None
     shape: str | None = None
+    tenant: str | None = None
+    time: str | None = None
 
 
 @frozen
@@ -157,6 +168,32 @@ class DistillPart:
 
 
 @frozen
+class EpisodePart:
+    """What a tool-using episode did (issue #13; :class:`rizz.shell.agents.episode.Episode`).
+
+    ``transcript``: the events in order, ``{"role": "user", "text"}``, ``{"role":
+    "assistant", "text", "calls": [[name, {args}], ...]}``, ``{"role": "tool", "name",
+    "arguments", "result", "error"}``; ``env_digest``: ``sha256:…`` of the environment at the
+    end; ``turn_calls``: per user turn, per model step, the calls as text; ``model_calls`` /
+    ``user_calls``: agent and simulated-user model calls; ``tool_errors``; ``stop``: ``done``,
+    ``user_stop``, ``max_steps`` or ``overflow``; ``prompt_tokens_max``: the largest agent
+    prompt. ``wrong_call``: the first wrong call, the answer the memory round folds when the
+    verdict is below the write threshold (the branch-local anti-pattern); the record's
+    ``answer.extracted`` is the compact trajectory a verified episode writes.
+    """
+
+    transcript: list[dict[str, Any]]
+    env_digest: str
+    turn_calls: list[list[list[str]]] = field(factory=list)
+    model_calls: int = 0
+    user_calls: int = 0
+    tool_errors: int = 0
+    stop: str = "done"
+    prompt_tokens_max: int = 0
+    wrong_call: str | None = None
+
+
+@frozen
 class LogRecord:
     """One line of ``log.jsonl`` (see the module docstring for kinds and versions).
 
@@ -188,6 +225,7 @@ class LogRecord:
     reason: str | None = None
     time: float | None = None
     declared_label: LabelPart | None = None
+    episode: EpisodePart | None = None
 
 
 _conv = cattrs.Converter(forbid_extra_keys=True)
@@ -232,7 +270,13 @@ _KEEP_NONE = {"task", "instruction", "evidence", "scope", "shape", "raw", "extra
 
 def unstructure(rec: LogRecord) -> dict[str, Any]:
     """The JSON object of ``rec``: optional parts that are None are left out (inverse of :func:`parse`)."""
-    out = _drop_none(_conv.unstructure(rec))
+    raw = _conv.unstructure(rec)
+    episode = raw.pop("episode", None)  # written as it is: tool arguments may hold nulls
+    out = _drop_none(raw)
+    if episode is not None:
+        if episode.get("wrong_call") is None:
+            episode.pop("wrong_call", None)
+        out["episode"] = episode
     if rec.kind != "step":  # live records: leave out what equals its default
         for a in attrs.fields(LogRecord)[4:]:
             default = a.default.factory() if isinstance(a.default, attrs.Factory) else a.default  # type: ignore[attr-defined]

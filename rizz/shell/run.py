@@ -22,7 +22,7 @@ from rizz.shell.runlog import RunDir, write_json_atomic
 from rizz.shell.session import Session, default_rendering
 from rizz.shell.streams import StreamElement, read_stream
 
-__all__ = ["replay", "run_stream", "summarise"]
+__all__ = ["episode_summary", "replay", "run_stream", "summarise"]
 
 
 def _sha256_file(path: Path) -> str:
@@ -31,6 +31,29 @@ def _sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def episode_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per task, over the answered episodes (issue #13): ``n``, ``mean_reward``,
+    ``turns_per_episode`` (user turns), ``tool_errors`` (total), ``model_calls_per_episode``
+    (agent calls), ``prompt_tokens_per_episode`` (every call of the step). Empty without episodes.
+
+    ``records``: one dict per element as :func:`~rizz.shell.logfold.views` joins them (a live
+    answer and its verdict in one); an episode whose answer expired is left out."""
+    out: dict[str, Any] = {}
+    done = [r for r in records if "episode" in r and "verdict" in r]
+    for task in sorted({r.get("task") or "-" for r in done}):
+        eps = [r for r in done if (r.get("task") or "-") == task]
+        n = len(eps)
+        out[task] = {
+            "n": n,
+            "mean_reward": round(sum(r["verdict"]["reward"] for r in eps) / n, 6),
+            "turns_per_episode": round(sum(sum(1 for e in r["episode"]["transcript"] if e["role"] == "user") for r in eps) / n, 4),
+            "tool_errors": sum(r["episode"]["tool_errors"] for r in eps),
+            "model_calls_per_episode": round(sum(r["episode"]["model_calls"] for r in eps) / n, 4),
+            "prompt_tokens_per_episode": round(sum(c["prompt_tokens"] for r in eps for c in r["calls"]) / n, 1),
+        }
+    return out
 
 
 def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[str, Any]) -> dict[str, Any]:
@@ -56,7 +79,7 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
         "model_calls": len(calls),
         "model_calls_uncached": n_calls,
         "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,
-        "calls_by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in ("judge", "answer", "distill", "verify")},
+        "calls_by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in ("judge", "answer", "distill", "verify", "user")},
         "usage_estimated": any(c.get("usage_estimated", False) for c in calls),
         "answer_prompt_tokens_max": max((r["prompt"]["tokens"] for r in records if "prompt" in r), default=0),
         "budget_exceeded": sum(1 for r in records if "prompt" in r and r["prompt"]["tokens"] > r["prompt"]["budget"]),
@@ -69,12 +92,13 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
         "state_digest": digest(state),
         "policy": meta.get("policy"),
         "model": meta.get("model"),
+        "episodes": episode_summary(records),
     }
 
 
 def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str | Path, model: Any, embedder: Any, *,
                limit: int | None = None, skip_bad: bool = False, rendering: str | None = None, snapshot_every: int = 50,
-               budget: int | None = None,
+               budget: int | None = None, user_model: Any = None,
                on_step: Callable[[dict[str, Any], Session], None] | None = None, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
     """Run (or resume) ``stream`` into ``out``; returns the summary. See module docstring.
 
@@ -92,6 +116,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             "rendering": rendering or default_rendering(model),
             "reasoning_tokens": int(getattr(model, "reasoning_tokens", 0)),
             "budget_cap": budget, "log_version": LOG_VERSION,
+            **({"user_model": user_model.name} if user_model is not None else {}),
         })
         if read.bad:  # written only once the run's settings are accepted (a refused resume writes nothing)
             write_json_atomic(rd.root / "bad_lines.json", [{"line": b.line, "field": b.field, "message": b.message} for b in read.bad])
@@ -107,7 +132,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
         elif done:
             log(f"resuming {rd.root} after {done} finished steps")
         session = Session(policy, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget,
-                          run_dir=rd, snapshot_every=snapshot_every, fold=fold)
+                          run_dir=rd, snapshot_every=snapshot_every, fold=fold, user_model=user_model)
         records.extend(session.recover(records[-1] if records else None))  # a distillation a kill interrupted
         for el in elements[done:]:
             fault_point("step")

@@ -89,12 +89,13 @@ class RunDir:
     # -- metadata ----------------------------------------------------------------------
     def check_or_write_meta(self, meta: dict[str, Any]) -> dict[str, Any]:
         """Write ``run.json`` for a new run; for an existing one, refuse any difference in
-        the fields that decide the results (stream, policy, model, embedder, rendering)."""
+        the fields that decide the results (stream, policy, model, embedder, rendering, budget cap,
+        the simulated user's model of τ-bench episodes)."""
         if not self.meta_path.exists():
             write_json_atomic(self.meta_path, meta)
             return meta
         old = json.loads(self.meta_path.read_text(encoding="utf-8"))
-        diffs = [k for k in ("stream_sha256", "policy_digest", "model", "embedder", "embedder_dim", "rendering", "budget_cap") if old.get(k) != meta.get(k)]
+        diffs = [k for k in ("stream_sha256", "policy_digest", "model", "embedder", "embedder_dim", "rendering", "budget_cap", "user_model") if old.get(k) != meta.get(k)]
         if "policy_digest" in diffs and _same_policy(old.get("policy_data"), meta.get("policy_data")):
             diffs.remove("policy_digest")  # written before a policy field was added (its default keeps the old behaviour)
         if diffs:

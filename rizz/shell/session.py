@@ -31,6 +31,7 @@ from typing import Any, Mapping, NamedTuple
 import attrs
 
 from rizz.core import AdaptiveState, CandidateRule, Policy, StepInput, Verdict, digest, distill_batch
+from rizz.core.tenants import AnyState, answers_after, fed_branch, locate
 from rizz.core.serialize import canonical_json
 from rizz.shell import logrecord as lr
 from rizz.shell.answering import Call, Pending, answer_element, default_rendering, embed_texts, record_of, verify_pending
@@ -106,11 +107,15 @@ class Session:
       snapshot_every: records between state snapshots in ``run_dir`` (0: none but at close).
       keep_snapshots: keep only the newest this many snapshots (0: all; ``Session.open``: 3, so
         a long-lived session's directory grows with its memory and log only).
+      user_model: the simulated customer of τ-bench episodes (issue #13; None: ``model``).
+      data_roots: directories where an episode's environment data (τ-bench databases) is
+        looked up first (then ``$RIZZ_DATA_ROOT``, ``../shared/data``).
     """
 
     def __init__(self, policy: Policy, model: ModelBackend, embedder: Any, *, state: AdaptiveState | None = None,
                  step: int = 0, rendering: str | None = None, embed_cache: Any = None, budget_cap: int | None = None,
-                 run_dir: Any = None, snapshot_every: int = 0, fold: LogFold | None = None, keep_snapshots: int = 0) -> None:
+                 run_dir: Any = None, snapshot_every: int = 0, fold: LogFold | None = None, keep_snapshots: int = 0,
+                 user_model: ModelBackend | None = None, data_roots: tuple[Any, ...] = ()) -> None:
         self.policy = policy
         self.model = model
         self.embedder = embedder
@@ -120,6 +125,8 @@ class Session:
         self.run_dir = run_dir
         self.snapshot_every = snapshot_every
         self.keep_snapshots = keep_snapshots
+        self.user_model = user_model
+        self.data_roots = tuple(data_roots)
         self._fold = fold if fold is not None else LogFold(policy, embed_cache, state=state, answers=step)
         self.core = self._fold.core
         self._lock = threading.RLock()
@@ -131,12 +138,14 @@ class Session:
     @classmethod
     def open(cls, path: str | Path, policy: Policy | str = "default", model: ModelBackend | str = "embedded", *,
              embedder: Any = None, rendering: str | None = None, budget_cap: int | None = None,
-             snapshot_every: int = 50, keep_snapshots: int = 3, cache: str | Path | None = None) -> "Session":
+             snapshot_every: int = 50, keep_snapshots: int = 3, cache: str | Path | None = None,
+             user_model: ModelBackend | str | None = None, data_roots: tuple[Any, ...] = ()) -> "Session":
         """Create the session directory ``path``, or resume it (after a close or any crash).
 
         ``policy``: a Policy or a policy file/name; ``model``: a backend or a model spec
         (responses cached in ``path/responses.sqlite`` unless ``cache`` says otherwise);
-        ``embedder``: default the bundled all-MiniLM-L6-v2.
+        ``embedder``: default the bundled all-MiniLM-L6-v2; ``user_model``: τ-bench's simulated
+        customer, a backend or a spec (default: ``model``); ``data_roots``: see the class.
 
         Raises:
           RunDirBusy: another process (or an open Session) holds the directory.
@@ -153,6 +162,11 @@ class Session:
 
             root.mkdir(parents=True, exist_ok=True)
             model = load_model(model, cache=cache if cache is not None else root / "responses.sqlite")
+        if isinstance(user_model, str):
+            from rizz.shell.models import load_model
+
+            root.mkdir(parents=True, exist_ok=True)
+            user_model = load_model(user_model, cache=cache if cache is not None else root / "responses.sqlite")
         if embedder is None:
             from rizz.shell.embed import Embedder
 
@@ -164,11 +178,13 @@ class Session:
                 "policy_digest": "sha256:" + hashlib.sha256(canonical_json(pol).encode()).hexdigest(),
                 "policy_data": policy_data(pol), "model": model.name, "embedder": embedder.name,
                 "embedder_dim": embedder.dim, "rendering": rendering or default_rendering(model), "budget_cap": budget_cap,
+                **({"user_model": user_model.name} if user_model is not None else {}),
             })
             rd.repair()
             fold, records = restore_fold(rd, pol)
             s = cls(pol, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget_cap,
-                    run_dir=rd, snapshot_every=snapshot_every, fold=fold, keep_snapshots=keep_snapshots)
+                    run_dir=rd, snapshot_every=snapshot_every, fold=fold, keep_snapshots=keep_snapshots, user_model=user_model,
+                    data_roots=data_roots)
             for r in records[-_CLOSED_IDS:]:  # why recent ids are no longer pending, for error messages
                 kind = r.get("kind")
                 if kind in ("verdict", "expire"):
@@ -199,7 +215,9 @@ class Session:
 
     # -- reading ------------------------------------------------------------------------
     @property
-    def state(self) -> AdaptiveState:
+    def state(self) -> AnyState:
+        """The state: an ``AdaptiveState``, or a :class:`~rizz.core.TenantStates` once an element
+        named a ``metadata.tenant`` (one sub-state per tenant)."""
         return self._fold.state
 
     @property
@@ -285,7 +303,7 @@ class Session:
             t0 = time.perf_counter()
             p = self._answer(el)
             vcalls: list[Call] = []
-            v = verify_pending(p, self.model, judge_model, vcalls)
+            v = verify_pending(p, self.model, judge_model, vcalls, self.data_roots)
             if vcalls:  # an llm_judge verifier's calls are counted with the step (issue #12 §3)
                 p = attrs.evolve(p, calls=p.calls + tuple(vcalls))
             rec = record_of(p, "step", v, time.perf_counter() - t0, run_dir=self.run_dir)
@@ -305,7 +323,7 @@ class Session:
         when ``p`` is folded, and returned in :attr:`Folded.calls` (issue #12 §3).
         """
         calls: list[Call] = []
-        v = verify_pending(p, self.model, judge_model, calls)
+        v = verify_pending(p, self.model, judge_model, calls, self.data_roots)
         if calls:
             with self._lock:
                 if len(self._verify_calls) >= _CLOSED_IDS:  # bounded: verified but never folded
@@ -318,7 +336,8 @@ class Session:
 
     def _answer(self, el: StreamElement) -> Pending:
         return answer_element(self.core, self._fold.state, el, self._fold.answers, model=self.model, embedder=self.embedder,
-                              store=self.embed_cache, rendering=self.rendering, budget_cap=self.budget_cap)
+                              store=self.embed_cache, rendering=self.rendering, budget_cap=self.budget_cap,
+                              user_model=self.user_model, data_roots=self.data_roots)
 
     def _check_open(self) -> None:
         if not self._open:
@@ -359,12 +378,13 @@ class Session:
             _drop_old_snapshots(self.run_dir.snap_dir, self.keep_snapshots)
 
     def _distill(self, step: int, item_id: str, branch_id: str) -> tuple[tuple[object, ...], tuple[Call, ...]]:
-        """When ``branch_id``'s batch is due: ask the model, log a ``distill`` record, fold it."""
-        state = self._fold.state
-        batch = distill_batch(state, self.policy, branch_id)
+        """When ``branch_id``'s batch is due: ask the model, log a ``distill`` record, fold it.
+        ``branch_id`` is a view key (``"<tenant>/<id>"`` behind a tenant's wall)."""
+        _, own, bid = locate(self._fold.state, branch_id)
+        batch = distill_batch(own, self.policy, bid)
         if not batch:
             return (), ()
-        label = state.branches[branch_id].label
+        label = own.branches[bid].label
         res = distill_rules(self.model, [(e.input, e.answer) for e in batch], function=label.function, application=label.application)
         calls = (Call.of("distill", res.generation),) if res.generation is not None else ()
         embs = embed_texts(self.embedder, self.embed_cache, [f"IF {r.antecedent} THEN {r.strategy}" for r in res.rules]) if res.rules else []
@@ -390,11 +410,7 @@ class Session:
             return
         branch = (last.get("route") or {}).get("branch")
         if last["kind"] == "verdict":
-            branch = None
-            for ev_ in reversed(self._fold.state.diagnostics.records):
-                if ev_.step == last["step"]:
-                    branch = ev_.branch_id
-                    break
+            branch = fed_branch(self._fold.state, last["step"])  # behind the tenant's wall, if any
         if branch is not None:
             self._distill(last["step"], last["id"], branch)
 
@@ -404,7 +420,7 @@ class Session:
             return
         now = time.time()
         for item_id, w in sorted(self._fold.inflight.items(), key=lambda kv: kv[1].step_input.step):
-            later = self._fold.answers - w.step_input.step - 1
+            later = answers_after(self._fold.state, w.decision, w.step_input, self._fold.answers)  # within its tenant
             if fb.max_pending and later > fb.max_pending:
                 self._expire_one(item_id, w.step_input.step, f"{later} later answers issued (feedback.max_pending {fb.max_pending})")
             elif fb.max_pending_seconds and w.time is not None and now - w.time > fb.max_pending_seconds:

@@ -35,10 +35,14 @@ from typing import Any, Iterable, Mapping
 import attrs
 from pyrsistent import PMap, freeze, pmap, thaw
 
+from rizz.core.timekeys import TIME_EXPECTED, canonical_time
+
 __all__ = [
     "SHAPES",
     "VERIFIERS",
+    "EPISODE_VERIFIERS",
     "FIELDS",
+    "EPISODE_FIELDS",
     "StreamElement",
     "BadLine",
     "StreamRead",
@@ -58,11 +62,17 @@ SHAPES: tuple[str, ...] = ("letter", "number", "label", "span", "text", "code", 
 VERIFIERS: tuple[str, ...] = (
     "exact_match", "label_match", "first_char", "fuzzy_ratio", "rouge_l",
     "sari", "token_f1", "code_exec", "llm_judge",
+    "bfcl_ast", "bfcl_multi_turn", "tau_db",
 )
+#: Verifiers that score a whole tool-using episode (an element with ``tools``; issue #13).
+EPISODE_VERIFIERS: tuple[str, ...] = ("bfcl_ast", "bfcl_multi_turn", "tau_db")
 #: Top-level fields in canonical order (specs/stream-format.md).
 FIELDS: tuple[str, ...] = (
     "id", "input", "instruction", "metadata", "evidence", "reference", "verifier", "context_only",
+    "tools", "turns", "user", "environment",
 )
+#: Episode fields (specs/stream-format.md, "Episode elements"); written only when present.
+EPISODE_FIELDS: tuple[str, ...] = ("tools", "turns", "user", "environment")
 #: Metadata keys the contract names; always present (possibly None) after reading.
 METADATA_KEYS: tuple[str, ...] = ("task", "scope", "shape", "time")
 #: ``metadata.f1_variant`` values ``token_f1`` accepts (rizz/shell/verifiers/metrics.py).
@@ -162,12 +172,16 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
             raise _expect("metadata", "string keys", key)
     _check_str("metadata.task", meta.get("task"), optional=True)
     _check_str("metadata.scope", meta.get("scope"), optional=True)
+    _check_str("metadata.tenant", meta.get("tenant"), optional=True, nonempty=True)
     shape = meta.get("shape")
     if shape is not None and shape not in SHAPES:
         raise _expect("metadata.shape", "one of " + ", ".join(SHAPES), shape)
     time = meta.get("time")
-    if time is not None and not (isinstance(time, str) or _is_finite_number(time)):
-        raise _expect("metadata.time", "a string, a finite number or null", time)
+    if time is not None:
+        try:
+            canonical_time(time)
+        except ValueError:
+            raise _expect("metadata.time", TIME_EXPECTED + " or null", time) from None
     label = meta.get("label")
     if label is not None:
         if not isinstance(label, Mapping) or set(label) - {"function", "application"}:
@@ -188,6 +202,68 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
         _check_str("metadata.source", meta["source"], optional=True)
     for field, number in non_finite(meta, "metadata")[:1]:
         raise _expect(field, "a finite number", number)
+
+
+def _check_tools(tools: Any) -> None:
+    """``tools``: a non-empty list of JSON-schema function descriptions (OpenAI/BFCL shape)."""
+    if not isinstance(tools, (list, tuple)) or not tools:
+        raise _expect("tools", "a non-empty list of function descriptions", tools)
+    names: set[str] = set()
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise _expect(f"tools[{i}]", "an object with 'name' (and 'description', 'parameters')", tool)
+        _check_str(f"tools[{i}].name", tool.get("name"), nonempty=True)
+        if tool["name"] in names:
+            raise _FieldError(f"tools[{i}].name", f"repeated tool name {tool['name']!r}")
+        names.add(tool["name"])
+        _check_str(f"tools[{i}].description", tool.get("description"), optional=True)
+        params = tool.get("parameters")
+        if params is not None and not isinstance(params, Mapping):
+            raise _expect(f"tools[{i}].parameters", "a JSON-schema object or null", params)
+        if isinstance(params, Mapping) and not isinstance(params.get("properties", {}), Mapping):
+            raise _expect(f"tools[{i}].parameters.properties", "an object", params.get("properties"))
+    for field, number in non_finite(list(tools), "tools")[:1]:
+        raise _expect(field, "a finite number", number)
+
+
+def _check_episode(obj: Mapping[str, Any], verifier: Any) -> None:
+    """Episode fields: ``tools``; ``turns`` (scripted user turns) or ``user`` (a simulated
+    user's hidden brief); ``environment`` (``name`` + initial configuration)."""
+    present = [k for k in EPISODE_FIELDS if obj.get(k) is not None]
+    if verifier in EPISODE_VERIFIERS and "tools" not in present:
+        raise _FieldError("tools", f"required when 'verifier' is {verifier!r} (an episode element)")
+    if not present:
+        return
+    if "tools" not in present:
+        raise _FieldError("tools", f"required in an episode element (it has {present[0]!r})")
+    _check_tools(obj["tools"])
+    if obj.get("context_only", False):
+        raise _FieldError("context_only", "an episode element (with 'tools') cannot be context_only")
+    turns, user = obj.get("turns"), obj.get("user")
+    if turns is not None and user is not None:
+        raise _FieldError("user", "give either 'turns' (scripted user turns) or 'user' (a simulated user's brief), not both")
+    if turns is not None:
+        if not isinstance(turns, (list, tuple)):
+            raise _expect("turns", "a list of strings (the user's later turns)", turns)
+        for i, turn in enumerate(turns):
+            _check_str(f"turns[{i}]", turn)
+    if user is not None:
+        _check_str("user", user, nonempty=True)
+    env = obj.get("environment")
+    if env is not None:
+        if not isinstance(env, Mapping):
+            raise _expect("environment", "an object with 'name' and its initial configuration", env)
+        _check_str("environment.name", env.get("name"), nonempty=True)
+        for field, number in non_finite(env, "environment")[:1]:
+            raise _expect(field, "a finite number", number)
+    if verifier in EPISODE_VERIFIERS and env is None:
+        raise _FieldError("environment", f"required when 'verifier' is {verifier!r}")
+    if verifier == "bfcl_multi_turn" and turns is None:
+        raise _FieldError("turns", "required when 'verifier' is 'bfcl_multi_turn' (may be an empty list)")
+    if verifier == "tau_db" and user is None:
+        raise _FieldError("user", "required when 'verifier' is 'tau_db' (the simulated customer's brief)")
+    if verifier is not None and verifier not in EPISODE_VERIFIERS:
+        raise _expect("verifier", "an episode verifier (" + ", ".join(EPISODE_VERIFIERS) + ") for an element with 'tools'", verifier)
 
 
 def _validate(obj: Any) -> None:
@@ -215,6 +291,7 @@ def _validate(obj: Any) -> None:
         raise _expect("context_only", "true or false", context_only)
     if verifier not in (None, "code_exec") and not context_only and obj.get("reference") is None:
         raise _FieldError("reference", f"required when 'verifier' is {verifier!r} (the verifier scores against it)")
+    _check_episode(obj, verifier)
 
 
 def _freeze_meta(meta: Mapping[str, Any] | None) -> PMap:
@@ -228,6 +305,14 @@ def _tuple_or_str(value: Any) -> str | tuple[str, ...] | None:
     if value is None or isinstance(value, str):
         return value
     return tuple(value)
+
+
+def _freeze_list(value: Any) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(freeze(v) for v in value)
+
+
+def _freeze_or_none(value: Any) -> PMap | None:
+    return None if value is None else freeze(dict(value))
 
 
 def _element_validator(inst: "StreamElement", _attr: Any, _value: Any) -> None:
@@ -252,6 +337,11 @@ class StreamElement:
       reference: ``y*_t``: None, one string, or a tuple of acceptable strings (verifier only).
       verifier: one of :data:`VERIFIERS` or None.
       context_only: True when no answer is asked (the input is stored as scoped context).
+      tools: episode elements only: function descriptions (JSON-schema, OpenAI/BFCL shape),
+        each a frozen pmap; None for a single-answer element.
+      turns: the user's later scripted turns (BFCL multi-turn), or None.
+      user: the hidden brief of a simulated user (τ-bench), or None.
+      environment: ``{"name": ..., <initial configuration>}`` as a pmap, or None.
 
     Raises:
       ValueError: on construction (and on ``attrs.evolve``) if the element breaks the contract.
@@ -264,7 +354,16 @@ class StreamElement:
     evidence: str | tuple[str, ...] | None = attrs.field(default=None, converter=_tuple_or_str)
     reference: str | tuple[str, ...] | None = attrs.field(default=None, converter=_tuple_or_str)
     verifier: str | None = None
-    context_only: bool = attrs.field(default=False, validator=_element_validator)
+    context_only: bool = attrs.field(default=False)
+    tools: tuple[PMap, ...] | None = attrs.field(default=None, converter=_freeze_list)
+    turns: tuple[str, ...] | None = attrs.field(default=None, converter=_freeze_list)
+    user: str | None = None
+    environment: PMap | None = attrs.field(default=None, converter=_freeze_or_none, validator=_element_validator)
+
+    @property
+    def is_episode(self) -> bool:
+        """True for an episode element (it has ``tools``): the model calls tools until it answers."""
+        return self.tools is not None
 
     @property
     def task(self) -> str | None:
@@ -275,6 +374,17 @@ class StreamElement:
     def scope(self) -> str | None:
         """``metadata.scope``: the scope key for scoped context, or None."""
         return self.metadata.get("scope")
+
+    @property
+    def time(self) -> str | None:
+        """``metadata.time`` as canonical ISO 8601 text (:func:`rizz.core.timekeys.canonical_time`), or None."""
+        t = self.metadata.get("time")
+        return None if t is None else canonical_time(t)
+
+    @property
+    def tenant(self) -> str | None:
+        """``metadata.tenant``: a hard wall (no memory crosses it), or None."""
+        return self.metadata.get("tenant")
 
     @property
     def shape(self) -> str | None:
@@ -382,12 +492,14 @@ def element_from_json(obj: Any) -> StreamElement:
         id=obj["id"], input=obj["input"], instruction=obj.get("instruction"),
         metadata=obj.get("metadata") or {}, evidence=obj.get("evidence"),
         reference=obj.get("reference"), verifier=obj.get("verifier"),
-        context_only=obj.get("context_only", False),
+        context_only=obj.get("context_only", False), tools=obj.get("tools"), turns=obj.get("turns"),
+        user=obj.get("user"), environment=obj.get("environment"),
     )
 
 
 def element_to_json(el: StreamElement) -> dict[str, Any]:
-    """The canonical JSON object of an element: contract field order, every field present;
+    """The canonical JSON object of an element: contract field order, every field present
+    (the episode fields ``tools, turns, user, environment`` only when set);
     metadata keys ``task, scope, shape, time`` first, then the rest sorted."""
     meta = thaw(el.metadata)
     ordered = {k: meta.get(k) for k in METADATA_KEYS}
@@ -396,11 +508,16 @@ def element_to_json(el: StreamElement) -> dict[str, Any]:
     def plain(v: Any) -> Any:
         return list(v) if isinstance(v, tuple) else v
 
-    return {
+    out = {
         "id": el.id, "input": el.input, "instruction": el.instruction, "metadata": ordered,
         "evidence": plain(el.evidence), "reference": plain(el.reference),
         "verifier": el.verifier, "context_only": el.context_only,
     }
+    for key in EPISODE_FIELDS:  # only when present: a single-answer line keeps its old form
+        value = getattr(el, key)
+        if value is not None:
+            out[key] = thaw(list(value)) if isinstance(value, tuple) else thaw(value)
+    return out
 
 
 def dumps_element(el: StreamElement) -> str:

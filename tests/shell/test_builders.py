@@ -80,7 +80,19 @@ def test_locomo_slice_context_precedes_questions() -> None:
     assert {el.scope for el in elements} == {"conv-41"}
     assert all(el.verifier is None and el.reference is None for el in elements[:32])
     assert all(el.verifier == "token_f1" and el.shape == "span" for el in elements[32:])
-    assert elements[0].metadata["time"] == "11:01 am on 17 December, 2022"
+    assert elements[0].metadata["time"] == "2022-12-17T11:01:00"  # "11:01 am on 17 December, 2022" in the source
+    assert elements[0].input.split("\n")[0].endswith("session 1, 11:01 am on 17 December, 2022")
+
+
+def test_locomo_times_become_iso_8601() -> None:
+    from rizz.shell.builders._common import BuildError
+    from rizz.shell.builders.locomo import iso_time
+
+    assert iso_time("1:56 pm on 8 May, 2023") == "2023-05-08T13:56:00"
+    assert iso_time("12:05 am on 1 January, 2020") == "2020-01-01T00:05:00"
+    assert iso_time("12:30 pm on 3 March, 2021") == "2021-03-03T12:30:00"
+    with pytest.raises(BuildError, match="not of the form"):
+        iso_time("8 May 2023")
 
 
 @needs_data
@@ -116,7 +128,11 @@ def test_missing_data_root_is_a_clear_error(tmp_path, monkeypatch) -> None:
 
 def test_bad_options_rejected() -> None:
     with pytest.raises(BuildError, match="--split"):
-        BuildOptions(split="dev")
+        BuildOptions(split="validation")
+    with pytest.raises(BuildError, match="--split dev: only tau-bench"):
+        build("humaneval", Path("."), BuildOptions(split="dev"))
+    with pytest.raises(BuildError, match="--domain is for tau-bench only"):
+        build("humaneval", Path("."), BuildOptions(domain="retail"))
     with pytest.raises(BuildError, match="--per-task"):
         BuildOptions(per_task=0)
     with pytest.raises(BuildError, match="unknown benchmark"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from datetime import timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from typer.testing import CliRunner
 
 from rizz.core.policy import policy_schema
 from rizz.shell import cli
-from rizz.shell.streams import SHAPES, VERIFIERS
+from rizz.shell.streams import EPISODE_VERIFIERS, SHAPES, VERIFIERS
 
 N = int(os.environ.get("RIZZ_FUZZ_EXAMPLES", "1000"))
 FUZZ = settings(max_examples=N, derandomize=True, deadline=None, database=None,
@@ -73,6 +74,7 @@ def _assert_refused(code: int, out: str, exc, where: str, field: str | None, run
 
 # ------------------------------------------------------------------ stream lines
 text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+_ZONES = [None, timezone.utc, timezone(timedelta(hours=2)), timezone(-timedelta(hours=5, minutes=30))]
 ident = st.text("abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=12)
 json_scalar = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False) | text
 str_or_list = text | st.lists(text, min_size=1, max_size=3)
@@ -80,7 +82,7 @@ str_or_list = text | st.lists(text, min_size=1, max_size=3)
 
 @st.composite
 def valid_element(draw, i: int) -> dict[str, Any]:
-    verifier = draw(st.sampled_from([None, *[v for v in VERIFIERS if v not in ("code_exec", "sari")]]))
+    verifier = draw(st.sampled_from([None, *[v for v in VERIFIERS if v not in ("code_exec", "sari", *EPISODE_VERIFIERS)]]))  # episodes: tests/agents
     el: dict[str, Any] = {"id": f"e{i}-" + draw(ident), "input": draw(text)}
     if draw(st.booleans()):
         el["instruction"] = draw(st.none() | text)
@@ -92,7 +94,12 @@ def valid_element(draw, i: int) -> dict[str, Any]:
     if draw(st.booleans()):
         meta["shape"] = draw(st.sampled_from([None, *SHAPES]))
     if draw(st.booleans()):
-        meta[draw(ident.filter(lambda k: k not in ("task", "scope", "shape", "time", "tests", "entry_point", "source")))] = draw(json_scalar)
+        meta["tenant"] = draw(st.none() | ident)
+    if draw(st.booleans()):  # ISO 8601 dates and date-times (with and without an offset), Unix seconds
+        meta["time"] = draw(st.none() | st.dates().map(str) | st.datetimes(timezones=st.sampled_from(_ZONES)).map(lambda d: d.isoformat())
+                            | st.integers(-10**9, 10**10))
+    if draw(st.booleans()):
+        meta[draw(ident.filter(lambda k: k not in ("task", "scope", "shape", "time", "tenant", "tests", "entry_point", "source")))] = draw(json_scalar)
     if meta or draw(st.booleans()):
         el["metadata"] = meta
     if draw(st.booleans()):

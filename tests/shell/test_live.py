@@ -251,6 +251,7 @@ def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp
     assert got.pop("usage_estimated") is False and got["calls_by_kind"].pop("verify") == 0
     labels = got.pop("branch_labels")
     assert len(labels) == want["branches"]["total"] and sum(v["traffic"] for v in labels.values()) == want["steps"]
+    assert got.pop("episodes") == {} and got["calls_by_kind"].pop("user") == 0  # issue #13: no episodes here
     assert {k: v for k, v in got.items() if k != "wall_s"} == {k: v for k, v in want.items() if k != "wall_s"}
     kinds = [json.loads(l).get("kind") for l in (tmp_path / "v2" / "log.jsonl").read_text().splitlines()]
     assert kinds.count("step") == 16 and kinds.count("distill") == 6

@@ -8,6 +8,7 @@ import attrs
 import pytest
 from typer.testing import CliRunner
 
+from rizz.core.timekeys import TIME_EXPECTED
 from rizz.shell.cli_streams import app as streams_app
 from rizz.shell.streams import (
     BadLine, StreamElement, StreamError, element_to_json, read_stream, write_stream,
@@ -50,7 +51,7 @@ BAD_LINES = [
     ("scope-bool", _line(metadata={"scope": True}), "metadata.scope",
      "field 'metadata.scope': expected a string or null, got true"),
     ("time-list", _line(metadata={"time": [1]}), "metadata.time",
-     "field 'metadata.time': expected a string, a finite number or null, got a list"),
+     "field 'metadata.time': expected " + TIME_EXPECTED + " or null, got a list"),
     ("verifier", _line(verifier="exact"), "verifier", "field 'verifier': expected one of exact_match, "),
     ("code-exec-no-tests", _line(verifier="code_exec"), "metadata.tests",
      "field 'metadata.tests': expected a string, got null"),
@@ -98,11 +99,11 @@ BAD_LINES = [
     ("label-empty-function", _line(metadata={"label": {"function": "", "application": "a"}}), "metadata.label.function",
      "field 'metadata.label.function'"),
     ("time-nan", _line(metadata={"time": float("nan")}), "metadata.time",
-     "field 'metadata.time': expected a string, a finite number or null, got NaN"),
+     "field 'metadata.time': expected " + TIME_EXPECTED + " or null, got NaN"),
     ("time-infinity", _line(metadata={"time": float("inf")}), "metadata.time",
-     "field 'metadata.time': expected a string, a finite number or null, got Infinity"),
+     "field 'metadata.time': expected " + TIME_EXPECTED + " or null, got Infinity"),
     ("time-overflow", _line(metadata={"time": 1}).replace('"time": 1', '"time": -1e999'), "metadata.time",
-     "field 'metadata.time': expected a string, a finite number or null, got -Infinity"),
+     "field 'metadata.time': expected " + TIME_EXPECTED + " or null, got -Infinity"),
     ("extra-nan", _line(metadata={"extra": [1, {"w": float("nan")}]}), "metadata.extra[1].w",
      "field 'metadata.extra[1].w': expected a finite number, got NaN"),
 ]
@@ -173,8 +174,8 @@ def test_element_validates_on_construct_and_evolve() -> None:
     assert element_to_json(el)["metadata"]["tests"] == "assert True"
     with pytest.raises(ValueError, match=r"^invalid stream element 'a': field 'metadata.entry_point': expected a string, got null$"):
         attrs.evolve(el, metadata={"tests": "assert True"})
-    with pytest.raises(ValueError, match=r"^invalid stream element 'a': field 'metadata.time': expected a string, "
-                                         r"a finite number or null, got NaN$"):
+    with pytest.raises(ValueError, match=r"^invalid stream element 'a': field 'metadata.time': expected an ISO 8601 "
+                                         r".* or null, got NaN$"):
         attrs.evolve(el, metadata={**el.metadata, "time": float("nan")})
     with pytest.raises(ValueError, match="field 'metadata.shape'"):
         attrs.evolve(el, metadata={"tests": "t", "shape": "prose"})
@@ -281,7 +282,7 @@ def test_check_reports_every_bad_line_unless_first(tmp_path) -> None:
     assert every.output.splitlines()[:2] == [
         f"error: {path}:2: field 'id': expected a string, got 7",
         f"error: {path}:4: field 'x': unknown field; expected one of id, input, instruction, metadata, evidence, "
-        "reference, verifier, context_only",
+        "reference, verifier, context_only, tools, turns, user, environment",
     ]
     first = CliRunner().invoke(streams_app, ["check", "--first", str(path)])
     assert first.exit_code == 1 and first.output.splitlines() == [f"error: {path}:2: field 'id': expected a string, got 7"]

@@ -46,7 +46,7 @@ HE_BODY = (
 def test_names() -> None:
     assert VERIFIER_NAMES == (
         "exact_match", "label_match", "first_char", "fuzzy_ratio", "rouge_l",
-        "sari", "token_f1", "code_exec", "llm_judge",
+        "sari", "token_f1", "code_exec", "llm_judge", "bfcl_ast", "bfcl_multi_turn", "tau_db",
     )
 
 

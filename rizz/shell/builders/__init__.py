@@ -15,17 +15,19 @@ from typing import Callable
 from rizz.shell.builders._common import (
     ORDERS, SPLITS, BuildError, BuildOptions, BuildResult, fraction_split, interleave, prompt_chars,
 )
+from rizz.shell.builders.bfcl import build_bfcl
 from rizz.shell.builders.hotpotqa import build_hotpotqa
 from rizz.shell.builders.humaneval import build_humaneval
 from rizz.shell.builders.interference import INTERFERENCE_GROUPS, build_interference
 from rizz.shell.builders.locomo import LOCOMO_SPLITS, build_locomo
 from rizz.shell.builders.streambench import STREAMBENCH_SOURCES, build_streambench
+from rizz.shell.builders.tau_bench import build_tau_bench
 from rizz.shell.builders.trace import TRACE_ORDER, TRACE_TASKS, build_trace
 
 __all__ = [
     "BENCHES", "ORDERS", "SPLITS", "TRACE_TASKS", "TRACE_ORDER", "LOCOMO_SPLITS",
     "STREAMBENCH_SOURCES", "INTERFERENCE_GROUPS", "BuildError", "BuildOptions", "BuildResult", "build",
-    "build_trace", "build_interference", "build_hotpotqa", "build_humaneval", "build_locomo", "build_streambench",
+    "build_trace", "build_interference", "build_hotpotqa", "build_bfcl", "build_tau_bench", "build_humaneval", "build_locomo", "build_streambench",
     "fraction_split", "interleave", "prompt_chars",
 ]
 
@@ -37,6 +39,8 @@ BENCHES: dict[str, Callable[[Path, BuildOptions], BuildResult]] = {
     "locomo": build_locomo,
     "streambench": build_streambench,
     "interference": build_interference,
+    "bfcl": build_bfcl,
+    "tau-bench": build_tau_bench,
 }
 
 
@@ -50,4 +54,8 @@ def build(bench: str, data_root: Path, opts: BuildOptions) -> BuildResult:
         builder = BENCHES[bench]
     except KeyError:
         raise BuildError(f"unknown benchmark {bench!r}; expected one of {', '.join(BENCHES)}") from None
+    if opts.split == "dev" and bench != "tau-bench":
+        raise BuildError(f"--split dev: only tau-bench has a dev split ({bench} has train, eval, test)")
+    if opts.domain is not None and bench != "tau-bench":
+        raise BuildError(f"--domain is for tau-bench only, not {bench}")
     return builder(Path(data_root), opts)

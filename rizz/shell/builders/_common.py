@@ -16,7 +16,7 @@ __all__ = [
     "interleave", "load_json", "load_jsonl", "prompt_chars", "select", "finish",
 ]
 
-SPLITS: tuple[str, ...] = ("train", "eval", "test")
+SPLITS: tuple[str, ...] = ("train", "eval", "test", "dev")  # dev: τ-bench only
 ORDERS: tuple[str, ...] = ("sequential", "interleaved")
 #: Non-TRACE sources are cut by position: first 20% train, next 10% eval, last 70% test.
 SPLIT_FRACTIONS: Mapping[str, tuple[float, float]] = {
@@ -61,6 +61,7 @@ class BuildOptions:
       warn_chars: report (never cut) elements longer than this many chars.
       pool: TRACE only: ``"500"`` (LLM-CL-Benchmark_500) or ``"5000"`` (larger test sets).
       keep_duplicates: TRACE only: keep repeated (prompt, answer) records within a file.
+      domain: τ-bench only: ``retail`` or ``airline``.
     """
 
     split: str = attrs.field(default="test", validator=_check_split)
@@ -72,6 +73,7 @@ class BuildOptions:
     warn_chars: int = 24000
     pool: str = "500"
     keep_duplicates: bool = False
+    domain: str | None = None  # τ-bench only: retail | airline
 
 
 @attrs.frozen
@@ -104,6 +106,8 @@ def load_jsonl(path: Path) -> list[Any]:
 
 def fraction_split(n: int, split: str) -> range:
     """Positions of ``split`` among n source-ordered records (20% / 10% / 70%, floors)."""
+    if split not in SPLIT_FRACTIONS:
+        raise BuildError(f"--split {split}: this benchmark has train, eval and test (dev is τ-bench's)")
     lo, hi = SPLIT_FRACTIONS[split]
     return range(int(n * lo), int(n * hi))
 

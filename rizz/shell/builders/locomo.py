@@ -7,8 +7,9 @@ Per conversation (id ``conv-<n>``, also ``metadata.scope``):
 1. one ``context_only: true`` element per session that has a body, in session order:
    ``input`` = ``"Conversation between A and B, session k, <date time>"`` then one line
    per turn, ``"Speaker: text"``, image turns adding ``" [shares an image: <caption>]"``;
-   ``metadata.time`` = the session date string, ``metadata.session`` = k. Id
-   ``locomo-<conv>-s<kk>``.
+   ``metadata.time`` = the session's date and time as ISO 8601 (``"1:56 pm on 8 May, 2023"``
+   → ``"2023-05-08T13:56:00"``; LoCoMo gives no zone, so it is naive, read as UTC by rizz),
+   ``metadata.session`` = k. Id ``locomo-<conv>-s<kk>``.
 2. then its questions in source order: ``input`` = the question, ``instruction`` =
    :data:`LOCOMO_INSTRUCTION`, ``reference`` = ``str(answer)``, ``verifier`` ``token_f1``,
    shape ``span``, ``metadata.category`` (1 multi-hop, 2 temporal, 3 open-domain,
@@ -29,7 +30,7 @@ from typing import Any
 from rizz.shell.builders._common import BuildError, BuildOptions, BuildResult, finish, load_json, select
 from rizz.shell.streams import StreamElement
 
-__all__ = ["LOCOMO_SPLITS", "LOCOMO_INSTRUCTION", "build_locomo", "locomo_elements"]
+__all__ = ["LOCOMO_SPLITS", "LOCOMO_INSTRUCTION", "build_locomo", "iso_time", "locomo_elements"]
 
 LOCOMO_SPLITS: dict[str, tuple[str, ...]] = {
     "train": ("conv-26",),
@@ -39,6 +40,23 @@ LOCOMO_SPLITS: dict[str, tuple[str, ...]] = {
 LOCOMO_INSTRUCTION = ("Answer the question about the earlier conversation sessions in a few "
                       "words, using the stored conversation context.")
 _SESSION = re.compile(r"session_(\d+)")
+
+
+_WHEN = re.compile(r"(\d{1,2}):(\d{2}) (am|pm) on (\d{1,2}) ([A-Za-z]+),? (\d{4})")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december")
+
+
+def iso_time(when: str) -> str:
+    """LoCoMo's ``"1:56 pm on 8 May, 2023"`` as naive ISO 8601 ``"2023-05-08T13:56:00"``.
+
+    Raises BuildError for any other form (every session of the shipped data matches)."""
+    m = _WHEN.fullmatch(when.strip())
+    if not m or m.group(5).lower() not in _MONTHS:
+        raise BuildError(f"LoCoMo session time {when!r} is not of the form '1:56 pm on 8 May, 2023'")
+    hour, minute, half, day, month, year = m.groups()
+    h = int(hour) % 12 + (12 if half == "pm" else 0)
+    return f"{int(year):04d}-{_MONTHS.index(month.lower()) + 1:02d}-{int(day):02d}T{h:02d}:{int(minute):02d}:00"
 
 
 def _render_turn(turn: dict[str, Any]) -> str:
@@ -62,7 +80,7 @@ def locomo_elements(root: Path, conv: str, opts: BuildOptions,
         text = "\n".join([head] + [_render_turn(t) for t in data[key]])
         context.append(StreamElement(
             id=f"locomo-{conv}-s{k:02d}", input=text,
-            metadata={"task": "LoCoMo", "scope": conv, "time": when, "session": k},
+            metadata={"task": "LoCoMo", "scope": conv, "time": iso_time(when), "session": k},
             context_only=True))
     questions, skipped = [], 0
     for i, qa in enumerate(data["qa"]):

@@ -6,6 +6,8 @@ Accepted forms (specs/stream-format.md, "Commands"):
 * ``gguf:PATH`` -- any other GGUF file, in-process.
 * ``anthropic`` or ``anthropic:MODEL_ID`` -- Messages API (default ``claude-haiku-4-5``).
 * ``openai:BASE_URL[#MODEL]`` -- an OpenAI-compatible server.
+* ``oracle`` -- validation only: a scripted agent that replays each episode's gold actions
+  (:class:`rizz.shell.agents.oracle.OracleModel`; never cached, it calls no model).
 
 Any form takes options after a ``?`` (``name=value`` joined by ``&``):
 
@@ -32,6 +34,7 @@ SPEC_FORMS = (
     "gguf:PATH",
     "anthropic:MODEL_ID",
     "openai:BASE_URL[#MODEL]",
+    "oracle",
 )
 #: Options accepted after ``?`` in any spec.
 SPEC_OPTIONS = ("reasoning",)
@@ -93,6 +96,12 @@ def load_model(
         kwargs = dict(kwargs, reasoning_tokens=opts["reasoning"])
     kind, sep, rest = spec.partition(":")
     backend: ModelBackend
+    if kind == "oracle" and not sep:
+        if opts.get("reasoning"):
+            raise _bad(spec, "oracle calls no model, so ?reasoning=N does not apply to it")
+        from rizz.shell.agents.oracle import OracleModel
+
+        return OracleModel()  # type: ignore[return-value]
     if kind == "embedded" and not sep:
         from rizz.shell.models.embedded import EmbeddedModel
 

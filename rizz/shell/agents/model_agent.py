@@ -1,0 +1,74 @@
+"""The frozen model as an agent (text protocol), and an LLM-simulated user (τ-bench).
+
+:class:`ModelAgent` compiles each step's prompt (:func:`~rizz.shell.agents.prompt.episode_prompt`)
+with the episode's retrieved memory, calls the model, and parses the reply with
+:func:`~rizz.shell.agents.calls.parse_reply` (``ast``, never ``eval``). Every call is kept in
+``calls`` for the run log. :class:`LLMUser` plays the customer from the hidden brief.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rizz.core import CompiledPrompt, PromptBudgetError
+from rizz.core.policy import Policy
+from rizz.shell.agents.calls import CallSyntaxError, parse_reply
+from rizz.shell.agents.env import Environment
+from rizz.shell.agents.loop import STOP, AgentReply
+from rizz.shell.agents.prompt import episode_prompt
+from rizz.shell.models.base import Generation, Message, ModelBackend
+from rizz.shell.streams import StreamElement
+
+__all__ = ["LLMUser", "ModelAgent", "USER_PROMPT"]
+
+#: Raw-rendering stop strings: the model must not write the next user or tool line itself.
+_STOP = ("\nUser:", "\nTool ")
+
+
+class ModelAgent:
+    """One episode's agent over ``model``; ``generations`` and ``prompts`` grow with each step."""
+
+    def __init__(self, model: ModelBackend, policy: Policy, retrieved: Any, budget: int, rendering: str) -> None:
+        self.model, self.policy, self.retrieved, self.budget, self.rendering = model, policy, retrieved, budget, rendering
+        self.generations: list[Generation] = []
+        self.prompts: list[CompiledPrompt] = []
+
+    def reply(self, el: StreamElement, transcript: list[dict[str, Any]], env: Environment) -> AgentReply:
+        del env
+        try:
+            prompt = episode_prompt(self.retrieved, el, transcript, self.policy.compiler, self.model.count_tokens, self.budget)
+        except PromptBudgetError:
+            return AgentReply("", overflow=True)
+        self.prompts.append(prompt)
+        raw = self.rendering == "raw"
+        gen = self.model.generate([Message("user", prompt.text)], max_tokens=self.policy.agents.reply_tokens,
+                                  stop=_STOP if raw else (), rendering="raw" if raw else "chat")
+        self.generations.append(gen)
+        try:
+            calls = parse_reply(gen.text)
+        except CallSyntaxError as err:
+            return AgentReply(gen.text, error=f"malformed call: {err}", prompt_tokens=prompt.token_count)
+        return AgentReply(gen.text.strip(), calls, prompt_tokens=prompt.token_count)
+
+
+USER_PROMPT = (
+    "You are a customer talking to a support agent. Your situation and goal (keep it to yourself, "
+    "reveal details only when asked):\n{brief}\n\nWrite only your next message as the customer, short. "
+    "When your goal is met, or cannot be met, write {stop}.\n\nConversation so far:\n{dialogue}\nCustomer:")
+
+
+class LLMUser:
+    """The simulated customer of a τ-bench task (``--user-model``, default the agent's model)."""
+
+    def __init__(self, model: ModelBackend, brief: str, max_tokens: int) -> None:
+        self.model, self.brief, self.max_tokens = model, brief, max_tokens
+        self.generations: list[Generation] = []
+
+    def reply(self, transcript: list[dict[str, Any]]) -> str:
+        who = {"user": "Customer", "assistant": "Agent"}
+        lines = [f"{who[e['role']]}: {e['text']}" for e in transcript
+                 if e["role"] in who and not e.get("calls") and not e.get("malformed")]
+        text = USER_PROMPT.format(brief=self.brief, stop=STOP, dialogue="\n".join(lines) or "(none yet)")
+        gen = self.model.generate([Message("user", text)], max_tokens=self.max_tokens, stop=("\nAgent:",), rendering="chat")
+        self.generations.append(gen)
+        return gen.text.strip() or STOP

@@ -1,0 +1,144 @@
+"""Native tool calling for API backends: Anthropic ``tool_use`` blocks, OpenAI ``tools``/``tool_calls``.
+
+The prompt is the same budgeted text as the text protocol's (:func:`~rizz.shell.agents.prompt.episode_prompt`:
+memory, task, transcript), sent as one user turn; the tool list also goes in the API's own
+``tools`` field, and the model's calls come back in the API's own structures:
+
+* Anthropic Messages: ``tools=[{"name", "description", "input_schema"}]``; the reply's
+  ``tool_use`` blocks (``name``, ``input``) are the calls, its ``text`` blocks the message.
+* OpenAI chat completions: ``tools=[{"type": "function", "function": {...}}]``; the reply's
+  ``message.tool_calls`` (``function.name``, JSON ``function.arguments``) are the calls; arguments
+  that are not a JSON object are a malformed call (the tool's error result for the model).
+
+BFCL's schema types (``dict``, ``float``, ``tuple``, ``any``) are mapped to JSON-schema ones
+(``object``, ``number``, ``array``, ``string``) for the APIs. These calls bypass the response
+cache (a resumed episode asks again).
+
+As the backends' own ``generate`` (issue #12 §1 §3): a spec's ``?reasoning=N`` adds N tokens to
+each reply's ``max_tokens`` (Anthropic: extended thinking with ``budget_tokens=N``); reasoning
+(thinking blocks, ``reasoning_content``, inline ``<think>``) is kept out of the reply text and
+returned in ``Generation.reasoning``; a reply without usage has its tokens counted and
+``usage_estimated`` set; Anthropic calls are priced from the backend's table.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from rizz.core import CompiledPrompt, PromptBudgetError
+from rizz.core.policy import Policy
+from rizz.shell.agents.calls import ToolCall
+from rizz.shell.agents.env import Environment, plain
+from rizz.shell.agents.loop import AgentReply
+from rizz.shell.agents.prompt import episode_prompt
+from rizz.shell.models.base import Generation, answer_and_reasoning
+from rizz.shell.streams import StreamElement
+
+__all__ = ["NativeToolAgent", "json_schema", "native_kind"]
+
+_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string", "list": "array", "bool": "boolean"}
+
+
+def json_schema(schema: Any) -> Any:
+    """A BFCL/OpenAI parameter schema with BFCL's type names mapped to JSON-schema ones."""
+    if isinstance(schema, dict):
+        out = {k: json_schema(v) for k, v in schema.items()}
+        if isinstance(out.get("type"), str):
+            out["type"] = _TYPES.get(out["type"], out["type"])
+        return out
+    if isinstance(schema, list):
+        return [json_schema(v) for v in schema]
+    return schema
+
+
+def native_kind(model: Any) -> str | None:
+    """``anthropic`` / ``openai`` when ``model`` (or the backend a cache wraps) has a native
+    tool-calling API rizz drives, else None."""
+    inner = getattr(model, "backend", model)
+    name = getattr(inner, "name", "")
+    if name.startswith("anthropic:") and hasattr(inner, "_client"):
+        return "anthropic"
+    if name.startswith("openai:") and hasattr(inner, "_client"):
+        return "openai"
+    return None
+
+
+class NativeToolAgent:
+    """One episode's agent over an API backend's native tool calling (see the module docstring)."""
+
+    def __init__(self, model: Any, policy: Policy, retrieved: Any, budget: int) -> None:
+        self.model, self.inner = model, getattr(model, "backend", model)
+        self.kind = native_kind(model)
+        self.policy, self.retrieved, self.budget = policy, retrieved, budget
+        self.generations: list[Generation] = []
+        self.prompts: list[CompiledPrompt] = []
+
+    def _tools(self, el: StreamElement) -> list[dict[str, Any]]:
+        tools = [plain(t) for t in el.tools or ()]
+        if self.kind == "anthropic":
+            return [{"name": t["name"], "description": t.get("description") or "",
+                     "input_schema": json_schema(t.get("parameters") or {"type": "object", "properties": {}})} for t in tools]
+        return [{"type": "function", "function": {"name": t["name"], "description": t.get("description") or "",
+                                                  "parameters": json_schema(t.get("parameters") or {"type": "object", "properties": {}})}}
+                for t in tools]
+
+    def reply(self, el: StreamElement, transcript: list[dict[str, Any]], env: Environment) -> AgentReply:
+        del env
+        try:
+            prompt = episode_prompt(self.retrieved, el, transcript, self.policy.compiler, self.model.count_tokens, self.budget)
+        except PromptBudgetError:
+            return AgentReply("", overflow=True)
+        self.prompts.append(prompt)
+        t0 = time.perf_counter()
+        thinking = int(getattr(self.inner, "reasoning_tokens", 0))
+        max_tokens = self.policy.agents.reply_tokens + thinking
+        cost = None
+        if self.kind == "anthropic":
+            extra: dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": thinking}} if thinking else {}
+            resp = self.inner._client.messages.create(model=self.inner.model_id, max_tokens=max_tokens,
+                                                      messages=[{"role": "user", "content": prompt.text}], tools=self._tools(el), **extra)
+            text = "".join(b.text for b in resp.content if b.type == "text")
+            reasoning = "\n\n".join((getattr(b, "thinking", None) or "") if b.type == "thinking" else "[redacted thinking]"
+                                     for b in resp.content if b.type in ("thinking", "redacted_thinking"))
+            calls = tuple(ToolCall(b.name, dict(b.input)) for b in resp.content if b.type == "tool_use")
+            u = getattr(resp, "usage", None)
+            usage = (int(getattr(u, "input_tokens", 0) or 0), int(getattr(u, "output_tokens", 0) or 0))
+            error = None
+        else:
+            resp = self.inner._client.chat.completions.create(model=self.inner.model, max_tokens=max_tokens,
+                                                              messages=[{"role": "user", "content": prompt.text}],
+                                                              tools=self._tools(el))
+            msg = resp.choices[0].message
+            text, calls, error = msg.content or "", (), None
+            reasoning = getattr(msg, "reasoning_content", None) or getattr(msg, "reasoning", None) or ""
+            reasoning = reasoning if isinstance(reasoning, str) else ""
+            parsed = []
+            for tc in msg.tool_calls or []:
+                try:
+                    args = json.loads(tc.function.arguments or "{}")
+                    if not isinstance(args, dict):
+                        raise ValueError("not an object")
+                    parsed.append(ToolCall(tc.function.name, args))
+                except ValueError as err:
+                    error = f"malformed call: arguments of {tc.function.name} are not a JSON object ({err})"
+            calls = tuple(parsed)
+            u = resp.usage
+            usage = (int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0)) if u else (0, 0)
+        latency = time.perf_counter() - t0
+        parts = answer_and_reasoning(text, reasoning)
+        text = str(parts["text"])
+        estimated = usage[0] == 0  # a server or proxy that drops usage: count, flag, never a silent 0
+        if estimated:
+            usage = (prompt.token_count, usage[1] or self.model.count_tokens(text) + self.model.count_tokens(str(parts["reasoning"])))
+        if self.kind == "anthropic":
+            from rizz.shell.models.anthropic_backend import price_usd
+
+            cost = price_usd(self.inner.model_id, usage[0], usage[1])
+        self.generations.append(Generation(prompt_tokens=usage[0], completion_tokens=usage[1], latency_s=latency, cost_usd=cost,
+                                           model=self.model.name, finish_reason="stop", usage_estimated=estimated,
+                                           **parts))  # type: ignore[arg-type]
+        if error is not None:
+            return AgentReply(text, error=error, prompt_tokens=prompt.token_count)
+        return AgentReply(text.strip(), calls, prompt_tokens=prompt.token_count)

@@ -1,0 +1,38 @@
+"""`rizz streams build bfcl|tau-bench`: the issue's split rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rizz.shell.builders import BuildError, BuildOptions, build
+
+DATA_ROOT = Path(__file__).resolve().parents[3] / "shared" / "data"
+needs_data = pytest.mark.skipif(not (DATA_ROOT / "tau_bench").is_dir(), reason="../shared/data not present")
+
+
+def test_bfcl_halves_in_file_order_per_category() -> None:
+    opts = dict(tasks=("multiple", "multi_turn_base"))
+    train = build("bfcl", Path("."), BuildOptions(split="train", **opts)).elements
+    test = build("bfcl", Path("."), BuildOptions(split="test", per_task=2, **opts)).elements
+    assert [e.id for e in train if e.task == "multiple"][:2] == ["bfcl-multiple_0", "bfcl-multiple_1"]
+    assert len([e for e in train if e.task == "multiple"]) == 100
+    assert [e.id for e in test] == ["bfcl-multiple_100", "bfcl-multiple_101", "bfcl-multi_turn_base_100", "bfcl-multi_turn_base_101"]
+    mt = test[2]
+    assert mt.verifier == "bfcl_multi_turn" and mt.turns and mt.environment["involved_classes"]
+    with pytest.raises(BuildError, match="BFCL streams have train and test"):
+        build("bfcl", Path("."), BuildOptions(split="eval", **opts))
+    with pytest.raises(BuildError, match="not one of"):
+        build("bfcl", Path("."), BuildOptions(tasks=("live_simple",)))
+
+
+@needs_data
+def test_tau_bench_source_splits() -> None:
+    dev = build("tau-bench", DATA_ROOT, BuildOptions(split="dev", domain="retail")).elements
+    assert len(dev) == 20 and dev[0].id == "tau-retail-dev-000" and dev[0].verifier == "tau_db"
+    assert dev[0].user == dev[0].input and dev[0].instruction.startswith("# Retail agent policy")
+    air = build("tau-bench", DATA_ROOT, BuildOptions(split="test", domain="airline")).elements
+    assert len(air) == 38
+    with pytest.raises(BuildError, match="airline ships only test"):
+        build("tau-bench", DATA_ROOT, BuildOptions(split="train", domain="airline"))

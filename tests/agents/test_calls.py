@@ -1,0 +1,39 @@
+"""The text call protocol: parsed with ast, never evaluated."""
+
+from __future__ import annotations
+
+import pytest
+
+from rizz.shell.agents.calls import CallSyntaxError, ToolCall, format_call, looks_like_call, parse_reply
+
+
+def test_single_list_dotted_and_fenced_calls() -> None:
+    assert parse_reply("cd(folder='docs')") == (ToolCall("cd", {"folder": "docs"}),)
+    assert parse_reply("[math.factorial(number=5), f(x=[1, 2], y={'a': None})]") == (
+        ToolCall("math.factorial", {"number": 5}), ToolCall("f", {"x": [1, 2], "y": {"a": None}}))
+    assert parse_reply("```python\nls(a=True)\n```") == (ToolCall("ls", {"a": True}),)
+    assert parse_reply("cd(folder='a')\nls()") == (ToolCall("cd", {"folder": "a"}), ToolCall("ls", {}))
+    assert parse_reply("(1, 2) is a tuple") == ()
+
+
+def test_plain_text_is_a_message() -> None:
+    assert parse_reply("Your order #W1 was cancelled.") == ()
+    assert not looks_like_call("Sure, I can help.")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("get(order_id=open('/etc/passwd').read())", "not a literal"),
+    ("__import__('os').system('touch /tmp/rizz-pwned')", "plain or dotted name"),
+    ("get('#W1')", "by keyword"),
+    ("get(order_id='x'", "cannot parse"),
+    ("[1, 2]", "is not a call"),
+    ("f(**{'a': 1})", "**kwargs"),
+])
+def test_malformed_calls_raise_and_nothing_runs(tmp_path, text, words) -> None:
+    with pytest.raises(CallSyntaxError, match=words.replace("*", r"\*")):
+        parse_reply(text)
+
+
+def test_format_call_round_trips() -> None:
+    call = ToolCall("book", {"flights": [{"flight_number": "HAT1", "date": "2024-05-20"}], "n": 2.5, "ok": False})
+    assert parse_reply(format_call(call)) == (call,)

@@ -1,0 +1,76 @@
+"""Verified trajectories reach later prompts of their zone and no others (issue #13).
+
+A prompt-sensitive stub agent calls the right tools only when a verified trajectory of the same
+application is in its prompt (or, as a seed, on the first item of applications A and B); it never
+gets application C right on its own. Under ``default`` it must improve over the stream and beat
+``frozen``, and it must not improve on C, whose trajectories are never verified.
+"""
+
+from __future__ import annotations
+
+import json
+
+from rizz.shell.agents.calls import ToolCall, format_call
+from rizz.shell.builders.bfcl import bfcl_elements
+from rizz.shell.policy_file import load_policy
+from rizz.shell.run import run_stream
+from rizz.shell.streams import write_stream
+
+from tests.agents.conftest import StubModel
+
+APPS = {"simple_python": "A", "multiple": "B", "parallel": "C"}
+N = 4
+
+
+def _stream():
+    groups = [bfcl_elements(cat, "train")[:N] for cat in APPS]
+    return [g[i] for i in range(N) for g in groups]  # A0 B0 C0 A1 B1 C1 ...
+
+
+def _stub(elements):
+    cat_of = {el.input: el.metadata["category"] for el in elements}
+    first = {el.input for el in elements if el.metadata["bfcl_id"].endswith("_0")}
+
+    def gold(el):
+        from rizz.shell.agents.oracle import gold_calls
+
+        return gold_calls(el, None)[0]
+
+    calls = {el.input: gold(el) for el in elements}
+
+    def fn(prompt: str) -> str:
+        if prompt.startswith("You label tasks"):
+            text = next(t for t in cat_of if t[:300] in prompt)
+            return '{"function": "use-tools", "application": "' + cat_of[text].replace("_", "-") + '"'
+        if "Tools:" not in prompt:
+            return ""  # distillation: no rules
+        user = prompt.rindex("\nUser: ")
+        text = next(t for t in cat_of if prompt[user:].startswith(f"\nUser: {t}"))
+        cat = cat_of[text]
+        start = prompt.find("Solved examples:")
+        ends = [i for i in (prompt.find("Mistakes to avoid:", start), prompt.find("Recent turns:", start), user) if i > start]
+        shown = prompt[start:min(ends)] if start >= 0 else ""
+        same_app = any(f"Input: {t}" in shown for t, c in cat_of.items() if c == cat and t != text)
+        if (text in first and APPS[cat] != "C") or same_app:
+            return "[" + ", ".join(format_call(c) for c in calls[text]) + "]"
+        return format_call(ToolCall(calls[text][0].name, {}))  # the right function, no arguments: wrong
+
+    return fn
+
+
+def test_verified_trajectories_help_their_zone_only(tmp_path, embedder) -> None:
+    elements = _stream()
+    stream = tmp_path / "bfcl.jsonl"
+    write_stream(stream, elements)
+    rewards = {}
+    for policy in ("frozen", "default"):
+        out = tmp_path / policy
+        run_stream(stream, load_policy(policy), policy, out, StubModel(_stub(elements)), embedder, log=lambda m: None)
+        recs = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+        recs = [r for r in recs if r.get("kind", "step") == "step"]  # log format 2: distill records apart
+        rewards[policy] = {app: [r["verdict"]["reward"] for r in recs if APPS[r["task"]] == app] for app in "ABC"}
+    frozen, default = rewards["frozen"], rewards["default"]
+    assert frozen == {"A": [1.0, 0.0, 0.0, 0.0], "B": [1.0, 0.0, 0.0, 0.0], "C": [0.0] * N}
+    assert default["A"] == [1.0] * N and default["B"] == [1.0] * N  # improves over the stream
+    assert default["C"] == [0.0] * N  # never verified: no help from A's or B's trajectories
+    assert sum(map(sum, default.values())) > sum(map(sum, frozen.values()))

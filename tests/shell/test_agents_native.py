@@ -1,0 +1,116 @@
+"""Agent episodes through each API backend's native tool calling, against local stub servers:
+Anthropic Messages ``tool_use`` blocks (the SDK's real client path) and OpenAI chat completions
+``tools`` / ``tool_calls``. The stub servers play a model that replays a τ-bench task's gold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rizz.shell.agents.native import json_schema
+from rizz.shell.models.anthropic_backend import AnthropicModel
+from rizz.shell.models.openai_backend import OpenAICompatModel
+from rizz.shell.policy_file import load_policy
+from rizz.shell.run import replay, run_stream
+from rizz.shell.streams import read_stream, write_stream
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+EL = read_stream(DATA / "tau-bench-mini" / "test.jsonl").elements[0]
+GOLD = json.loads(EL.reference)
+
+
+def _step(body) -> int:
+    """How many tool results the (single user turn) prompt already shows."""
+    text = body["messages"][0]["content"]
+    text = text if isinstance(text, str) else "".join(part.get("text", "") for part in text)
+    return text.count("\nTool ")
+
+
+def _user_text(body) -> str:
+    content = body["messages"][0]["content"]
+    text = content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+    return "###STOP###" if "Agent:" in text else "Hi, I need help."
+
+
+def _anthropic_route(seen):
+    def route(method, path, body):
+        if path.startswith("/v1/messages/count_tokens"):
+            return 200, {"input_tokens": 7}, {}
+        seen.append(body)
+        if "tools" not in body:
+            content = [{"type": "text", "text": _user_text(body)}]
+        else:
+            k = _step(body)
+            if k < len(GOLD["actions"]):
+                a = GOLD["actions"][k]
+                content = [{"type": "tool_use", "id": f"toolu_{k}", "name": a["name"], "input": a["kwargs"]}]
+            else:
+                content = [{"type": "text", "text": " ".join(GOLD["outputs"]) or "Done."}]
+        return 200, {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5-20251001",
+                     "content": content, "stop_reason": "end_turn", "stop_sequence": None,
+                     "usage": {"input_tokens": 11, "output_tokens": 5}}, {}
+    return route
+
+
+def _openai_route(seen):
+    def route(method, path, body):
+        if not path.endswith("/chat/completions"):
+            return 404, {"error": "no"}, {}
+        seen.append(body)
+        msg = {"role": "assistant", "content": None}
+        if "tools" not in body:
+            msg["content"] = _user_text(body)
+        else:
+            k = _step(body)
+            if k == 0:  # first a malformed call: its error goes back to the model
+                msg["tool_calls"] = [{"id": "c0", "type": "function", "function": {"name": "think", "arguments": "[1"}}]
+            elif k - 1 < len(GOLD["actions"]):
+                a = GOLD["actions"][k - 1]
+                msg["tool_calls"] = [{"id": f"c{k}", "type": "function",
+                                      "function": {"name": a["name"], "arguments": json.dumps(a["kwargs"])}}]
+            else:
+                msg["content"] = " ".join(GOLD["outputs"]) or "Done."
+        return 200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                     "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12}}, {}
+    return route
+
+
+def _run(tmp_path, model):
+    from rizz.shell.embed import Embedder
+
+    stream = tmp_path / "s.jsonl"
+    write_stream(stream, [EL])
+    out = tmp_path / "run"
+    s = run_stream(stream, load_policy("frozen"), "frozen", out, model, Embedder(), log=lambda m: None)
+    rec = json.loads((out / "log.jsonl").read_text().splitlines()[0])
+    return s, rec, out
+
+
+def test_anthropic_tool_use_blocks(tmp_path, http_server) -> None:
+    seen: list = []
+    srv = http_server(_anthropic_route(seen))
+    s, rec, out = _run(tmp_path, AnthropicModel(api_key="sk-ant-test", base_url=srv.url))
+    assert s["mean_reward"] == 1.0
+    agent = [b for b in seen if "tools" in b]
+    assert {t["name"] for t in agent[0]["tools"]} == {t["name"] for t in EL.tools}
+    assert all("input_schema" in t for t in agent[0]["tools"])
+    assert rec["episode"]["model_calls"] == len(GOLD["actions"]) + 1
+    assert replay(out)["state_digest"] == s["state_digest"]
+
+
+def test_openai_tools_and_tool_calls(tmp_path, http_server) -> None:
+    seen: list = []
+    srv = http_server(_openai_route(seen))
+    s, rec, _ = _run(tmp_path, OpenAICompatModel(srv.url, "m"))
+    assert s["mean_reward"] == 1.0
+    agent = [b for b in seen if "tools" in b]
+    assert agent[0]["tools"][0]["type"] == "function" and "parameters" in agent[0]["tools"][0]["function"]
+    assert rec["episode"]["tool_errors"] == 1
+    assert "malformed call" in next(e["result"] for e in rec["episode"]["transcript"] if e["role"] == "tool")
+
+
+def test_bfcl_types_become_json_schema() -> None:
+    bfcl = {"type": "dict", "properties": {"x": {"type": "float"}, "t": {"type": "tuple", "items": {"type": "any"}}}}
+    assert json_schema(bfcl) == {"type": "object", "properties": {"x": {"type": "number"},
+                                                                 "t": {"type": "array", "items": {"type": "string"}}}}

@@ -1,0 +1,114 @@
+"""Issue #12 §4: time-aware scoped context (``metadata.time``).
+
+In scope ``bo`` the newer fact arrives first and the older second; the prompt for the question
+must show each item's time and order them by the actual instant, identically under any host
+``TZ``; an unparseable time is refused when the stream is read, with ``file:line``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rizz.core import Policy
+from rizz.shell.models import Generation
+from rizz.shell.session import Session
+from rizz.shell.streams import StreamElement, StreamError, read_stream, write_stream
+from tests.shell.test_walls import BowEmbedder
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class _Echo:
+    """Minimal backend: answers "6" and records nothing (importable without fixtures)."""
+
+    name = "fake:echo"
+    context_window = 4096
+    temperature = 0.0
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def generate(self, messages, *, max_tokens, stop=(), rendering="chat") -> Generation:
+        text = '{"function": "answer-question", "application": "work-history"}' if '"function"' in messages[-1].content else "6"
+        return Generation(text=text, prompt_tokens=1, completion_tokens=1, latency_s=0.0, cost_usd=None, model=self.name, finish_reason="stop")
+
+
+def _ctx(i: str, text: str, time, scope: str = "bo") -> StreamElement:
+    return StreamElement(i, text, metadata={"scope": scope, "time": time}, context_only=True)
+
+
+BO = [
+    _ctx("c1", "Bo: As of today I have worked at Initech for 6 years.", "2026-05-24"),
+    _ctx("c2", "Bo: I have worked at Initech for 5 years.", "2025-05-24"),
+]
+# the same evening in three spellings: +02:00 01:00 is 23:00 UTC the day before, naive is UTC
+ZONES = [
+    _ctx("z1", "Zed: note written in Berlin.", "2026-05-24T01:00:00+02:00", "zed"),
+    _ctx("z2", "Zed: note written in London.", "2026-05-23T23:30:00Z", "zed"),
+    _ctx("z3", "Zed: note with no offset.", "2026-05-23T23:15", "zed"),
+    _ctx("z4", "Zed: note as a Unix time.", 1779577200, "zed"),  # 2026-05-23T23:00:00 UTC, ties z1 by instant
+]
+
+
+def question_prompt(context: list[StreamElement], question: str, scope: str) -> str:
+    s = Session(Policy(), _Echo(), BowEmbedder())
+    for el in context:
+        s.answer(el)  # context-only: stored when answered
+    p = s.answer(StreamElement("q", question, metadata={"scope": scope, "shape": "number"}, reference="6", verifier="exact_match"))
+    return p.prompt.text
+
+
+def test_bo_prompt_shows_times_in_the_order_of_the_instants() -> None:
+    text = question_prompt(BO, "How many years has Bo worked at Initech?", "bo")
+    assert text.startswith(
+        "Context:\n[2025-05-24] Bo: I have worked at Initech for 5 years.\n\n"
+        "[2026-05-24] Bo: As of today I have worked at Initech for 6 years.\n\n"
+    ), text
+
+
+def test_time_zones_are_honoured_and_naive_times_are_utc() -> None:
+    text = question_prompt(ZONES, "What did Zed note?", "zed")
+    order = [line for line in text.split("\n") if line.startswith("[")]
+    assert order == [
+        "[2026-05-24T01:00:00+02:00] Zed: note written in Berlin.",
+        "[2026-05-23T23:00:00+00:00] Zed: note as a Unix time.",
+        "[2026-05-23T23:15:00] Zed: note with no offset.",
+        "[2026-05-23T23:30:00+00:00] Zed: note written in London.",
+    ], text
+
+
+def test_prompts_are_identical_under_any_host_tz() -> None:
+    code = (
+        "from tests.shell.test_time_context import question_prompt, BO, ZONES\n"
+        "print(question_prompt(BO, 'How many years has Bo worked at Initech?', 'bo'))\n"
+        "print(question_prompt(ZONES, 'What did Zed note?', 'zed'))\n"
+    )
+    outs = []
+    for tz in ("UTC", "Pacific/Kiritimati", "America/Los_Angeles"):
+        env = dict(os.environ, TZ=tz, PYTHONPATH=str(ROOT))
+        outs.append(subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, check=True).stdout)
+    assert outs[0] == outs[1] == outs[2] and "[2025-05-24] Bo:" in outs[0]
+
+
+@pytest.mark.parametrize("bad", ["11:01 am on 17 December, 2022", "2026-13-01", "yesterday", "2026-05-24T25:00"])
+def test_an_unparseable_time_is_refused_at_read_time_with_file_and_line(tmp_path, bad) -> None:
+    path = tmp_path / "s.jsonl"
+    write_stream(path, BO)
+    lines = path.read_text().splitlines()
+    lines.append(lines[0].replace('"c1"', '"c3"').replace('"2026-05-24"', f'"{bad}"'))
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(StreamError) as err:
+        read_stream(path)
+    assert str(err.value).startswith(f"{path}:3: field 'metadata.time': expected an ISO 8601 date")
+    assert err.value.line == 3 and err.value.field == "metadata.time"
+
+
+def test_untimed_context_keeps_todays_prompt() -> None:
+    plain = [StreamElement(e.id, e.input, metadata={"scope": "bo"}, context_only=True) for e in BO]
+    text = question_prompt(plain, "How many years has Bo worked at Initech?", "bo")
+    assert "[" not in text.split("\n\n")[0] and "6 years" in text and "5 years" in text
