@@ -20,7 +20,10 @@ from pyrsistent import pset, pvector
 
 from rizz.core import events as ev
 from rizz.core.episode_index import EpisodeIndex
-from rizz.core.records import AdaptiveState, Branch, BranchStats, QuarantinedItem, RuleCounters
+from rizz.core.bandit import bandit_update
+from rizz.core.evidence import moved
+from rizz.core.records import AdaptiveState, Branch, BranchStats, Evidence, QuarantinedItem, RuleCounters
+from rizz.core.sketch import merge_sketches
 from rizz.core.vec import as_vector
 
 __all__ = ["apply", "fold"]
@@ -193,6 +196,7 @@ def _(e: ev.BranchesMerged, s: AdaptiveState) -> AdaptiveState:
     )
     merged = attrs.evolve(
         kept,
+        sketch=merge_sketches(kept.sketch, gone.sketch),
         episodes=kept.episodes.merged(gone.episodes),
         rules=kept.rules.extend(r for r in gone.rules if r.id not in known),
         failures=kept.failures.merged(gone.failures),
@@ -244,3 +248,27 @@ def _(e: ev.MemoryRetired, s: AdaptiveState) -> AdaptiveState:
     b = _stats(b, centroid_sum=csum.astype(np.float32).tobytes() if len(b.episodes) else b"")
     branches = s.branches.set(b.id, b)
     return attrs.evolve(s, branches=branches, episode_index=EpisodeIndex.build(branches.values()))
+
+
+@apply.register
+def _(e: ev.BlockEvidenceMoved, s: AdaptiveState) -> AdaptiveState:
+    b = s.branches[e.branch_id]
+    be = b.stats.block_evidence
+    return _put(s, _stats(b, block_evidence=be.set(e.block, moved(be.get(e.block, Evidence()), e.shown, e.reward, e.helpful, e.harmful))))
+
+
+@apply.register
+def _(e: ev.ZoneEvidenceMoved, s: AdaptiveState) -> AdaptiveState:
+    key = (e.source, e.reader)
+    old = s.zone_evidence.get(key, Evidence())
+    return attrs.evolve(s, zone_evidence=s.zone_evidence.set(key, moved(old, True, e.reward, e.helpful, e.harmful)))
+
+
+@apply.register
+def _(e: ev.SketchUpdated, s: AdaptiveState) -> AdaptiveState:
+    return _put(s, attrs.evolve(s.branches[e.branch_id], sketch=e.sketch))
+
+
+@apply.register
+def _(e: ev.BanditUpdated, s: AdaptiveState) -> AdaptiveState:
+    return attrs.evolve(s, router=bandit_update(s.router, e.features, e.reward))

@@ -26,7 +26,9 @@ from rizz.core.records import (
     StepRecord,
     Turn,
 )
+from rizz.core.evidence import decide_evidence
 from rizz.core.routing import RouteDecision
+from rizz.core.sketch import update_sketch
 from rizz.core.vec import as_vector
 
 __all__ = ["content_key", "decide_distilled", "decide_memory", "decide_rules", "distill_batch"]
@@ -171,6 +173,11 @@ def decide_memory(state: AdaptiveState, policy: Policy, inp: StepInput, verdict:
     elif verdict is not None:
         out += _write_events(branch, policy, inp, verdict)
         out += decide_rules(state, policy, inp, verdict, branch.id)
+        out += decide_evidence(state, policy, inp, verdict, branch.id)
+        if decision.features and policy.routing.router == "linucb":
+            out.append(ev.BanditUpdated(decision.features, verdict.reward))
+        if policy.sketch.enabled:
+            out.append(ev.SketchUpdated(branch.id, update_sketch(branch.sketch, inp.embedding, policy.sketch.rank, policy.sketch.decay)))
         if policy.write.working_memory_size > 0 and inp.answer is not None:
             out.append(ev.TurnRemembered(Turn(inp.step, branch.id, inp.text, inp.answer, verdict.reward), policy.write.working_memory_size))
     out += _new_rules(branch, policy, inp)

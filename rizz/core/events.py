@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from rizz.core.records import AntiPattern, ContextItem, Episode, Label, QuarantinedItem, Rule, StepRecord, Turn
+from rizz.core.records import AntiPattern, ContextItem, Episode, Label, QuarantinedItem, Rule, Sketch, StepRecord, Turn
 
 __all__ = [
     "AntiPatternWritten",
+    "BanditUpdated",
+    "BlockEvidenceMoved",
     "BranchDeactivated",
     "BranchPruned",
     "BranchSpawned",
@@ -31,9 +33,11 @@ __all__ = [
     "RuleCountersMoved",
     "RulePromoted",
     "RuleRetired",
+    "SketchUpdated",
     "StepRecorded",
     "TurnRemembered",
     "VerdictDropped",
+    "ZoneEvidenceMoved",
 ]
 
 
@@ -194,6 +198,45 @@ class MemoryRetired:
     step: int
 
 
+@frozen
+class BlockEvidenceMoved:
+    """An answered step of ``branch_id`` with ``block`` shown in its prompt or not (issue #10)."""
+
+    branch_id: str
+    block: str
+    shown: bool
+    reward: float
+    helpful: int  # 0/1, counted only when shown
+    harmful: int  # 0/1, counted only when shown
+
+
+@frozen
+class ZoneEvidenceMoved:
+    """Memories of ``source`` were in a prompt of ``reader`` that earned ``reward`` (issue #10)."""
+
+    source: str
+    reader: str
+    reward: float
+    helpful: int
+    harmful: int
+
+
+@frozen
+class SketchUpdated:
+    """``branch_id``'s subspace sketch after folding this step's input (computed once, in decide)."""
+
+    branch_id: str
+    sketch: Sketch
+
+
+@frozen
+class BanditUpdated:
+    """A verdict for the arm the bandit chose: ``features`` (m,) as seen at choice time, ``reward``."""
+
+    features: tuple[float, ...]
+    reward: float
+
+
 Event = (
     BranchSpawned
     | LabelSnapped
@@ -217,4 +260,8 @@ Event = (
     | StepRecorded
     | VerdictDropped
     | MemoryRetired
+    | BlockEvidenceMoved
+    | ZoneEvidenceMoved
+    | SketchUpdated
+    | BanditUpdated
 )

@@ -68,6 +68,9 @@ class StepInput:
         tenant's own sub-state, so no memory crosses tenants (issue #12 §2).
       time: ``metadata.time`` as canonical ISO 8601 text (see :mod:`rizz.core.timekeys`), or
         None; stored with scoped context, shown with it and used to order it.
+      prompt_blocks: the memory blocks the compiled prompt showed (for block evidence, issue #10).
+      declared_label: a caller-declared label (``metadata.label``), used only under
+        ``routing.declared_label``; None otherwise.
     """
 
     step: int
@@ -91,3 +94,5 @@ class StepInput:
     distilled: bool = False
     tenant: str | None = field(default=None, metadata={"omit_default": True})
     time: str | None = field(default=None, metadata={"omit_default": True})
+    prompt_blocks: tuple[str, ...] = field(default=(), converter=tuple, metadata={"omit_default": True})
+    declared_label: Label | None = field(default=None, metadata={"omit_default": True})

@@ -12,6 +12,7 @@ from rizz.core import events as ev
 from rizz.core.policy import Policy
 from rizz.core.records import AdaptiveState, Branch
 from rizz.core.routing import jaccard
+from rizz.core.sketch import overlap
 from rizz.core.vec import as_vector
 
 __all__ = ["decide_lifecycle", "redundant"]
@@ -20,10 +21,14 @@ __all__ = ["decide_lifecycle", "redundant"]
 def redundant(a: Branch, b: Branch, policy: Policy) -> bool:
     """Two branches are redundant when they share function and shape, their applications are
     equal or overlap by Jaccard ≥ ``merge_label_jaccard``, and their anchors have cosine ≥
-    ``merge_anchor_similarity``."""
+    ``merge_anchor_similarity``; or (``sketch.merge_overlap`` < 1) when they share function and
+    shape and their subspace sketches overlap by at least ``sketch.merge_overlap``."""
     lc = policy.lifecycle
     if a.label.function != b.label.function or a.shape != b.shape:
         return False
+    sk = policy.sketch
+    if sk.enabled and sk.merge_overlap < 1.0 and overlap(a.sketch, b.sketch) >= sk.merge_overlap:
+        return True
     if a.label.application != b.label.application and jaccard(a.label.application, b.label.application) < lc.merge_label_jaccard:
         return False
     return float(np.dot(as_vector(a.anchor), as_vector(b.anchor))) >= lc.merge_anchor_similarity

@@ -23,7 +23,9 @@ __all__ = [
     "BLOCKS",
     "PROTECTED_BLOCKS",
     "SHAPES",
+    "BanditPolicy",
     "CompilerPolicy",
+    "EvidencePolicy",
     "FeedbackPolicy",
     "LifecyclePolicy",
     "Policy",
@@ -31,6 +33,7 @@ __all__ = [
     "RetrievalPolicy",
     "RoutingPolicy",
     "RulePolicy",
+    "SketchPolicy",
     "WritePolicy",
     "policy_schema",
 ]
@@ -94,6 +97,13 @@ def _choice(default: str, choices: tuple[str, ...], src: str, doc: str) -> Any:
     return field(default=default, validator=attrs.validators.in_(choices), metadata={"enum": choices, "src": src, "doc": doc})
 
 
+def _optional(f: Any) -> Any:
+    """Mark a field added after runs were recorded: left out of the policy's and the state's
+    serialised form (and so of their digests) while it holds its default (AREAS.md, constraint 1)."""
+    f.metadata["omit_default"] = True
+    return f
+
+
 def _order(default: tuple[str, ...], doc: str) -> Any:
     def check(inst: Any, att: attrs.Attribute, value: tuple[str, ...]) -> None:
         bad = [b for b in value if b not in BLOCKS]
@@ -122,6 +132,8 @@ class RoutingPolicy:
     w_anchor: float = _num(2.0, 0.0, 10.0, "rizz (tuned on TRACE train)", "routing-score weight of the anchor cosine")
     score_offset: float = _num(1.2, 0.0, 10.0, "rizz", "subtracted from the score; a branch competes only when its score is positive")
     context_spawn_similarity: float = _num(0.30, -1.0, 1.0, "rizz", "a context-only input spawns a context branch below this nearest-anchor cosine")
+    router: str = _optional(_choice("fixed", ("fixed", "linucb"), "paper §3 (fixed score); 'contextual-bandit routing' (paper §3, LinUCB: Li et al. 2010)", "'fixed': the routing score above; 'linucb': a contextual bandit over the compatible branches and spawn (bandit.*)"))
+    declared_label: bool = _optional(_flag(False, "issue #10 (off in every benchmark comparison: the paper routes without task ids)", "use a stream element's metadata.label {function, application} as its label instead of asking the judge"))
 
 
 @frozen
@@ -161,6 +173,9 @@ class RetrievalPolicy:
         "rizz (issue #12 §2; measured on LoCoMo, specs/results.md)",
         "an episode written from a scoped element (metadata.scope) may be shown to inputs of another scope; false: only to its own scope (unscoped episodes stay readable everywhere)",
     )
+    zone: str = _optional(_choice("global", ("global", "family", "own_first"), "paper §4 (global); issue #10 (family, own_first)", "cross-branch examples and rules: from any branch ('global'), only branches of the routed branch's function ('family'), or the routed branch's own first, the rest filled from any branch ('own_first')"))
+    zone_gate: bool = _optional(_flag(False, "issue #10", "another branch's examples and rules are admitted to a branch's prompt only while their evidence for that (source, reader) pair holds (zone_trials)"))
+    zone_trials: int = _optional(_num(3, 0, 1_000_000, "rizz", "a (source, reader) pair is admitted for this many answered steps; then only while its shown mean reward ≥ the reader's mean reward", integer=True))
 
 
 @frozen
@@ -245,6 +260,53 @@ class AgentPolicy:
     user_tokens: int = _num(128, 16, 8192, "rizz", "new tokens per simulated-user message at most", integer=True)
 
 
+@frozen
+class EvidencePolicy:
+    """Evidence per memory block kind in a branch (issue #10): a block kind (failures included)
+    whose presence has not helped the branch is left out of its prompts."""
+
+    enabled: bool = _flag(False, "issue #10", "gate the listed blocks of each branch by their evidence")
+    blocks: tuple[str, ...] = field(
+        default=("examples", "rules", "mistakes"),
+        converter=tuple,
+        validator=lambda inst, att, v: _check_memory_blocks(att.name, v),
+        metadata={"blocks": True, "src": "issue #10", "doc": "memory blocks gated by evidence"},
+    )
+    min_shown: int = _num(3, 0, 1_000_000, "rizz", "steps a block is shown in a branch before its evidence can withhold it", integer=True)
+    margin: int = _num(2, 1, 1_000_000, "rizz (rules.retire_harmful_margin is 3)", "a block is withheld once harmful − helpful ≥ this and its mean reward when shown is not above its mean when hidden", integer=True)
+    mistakes_need_examples: bool = _flag(False, "issue #10 (NumGLUE-ds: anti-patterns without a verified example were copied as answers)", "show a branch's mistakes only when the branch holds at least one verified example")
+
+
+def _check_memory_blocks(name: str, value: tuple[str, ...]) -> None:
+    from_blocks = ("scoped_context", "rules", "examples", "mistakes", "working_memory")
+    bad = [b for b in value if b not in from_blocks]
+    if bad or len(set(value)) != len(value):
+        raise ValueError(f"{name}: expected distinct memory blocks from {from_blocks}, got {value!r}")
+
+
+@frozen
+class SketchPolicy:
+    """Per-branch subspace sketches (paper §3, "branch-specific subspace sketches"): Frequent
+    Directions over the branch's input embeddings."""
+
+    enabled: bool = _flag(False, "paper §3", "keep a sketch per branch (in the state and its digest)")
+    rank: int = _num(4, 1, 64, "rizz", "directions kept per branch", integer=True)
+    decay: float = _num(1.0, 0.5, 1.0, "rizz", "the sketch is multiplied by sqrt(decay) before each new input (1: no forgetting)")
+    w_energy: float = _num(0.0, 0.0, 10.0, "rizz", "fixed router: weight of the projection energy in the routing score")
+    spawn_max_energy: float = _num(0.0, 0.0, 1.0, "rizz", "spawn instead of joining when the best branch's projection energy is below this (0: off)")
+    merge_overlap: float = _num(1.0, 0.0, 1.0, "rizz", "two same-function, same-shape branches whose sketches overlap at least this much are merge candidates (1: off)")
+
+
+@frozen
+class BanditPolicy:
+    """Contextual-bandit routing (``routing.router: linucb``): one linear model over candidate
+    features [bias, label score, sketch energy, anchor cosine, shape match, branch mean reward,
+    spawn], prior θ₀ = the fixed routing score (so with no verdicts it routes as ``fixed``)."""
+
+    alpha: float = _num(0.25, 0.0, 10.0, "rizz (LinUCB exploration width)", "upper-confidence width")
+    prior_strength: float = _num(4.0, 1e-3, 1e6, "rizz", "λ: weight of the fixed-score prior θ₀, in pseudo-verdicts")
+
+
 def _wrap(cls: type) -> Any:
     return field(factory=cls, metadata={"doc": (cls.__doc__ or "").split("\n")[0]})
 
@@ -263,6 +325,9 @@ class Policy:
     compiler: CompilerPolicy = _wrap(CompilerPolicy)
     feedback: FeedbackPolicy = _wrap(FeedbackPolicy)
     agents: AgentPolicy = _wrap(AgentPolicy)
+    evidence: EvidencePolicy = _optional(_wrap(EvidencePolicy))
+    sketch: SketchPolicy = _optional(_wrap(SketchPolicy))
+    bandit: BanditPolicy = _optional(_wrap(BanditPolicy))
 
     def write_threshold(self, verifier: str | None) -> float:
         """Reward needed to write an episode scored by ``verifier`` (spec §6)."""

@@ -27,11 +27,14 @@ __all__ = [
     "ContextItem",
     "Diagnostics",
     "Episode",
+    "Evidence",
     "Label",
     "MemoryStore",
     "QuarantinedItem",
+    "RouterState",
     "Rule",
     "RuleCounters",
+    "Sketch",
     "StepRecord",
     "Turn",
     "empty_state",
@@ -179,6 +182,59 @@ class RuleCounters:
 
 
 @frozen
+class Evidence:
+    """Reward evidence for one memory block kind in a branch, or for another branch's memories
+    read by a branch (issue #10, "every memory block must earn its place by evidence").
+
+    Counts are of answered steps of the branch; rewards are sums in [0, shown] / [0, hidden].
+    ``helpful`` / ``harmful`` move like a rule's counters (reward ≥ ``rules.helpful_reward`` /
+    parsed and ≤ ``rules.harmful_reward``) on the steps that showed it.
+    """
+
+    shown: int = 0
+    shown_reward: float = 0.0
+    hidden: int = 0
+    hidden_reward: float = 0.0
+    helpful: int = 0
+    harmful: int = 0
+
+    @property
+    def shown_mean(self) -> float:
+        return self.shown_reward / self.shown if self.shown else 0.0
+
+    @property
+    def hidden_mean(self) -> float:
+        return self.hidden_reward / self.hidden if self.hidden else 0.0
+
+
+@frozen
+class Sketch:
+    """A Frequent-Directions sketch of a branch's input embeddings (paper: "branch-specific
+    subspace sketches"; Liberty 2013, Frequent Directions).
+
+    ``rows``: (k, d) float32 bytes, k ≤ rank, mutually orthogonal rows (each is σ_i·v_iᵀ of the
+    shrunk sketch), so the projection energy of a unit vector x is Σ_i (r_i·x)² / ‖r_i‖².
+    ``count``: inputs folded in.
+    """
+
+    rows: bytes = b""
+    dim: int = 0
+    count: int = 0
+    rank: int = 0  # directions kept (sketch.rank when it was made)
+
+
+@frozen
+class RouterState:
+    """LinUCB statistics of the contextual-bandit router (one shared linear model over the
+    candidate features, Li et al. 2010): ``a`` (m, m) float64 bytes = λI + Σ x xᵀ, ``b`` (m,)
+    float64 bytes = λθ₀ + Σ r x, ``updates`` the verdicts folded in."""
+
+    a: bytes
+    b: bytes
+    updates: int = 0
+
+
+@frozen
 class BranchStats:
     """``h_b``: traffic, reward history, last use, output-shape profile (spec §2)."""
 
@@ -191,6 +247,7 @@ class BranchStats:
     shapes: PMap = field(factory=pmap)  # shape -> count
     successes_since_distill: int = 0
     centroid_sum: bytes = b""  # float32 sum of episodic embeddings
+    block_evidence: PMap = field(factory=pmap, metadata={"omit_default": True})  # block kind -> Evidence
 
     @property
     def mean_reward(self) -> float:
@@ -213,6 +270,7 @@ class Branch:
     quarantine: PVector = field(factory=pvector)  # of QuarantinedItem
     stats: BranchStats = field(factory=BranchStats)
     active: bool = True
+    sketch: Sketch | None = field(default=None, metadata={"omit_default": True})  # sketch.enabled only
 
 
 @frozen
@@ -268,6 +326,8 @@ class AdaptiveState:
     family_rules: PMap = field(factory=pmap)
     global_rules: PVector = field(factory=pvector)
     steps: int = 0
+    zone_evidence: PMap = field(factory=pmap, metadata={"omit_default": True})  # (source, reader) -> Evidence
+    router: RouterState | None = field(default=None, metadata={"omit_default": True})  # routing.router: linucb only
     episode_index: EpisodeIndex = field(
         default=Factory(lambda s: EpisodeIndex.build(s.branches.values()), takes_self=True),
         eq=False,

@@ -12,6 +12,13 @@
   key names one conversation/session, so this cannot mix task families — the project's
   reading of spec §4, see ``specs/step-semantics.md``); when none match, all of the selected
   branch's context. Score ``w_sim·cos + w_rec·2^(−Δt / half_life)``.
+* Read zones (issue #10, ``retrieval.zone``): cross-branch examples and rules from any branch
+  (``global``, the paper's), only from branches of the routed branch's function (``family``),
+  or the routed branch's own first with the rest filled from others (``own_first``); with
+  ``zone_gate`` another branch is read only while its (source, reader) evidence holds
+  (:mod:`rizz.core.evidence`). Tier playbook rules are read in every zone.
+* Block evidence (``evidence.enabled``): a block kind whose presence has not helped the routed
+  branch is left out (:func:`rizz.core.evidence.block_shown`).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import numpy as np
 from attrs import frozen
 
 from rizz.core.episode_index import branch_number, index_of
+from rizz.core.evidence import admitted, block_shown
 from rizz.core.inputs import StepInput
 from rizz.core.policy import Policy
 from rizz.core.records import AdaptiveState, Branch, Rule, RuleCounters, Turn
@@ -97,7 +105,33 @@ def _foreign_scope(branch: Branch, scope: str | None) -> np.ndarray:
     return mask
 
 
-def _examples(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str) -> tuple[Scored, ...]:
+def _zone_ok(state: AdaptiveState, policy: Policy, b: Branch, selected: str, function: str) -> bool:
+    """Whether another branch ``b`` is in the routed branch's read zone (``retrieval.zone``,
+    ``retrieval.zone_gate``)."""
+    if policy.retrieval.zone == "family" and b.label.function != function:
+        return False
+    return admitted(state, policy, b.id, selected)
+
+
+def _examples_zoned(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, function: str) -> tuple[Scored, ...]:
+    """``_examples`` under the read zone: ``own_first`` takes the routed branch's top-k, then
+    fills the rest from the other eligible branches."""
+    p = policy.retrieval
+    if p.zone == "global" and not p.zone_gate:
+        return _examples(state, policy, inp, selected)
+    if p.zone != "own_first":
+        return _examples(state, policy, inp, selected, function)
+    own = _examples(state, policy, inp, selected, function, with_others=False)
+    if len(own) >= p.examples_k:
+        return own
+    rest = [s for s in _examples(state, policy, inp, selected, function, own_rows=False) if s.branch_id != selected]
+    return own + tuple(rest[: p.examples_k - len(own)])
+
+
+def _examples(
+    state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, function: str | None = None,
+    *, with_others: bool = True, own_rows: bool = True,
+) -> tuple[Scored, ...]:
     """Top ``examples_k`` episodes over the eligible branches, ordered by (score desc, branch
     creation order, row within the branch); other branches' rows need ``examples_min_similarity``.
 
@@ -114,9 +148,11 @@ def _examples(state: AdaptiveState, policy: Policy, inp: StepInput, selected: st
         if not len(b.episodes) or b.label.function == CONTEXT_FUNCTION:
             continue
         if b.id == selected:
-            own = b
-        elif p.examples_cross_branch and not (guard and b.shape not in (None, inp.shape)):
-            others.append(b)
+            if own_rows:
+                own = b
+        elif with_others and p.examples_cross_branch and not (guard and b.shape not in (None, inp.shape)):
+            if function is None or _zone_ok(state, policy, b, selected, function):
+                others.append(b)
     if k <= 0 or (own is None and not others):
         return ()
     q = as_vector(inp.embedding)
@@ -174,7 +210,7 @@ def _rules(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, 
             c = ledger.get(rule.id, _NO_COUNTS)
             if c.status == "retired" or rule.id in seen:
                 continue
-            if own or rule.id in tier_ids or (cross and c.status == "active"):
+            if own or rule.id in tier_ids or (cross and c.status == "active" and _zone_ok(state, policy, b, selected, function)):
                 seen.add(rule.id)
                 found.append((rule, c, b.id))
     if not found:
@@ -182,7 +218,10 @@ def _rules(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, 
     embs = np.frombuffer(b"".join(rule.embedding for rule, _, _ in found), dtype=np.float32).reshape(len(found), -1)
     cos = row_dots(embs, as_vector(inp.embedding)).tolist()
     out = [(rule_score(c_j, c, policy), rule.id, rule, bid) for c_j, (rule, c, bid) in zip(cos, found)]
-    out.sort(key=lambda t: (-t[0], t[1]))
+    if policy.retrieval.zone == "own_first":
+        out.sort(key=lambda t: (t[3] != selected, -t[0], t[1]))
+    else:
+        out.sort(key=lambda t: (-t[0], t[1]))
     return tuple(Scored(r, round(s, 6), bid) for s, _, r, bid in out[: policy.retrieval.rules_k])
 
 
@@ -222,10 +261,13 @@ def retrieve(state: AdaptiveState, policy: Policy, inp: StepInput, decision: Rou
     branch = state.branches.get(decision.branch_id)
     k = policy.retrieval.working_memory_k
     working = tuple(t for t in state.working_memory if t.branch_id == decision.branch_id)[-k:] if k else ()
+    def shown(block: str) -> bool:
+        return block_shown(branch, block, policy)
+
     return Retrieved(
-        examples=_examples(state, policy, inp, decision.branch_id),
-        rules=_rules(state, policy, inp, decision.branch_id, decision.label.function),
-        failures=_failures(branch, policy, inp),
-        context=_context(state, policy, inp, branch),
-        working=working,
+        examples=_examples_zoned(state, policy, inp, decision.branch_id, decision.label.function) if shown("examples") else (),
+        rules=_rules(state, policy, inp, decision.branch_id, decision.label.function) if shown("rules") else (),
+        failures=_failures(branch, policy, inp) if shown("mistakes") else (),
+        context=_context(state, policy, inp, branch) if shown("scoped_context") else (),
+        working=working if shown("working_memory") else (),
     )

@@ -9,12 +9,14 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from attrs import frozen
+from attrs import field, frozen
 
+from rizz.core.bandit import choose
 from rizz.core.events import BranchSpawned, LabelSnapped
 from rizz.core.inputs import StepInput
 from rizz.core.policy import Policy
 from rizz.core.records import AdaptiveState, Branch, Label
+from rizz.core.sketch import energy
 from rizz.core.vec import as_vector
 
 __all__ = [
@@ -54,15 +56,27 @@ def jaccard(a: str, b: str) -> float:
     return len(ta & tb) / len(union) if union else 0.0
 
 
+def _floats(v: object) -> tuple[float, ...]:
+    return tuple(float(x) for x in v)  # type: ignore[attr-defined]
+
+
 @frozen
 class RouteDecision:
-    """Where a step goes. ``spawn`` is set when the step creates ``branch_id``."""
+    """Where a step goes. ``spawn`` is set when the step creates ``branch_id``.
+
+    ``features``: under ``routing.router: linucb``, the chosen arm's feature vector as seen at
+    choice time (:data:`rizz.core.bandit.FEATURES`), which the verdict's bandit update uses;
+    () otherwise. The decision travels with a pending answer to its verdict (``feedback_round``),
+    across restarts in a snapshot's in-flight side file, so it holds only plain values: the
+    features are Python floats (converted on construction) and left out of ``to_data`` while ().
+    """
 
     branch_id: str
     label: Label
     score: float
     spawn: BranchSpawned | None = None
     snapped: LabelSnapped | None = None
+    features: tuple[float, ...] = field(default=(), converter=_floats, metadata={"omit_default": True})
 
 
 def _answer_branches(state: AdaptiveState, policy: Policy, shape: str | None) -> list[Branch]:
@@ -183,12 +197,27 @@ def route(state: AdaptiveState, policy: Policy, inp: StepInput) -> RouteDecision
         return _spawn(state, inp, label, None)
 
     snapped_ev = None
-    if inp.label is not None:
+    label: Label | None
+    if r.declared_label and inp.declared_label is not None:
+        label = inp.declared_label  # a caller-declared route is taken as it is (no snap)
+    elif inp.label is not None:
         label, snapped_ev = snap_label(state, policy, inp.label, inp.label_embedding)
     else:
         label = None
     cands = _answer_branches(state, policy, inp.shape)
     cos = _anchor_cos(cands, inp.embedding)
+    sk = policy.sketch
+    energies = [energy(b.sketch, inp.embedding) for b in cands] if sk.enabled else [0.0] * len(cands)
+    if r.declared_label and inp.declared_label is not None:
+        same = [b for b in cands if b.label == label]
+        if same:
+            i = max(range(len(same)), key=lambda j: float(np.dot(as_vector(same[j].anchor), as_vector(inp.embedding))))
+            return RouteDecision(same[i].id, label, 1.0)  # type: ignore[arg-type]
+        if _can_spawn(state, policy):
+            d = _spawn(state, inp, label, inp.shape)  # type: ignore[arg-type]
+            return RouteDecision(d.branch_id, label, 0.0, spawn=d.spawn)  # type: ignore[arg-type]
+    if r.router == "linucb" and cands:
+        return _bandit_route(state, policy, inp, label, cands, cos, energies, snapped_ev)
     if label is None:
         if cands:
             i = int(np.argmax(cos))
@@ -201,9 +230,12 @@ def route(state: AdaptiveState, policy: Policy, inp: StepInput) -> RouteDecision
         - r.score_offset
         for b, c in zip(cands, cos)
     ]
+    if sk.enabled and sk.w_energy > 0:
+        scores = [s + sk.w_energy * e for s, e in zip(scores, energies)]
     if scores:
         i = int(np.argmax(scores))
-        if scores[i] > 0 or not _can_spawn(state, policy):
+        novel = _novel(cands[i], energies[i], policy) and _can_spawn(state, policy)
+        if (scores[i] > 0 and not novel) or not _can_spawn(state, policy):
             return RouteDecision(cands[i].id, cands[i].label, round(float(scores[i]), 6), snapped=snapped_ev)
     elif not _can_spawn(state, policy):
         actives = state.active_branches()
@@ -211,3 +243,38 @@ def route(state: AdaptiveState, policy: Policy, inp: StepInput) -> RouteDecision
         return RouteDecision(actives[i].id, actives[i].label, 0.0, snapped=snapped_ev)
     d = _spawn(state, inp, label, inp.shape)
     return RouteDecision(d.branch_id, label, 0.0, spawn=d.spawn, snapped=snapped_ev)
+
+
+def _novel(branch: Branch, e: float, policy: Policy) -> bool:
+    """The input lies outside an established branch's subspace: energy < ``spawn_max_energy``
+    once the branch's sketch has folded ``rank`` inputs."""
+    sk = policy.sketch
+    if not sk.enabled or sk.spawn_max_energy <= 0 or branch.sketch is None:
+        return False
+    return branch.sketch.count >= sk.rank and e < sk.spawn_max_energy
+
+
+def _mean_recent(b: Branch) -> float:
+    rr = b.stats.recent_rewards
+    return float(sum(rr) / len(rr)) if len(rr) else 0.0
+
+
+def _bandit_route(state: AdaptiveState, policy: Policy, inp: StepInput, label: Label | None, cands: list[Branch],
+                  cos: np.ndarray, energies: list[float], snapped_ev: LabelSnapped | None) -> RouteDecision:
+    """LinUCB over the compatible branches and spawn (:mod:`rizz.core.bandit`). Spawn is an arm
+    only when a label is known and capacity remains (without a label the fixed router also
+    takes the nearest anchor)."""
+    r = policy.routing
+    arms = []
+    for b, c, e in zip(cands, cos, energies):
+        ls = r.w_function * (b.label.function == label.function) + r.w_application * (b.label.application == label.application) if label else 0.0
+        arms.append([1.0, float(ls), float(e), float(c), float(b.shape is not None and b.shape == inp.shape), _mean_recent(b), 0.0])
+    spawnable = label is not None and _can_spawn(state, policy)
+    if spawnable:
+        arms.append([1.0, 0.0, 0.0, 0.0, float(inp.shape is not None), 0.0, 1.0])
+    i, score = choose(state.router, policy, np.asarray(arms, dtype=np.float64))
+    feats = tuple(arms[i])
+    if i == len(cands):
+        d = _spawn(state, inp, label, inp.shape)  # type: ignore[arg-type]
+        return RouteDecision(d.branch_id, label, score, spawn=d.spawn, snapped=snapped_ev, features=feats)  # type: ignore[arg-type]
+    return RouteDecision(cands[i].id, cands[i].label, score, snapped=snapped_ev, features=feats)

@@ -6,8 +6,9 @@ base64 float32, maps with sorted keys); ``from_data`` inverts it exactly, so
 encoding — equal states have equal digests, on any machine (JSON floats print their
 shortest round-trip repr). Fields with metadata ``derived`` (``AdaptiveState.episode_index``)
 are left out; the record's constructor rebuilds them. Fields with metadata ``omit_default``
-(added after states were first recorded, e.g. ``ContextItem.time``) are left out while they
-hold their default, so a state that does not use them keeps its earlier tree and digest;
+(added after states were first recorded, e.g. ``ContextItem.time``, or the state of an
+optional feature: block evidence, zone evidence, sketches, the bandit) are left out while they
+equal their default, so a state that does not use them keeps its earlier tree and digest;
 ``from_data`` restores the default.
 """
 
@@ -72,11 +73,16 @@ def to_data(obj: Any) -> Any:
             if f.metadata.get("derived"):  # derived data (the episodic index) is rebuilt, never stored
                 continue
             value = getattr(obj, f.name)
-            if f.metadata.get("omit_default") and value == f.default:
-                continue  # a field added later, at its default: the tree (and digest) of older states
+            if f.metadata.get("omit_default") and value == _default(f):
+                continue  # an optional feature that is off leaves no trace (old digests hold)
             out[f.name] = to_data(value)
         return out
     raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+def _default(f: Any) -> Any:
+    d = f.default
+    return d.factory() if isinstance(d, attrs.Factory) and not d.takes_self else d  # type: ignore[attr-defined]
 
 
 def from_data(data: Any) -> Any:

@@ -37,6 +37,7 @@ from rizz.core import (
     sub_state,
     unwall,
 )
+from rizz.core.compiler import MEMORY_BLOCKS
 from rizz.shell import logrecord as lr
 from rizz.shell.judge import label_input
 from rizz.shell.models.base import Generation, Message, ModelBackend
@@ -160,7 +161,10 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
         return Pending(el, base, None, None, None, True, None, (), False, rendering, core.route_round(state, base), (emb.key, None), now)
     calls: list[Call] = []
     judge, lkey = None, None
-    if needs_label(sub_state(state, el.tenant), policy, emb.vec, el.shape):  # behind the tenant's wall
+    declared = el.metadata.get("label") if policy.routing.declared_label else None
+    if declared is not None:  # a caller-declared route (metadata.label, issue #10): no judge call
+        base = attrs.evolve(base, declared_label=normalise_label(declared["function"], declared["application"]))
+    elif needs_label(sub_state(state, el.tenant), policy, emb.vec, el.shape):  # behind the tenant's wall
         jl = label_input(model, el.input, instruction=el.instruction, shape=el.shape)
         # an episode's function is what the agent does (issue #13): use-tools / <application>
         label = normalise_label("use-tools" if el.is_episode else jl.function, jl.application)
@@ -194,6 +198,7 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     step_input = attrs.evolve(
         base, answer=ext.answer, prompt_rule_ids=prompt.item_ids("rules"), prompt_episode_keys=prompt.item_ids("examples"),
         prompt_tokens=prompt.token_count, completion_tokens=gen.completion_tokens, dropped=len(prompt.dropped),
+        prompt_blocks=tuple(sec.block for sec in prompt.sections if sec.block in MEMORY_BLOCKS),
     )
     return Pending(el, step_input, prompt, gen.reply, ext.answer, ext.parsed, judge, tuple(calls), False, rendering, routed, keys, now,
                    reasoning=gen.reasoning)
@@ -241,7 +246,7 @@ def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, 
             run_dir.save_prompt(sha, p.prompt.text)
         prompt = lr.PromptPart(sha, p.prompt.token_count, p.prompt.budget, p.rendering,
                                [[d.block, d.id, d.tokens, d.reason] for d in p.prompt.dropped],
-                               list(inp.prompt_rule_ids), list(inp.prompt_episode_keys))
+                               list(inp.prompt_rule_ids), list(inp.prompt_episode_keys), list(inp.prompt_blocks))
     d = p.routed.decision if p.routed is not None else None
     return lr.LogRecord(
         step=inp.step, id=el.id, v=lr.LOG_VERSION, kind=kind, task=el.task, context_only=el.context_only,
@@ -254,4 +259,5 @@ def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, 
         verdict=lr.VerdictPart(verdict.reward, verdict.verifier, verdict.parsed) if verdict is not None else None,
         time=p.time if kind == "answer" else None,
         episode=lr.EpisodePart(**p.episode.to_json(), wrong_call=p.wrong_call) if p.episode is not None else None,
+        declared_label=lr.LabelPart(inp.declared_label.function, inp.declared_label.application) if inp.declared_label is not None else None,
     )

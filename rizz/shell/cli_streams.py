@@ -77,12 +77,12 @@ def build_cmd(
     bench: str = typer.Argument(..., help=f"One of: {', '.join(BENCHES)}."),
     out: Path = typer.Option(..., "--out", help="Stream file to write (JSONL)."),
     order: Optional[str] = typer.Option(
-        None, help="sequential | interleaved (default: interleaved for streambench, else sequential)."),
+        None, help="sequential | interleaved (default: interleaved for streambench and interference, else sequential)."),
     split: str = typer.Option("test", help="train | eval | test (bfcl: train | test; tau-bench: train | dev | test)."),
     per_task: Optional[int] = typer.Option(None, "--per-task", help="First N items per task."),
     seed: int = typer.Option(0, help="Seed of the interleaving shuffle."),
     tasks: Optional[str] = typer.Option(
-        None, help="Comma list: TRACE tasks, LoCoMo conversations (conv-41) or StreamBench sources."),
+        None, help="Comma list: TRACE tasks, LoCoMo conversations (conv-41), StreamBench sources or interference groups (numbers, letters, code, text)."),
     data_root: Optional[Path] = typer.Option(
         None, "--data-root", help=f"Benchmark data (default ${DATA_ROOT_ENV}, else ../shared/data)."),
     max_input_chars: Optional[int] = typer.Option(

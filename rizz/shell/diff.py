@@ -151,16 +151,24 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
 
 
 def inspect_run(run_dir: str | Path) -> list[dict[str, Any]]:
-    """One row per branch of the run's final state: id, label, active, sizes, traffic, reward."""
+    """One row per branch of the run's final state: id, label, active, sizes, traffic, reward
+    (and, under ``evidence.enabled``, the blocks its evidence withholds now)."""
+    from rizz.core.evidence import block_shown
+
     rd = RunDir(run_dir)
     state, _ = _fold_until(rd, 10**12, 10**12)
+    policy = parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data")
     rows = []
     for bid in state.branch_ids():
         b = state.branches[bid]
-        rows.append({
+        row = {
             "branch": bid, "label": str(b.label), "shape": b.shape or "-", "active": b.active,
             "episodes": len(b.episodes), "rules": len(b.rules), "anti_patterns": len(b.failures),
             "context": len(b.context), "quarantined": len(b.quarantine), "traffic": b.stats.traffic,
             "answered": b.stats.answered, "mean_reward": round(b.stats.mean_reward, 4),
-        })
+        }
+        if policy.evidence.enabled:  # issue #10: the blocks this branch's evidence withholds now
+            row["withheld"] = ",".join(k for k in ("examples", "rules", "mistakes", "scoped_context", "working_memory")
+                                       if not block_shown(b, k, policy)) or "-"
+        rows.append(row)
     return rows

@@ -89,6 +89,8 @@ def record_inputs(rec: LogRecord, store: Any) -> tuple[StepInput, Verdict | None
         completion_tokens=sum(c.completion_tokens for c in rec.calls if c.kind == "answer"),
         dropped=len(p.dropped) if p else 0, candidate_rules=rules, distilled=bool(d and d.asked),
         tenant=x.tenant, time=x.time,
+        prompt_blocks=tuple(p.blocks) if p else (),
+        declared_label=Label(rec.declared_label.function, rec.declared_label.application) if rec.declared_label else None,
     )
     return inp, _verdict(rec.verdict)
 

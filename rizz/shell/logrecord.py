@@ -20,6 +20,10 @@ Versions:
   (:class:`EpisodePart`: every user turn, reply, call and tool result), so a refold calls no
   model and no tool. Records without it parse as before.
 
+Optional fields added within version 2 (older lines parse without them): ``prompt.blocks``
+(the memory blocks the prompt showed, read by block evidence) and ``declared_label`` (a
+``metadata.label`` used under ``routing.declared_label``), issue #10.
+
 :func:`parse` reads a JSON object into a :class:`LogRecord` (cattrs, unknown keys refused, errors
 name the field); :func:`unstructure` writes it back, leaving out parts that are None, so a
 version-2 ``step`` record has the keys of a version-1 record plus ``v`` and ``kind``.
@@ -42,6 +46,7 @@ __all__ = [
     "EpisodePart",
     "InputPart",
     "JudgePart",
+    "LabelPart",
     "LogRecord",
     "LogRecordError",
     "PromptPart",
@@ -110,6 +115,15 @@ class PromptPart:
     dropped: list[list[Any]] = field(factory=list)  # [block, id, tokens, reason]
     rule_ids: list[str] = field(factory=list)
     episode_keys: list[str] = field(factory=list)
+    blocks: list[str] = field(factory=list)  # memory blocks the prompt showed (block evidence, issue #10)
+
+
+@frozen
+class LabelPart:
+    """A caller-declared label (``metadata.label``), logged when ``routing.declared_label`` used it (issue #10)."""
+
+    function: str
+    application: str
 
 
 @frozen
@@ -211,6 +225,7 @@ class LogRecord:
     reason: str | None = None
     time: float | None = None
     episode: EpisodePart | None = None
+    declared_label: LabelPart | None = None
 
 
 _conv = cattrs.Converter(forbid_extra_keys=True)

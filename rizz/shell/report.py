@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from rizz.shell.labels import label_markdown, label_quality
 from rizz.shell.logfold import views
 from rizz.shell.runlog import RunDir, write_json_atomic
 
@@ -122,6 +123,7 @@ def _policy_stats(records: list[dict[str, Any]], summary: dict[str, Any], seed: 
         "model": summary.get("model"),
         "policy_file": summary.get("policy"),
         **({"episodes": summary["episodes"]} if summary.get("episodes") else {}),
+        "labels": label_quality(records, summary.get("branch_labels")),
     }
 
 
@@ -382,6 +384,7 @@ def _markdown(results: dict[str, Any]) -> str:
             ["task", "policy", "reward", "turns/episode", "tool errors", "agent calls/episode", "prompt tokens/episode"],
             [[t, p, f"{e['mean_reward']:.3f} (n={e['n']})", f"{e['turns_per_episode']:.2f}", str(e["tool_errors"]),
               f"{e['model_calls_per_episode']:.2f}", f"{e['prompt_tokens_per_episode']:.0f}"] for t, p, e in eps]) + [""]
+    out += label_markdown(res, pols)
     out += ["## Plots", ""] + [f"![{n[:-4].replace('_', ' ')}]({n})" for n in PLOTS] + [""]
     b = results["bootstrap"]
     out += ["## How to read this", "",

@@ -87,6 +87,8 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
         "cost_usd": round(sum(costs), 6) if costs else None,
         "wall_s": round(sum(r.get("wall_s", 0.0) for r in records), 2),
         "branches": {"total": len(state.branches), "active": len(state.active_branches())},
+        "branch_labels": {b.id: {"label": str(b.label), "shape": b.shape, "traffic": b.stats.traffic, "active": b.active}
+                          for b in (state.branches[i] for i in state.branch_ids())},
         "state_digest": digest(state),
         "policy": meta.get("policy"),
         "model": meta.get("model"),

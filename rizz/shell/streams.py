@@ -182,6 +182,12 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
             canonical_time(time)
         except ValueError:
             raise _expect("metadata.time", TIME_EXPECTED + " or null", time) from None
+    label = meta.get("label")
+    if label is not None:
+        if not isinstance(label, Mapping) or set(label) - {"function", "application"}:
+            raise _expect("metadata.label", "an object {function, application} or null", label)
+        _check_str("metadata.label.function", label.get("function"), nonempty=True)
+        _check_str("metadata.label.application", label.get("application"), nonempty=True)
     if verifier == "code_exec":
         _check_code_exec(meta)
     else:

@@ -12,6 +12,14 @@ from helpers import make_input
 
 DEFAULT = Policy()
 SINGLE = attrs.evolve(Policy(), routing=attrs.evolve(Policy().routing, mode="single"))
+# issue #10: bandit router, sketches (merge by overlap), block evidence, own-first reads with the zone gate
+LEARNED = attrs.evolve(
+    Policy(),
+    routing=attrs.evolve(Policy().routing, router="linucb"),
+    sketch=attrs.evolve(Policy().sketch, enabled=True, rank=3, w_energy=0.5, merge_overlap=0.9),
+    evidence=attrs.evolve(Policy().evidence, enabled=True, mistakes_need_examples=True),
+    retrieval=attrs.evolve(Policy().retrieval, zone="own_first", zone_gate=True),
+)
 
 
 def family_of(text: str) -> int:
@@ -21,7 +29,7 @@ def family_of(text: str) -> int:
 class Interleaved(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
-        self.runs = {"default": rizz(DEFAULT), "single": rizz(SINGLE)}
+        self.runs = {"default": rizz(DEFAULT), "single": rizz(SINGLE), "learned": rizz(LEARNED)}
         self.states = {k: r.init() for k, r in self.runs.items()}
         self.history = []  # (state, digest) of every earlier state
         self.t = 0
@@ -44,7 +52,7 @@ class Interleaved(RuleBasedStateMachine):
                     assert after.branches[bid] is branch, f"{name}: step {self.t} changed untouched branch {bid}"
             # writes go to the routed branch only
             for e in events:
-                if isinstance(e, (ev.EpisodeWritten, ev.AntiPatternWritten, ev.Quarantined, ev.RuleAdded)):
+                if isinstance(e, (ev.EpisodeWritten, ev.AntiPatternWritten, ev.Quarantined, ev.RuleAdded, ev.SketchUpdated, ev.BlockEvidenceMoved)):
                     assert e.branch_id in routed
             self.states[name] = after
         self.t += 1
@@ -56,10 +64,10 @@ class Interleaved(RuleBasedStateMachine):
 
     @invariant()
     def default_keeps_families_apart(self):
-        s = self.states["default"]
-        for b in s.branches.values():
-            fams = {family_of(e.input) for e in b.episodes.records} | {family_of(f.input) for f in b.failures.records}
-            assert len(fams) <= 1, f"branch {b.id} mixes families {fams}"
+        for name in ("default", "learned"):
+            for b in self.states[name].branches.values():
+                fams = {family_of(e.input) for e in b.episodes.records} | {family_of(f.input) for f in b.failures.records}
+                assert len(fams) <= 1, f"{name}: branch {b.id} mixes families {fams}"
 
     @precondition(lambda self: self.t > 0)
     @rule(family=st.integers(0, 3), seed=st.integers(0, 10_000))

@@ -26,6 +26,8 @@ SLICES = {
                                "NumGLUE-ds": 20, "20Minuten": 20},
     "streambench-mini/test.jsonl": {"HotpotQA": 15, "HumanEval": 15, "FOMC": 15, "C-STANCE": 15},
     "locomo-mini/test.jsonl": {"LoCoMo": 52},
+    "interference-mini/test.jsonl": {t: 10 for t in ("C-STANCE", "HumanEval", "ScienceQA", "FOMC", "Py150", "NumGLUE-cm", "NumGLUE-ds")},
+    "interference-mini/train.jsonl": {t: 10 for t in ("C-STANCE", "HumanEval", "ScienceQA", "FOMC", "Py150", "NumGLUE-cm", "NumGLUE-ds")},
 }
 
 
@@ -196,3 +198,19 @@ def test_streambench_mix_is_seeded() -> None:
     assert a.per_task() == {t: 5 for t in a.per_task()} and len(a.per_task()) == 4
     assert [e.id for e in a.elements] != [e.id for e in b.elements]
     assert sorted(e.id for e in a.elements) == sorted(e.id for e in b.elements)
+
+
+@needs_data
+def test_interference_test_split_is_held_out_from_the_trace_slice() -> None:
+    trace_ids = {el.id for el in read_stream(DATA / "trace-mini/test.jsonl").elements}
+    built = build("interference", ROOT, BuildOptions(split="test", per_task=5, tasks=("numbers", "letters")))
+    ids = [el.id for el in built.elements]
+    assert len(ids) == 25 and not trace_ids & set(ids)
+    assert {el.task for el in built.elements} == {"NumGLUE-cm", "NumGLUE-ds", "C-STANCE", "FOMC", "ScienceQA"}
+    assert min(int(i.rsplit("-", 1)[1]) for i in ids if i.startswith("fomc")) >= 40
+
+
+@needs_data
+def test_interference_unknown_group_is_named() -> None:
+    with pytest.raises(BuildError, match="unknown interference group 'nums'"):
+        build("interference", ROOT, BuildOptions(split="test", tasks=("nums",)))

@@ -246,9 +246,12 @@ def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp
     make_v1_rundir.main(str(tmp_path / "v2"))
     want = json.loads((ROOT / "tests" / "fixtures" / "v1-rundir" / "summary.json").read_text())
     got = json.loads((tmp_path / "v2" / "summary.json").read_text())
-    # fields added to summary.json since the fixture was written: no estimated usage, no verify calls
+    # fields added to summary.json since the fixture was written: no estimated usage, no verify calls,
+    # each branch's label (issue #10)
     assert got.pop("usage_estimated") is False and got["calls_by_kind"].pop("verify") == 0
     assert got.pop("episodes") == {} and got["calls_by_kind"].pop("user") == 0  # issue #13: no episodes here
+    labels = got.pop("branch_labels")
+    assert len(labels) == want["branches"]["total"] and sum(v["traffic"] for v in labels.values()) == want["steps"]
     assert {k: v for k, v in got.items() if k != "wall_s"} == {k: v for k, v in want.items() if k != "wall_s"}
     kinds = [json.loads(l).get("kind") for l in (tmp_path / "v2" / "log.jsonl").read_text().splitlines()]
     assert kinds.count("step") == 16 and kinds.count("distill") == 6

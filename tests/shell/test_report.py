@@ -248,3 +248,18 @@ def test_plots_from_hand_bench_are_pngs(hand_bench):
     for name in PLOTS:
         data = (hand_bench / name).read_bytes()
         assert data[:8] == PNG_MAGIC and len(data) > 10_000, name
+
+
+def test_label_quality_hand_values():
+    from rizz.shell.labels import label_quality
+
+    def rec(task, branch):
+        return {"task": task, "route": {"branch": branch}, "verdict": {"reward": 0.0}}
+
+    recs = [rec("A", "b0"), rec("A", "b0"), rec("B", "b0"), rec("B", "b1"), rec("A", "b2"), {"task": "A", "route": {"branch": "b9"}}]
+    lq = label_quality(recs, {"b0": {"label": "classify/x", "shape": "letter"}})
+    assert lq["purity"] == round((2 + 1 + 1) / 5, 4)  # b0: 2 of 3 from A; b1, b2 pure; the unanswered step is left out
+    assert lq["fragmentation"] == 2.0  # A in b0 and b2, B in b0 and b1
+    assert lq["per_task"] == {"A": {"branches": 2, "top_share": round(2 / 3, 4)}, "B": {"branches": 2, "top_share": 0.5}}
+    assert [(b["id"], b["label"], b["traffic"], b["majority_task"]) for b in lq["branches"]] == [
+        ("b0", "classify/x", 3, "A"), ("b1", "?", 1, "B"), ("b2", "?", 1, "A")]

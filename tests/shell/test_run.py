@@ -107,7 +107,7 @@ def test_missing_policy_and_bench_folder_errors_name_what_to_use(tmp_path):
     from rizz.shell.policy_file import PolicyError
     from rizz.shell.runlog import RunDir
 
-    with pytest.raises(PolicyError, match=r"cannot read: .*shipped names: ace-style, default, frozen"):
+    with pytest.raises(PolicyError, match=r"cannot read: .*shipped names: ace-style, default, evidence, frozen, .*learned-routing"):
         load_policy(tmp_path / "defualt")
     (tmp_path / "bench" / "frozen").mkdir(parents=True)
     (tmp_path / "bench" / "frozen" / "run.json").write_text("{}")

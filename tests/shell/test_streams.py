@@ -92,6 +92,12 @@ BAD_LINES = [
     ("repeated-key-deep", '{"id": "b", "input": "x", "metadata": {"extra": [1, {"a": 1, "a": 1}]}}',
      "metadata.extra[1].a", "field 'metadata.extra[1].a': repeated key 'a' in one JSON object"),
     # non-finite numbers (json reads NaN, Infinity and 1e999 as floats)
+    ("label-not-object", _line(metadata={"label": "classify/x"}), "metadata.label",
+     "field 'metadata.label': expected an object {function, application} or null, got 'classify/x'"),
+    ("label-extra-key", _line(metadata={"label": {"function": "f", "application": "a", "task": "t"}}), "metadata.label",
+     "field 'metadata.label': expected an object {function, application} or null"),
+    ("label-empty-function", _line(metadata={"label": {"function": "", "application": "a"}}), "metadata.label.function",
+     "field 'metadata.label.function'"),
     ("time-nan", _line(metadata={"time": float("nan")}), "metadata.time",
      "field 'metadata.time': expected " + TIME_EXPECTED + " or null, got NaN"),
     ("time-infinity", _line(metadata={"time": float("inf")}), "metadata.time",

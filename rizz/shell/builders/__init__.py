@@ -18,6 +18,7 @@ from rizz.shell.builders._common import (
 from rizz.shell.builders.bfcl import build_bfcl
 from rizz.shell.builders.hotpotqa import build_hotpotqa
 from rizz.shell.builders.humaneval import build_humaneval
+from rizz.shell.builders.interference import INTERFERENCE_GROUPS, build_interference
 from rizz.shell.builders.locomo import LOCOMO_SPLITS, build_locomo
 from rizz.shell.builders.streambench import STREAMBENCH_SOURCES, build_streambench
 from rizz.shell.builders.tau_bench import build_tau_bench
@@ -25,8 +26,8 @@ from rizz.shell.builders.trace import TRACE_ORDER, TRACE_TASKS, build_trace
 
 __all__ = [
     "BENCHES", "ORDERS", "SPLITS", "TRACE_TASKS", "TRACE_ORDER", "LOCOMO_SPLITS",
-    "STREAMBENCH_SOURCES", "BuildError", "BuildOptions", "BuildResult", "build",
-    "build_trace", "build_hotpotqa", "build_bfcl", "build_tau_bench", "build_humaneval", "build_locomo", "build_streambench",
+    "STREAMBENCH_SOURCES", "INTERFERENCE_GROUPS", "BuildError", "BuildOptions", "BuildResult", "build",
+    "build_trace", "build_interference", "build_hotpotqa", "build_bfcl", "build_tau_bench", "build_humaneval", "build_locomo", "build_streambench",
     "fraction_split", "interleave", "prompt_chars",
 ]
 
@@ -39,6 +40,7 @@ BENCHES: dict[str, Callable[[Path, BuildOptions], BuildResult]] = {
     "streambench": build_streambench,
     "bfcl": build_bfcl,
     "tau-bench": build_tau_bench,
+    "interference": build_interference,
 }
 
 
