@@ -270,18 +270,21 @@ class EvidencePolicy:
         default=("examples", "rules", "mistakes"),
         converter=tuple,
         validator=lambda inst, att, v: _check_memory_blocks(att.name, v),
-        metadata={"blocks": True, "src": "issue #10", "doc": "memory blocks gated by evidence"},
+        metadata={"memory_blocks": True, "src": "issue #10", "doc": "memory blocks gated by evidence"},
     )
     min_shown: int = _num(3, 0, 1_000_000, "rizz", "steps a block is shown in a branch before its evidence can withhold it", integer=True)
     margin: int = _num(2, 1, 1_000_000, "rizz (rules.retire_harmful_margin is 3)", "a block is withheld once harmful − helpful ≥ this and its mean reward when shown is not above its mean when hidden", integer=True)
     mistakes_need_examples: bool = _flag(False, "issue #10 (NumGLUE-ds: anti-patterns without a verified example were copied as answers)", "show a branch's mistakes only when the branch holds at least one verified example")
 
 
+#: The compiler's memory blocks (rizz.core.compiler.MEMORY_BLOCKS): what block evidence can gate.
+_MEMORY_BLOCKS = ("scoped_context", "rules", "examples", "mistakes", "working_memory")
+
+
 def _check_memory_blocks(name: str, value: tuple[str, ...]) -> None:
-    from_blocks = ("scoped_context", "rules", "examples", "mistakes", "working_memory")
-    bad = [b for b in value if b not in from_blocks]
+    bad = [b for b in value if b not in _MEMORY_BLOCKS]
     if bad or len(set(value)) != len(value):
-        raise ValueError(f"{name}: expected distinct memory blocks from {from_blocks}, got {value!r}")
+        raise ValueError(f"{name}: expected distinct memory blocks from {_MEMORY_BLOCKS}, got {value!r}")
 
 
 @frozen
@@ -350,6 +353,8 @@ def policy_schema(cls: type = Policy) -> dict[str, Any]:
             sub = {"type": "string", "enum": list(md["enum"])}
         elif md.get("blocks"):
             sub = {"type": "array", "items": {"type": "string", "enum": list(BLOCKS)}, "uniqueItems": True}
+        elif md.get("memory_blocks"):
+            sub = {"type": "array", "items": {"type": "string", "enum": list(_MEMORY_BLOCKS)}, "uniqueItems": True}
         elif "map_min" in md:
             sub = {"type": "object", "additionalProperties": {"type": "number", "minimum": md["map_min"], "maximum": md["map_max"]}}
         elif typ is bool:

@@ -57,7 +57,7 @@ def label_markdown(results: Mapping[str, Any], policies: Sequence[str]) -> list[
     rows = []
     for p in policies:
         lq = results[p].get("labels")
-        if not lq:
+        if not lq or lq.get("purity") is None:  # a peer entry, or a run with no answered branch traffic
             continue
         frag = ", ".join(f"{t} {v['branches']}" for t, v in lq["per_task"].items())
         rows.append(f"| {p} | {lq['purity']:.3f} | {lq['fragmentation']:.2f} | {frag} |")
