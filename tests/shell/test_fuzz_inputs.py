@@ -337,8 +337,8 @@ def test_every_bad_policy_file_is_refused_cleanly(tmp_path_factory, one_line_str
     run_dir = d / "run"
     code, out, exc = _invoke(["run", str(one_line_stream), "--policy", str(path), "--out", str(run_dir)])
     where = f"{path}:{line}:" if line is not None else f"{path}"
-    if line is not None and where not in out and f"{path}:{line + 1}:" in out and f"{field}." in out:
-        where = f"{path}:{line + 1}:"  # a wrong mapping value is named at its bad inner key, the next line
+    if line is not None and where not in out and f"{path}:{line + 1}:" in out and (f"{field}." in out or f"{field}[" in out):
+        where = f"{path}:{line + 1}:"  # a wrong mapping or list value is named at its bad inner item, the next line
     _assert_refused(code, out, exc, where, field, run_dir)
     if line is None:  # a YAML syntax error names its line inside the message
         assert "line " in out, out
