@@ -8,11 +8,15 @@ Arms are the shape-compatible branches and "spawn". Each arm has a feature vecto
 (``FEATURES``; label score = ``w_function·[f = f_b] + w_application·[a = a_b]``; energy from
 :mod:`rizz.core.sketch`, 0 when sketches are off; shape match 1 when the branch serves exactly
 the input's shape; mean reward over the branch's last 32 rewards). The spawn arm is
-``[1, 0, 0, 0, 1, 0, 1]``. The chosen arm is ``argmax θᵀx + α·sqrt(xᵀA⁻¹x)`` with
+``[0, 0, 0, 0, 0, 0, 1]``: disjoint from the branch features, so what the model learns about
+branches (their shared bias included) never moves the value of spawning, and the spawn weight
+is learned only from the verdicts of freshly spawned branches. (With a shared bias, a branch
+that kept failing pulled the bias, and with it spawn, down as well, and the router never left
+it at ``alpha`` 0.25.) The chosen arm is ``argmax θᵀx + α·sqrt(xᵀA⁻¹x)`` with
 ``A = λI + Σ x xᵀ`` and ``θ = A⁻¹(λθ₀ + Σ r x)`` over the verdicts folded so far; ties go to the
 earlier branch, spawn last. The prior ``θ₀`` is the fixed routing score
 (``−score_offset`` bias, weight 1 on the label score, ``sketch.w_energy``, ``w_anchor``, and
-``+score_offset`` on spawn so that spawn scores 0), so before any verdict the posterior mean is
+0 on spawn so that spawn scores 0, the fixed router's spawn threshold), so before any verdict the posterior mean is
 the paper's score. The state keeps only the data sums ``Σ x xᵀ`` and ``Σ r x``
 (:class:`~rizz.core.records.RouterState`); the prior comes from the policy at choice time.
 
@@ -35,7 +39,7 @@ M = len(FEATURES)
 def prior(policy: Policy) -> np.ndarray:
     """θ₀ (m,) float64: the fixed routing score as a linear model over ``FEATURES``."""
     r = policy.routing
-    return np.array([-r.score_offset, 1.0, policy.sketch.w_energy, r.w_anchor, 0.0, 0.0, r.score_offset])
+    return np.array([-r.score_offset, 1.0, policy.sketch.w_energy, r.w_anchor, 0.0, 0.0, 0.0])
 
 
 def _sums(router: RouterState | None) -> tuple[np.ndarray, np.ndarray]:

@@ -271,7 +271,7 @@ def _bandit_route(state: AdaptiveState, policy: Policy, inp: StepInput, label: L
         arms.append([1.0, float(ls), float(e), float(c), float(b.shape is not None and b.shape == inp.shape), _mean_recent(b), 0.0])
     spawnable = label is not None and _can_spawn(state, policy)
     if spawnable:
-        arms.append([1.0, 0.0, 0.0, 0.0, float(inp.shape is not None), 0.0, 1.0])
+        arms.append([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])  # disjoint spawn arm (rizz.core.bandit)
     i, score = choose(state.router, policy, np.asarray(arms, dtype=np.float64))
     feats = tuple(arms[i])
     if i == len(cands):

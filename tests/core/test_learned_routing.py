@@ -164,11 +164,11 @@ def test_sketch_spawns_for_a_novel_input_and_is_in_the_digest():
 
 def test_bandit_prior_is_the_fixed_score_and_learns_from_verdicts():
     p = _pol(routing={"router": "linucb"}, bandit={"alpha": 0.0})
-    arms = np.array([[1, 1.5, 0, 0.5, 1, 0, 0], [1, 0, 0, 0, 1, 0, 1]], dtype=float)
+    arms = np.array([[1, 1.5, 0, 0.5, 1, 0, 0], [0, 0, 0, 0, 0, 0, 1]], dtype=float)
     i, score = choose(None, p, arms)
     assert i == 0 and score == round(-1.2 + 1.5 + 2.0 * 0.5, 6)  # the fixed score; spawn scores 0
     assert len(FEATURES) == arms.shape[1]
-    p = _pol(routing={"router": "linucb"}, bandit={"alpha": 1.0})
+    p = _pol(routing={"router": "linucb"}, bandit={"alpha": 0.25})  # policies/learned-routing.yaml's
     r = rizz(p)
     s = r.init()
     for t in range(40):  # the label-matched branch keeps failing, spawned neighbours succeed
