@@ -48,7 +48,7 @@ def measure(path: str, cross_scope: bool, embedder: Embedder) -> dict[str, int]:
            "foreign_with_answer": 0}
     for t, (el, v) in enumerate(zip(elements, vecs)):
         x = StepInput(t, el.id, el.input, v.tobytes(), instruction=el.instruction, scope=el.scope, shape=el.shape,
-                      context_only=el.context_only, time=el.time)
+                      context_only=el.context_only, time=el.time, instant_us=el.instant_us)
         if el.context_only:
             state = core.step(state, x, None)
             continue

@@ -168,7 +168,7 @@ def decide_memory(state: AdaptiveState, policy: Policy, inp: StepInput, verdict:
             if policy.write.dedupe and key in branch.context.keys:
                 out.append(ev.EpisodeDeduplicated(branch.id, key))
             else:
-                item = ContextItem(key, inp.text, inp.scope, inp.step, inp.time)
+                item = ContextItem(key, inp.text, inp.scope, inp.step, inp.time, inp.instant_us)
                 out.append(ev.ContextStored(branch.id, item, inp.embedding))
     elif verdict is not None:
         out += _write_events(branch, policy, inp, verdict)

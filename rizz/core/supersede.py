@@ -35,7 +35,6 @@ from rizz.core.inputs import StepInput, Verdict
 from rizz.core.policy import Policy
 from rizz.core.episode_index import index_of
 from rizz.core.records import AdaptiveState, Episode, MemoryStore
-from rizz.core.timekeys import instant
 from rizz.core.vec import as_vector
 
 __all__ = ["SAME_INPUT_COSINE", "decide_supersede"]
@@ -78,10 +77,11 @@ def _same_input_episodes(state: AdaptiveState, q: np.ndarray, text: str, scope: 
     return out
 
 
-def _newer_or_same(new: str | None, old: str | None) -> bool:
+def _newer_or_same(new: int | None, old: int | None) -> bool:
+    """Instants in µs UTC (``instant_us``, parsed by the shell); a missing one counts as newer."""
     if new is None or old is None:
         return True
-    return instant(new) >= instant(old)
+    return new >= old
 
 
 def decide_supersede(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: Verdict | None) -> list[object]:
@@ -96,7 +96,7 @@ def decide_supersede(state: AdaptiveState, policy: Policy, inp: StepInput, verdi
     if inp.context_only:
         for b in state.branches.values():
             for it in _same_input(b.context, q, inp.text, inp.scope, "text"):
-                if _newer_or_same(inp.time, it.time):  # type: ignore[attr-defined]
+                if _newer_or_same(inp.instant_us, it.instant_us):  # type: ignore[attr-defined]
                     out.append(ev.MemoryRetired(b.id, "context", it.key, f"superseded: restated at step {t}", t))  # type: ignore[attr-defined]
         return out
     if verdict is None or not verdict.parsed or inp.answer is None:

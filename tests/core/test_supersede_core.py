@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import attrs
+import pytest
 import numpy as np
 
 from rizz.core import Policy, StepInput, Verdict, digest, from_data, rizz, to_data
 from rizz.core import events as ev
+from rizz.core.records import ContextItem
 from rizz.core.episode_index import EpisodeIndex
 from rizz.core.serialize import canonical_json
+from rizz.shell.timekeys import time_fields
 from tests.core.helpers import FAMILIES, embed, label_vec, make_input
 
 ON = Policy(write=attrs.evolve(Policy().write, supersede=True))
 
 
 def _ctx(step: int, text: str, time: str | None, scope: str = "bo") -> StepInput:
-    return StepInput(step, f"c{step}", text, embed(3, 0.0, 7), scope=scope, context_only=True, time=time)
+    return StepInput(step, f"c{step}", text, embed(3, 0.0, 7), scope=scope, context_only=True, **time_fields(time))
 
 
 def _context(state) -> list[tuple[str, str | None, int]]:
@@ -86,6 +89,23 @@ def test_new_fields_at_their_defaults_leave_the_serialised_form_unchanged() -> N
     timed = r.step(r.init(), _ctx(0, "Bo: hello.", "2026-05-24"), None)
     assert '"time":"2026-05-24"' in canonical_json(timed)
     assert from_data(to_data(timed)) == timed
+    # the instant (µs UTC, parsed by the shell) is a function of the text: snapshots keep it,
+    # the digest leaves it out, so states recorded before it existed keep their digests
+    assert '"instant_us":1779580800000000' in canonical_json(timed)
+    assert '"instant_us"' not in canonical_json(timed, for_digest=True) and '"time":"2026-05-24"' in canonical_json(timed, for_digest=True)
+    assert digest(timed) == "sha256:" + __import__("hashlib").sha256(canonical_json(timed, for_digest=True).encode()).hexdigest()
+
+
+def test_a_time_without_its_instant_is_refused_by_the_core() -> None:
+    """The core never parses a calendar: text without the shell's instant cannot be built (an
+    old snapshot holding one is ignored and rebuilt from the log: tests/shell/test_time_context.py)."""
+    with pytest.raises(ValueError, match="time '2026-05-24' needs its instant_us"):
+        StepInput(0, "c0", "Bo: hello.", embed(3, 0.0, 7), context_only=True, time="2026-05-24")
+    with pytest.raises(ValueError, match="needs its instant_us"):
+        ContextItem("k", "Bo: hello.", "bo", 0, "2026-05-24")
+    with pytest.raises(ValueError, match="time None needs its instant_us"):
+        ContextItem("k", "Bo: hello.", "bo", 0, None, 5)
+    assert ContextItem("k", "t", "bo", 0, "1970-01-01T00:00:01+00:00", 1_000_000).instant_us == 1_000_000
 
 
 def test_scope_walled_examples_equal_the_open_ranking_filtered_by_scope() -> None:
