@@ -180,6 +180,9 @@ class Rule:
     branch_id: str  # branch it was distilled in
     function: str
     step: int
+    # content keys of the episodes it was distilled from (the distillation batch); kept only
+    # under write.supersede_derived, so a superseded episode retires its rules (issue #12 §5)
+    sources: tuple[str, ...] = field(default=(), converter=tuple, metadata={"omit_default": True})
 
     def text(self) -> str:
         return f"IF {self.antecedent} THEN {self.strategy}"
@@ -297,6 +300,7 @@ class Turn:
     input: str
     answer: str
     reward: float
+    scope: str | None = field(default=None, metadata={"omit_default": True})  # kept under write.supersede_derived
 
 
 @frozen

@@ -152,3 +152,38 @@ def test_after_any_history_the_newest_verified_answer_is_the_only_episode(histor
     assert episodes == want
     if last_verified is not None and last_verified not in failed_since:
         assert last_verified not in mistakes
+
+
+def test_one_step_mode_records_the_batch_and_retires_its_rules() -> None:
+    """Rules handed in with a step (log format 1) record the batch as it stands after the
+    step's write; a later failure of that answer retires them (write.supersede_derived)."""
+    from rizz.core import CandidateRule
+    from rizz.core.decide import batch_keys
+
+    pol = Policy(write=attrs.evolve(Policy().write, supersede=True, supersede_derived=True),
+                 rules=attrs.evolve(Policy().rules, distill_every=2))
+    r = rizz(pol)
+    s = r.step(r.init(), make_input(0, 1, seed=1, answer="7"), Verdict(1.0))
+    rule = CandidateRule("asked item 2", "answer 9", embed(1, 0.0, 3))
+    x = make_input(1, 1, seed=2, answer="9", candidate_rules=(rule,), distilled=True)
+    s = r.step(s, x, Verdict(1.0))
+    (b,) = [b for b in s.branches.values() if b.rules]
+    keys = tuple(e.key for e in b.episodes.records)
+    assert len(keys) == 2 and b.rules[0].sources == keys == batch_keys(pol, keys)
+    assert batch_keys(Policy(write=attrs.evolve(Policy().write, supersede=True)), keys) == ()  # off: no sources, old digests
+    res = r.step_with_events(s, make_input(2, 1, seed=1, answer="7"), Verdict(0.0))  # 7 is wrong now
+    got = sorted((e.store, e.key) for e in res.events if isinstance(e, ev.MemoryRetired))
+    assert got == [("episodes", keys[0]), ("rules", b.rules[0].id), ("working_memory", "turn-0")]
+    assert res.state.rule_ledger[b.rules[0].id].status == "retired"
+    assert not res.state.branches[b.id].rules and [t.step for t in res.state.working_memory] == [1]
+    assert from_data(to_data(res.state)) == res.state
+
+
+def test_derived_retirement_is_off_unless_asked_and_leaves_old_digests() -> None:
+    """With only write.supersede (a policy recorded before supersede_derived), rules carry no
+    sources, turns no scope, and the failing turn is remembered: the state as before."""
+    r = rizz(ON)
+    s = r.step(r.init(), make_input(0, 1, seed=1, answer="7", scope="u"), Verdict(1.0))
+    s = r.step(s, make_input(1, 1, seed=1, answer="7", scope="u"), Verdict(0.0))
+    assert [(t.step, t.scope) for t in s.working_memory] == [(0, None), (1, None)]
+    assert '"sources"' not in canonical_json(s) and '"supersede_derived"' not in canonical_json(ON)
