@@ -150,6 +150,13 @@ class WalledDecision:
     def snapped(self):  # type: ignore[no-untyped-def]
         return self.decision.snapped
 
+    @property
+    def features(self) -> tuple[float, ...]:
+        """The chosen arm's bandit features (``routing.router: linucb``; () otherwise), as the
+        inner decision saw them in the tenant's sub-state: the verdict's ``BanditUpdated`` uses
+        them (through :func:`unwall`), so the bandit learns behind a wall as without one."""
+        return self.decision.features
+
 
 def sub_state(state: AnyState, tenant: str | None) -> AdaptiveState:
     """The sub-state of ``tenant`` (None: untenanted); an empty state for a tenant not seen yet."""
