@@ -177,3 +177,44 @@ def test_a_snapshot_written_before_instants_is_rebuilt_from_the_log(tmp_path) ->
     assert again["state_digest"] == full["state_digest"]
     assert any("00000009.json: not readable by this version" in m and "needs its instant_us" in m for m in msgs), msgs
     assert b'"instant_us":1779606000000000' in snap.read_bytes()  # rewritten with its instants
+
+
+def test_answers_in_flight_saved_before_instants_are_refolded_from_the_log(tmp_path) -> None:
+    """A live session's in-flight side file whose pending inputs carry a time but no
+    ``instant_us`` (written before the shell parsed instants) cannot be built by the core: the
+    session reopens by refolding its log, keeps every pending answer and its digest."""
+    import json
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from livekit import HashEmbedder, StubModel, element
+
+    from rizz import Session
+
+    def open_(p):
+        return Session.open(p, policy="default", model=StubModel(), embedder=HashEmbedder(), snapshot_every=4)
+
+    app = tmp_path / "app"
+    s = open_(app)
+    for i in range(6):
+        el = element(i)
+        el["metadata"]["time"] = f"2026-05-2{i}T10:00:00-05:00"
+        s.answer(el)
+    s.fold("q0", 1.0)
+    pending, d = sorted(s.pending_ids()), s.digest()
+    s.close()
+    (side,) = sorted(app.glob("snapshots/*.inflight.json"))[-1:]
+    text = side.read_text()
+    assert '"instant_us"' in text
+    data = json.loads(text)
+
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k != "instant_us"}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+
+    side.write_text(json.dumps(strip(data)))
+    s2 = open_(app)
+    assert sorted(s2.pending_ids()) == pending and s2.digest() == d
+    s2.fold("q3", 1.0)
+    s2.close()
+    assert '"instant_us"' in sorted(app.glob("snapshots/*.inflight.json"))[-1].read_text()
