@@ -31,7 +31,7 @@ from rizz.core.routing import RouteDecision
 from rizz.core.sketch import update_sketch
 from rizz.core.vec import as_vector
 
-__all__ = ["content_key", "decide_distilled", "decide_memory", "decide_rules", "distill_batch"]
+__all__ = ["batch_keys", "content_key", "decide_distilled", "decide_memory", "decide_rules", "distill_batch", "write_gate"]
 
 
 def content_key(*parts: str | None) -> str:
@@ -48,7 +48,13 @@ def _centroid_cos(branch: Branch, embedding: bytes) -> float | None:
     return float(np.dot(c, as_vector(embedding)) / n) if n > 0 else None
 
 
-def _write_events(branch: Branch, policy: Policy, inp: StepInput, verdict: Verdict) -> list[object]:
+def write_gate(branch: Branch, policy: Policy, inp: StepInput, verdict: Verdict) -> list[object]:
+    """The write gate (spec §6): what the verdict on an answered ``inp`` writes into ``branch``,
+    as one event: ``EpisodeWritten`` (reward ≥ the verifier's write threshold), ``Quarantined``
+    (far from the centroid, or a middling reward), ``AntiPatternWritten`` (a parsed answer at
+    or below ``write.failure_threshold``), ``EpisodeDeduplicated`` or ``InteractionDiscarded``
+    (writes off, unparsed, low reward). Thresholds: :class:`~rizz.core.policy.WritePolicy`,
+    :class:`~rizz.core.policy.QuarantinePolicy`."""
     w, q = policy.write, policy.quarantine
     answer = inp.answer or ""
     r = verdict.reward
@@ -198,7 +204,7 @@ def decide_memory(state: AdaptiveState, policy: Policy, inp: StepInput, verdict:
                 out.append(ev.ContextStored(branch.id, item, inp.embedding))
     written: list[object] = []
     if verdict is not None and not inp.context_only:
-        written = _write_events(branch, policy, inp, verdict)
+        written = write_gate(branch, policy, inp, verdict)
         out += written
         out += decide_rules(state, policy, inp, verdict, branch.id)
         out += decide_evidence(state, policy, inp, verdict, branch.id)
