@@ -229,7 +229,7 @@ def _(e: ev.TurnRemembered, s: AdaptiveState) -> AdaptiveState:
 
 @apply.register
 def _(e: ev.StepRecorded, s: AdaptiveState) -> AdaptiveState:
-    return attrs.evolve(s, diagnostics=attrs.evolve(s.diagnostics, records=s.diagnostics.records.append(e.record)))
+    return attrs.evolve(s, history=attrs.evolve(s.history, records=s.history.records.append(e.record)))
 
 
 @apply.register

@@ -189,7 +189,7 @@ def _new_rules(branch: Branch, policy: Policy, inp: StepInput, written: list[obj
 
 
 def decide_memory(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: Verdict | None, decision: RouteDecision) -> list[object]:
-    """Events for the routed branch after the verdict: stats, writes, rules, working memory, diagnostics."""
+    """Events for the routed branch after the verdict: stats, writes, rules, working memory, history."""
     branch = state.branches[decision.branch_id]
     answered = not inp.context_only and verdict is not None
     reward = verdict.reward if answered and verdict is not None else None

@@ -10,7 +10,7 @@ records in a ``PVector`` and their embeddings in an aligned :class:`EmbeddingMat
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 import attrs
 from attrs import Factory, field, frozen
@@ -25,7 +25,7 @@ __all__ = [
     "Branch",
     "BranchStats",
     "ContextItem",
-    "Diagnostics",
+    "History",
     "Episode",
     "Evidence",
     "Label",
@@ -305,7 +305,7 @@ class Turn:
 
 @frozen
 class StepRecord:
-    """One line of diagnostics ``H``: the routing decision, reward and token counts."""
+    """One line of history ``H``: the routing decision, reward and token counts."""
 
     step: int
     item_id: str
@@ -319,7 +319,11 @@ class StepRecord:
 
 
 @frozen
-class Diagnostics:
+class History:
+    """History ``H`` of ``S = (B, W, H)`` (spec §2): one :class:`StepRecord` per step.
+    Serialised under its earlier name ``Diagnostics`` (``WIRE_NAME``), so digests hold."""
+
+    WIRE_NAME: ClassVar[str] = "Diagnostics"
     records: PVector = field(factory=pvector)  # of StepRecord
 
 
@@ -340,7 +344,7 @@ class AdaptiveState:
     branches: PMap = field(factory=pmap)
     next_branch: int = 0
     working_memory: PVector = field(factory=pvector)  # of Turn, newest last
-    diagnostics: Diagnostics = field(factory=Diagnostics)
+    history: History = field(factory=History, metadata={"wire": "diagnostics"})  # H; key "diagnostics" on the wire
     rule_ledger: PMap = field(factory=pmap)
     family_rules: PMap = field(factory=pmap)
     global_rules: PVector = field(factory=pvector)
@@ -381,7 +385,7 @@ def _in_creation_order(branches: PMap) -> list[Branch]:
 
 
 def empty_state() -> AdaptiveState:
-    """The state before the first step: no branches, empty memory and diagnostics."""
+    """The state before the first step: no branches, empty memory and history."""
     return AdaptiveState()
 
 

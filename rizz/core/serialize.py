@@ -12,6 +12,8 @@ equal their default, so a state that does not use them keeps its earlier tree an
 ``from_data`` restores the default. Fields with metadata ``digest: False`` are a function of
 another field (``ContextItem.instant_us`` of ``time``): ``to_data`` keeps them (snapshots
 restore them exactly) and ``digest`` leaves them out, so adding one changes no digest.
+Python renames keep the wire names (issue #11 §6, ``specs/glossary.md``): a class's
+``WIRE_NAME`` is its type tag, a field's metadata ``wire`` its key.
 """
 
 from __future__ import annotations
@@ -34,13 +36,23 @@ from rizz.core.vec import EmbeddingMatrix
 
 __all__ = ["canonical_json", "digest", "from_data", "to_data"]
 
+def _wire(cls: type) -> str:
+    """The record's type tag: its ``WIRE_NAME`` when it was renamed in Python (the tag written
+    before stays, so digests and snapshots hold), else its class name."""
+    return cls.__dict__.get("WIRE_NAME", cls.__name__)
+
+
 _TYPES: dict[str, type] = {}
 for _mod in (_records, _events, _inputs, _routing, _tenants):
     for _name in dir(_mod):
         _obj = getattr(_mod, _name)
         if isinstance(_obj, type) and attrs.has(_obj) and _obj.__module__ == _mod.__name__:
-            _TYPES[_name] = _obj
+            _TYPES[_wire(_obj)] = _obj
 _TYPES["MemoryStore"] = _records.MemoryStore
+# wire key -> Python field name, for the fields renamed in Python (metadata ``wire``)
+_RENAMED: dict[type, dict[str, str]] = {
+    cls: {f.metadata["wire"]: f.name for f in attrs.fields(cls) if "wire" in f.metadata} for cls in _TYPES.values()
+}
 
 
 def _b64(b: bytes) -> str:
@@ -75,14 +87,14 @@ def _tree(obj: Any, for_digest: bool) -> Any:
     if isinstance(obj, dict):
         return {"_d": [[_tree(k, for_digest), _tree(obj[k], for_digest)] for k in sorted(obj, key=repr)]}
     if attrs.has(type(obj)):
-        out: dict[str, Any] = {"_t": type(obj).__name__}
+        out: dict[str, Any] = {"_t": _wire(type(obj))}
         for f in attrs.fields(type(obj)):
             if f.metadata.get("derived") or (for_digest and f.metadata.get("digest") is False):  # derived data (the episodic index) is rebuilt, never stored
                 continue
             value = getattr(obj, f.name)
             if f.metadata.get("omit_default") and value == _default(f):
                 continue  # an optional feature that is off leaves no trace (old digests hold)
-            out[f.name] = _tree(value, for_digest)
+            out[f.metadata.get("wire", f.name)] = _tree(value, for_digest)
         return out
     raise TypeError(f"cannot serialise {type(obj).__name__}")
 
@@ -117,7 +129,8 @@ def from_data(data: Any) -> Any:
     cls = _TYPES.get(name)  # type: ignore[arg-type]
     if cls is None:
         raise ValueError(f"unknown record type {name!r}")
-    return cls(**{k: from_data(v) for k, v in data.items() if k != "_t"})
+    names = _RENAMED[cls]
+    return cls(**{names.get(k, k): from_data(v) for k, v in data.items() if k != "_t"})
 
 
 def canonical_json(obj: Any, *, for_digest: bool = False) -> str:

@@ -7,7 +7,7 @@ through the state value.
 
 A step is three decide/apply rounds: route (spawn, snap) → memory (superseded memories
 retired (issue #12 §5, :mod:`rizz.core.supersede`), stats, writes, quarantine, rule counters,
-new rules, working memory, diagnostics) → lifecycle (merge, deactivate, prune). Each round decides past-tense events against the state the previous round left and
+new rules, working memory, history) → lifecycle (merge, deactivate, prune). Each round decides past-tense events against the state the previous round left and
 folds them with :func:`rizz.core.apply.apply`.
 
 A live session (many answers in flight, verdicts late) folds the same rounds as separate
