@@ -108,7 +108,7 @@ def _(e: ev.EpisodeDeduplicated, s: AdaptiveState) -> AdaptiveState:
 @apply.register
 def _(e: ev.AntiPatternWritten, s: AdaptiveState) -> AdaptiveState:
     b = s.branches[e.branch_id]
-    return _put(s, attrs.evolve(b, failures=b.failures.add(e.anti_pattern, e.embedding)))
+    return _put(s, attrs.evolve(b, anti_patterns=b.anti_patterns.add(e.anti_pattern, e.embedding)))
 
 
 @apply.register
@@ -199,7 +199,7 @@ def _(e: ev.BranchesMerged, s: AdaptiveState) -> AdaptiveState:
         sketch=merge_sketches(kept.sketch, gone.sketch),
         episodes=kept.episodes.merged(gone.episodes),
         rules=kept.rules.extend(r for r in gone.rules if r.id not in known),
-        failures=kept.failures.merged(gone.failures),
+        anti_patterns=kept.anti_patterns.merged(gone.anti_patterns),
         context=kept.context.merged(gone.context),
         quarantine=kept.quarantine.extend(gone.quarantine),
         stats=stats,

@@ -155,7 +155,7 @@ def prompt_blocks(retrieved: Retrieved, text: str, instruction: str | None, evid
         "examples": [PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer), s.score) for s in retrieved.examples],  # type: ignore[attr-defined]
         "mistakes": [
             PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer, "Wrong answer"), s.score)  # type: ignore[attr-defined]
-            for s in retrieved.failures
+            for s in retrieved.anti_patterns
         ],
         "working_memory": [PromptItem(f"turn-{t.step}", _fmt_pair(t.input, t.answer), float(t.step)) for t in retrieved.working],
         "input": [PromptItem("input", text, 0.0)],

@@ -74,7 +74,7 @@ def write_gate(branch: Branch, policy: Policy, inp: StepInput, verdict: Verdict)
     if not verdict.parsed:
         return [ev.InteractionDiscarded(bid, "unparsed", inp.step)]
     if r <= w.failure_threshold:
-        if w.dedupe and key in branch.failures.keys:
+        if w.dedupe and key in branch.anti_patterns.keys:
             return [ev.EpisodeDeduplicated(bid, key)]
         scope = inp.scope if w.supersede else None  # kept only when supersede needs it (older digests unchanged)
         return [ev.AntiPatternWritten(bid, AntiPattern(key, inp.text, answer, r, inp.step, scope), inp.embedding)]

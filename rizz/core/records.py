@@ -283,12 +283,17 @@ class Branch:
     shape: str | None  # output shape it serves (None: context branch or unknown)
     episodes: MemoryStore = field(factory=MemoryStore)
     rules: PVector = field(factory=pvector)  # of Rule
-    failures: MemoryStore = field(factory=MemoryStore)
+    anti_patterns: MemoryStore = field(factory=MemoryStore, metadata={"wire": "failures"})  # N; key "failures" on the wire
     context: MemoryStore = field(factory=MemoryStore)
     quarantine: PVector = field(factory=pvector)  # of QuarantinedItem
     stats: BranchStats = field(factory=BranchStats)
     active: bool = True
     sketch: Sketch | None = field(default=None, metadata={"omit_default": True})  # sketch.enabled only
+
+    @property
+    def failures(self) -> MemoryStore:
+        """Deprecated alias of :attr:`anti_patterns` (its name before issue #11 §6)."""
+        return self.anti_patterns
 
 
 @frozen

@@ -7,7 +7,7 @@
 * Procedural rules: the selected branch's candidate and active rules, active rules of other
   branches, and the family and global playbooks; score
   ``cos(u_j, φ(x)) · clip(1 + α(H_j − A_j), m_min, m_max)`` (α 0.30, m_min 0.30, m_max 3.00).
-* Anti-patterns: the selected branch only — failures never leave their branch.
+* Anti-patterns: the selected branch only — they never leave their branch.
 * Scoped context: items whose scope equals the input's scope key, from any branch (a scope
   key names one conversation/session, so this cannot mix task families — the project's
   reading of spec §4, see ``specs/step-semantics.md``); when none match, all of the selected
@@ -52,9 +52,14 @@ class Retrieved:
 
     examples: tuple[Scored, ...] = ()
     rules: tuple[Scored, ...] = ()
-    failures: tuple[Scored, ...] = ()
+    anti_patterns: tuple[Scored, ...] = ()  # the prompt's "mistakes" block
     context: tuple[Scored, ...] = ()
     working: tuple[Turn, ...] = ()
+
+    @property
+    def failures(self) -> tuple[Scored, ...]:
+        """Deprecated alias of :attr:`anti_patterns` (its name before issue #11 §6)."""
+        return self.anti_patterns
 
 
 _NO_COUNTS = RuleCounters()  # counters of a rule missing from the ledger (frozen, shared)
@@ -225,11 +230,11 @@ def _rules(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, 
     return tuple(Scored(r, round(s, 6), bid) for s, _, r, bid in out[: policy.retrieval.rules_k])
 
 
-def _failures(branch: Branch | None, policy: Policy, inp: StepInput) -> tuple[Scored, ...]:
-    if branch is None or not len(branch.failures):
+def _anti_patterns(branch: Branch | None, policy: Policy, inp: StepInput) -> tuple[Scored, ...]:
+    if branch is None or not len(branch.anti_patterns):
         return ()
-    scores = branch.failures.matrix.dots(as_vector(inp.embedding))
-    return tuple(Scored(branch.failures.records[i], round(float(scores[i]), 6), branch.id) for i in _top(scores, policy.retrieval.failures_k))
+    scores = branch.anti_patterns.matrix.dots(as_vector(inp.embedding))
+    return tuple(Scored(branch.anti_patterns.records[i], round(float(scores[i]), 6), branch.id) for i in _top(scores, policy.retrieval.failures_k))
 
 
 def _context(state: AdaptiveState, policy: Policy, inp: StepInput, branch: Branch | None) -> tuple[Scored, ...]:
@@ -267,7 +272,7 @@ def retrieve(state: AdaptiveState, policy: Policy, inp: StepInput, decision: Rou
     return Retrieved(
         examples=_examples_zoned(state, policy, inp, decision.branch_id, decision.label.function) if shown("examples") else (),
         rules=_rules(state, policy, inp, decision.branch_id, decision.label.function) if shown("rules") else (),
-        failures=_failures(branch, policy, inp) if shown("mistakes") else (),
+        anti_patterns=_anti_patterns(branch, policy, inp) if shown("mistakes") else (),
         context=_context(state, policy, inp, branch) if shown("scoped_context") else (),
         working=working if shown("working_memory") else (),
     )

@@ -124,9 +124,9 @@ def decide_supersede(state: AdaptiveState, policy: Policy, inp: StepInput, verdi
         eps = [(bid, e) for bid, e in _same_input_episodes(state, q, inp.text, inp.scope) if e.answer != ans]
         out += [ev.MemoryRetired(bid, "episodes", e.key, why, t) for bid, e in eps]
         for b in state.branches.values():
-            for a in _same_input(b.failures, q, inp.text, inp.scope, "input"):
+            for a in _same_input(b.anti_patterns, q, inp.text, inp.scope, "input"):
                 if a.answer == ans:  # type: ignore[attr-defined]
-                    out.append(ev.MemoryRetired(b.id, "failures", a.key, why, t))  # type: ignore[attr-defined]
+                    out.append(ev.MemoryRetired(b.id, "anti_patterns", a.key, why, t))  # type: ignore[attr-defined]
         wrong = lambda turn: turn.answer != ans  # noqa: E731
     elif verdict.reward <= w.failure_threshold:
         why = f"superseded: answer {ans!r} failed verification at step {t}"

@@ -52,9 +52,9 @@ def _fail_then_ask(policy):
 
 def test_mistakes_without_a_verified_example_are_not_shown():
     _, plan = _fail_then_ask(Policy())
-    assert len(plan.retrieved.failures) == 2  # today's behaviour: the collapse's prompt
+    assert len(plan.retrieved.anti_patterns) == 2  # today's behaviour: the collapse's prompt
     _, plan = _fail_then_ask(_pol(evidence={"enabled": True, "mistakes_need_examples": True}))
-    assert plan.retrieved.failures == ()
+    assert plan.retrieved.anti_patterns == ()
 
 
 def test_block_evidence_withholds_a_block_that_has_not_helped():
@@ -73,7 +73,7 @@ def test_block_evidence_withholds_a_block_that_has_not_helped():
     e = s.branches["b0"].stats.block_evidence["mistakes"]
     assert (e.shown, e.harmful, e.helpful, e.shown_reward) == (3, 3, 0, 0.0)
     assert withheld(e, p)
-    assert r.plan(s, make_input(6, 1, seed=6)).retrieved.failures == ()
+    assert r.plan(s, make_input(6, 1, seed=6)).retrieved.anti_patterns == ()
     # the examples were shown in the same losing steps: the same evidence withholds them
     assert r.plan(s, make_input(6, 1, seed=6)).retrieved.examples == ()
     assert len(rizz(Policy()).plan(s, make_input(6, 1, seed=6)).retrieved.examples) == 2

@@ -85,7 +85,7 @@ def test_new_fields_at_their_defaults_leave_the_serialised_form_unchanged() -> N
     s = r.step(s, make_input(1, 1, answer="3", scope="bo"), Verdict(0.0))
     text = canonical_json(s)
     assert '"time"' not in text and '"scope":"bo"' in text
-    assert all(a.scope is None for b in s.branches.values() for a in b.failures.records)  # supersede off: as before
+    assert all(a.scope is None for b in s.branches.values() for a in b.anti_patterns.records)  # supersede off: as before
     timed = r.step(r.init(), _ctx(0, "Bo: hello.", "2026-05-24"), None)
     assert '"time":"2026-05-24"' in canonical_json(timed)
     assert from_data(to_data(timed)) == timed
@@ -147,7 +147,7 @@ def test_after_any_history_the_newest_verified_answer_is_the_only_episode(histor
         elif reward == 0.0:
             failed_since.add(ans)
     episodes = {e.answer for b in s.branches.values() for e in b.episodes.records}
-    mistakes = {a.answer for b in s.branches.values() for a in b.failures.records}
+    mistakes = {a.answer for b in s.branches.values() for a in b.anti_patterns.records}
     want = {last_verified} - failed_since if last_verified is not None else set()
     assert episodes == want
     if last_verified is not None and last_verified not in failed_since:

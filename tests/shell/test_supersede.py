@@ -63,7 +63,7 @@ def test_the_newest_verified_answer_wins(fake_model) -> None:
         assert "Answer: 12" in text and "Wrong answer: 10" in text and "Answer: 10" not in text
     (b,) = s.state.branches.values()
     assert [e.answer for e in b.episodes.records] == ["12"]
-    assert [a.answer for a in b.failures.records] == ["10"]
+    assert [a.answer for a in b.anti_patterns.records] == ["10"]
     assert [(q.answer, q.reason) for q in b.quarantine] == [("10", "superseded: answer '10' failed verification at step 3")]
 
 
@@ -72,7 +72,7 @@ def test_a_price_back_to_its_old_value_retires_the_newer_episode_and_the_mistake
     said = SAID + ["10", "10"]
     prompts, events, s = _run(True, fake_model, said, refs)
     retired = sorted((e.store, e.reason) for e in events[7] if isinstance(e, ev.MemoryRetired))
-    assert retired == [("episodes", "superseded: answer '10' verified at step 7"), ("failures", "superseded: answer '10' verified at step 7")]
+    assert retired == [("anti_patterns", "superseded: answer '10' verified at step 7"), ("episodes", "superseded: answer '10' verified at step 7")]
     assert "Answer: 10" in prompts[8] and "Answer: 12" not in prompts[8] and "Wrong answer: 10" not in prompts[8]
 
 
@@ -145,6 +145,6 @@ def test_a_price_back_to_10_retires_the_rule_and_turns_of_12(fake_model) -> None
     refs, said = REFS + ["10", "10"], SAID + ["10", "10"]
     prompts, events, s = _run_all_blocks(True, fake_model, said, refs)
     stores = sorted(e.store for e in events[7] if isinstance(e, ev.MemoryRetired))
-    assert stores == ["episodes", "failures", "rules", "working_memory", "working_memory", "working_memory"]
+    assert stores == ["anti_patterns", "episodes", "rules", "working_memory", "working_memory", "working_memory"]
     b = _blocks(prompts[8])
     assert "Answer: 12" not in prompts[8].text and "THEN Answer: 10" in b["rules"] and "Answer: 10" in b["working_memory"]
