@@ -53,7 +53,7 @@ def measure(path: str, cross_scope: bool, embedder: Embedder) -> dict[str, int]:
             state = core.step(state, x, None)
             continue
         x = attrs.evolve(x, label=LABEL, label_embedding=lab.tobytes(), answer=el.references[0])
-        ex = core.plan(state, x).retrieved.examples
+        ex = core.plan(state, x).retrieved.episodes
         if el.scope != first_scope:
             foreign = [s for s in ex if s.item.scope != el.scope]
             out["questions"] += 1

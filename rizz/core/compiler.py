@@ -152,7 +152,7 @@ def prompt_blocks(retrieved: Retrieved, text: str, instruction: str | None, evid
         "instruction": [PromptItem("instruction", instruction, 0.0)] if instruction else [],
         "evidence": [PromptItem(f"evidence-{i}", p, -float(i)) for i, p in enumerate(ev)],
         "rules": [PromptItem(s.item.id, s.item.text(), s.score) for s in retrieved.rules],  # type: ignore[attr-defined]
-        "examples": [PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer), s.score) for s in retrieved.examples],  # type: ignore[attr-defined]
+        "examples": [PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer), s.score) for s in retrieved.episodes],  # type: ignore[attr-defined]
         "mistakes": [
             PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer, "Wrong answer"), s.score)  # type: ignore[attr-defined]
             for s in retrieved.anti_patterns

@@ -50,11 +50,16 @@ class Scored:
 class Retrieved:
     """The retrieved material ``R_t`` (spec §4), each block sorted by score, best first."""
 
-    examples: tuple[Scored, ...] = ()
+    episodes: tuple[Scored, ...] = ()  # the prompt's "examples" block
     rules: tuple[Scored, ...] = ()
     anti_patterns: tuple[Scored, ...] = ()  # the prompt's "mistakes" block
     context: tuple[Scored, ...] = ()
     working: tuple[Turn, ...] = ()
+
+    @property
+    def examples(self) -> tuple[Scored, ...]:
+        """Deprecated alias of :attr:`episodes` (its name before issue #11 §6)."""
+        return self.episodes
 
     @property
     def failures(self) -> tuple[Scored, ...]:
@@ -118,22 +123,22 @@ def _zone_ok(state: AdaptiveState, policy: Policy, b: Branch, selected: str, fun
     return admitted(state, policy, b.id, selected)
 
 
-def _examples_zoned(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, function: str) -> tuple[Scored, ...]:
-    """``_examples`` under the read zone: ``own_first`` takes the routed branch's top-k, then
+def _episodes_zoned(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, function: str) -> tuple[Scored, ...]:
+    """``_episodes`` under the read zone: ``own_first`` takes the routed branch's top-k, then
     fills the rest from the other eligible branches."""
     p = policy.retrieval
     if p.zone == "global" and not p.zone_gate:
-        return _examples(state, policy, inp, selected)
+        return _episodes(state, policy, inp, selected)
     if p.zone != "own_first":
-        return _examples(state, policy, inp, selected, function)
-    own = _examples(state, policy, inp, selected, function, with_others=False)
+        return _episodes(state, policy, inp, selected, function)
+    own = _episodes(state, policy, inp, selected, function, with_others=False)
     if len(own) >= p.examples_k:
         return own
-    rest = [s for s in _examples(state, policy, inp, selected, function, own_rows=False) if s.branch_id != selected]
+    rest = [s for s in _episodes(state, policy, inp, selected, function, own_rows=False) if s.branch_id != selected]
     return own + tuple(rest[: p.examples_k - len(own)])
 
 
-def _examples(
+def _episodes(
     state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, function: str | None = None,
     *, with_others: bool = True, own_rows: bool = True,
 ) -> tuple[Scored, ...]:
@@ -270,7 +275,7 @@ def retrieve(state: AdaptiveState, policy: Policy, inp: StepInput, decision: Rou
         return block_shown(branch, block, policy)
 
     return Retrieved(
-        examples=_examples_zoned(state, policy, inp, decision.branch_id, decision.label.function) if shown("examples") else (),
+        episodes=_episodes_zoned(state, policy, inp, decision.branch_id, decision.label.function) if shown("examples") else (),
         rules=_rules(state, policy, inp, decision.branch_id, decision.label.function) if shown("rules") else (),
         anti_patterns=_anti_patterns(branch, policy, inp) if shown("mistakes") else (),
         context=_context(state, policy, inp, branch) if shown("scoped_context") else (),

@@ -76,7 +76,7 @@ class Interleaved(RuleBasedStateMachine):
         plan = self.runs["default"].plan(self.states["default"], x)
         assert all(f.branch_id == plan.decision.branch_id for f in plan.retrieved.anti_patterns)
         assert all(family_of(f.item.input) == family for f in plan.retrieved.anti_patterns)
-        assert all(family_of(e.item.input) == family for e in plan.retrieved.examples)
+        assert all(family_of(e.item.input) == family for e in plan.retrieved.episodes)
         # The single-branch ablation shares one memory: a failure of another family is shown.
         single = self.states["single"]
         fails = [family_of(f.input) for b in single.branches.values() for f in b.anti_patterns.records]
@@ -100,7 +100,7 @@ def test_single_branch_interferes_default_does_not():
             fam = t % 4
             x = make_input(t, fam, seed=t, answer=f"a{t}")
             plan = r.plan(s, x)
-            n += sum(family_of(i.item.input) != fam for i in plan.retrieved.examples + plan.retrieved.anti_patterns)
+            n += sum(family_of(i.item.input) != fam for i in plan.retrieved.episodes + plan.retrieved.anti_patterns)
             s = r.step(s, x, Verdict(float(t % 3 == 0)))
         foreign[name] = n
     assert foreign["default"] == 0 and foreign["single"] > 40

@@ -38,3 +38,4 @@ def test_anti_patterns_keep_the_wire_key_failures() -> None:
     r = rizz(Policy())
     plan = r.plan(s, make_input(12, 0, seed=0))
     assert plan.retrieved.failures is plan.retrieved.anti_patterns
+    assert plan.retrieved.examples is plan.retrieved.episodes and len(plan.retrieved.episodes) > 0

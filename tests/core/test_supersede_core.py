@@ -123,8 +123,8 @@ def test_scope_walled_examples_equal_the_open_ranking_filtered_by_scope() -> Non
         d = route(s, base, x)
         wide = attrs.evolve(base, retrieval=attrs.evolve(base.retrieval, examples_k=1000))
         walled_policy = attrs.evolve(base, retrieval=attrs.evolve(base.retrieval, examples_cross_scope=False))
-        got = retrieve(s, walled_policy, x, d).examples
-        ref = [e for e in retrieve(s, wide, x, d).examples if e.item.scope in (None, scope)][: base.retrieval.examples_k]
+        got = retrieve(s, walled_policy, x, d).episodes
+        ref = [e for e in retrieve(s, wide, x, d).episodes if e.item.scope in (None, scope)][: base.retrieval.examples_k]
         assert [(e.item.key, e.branch_id) for e in got] == [(e.item.key, e.branch_id) for e in ref]
         assert all(e.item.scope in (None, scope) for e in got)
 
