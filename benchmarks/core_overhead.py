@@ -267,7 +267,7 @@ def _index_bytes(state: AdaptiveState) -> int:
 def _matrix_bytes(state: AdaptiveState) -> int:
     total = _index_bytes(state)
     for b in state.branches.values():
-        for store in (b.episodes, b.failures, b.context):
+        for store in (b.episodes, b.anti_patterns, b.context):
             st = store.matrix._st  # noqa: SLF001 - measuring allocated capacity
             total += st.data.nbytes if st is not None else 0
     return total

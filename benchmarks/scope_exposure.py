@@ -48,12 +48,12 @@ def measure(path: str, cross_scope: bool, embedder: Embedder) -> dict[str, int]:
            "foreign_with_answer": 0}
     for t, (el, v) in enumerate(zip(elements, vecs)):
         x = StepInput(t, el.id, el.input, v.tobytes(), instruction=el.instruction, scope=el.scope, shape=el.shape,
-                      context_only=el.context_only, time=el.time)
+                      context_only=el.context_only, time=el.time, instant_us=el.instant_us)
         if el.context_only:
             state = core.step(state, x, None)
             continue
         x = attrs.evolve(x, label=LABEL, label_embedding=lab.tobytes(), answer=el.references[0])
-        ex = core.plan(state, x).retrieved.examples
+        ex = core.plan(state, x).retrieved.episodes
         if el.scope != first_scope:
             foreign = [s for s in ex if s.item.scope != el.scope]
             out["questions"] += 1

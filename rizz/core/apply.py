@@ -108,7 +108,7 @@ def _(e: ev.EpisodeDeduplicated, s: AdaptiveState) -> AdaptiveState:
 @apply.register
 def _(e: ev.AntiPatternWritten, s: AdaptiveState) -> AdaptiveState:
     b = s.branches[e.branch_id]
-    return _put(s, attrs.evolve(b, failures=b.failures.add(e.anti_pattern, e.embedding)))
+    return _put(s, attrs.evolve(b, anti_patterns=b.anti_patterns.add(e.anti_pattern, e.embedding)))
 
 
 @apply.register
@@ -199,7 +199,7 @@ def _(e: ev.BranchesMerged, s: AdaptiveState) -> AdaptiveState:
         sketch=merge_sketches(kept.sketch, gone.sketch),
         episodes=kept.episodes.merged(gone.episodes),
         rules=kept.rules.extend(r for r in gone.rules if r.id not in known),
-        failures=kept.failures.merged(gone.failures),
+        anti_patterns=kept.anti_patterns.merged(gone.anti_patterns),
         context=kept.context.merged(gone.context),
         quarantine=kept.quarantine.extend(gone.quarantine),
         stats=stats,
@@ -229,11 +229,15 @@ def _(e: ev.TurnRemembered, s: AdaptiveState) -> AdaptiveState:
 
 @apply.register
 def _(e: ev.StepRecorded, s: AdaptiveState) -> AdaptiveState:
-    return attrs.evolve(s, diagnostics=attrs.evolve(s.diagnostics, records=s.diagnostics.records.append(e.record)))
+    return attrs.evolve(s, history=attrs.evolve(s.history, records=s.history.records.append(e.record)))
 
 
 @apply.register
 def _(e: ev.MemoryRetired, s: AdaptiveState) -> AdaptiveState:
+    if e.store == "rules":
+        return _retire_rule(e, s)
+    if e.store == "working_memory":
+        return _retire_turn(e, s)
     b = s.branches[e.branch_id]
     store = getattr(b, e.store)
     rec = next(r for r in store.records if r.key == e.key)
@@ -248,6 +252,27 @@ def _(e: ev.MemoryRetired, s: AdaptiveState) -> AdaptiveState:
     b = _stats(b, centroid_sum=csum.astype(np.float32).tobytes() if len(b.episodes) else b"")
     branches = s.branches.set(b.id, b)
     return attrs.evolve(s, branches=branches, episode_index=EpisodeIndex.build(branches.values()))
+
+
+def _retire_rule(e: ev.MemoryRetired, s: AdaptiveState) -> AdaptiveState:
+    """A rule distilled from a superseded episode: out of the branch's rules, into its
+    quarantine (``input`` = the rule's text), its counters retired (so no tier shows it)."""
+    b = s.branches[e.branch_id]
+    rule = next(r for r in b.rules if r.id == e.key)
+    item = QuarantinedItem(rule.id, rule.text(), "", 0.0, e.reason, e.step)
+    s = _put(s, attrs.evolve(b, rules=pvector(r for r in b.rules if r.id != e.key), quarantine=b.quarantine.append(item)))
+    return _ledger(s, e.key, status="retired")
+
+
+def _retire_turn(e: ev.MemoryRetired, s: AdaptiveState) -> AdaptiveState:
+    """A working-memory turn (``key`` = ``turn-<step>``) carrying a contradicted answer: out of
+    ``W``, into its branch's quarantine when the branch still exists."""
+    turn = next(t for t in s.working_memory if f"turn-{t.step}" == e.key)
+    s = attrs.evolve(s, working_memory=pvector(t for t in s.working_memory if t is not turn))
+    b = s.branches.get(e.branch_id)
+    if b is None:
+        return s
+    return _put(s, attrs.evolve(b, quarantine=b.quarantine.append(QuarantinedItem(e.key, turn.input, turn.answer, turn.reward, e.reason, e.step))))
 
 
 @apply.register

@@ -10,7 +10,8 @@ budget shrinks the prompt becomes exactly the frozen baseline's (layout ``instru
 evidence, input``).
 
 Scoped context items with a ``metadata.time`` are shown as ``[TIME] text`` and written in
-the order of their actual instants, oldest first (issue #12 §4; :mod:`rizz.core.timekeys`);
+the order of their actual instants, oldest first (issue #12 §4; the shell parses the time into
+``ContextItem.instant_us``, :mod:`rizz.shell.timekeys`; the compiler only compares);
 which items are kept under the budget still follows their scores.
 
 Token counting is a function handed in (the shell passes the model's own tokenizer); the
@@ -25,7 +26,6 @@ from attrs import frozen
 
 from rizz.core.policy import PROTECTED_BLOCKS, CompilerPolicy
 from rizz.core.retrieval import Retrieved
-from rizz.core.timekeys import instant
 
 __all__ = [
     "HEADERS",
@@ -76,13 +76,13 @@ class PromptBudgetError(ValueError):
 
 @frozen
 class PromptItem:
-    """One item of a block. ``at`` = (instant in seconds UTC, step) for a time-stamped scoped
-    context item (its display order), else None."""
+    """One item of a block. ``at`` = (instant in integer microseconds UTC, step) for a
+    time-stamped scoped context item (its display order), else None."""
 
     id: str
     text: str
     score: float
-    at: tuple[float, int] | None = None
+    at: tuple[int, int] | None = None
 
 
 @frozen
@@ -131,7 +131,7 @@ def _context_item(item: object, score: float) -> PromptItem:
     time = getattr(item, "time", None)
     if time is None:
         return PromptItem(item.key, item.text, score)  # type: ignore[attr-defined]
-    return PromptItem(item.key, f"[{time}] {item.text}", score, (instant(time), item.step))  # type: ignore[attr-defined]
+    return PromptItem(item.key, f"[{time}] {item.text}", score, (item.instant_us, item.step))  # type: ignore[attr-defined]
 
 
 def _time_ordered(items: list[PromptItem]) -> list[PromptItem]:
@@ -152,10 +152,10 @@ def prompt_blocks(retrieved: Retrieved, text: str, instruction: str | None, evid
         "instruction": [PromptItem("instruction", instruction, 0.0)] if instruction else [],
         "evidence": [PromptItem(f"evidence-{i}", p, -float(i)) for i, p in enumerate(ev)],
         "rules": [PromptItem(s.item.id, s.item.text(), s.score) for s in retrieved.rules],  # type: ignore[attr-defined]
-        "examples": [PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer), s.score) for s in retrieved.examples],  # type: ignore[attr-defined]
+        "examples": [PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer), s.score) for s in retrieved.episodes],  # type: ignore[attr-defined]
         "mistakes": [
             PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer, "Wrong answer"), s.score)  # type: ignore[attr-defined]
-            for s in retrieved.failures
+            for s in retrieved.anti_patterns
         ],
         "working_memory": [PromptItem(f"turn-{t.step}", _fmt_pair(t.input, t.answer), float(t.step)) for t in retrieved.working],
         "input": [PromptItem("input", text, 0.0)],

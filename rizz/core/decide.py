@@ -31,7 +31,7 @@ from rizz.core.routing import RouteDecision
 from rizz.core.sketch import update_sketch
 from rizz.core.vec import as_vector
 
-__all__ = ["content_key", "decide_distilled", "decide_memory", "decide_rules", "distill_batch"]
+__all__ = ["batch_keys", "content_key", "decide_distilled", "decide_memory", "decide_rules", "distill_batch", "write_gate"]
 
 
 def content_key(*parts: str | None) -> str:
@@ -48,7 +48,13 @@ def _centroid_cos(branch: Branch, embedding: bytes) -> float | None:
     return float(np.dot(c, as_vector(embedding)) / n) if n > 0 else None
 
 
-def _write_events(branch: Branch, policy: Policy, inp: StepInput, verdict: Verdict) -> list[object]:
+def write_gate(branch: Branch, policy: Policy, inp: StepInput, verdict: Verdict) -> list[object]:
+    """The write gate (spec §6): what the verdict on an answered ``inp`` writes into ``branch``,
+    as one event: ``EpisodeWritten`` (reward ≥ the verifier's write threshold), ``Quarantined``
+    (far from the centroid, or a middling reward), ``AntiPatternWritten`` (a parsed answer at
+    or below ``write.failure_threshold``), ``EpisodeDeduplicated`` or ``InteractionDiscarded``
+    (writes off, unparsed, low reward). Thresholds: :class:`~rizz.core.policy.WritePolicy`,
+    :class:`~rizz.core.policy.QuarantinePolicy`."""
     w, q = policy.write, policy.quarantine
     answer = inp.answer or ""
     r = verdict.reward
@@ -68,7 +74,7 @@ def _write_events(branch: Branch, policy: Policy, inp: StepInput, verdict: Verdi
     if not verdict.parsed:
         return [ev.InteractionDiscarded(bid, "unparsed", inp.step)]
     if r <= w.failure_threshold:
-        if w.dedupe and key in branch.failures.keys:
+        if w.dedupe and key in branch.anti_patterns.keys:
             return [ev.EpisodeDeduplicated(bid, key)]
         scope = inp.scope if w.supersede else None  # kept only when supersede needs it (older digests unchanged)
         return [ev.AntiPatternWritten(bid, AntiPattern(key, inp.text, answer, r, inp.step, scope), inp.embedding)]
@@ -132,9 +138,19 @@ def decide_rules(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: 
     return out
 
 
-def decide_distilled(branch: Branch, policy: Policy, step: int, candidates: tuple[CandidateRule, ...], distilled: bool) -> list[object]:
+def batch_keys(policy: Policy, episode_keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The content keys a rule distilled now records as its ``sources``: the last
+    ``rules.distill_every`` of the branch's ``episode_keys`` (the batch :func:`distill_batch`
+    gives), or () unless ``write.supersede`` and ``write.supersede_derived`` are on."""
+    w = policy.write
+    return episode_keys[-policy.rules.distill_every :] if w.supersede and w.supersede_derived else ()
+
+
+def decide_distilled(branch: Branch, policy: Policy, step: int, candidates: tuple[CandidateRule, ...], distilled: bool,
+                     sources: tuple[str, ...] = ()) -> list[object]:
     """``RuleAdded`` for each new candidate (not already in ``branch``, room under
-    ``max_per_branch``; id ``r<step>-<i>``), then ``DistillationRecorded`` when ``distilled``."""
+    ``max_per_branch``; id ``r<step>-<i>``; ``sources``: the batch's episode keys, see
+    :func:`batch_keys`), then ``DistillationRecorded`` when ``distilled``."""
     if not policy.rules.enabled:
         return []
     out: list[object] = []
@@ -143,7 +159,7 @@ def decide_distilled(branch: Branch, policy: Policy, step: int, candidates: tupl
     for i, cand in enumerate(candidates):
         if room <= 0 or (cand.antecedent, cand.strategy) in known:
             continue
-        rule = Rule(f"r{step}-{i}", cand.antecedent, cand.strategy, cand.embedding, branch.id, branch.label.function, step)
+        rule = Rule(f"r{step}-{i}", cand.antecedent, cand.strategy, cand.embedding, branch.id, branch.label.function, step, sources)
         out.append(ev.RuleAdded(branch.id, rule))
         known.add((cand.antecedent, cand.strategy))
         room -= 1
@@ -152,12 +168,28 @@ def decide_distilled(branch: Branch, policy: Policy, step: int, candidates: tupl
     return out
 
 
-def _new_rules(branch: Branch, policy: Policy, inp: StepInput) -> list[object]:
-    return decide_distilled(branch, policy, inp.step, inp.candidate_rules, inp.distilled)
+def _derived(policy: Policy) -> bool:
+    """``write.supersede_derived`` in effect (it needs ``write.supersede``)."""
+    return policy.write.supersede and policy.write.supersede_derived
+
+
+def _contradicted_turn(policy: Policy, verdict: Verdict) -> bool:
+    """Under ``write.supersede_derived`` a substantive failure's turn is not remembered: its
+    answer is contradicted by its own verdict (issue #12 §5; it is kept as an anti-pattern)."""
+    return _derived(policy) and verdict.parsed and verdict.reward <= policy.write.failure_threshold
+
+
+def _new_rules(branch: Branch, policy: Policy, inp: StepInput, written: list[object]) -> list[object]:
+    """Rules handed in with the step (one-step mode): their batch is the branch's episodes
+    after this step's write (``written``: the step's write events)."""
+    if not inp.candidate_rules and not inp.distilled:
+        return []
+    keys = tuple(e.key for e in branch.episodes.records[-policy.rules.distill_every :]) + tuple(e.episode.key for e in written if isinstance(e, ev.EpisodeWritten))
+    return decide_distilled(branch, policy, inp.step, inp.candidate_rules, inp.distilled, batch_keys(policy, keys))
 
 
 def decide_memory(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: Verdict | None, decision: RouteDecision) -> list[object]:
-    """Events for the routed branch after the verdict: stats, writes, rules, working memory, diagnostics."""
+    """Events for the routed branch after the verdict: stats, writes, rules, working memory, history."""
     branch = state.branches[decision.branch_id]
     answered = not inp.context_only and verdict is not None
     reward = verdict.reward if answered and verdict is not None else None
@@ -168,19 +200,22 @@ def decide_memory(state: AdaptiveState, policy: Policy, inp: StepInput, verdict:
             if policy.write.dedupe and key in branch.context.keys:
                 out.append(ev.EpisodeDeduplicated(branch.id, key))
             else:
-                item = ContextItem(key, inp.text, inp.scope, inp.step, inp.time)
+                item = ContextItem(key, inp.text, inp.scope, inp.step, inp.time, inp.instant_us)
                 out.append(ev.ContextStored(branch.id, item, inp.embedding))
-    elif verdict is not None:
-        out += _write_events(branch, policy, inp, verdict)
+    written: list[object] = []
+    if verdict is not None and not inp.context_only:
+        written = write_gate(branch, policy, inp, verdict)
+        out += written
         out += decide_rules(state, policy, inp, verdict, branch.id)
         out += decide_evidence(state, policy, inp, verdict, branch.id)
         if decision.features and policy.routing.router == "linucb":
             out.append(ev.BanditUpdated(decision.features, verdict.reward))
         if policy.sketch.enabled:
             out.append(ev.SketchUpdated(branch.id, update_sketch(branch.sketch, inp.embedding, policy.sketch.rank, policy.sketch.decay)))
-        if policy.write.working_memory_size > 0 and inp.answer is not None:
-            out.append(ev.TurnRemembered(Turn(inp.step, branch.id, inp.text, inp.answer, verdict.reward), policy.write.working_memory_size))
-    out += _new_rules(branch, policy, inp)
+        if policy.write.working_memory_size > 0 and inp.answer is not None and not _contradicted_turn(policy, verdict):
+            scope = inp.scope if _derived(policy) else None  # kept only when supersede needs it (older digests unchanged)
+            out.append(ev.TurnRemembered(Turn(inp.step, branch.id, inp.text, inp.answer, verdict.reward, scope), policy.write.working_memory_size))
+    out += _new_rules(branch, policy, inp, written)
     rec = StepRecord(inp.step, inp.item_id, branch.id, decision.score, decision.spawn is not None, reward, inp.prompt_tokens, inp.completion_tokens, inp.dropped)
     out.append(ev.StepRecorded(rec))
     return out

@@ -188,8 +188,10 @@ class StepRecorded:
 @frozen
 class MemoryRetired:
     """A stored memory contradicted by a newer verdict about the same input (issue #12 §5):
-    removed from ``store`` (``episodes`` | ``failures`` | ``context``) of ``branch_id`` and
-    kept in that branch's quarantine (never retrieved) with ``reason``."""
+    removed from ``store`` (``episodes`` | ``anti_patterns`` | ``context``; under
+    ``write.supersede_derived`` also ``rules``, ``key`` a rule id, whose counters are retired,
+    and ``working_memory``, ``key`` ``turn-<step>``) of ``branch_id`` and kept in that branch's
+    quarantine (never retrieved) with ``reason``."""
 
     branch_id: str
     store: str

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from attrs import field, frozen
 
-from rizz.core.records import Label
+from rizz.core.records import Label, check_time_pair
 from rizz.core.vec import to_bytes
 
 __all__ = ["CandidateRule", "StepInput", "Verdict"]
@@ -66,8 +66,11 @@ class StepInput:
       distilled: True when the shell asked for a distillation at this step (resets the batch).
       tenant: ``metadata.tenant``, or None. A hard wall: :mod:`rizz.core.tenants` steps each
         tenant's own sub-state, so no memory crosses tenants (issue #12 §2).
-      time: ``metadata.time`` as canonical ISO 8601 text (see :mod:`rizz.core.timekeys`), or
-        None; stored with scoped context, shown with it and used to order it.
+      time: ``metadata.time`` as canonical ISO 8601 text, or None; stored with scoped context
+        and shown with it.
+      instant_us: the instant of ``time``, integer microseconds since 1970-01-01 UTC (orders
+        scoped context and restatements), None exactly when ``time`` is. Both are parsed by the
+        shell (:func:`rizz.shell.timekeys.time_fields`); the core never reads a calendar.
       prompt_blocks: the memory blocks the compiled prompt showed (for block evidence, issue #10).
       declared_label: a caller-declared label (``metadata.label``), used only under
         ``routing.declared_label``; None otherwise.
@@ -96,3 +99,4 @@ class StepInput:
     time: str | None = field(default=None, metadata={"omit_default": True})
     prompt_blocks: tuple[str, ...] = field(default=(), converter=tuple, metadata={"omit_default": True})
     declared_label: Label | None = field(default=None, metadata={"omit_default": True})
+    instant_us: int | None = field(default=None, validator=check_time_pair, metadata={"omit_default": True})

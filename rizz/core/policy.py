@@ -197,6 +197,13 @@ class WritePolicy:
         "rizz (issue #12 §5)",
         "a verdict retires the stored memories of the same input (text and scope) it contradicts: the newest verified answer wins (rizz/core/supersede.py)",
     )
+    supersede_derived: bool = _optional(_flag(
+        False,
+        "rizz (issue #12 §5)",
+        "with supersede: also retire what was derived from a contradicted answer: working-memory turns of the same input "
+        "that carry it (a substantive failure's own turn is not remembered) and procedural rules distilled from a "
+        "superseded episode (rizz/core/supersede.py)",
+    ))
 
 
 @frozen

@@ -10,7 +10,7 @@ records in a ``PVector`` and their embeddings in an aligned :class:`EmbeddingMat
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 import attrs
 from attrs import Factory, field, frozen
@@ -25,7 +25,7 @@ __all__ = [
     "Branch",
     "BranchStats",
     "ContextItem",
-    "Diagnostics",
+    "History",
     "Episode",
     "Evidence",
     "Label",
@@ -78,16 +78,31 @@ class AntiPattern:
     scope: str | None = field(default=None, metadata={"omit_default": True})  # set when write.supersede is on
 
 
+def check_time_pair(obj: object, attribute: object, value: int | None) -> None:
+    """attrs validator: ``time`` (canonical text) and ``instant_us`` (int µs UTC) come together."""
+    if (getattr(obj, "time") is None) != (value is None) or (value is not None and (isinstance(value, bool) or not isinstance(value, int))):
+        raise ValueError(f"{type(obj).__name__}: time {getattr(obj, 'time')!r} needs its instant_us (int microseconds since "
+                         f"1970-01-01 UTC, parsed by the shell: rizz.shell.timekeys.time_fields), got {value!r}")
+
+
 @frozen
 class ContextItem:
-    """Stored context for later retrieval, filtered by ``scope`` (spec §4); ``time`` is the
-    element's ``metadata.time`` as canonical ISO 8601 text (:mod:`rizz.core.timekeys`), or None."""
+    """Stored context for later retrieval, filtered by ``scope`` (spec §4).
+
+    ``time`` is the element's ``metadata.time`` as canonical ISO 8601 text (shown in the
+    prompt), ``instant_us`` its instant in integer microseconds since 1970-01-01 UTC (orders
+    items); both None or both set. The shell parses both (:mod:`rizz.shell.timekeys`); the
+    core only compares and shows them. ``instant_us`` is a function of ``time``, so the digest
+    leaves it out (old digests hold) while snapshots keep it (:mod:`rizz.core.serialize`).
+
+    Raises ValueError when only one of ``time`` / ``instant_us`` is given."""
 
     key: str
     text: str
     scope: str | None
     step: int
     time: str | None = field(default=None, metadata={"omit_default": True})
+    instant_us: int | None = field(default=None, validator=check_time_pair, metadata={"omit_default": True, "digest": False})
 
 
 @frozen
@@ -165,6 +180,9 @@ class Rule:
     branch_id: str  # branch it was distilled in
     function: str
     step: int
+    # content keys of the episodes it was distilled from (the distillation batch); kept only
+    # under write.supersede_derived, so a superseded episode retires its rules (issue #12 §5)
+    sources: tuple[str, ...] = field(default=(), converter=tuple, metadata={"omit_default": True})
 
     def text(self) -> str:
         return f"IF {self.antecedent} THEN {self.strategy}"
@@ -265,12 +283,17 @@ class Branch:
     shape: str | None  # output shape it serves (None: context branch or unknown)
     episodes: MemoryStore = field(factory=MemoryStore)
     rules: PVector = field(factory=pvector)  # of Rule
-    failures: MemoryStore = field(factory=MemoryStore)
+    anti_patterns: MemoryStore = field(factory=MemoryStore, metadata={"wire": "failures"})  # N; key "failures" on the wire
     context: MemoryStore = field(factory=MemoryStore)
     quarantine: PVector = field(factory=pvector)  # of QuarantinedItem
     stats: BranchStats = field(factory=BranchStats)
     active: bool = True
     sketch: Sketch | None = field(default=None, metadata={"omit_default": True})  # sketch.enabled only
+
+    @property
+    def failures(self) -> MemoryStore:
+        """Deprecated alias of :attr:`anti_patterns` (its name before issue #11 §6)."""
+        return self.anti_patterns
 
 
 @frozen
@@ -282,11 +305,12 @@ class Turn:
     input: str
     answer: str
     reward: float
+    scope: str | None = field(default=None, metadata={"omit_default": True})  # kept under write.supersede_derived
 
 
 @frozen
 class StepRecord:
-    """One line of diagnostics ``H``: the routing decision, reward and token counts."""
+    """One line of history ``H``: the routing decision, reward and token counts."""
 
     step: int
     item_id: str
@@ -300,7 +324,11 @@ class StepRecord:
 
 
 @frozen
-class Diagnostics:
+class History:
+    """History ``H`` of ``S = (B, W, H)`` (spec §2): one :class:`StepRecord` per step.
+    Serialised under its earlier name ``Diagnostics`` (``WIRE_NAME``), so digests hold."""
+
+    WIRE_NAME: ClassVar[str] = "Diagnostics"
     records: PVector = field(factory=pvector)  # of StepRecord
 
 
@@ -321,7 +349,7 @@ class AdaptiveState:
     branches: PMap = field(factory=pmap)
     next_branch: int = 0
     working_memory: PVector = field(factory=pvector)  # of Turn, newest last
-    diagnostics: Diagnostics = field(factory=Diagnostics)
+    history: History = field(factory=History, metadata={"wire": "diagnostics"})  # H; key "diagnostics" on the wire
     rule_ledger: PMap = field(factory=pmap)
     family_rules: PMap = field(factory=pmap)
     global_rules: PVector = field(factory=pvector)
@@ -362,7 +390,7 @@ def _in_creation_order(branches: PMap) -> list[Branch]:
 
 
 def empty_state() -> AdaptiveState:
-    """The state before the first step: no branches, empty memory and diagnostics."""
+    """The state before the first step: no branches, empty memory and history."""
     return AdaptiveState()
 
 

@@ -7,7 +7,7 @@
 * Procedural rules: the selected branch's candidate and active rules, active rules of other
   branches, and the family and global playbooks; score
   ``cos(u_j, φ(x)) · clip(1 + α(H_j − A_j), m_min, m_max)`` (α 0.30, m_min 0.30, m_max 3.00).
-* Anti-patterns: the selected branch only — failures never leave their branch.
+* Anti-patterns: the selected branch only — they never leave their branch.
 * Scoped context: items whose scope equals the input's scope key, from any branch (a scope
   key names one conversation/session, so this cannot mix task families — the project's
   reading of spec §4, see ``specs/step-semantics.md``); when none match, all of the selected
@@ -50,11 +50,21 @@ class Scored:
 class Retrieved:
     """The retrieved material ``R_t`` (spec §4), each block sorted by score, best first."""
 
-    examples: tuple[Scored, ...] = ()
+    episodes: tuple[Scored, ...] = ()  # the prompt's "examples" block
     rules: tuple[Scored, ...] = ()
-    failures: tuple[Scored, ...] = ()
+    anti_patterns: tuple[Scored, ...] = ()  # the prompt's "mistakes" block
     context: tuple[Scored, ...] = ()
     working: tuple[Turn, ...] = ()
+
+    @property
+    def examples(self) -> tuple[Scored, ...]:
+        """Deprecated alias of :attr:`episodes` (its name before issue #11 §6)."""
+        return self.episodes
+
+    @property
+    def failures(self) -> tuple[Scored, ...]:
+        """Deprecated alias of :attr:`anti_patterns` (its name before issue #11 §6)."""
+        return self.anti_patterns
 
 
 _NO_COUNTS = RuleCounters()  # counters of a rule missing from the ledger (frozen, shared)
@@ -113,22 +123,22 @@ def _zone_ok(state: AdaptiveState, policy: Policy, b: Branch, selected: str, fun
     return admitted(state, policy, b.id, selected)
 
 
-def _examples_zoned(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, function: str) -> tuple[Scored, ...]:
-    """``_examples`` under the read zone: ``own_first`` takes the routed branch's top-k, then
+def _episodes_zoned(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, function: str) -> tuple[Scored, ...]:
+    """``_episodes`` under the read zone: ``own_first`` takes the routed branch's top-k, then
     fills the rest from the other eligible branches."""
     p = policy.retrieval
     if p.zone == "global" and not p.zone_gate:
-        return _examples(state, policy, inp, selected)
+        return _episodes(state, policy, inp, selected)
     if p.zone != "own_first":
-        return _examples(state, policy, inp, selected, function)
-    own = _examples(state, policy, inp, selected, function, with_others=False)
+        return _episodes(state, policy, inp, selected, function)
+    own = _episodes(state, policy, inp, selected, function, with_others=False)
     if len(own) >= p.examples_k:
         return own
-    rest = [s for s in _examples(state, policy, inp, selected, function, own_rows=False) if s.branch_id != selected]
+    rest = [s for s in _episodes(state, policy, inp, selected, function, own_rows=False) if s.branch_id != selected]
     return own + tuple(rest[: p.examples_k - len(own)])
 
 
-def _examples(
+def _episodes(
     state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, function: str | None = None,
     *, with_others: bool = True, own_rows: bool = True,
 ) -> tuple[Scored, ...]:
@@ -225,11 +235,11 @@ def _rules(state: AdaptiveState, policy: Policy, inp: StepInput, selected: str, 
     return tuple(Scored(r, round(s, 6), bid) for s, _, r, bid in out[: policy.retrieval.rules_k])
 
 
-def _failures(branch: Branch | None, policy: Policy, inp: StepInput) -> tuple[Scored, ...]:
-    if branch is None or not len(branch.failures):
+def _anti_patterns(branch: Branch | None, policy: Policy, inp: StepInput) -> tuple[Scored, ...]:
+    if branch is None or not len(branch.anti_patterns):
         return ()
-    scores = branch.failures.matrix.dots(as_vector(inp.embedding))
-    return tuple(Scored(branch.failures.records[i], round(float(scores[i]), 6), branch.id) for i in _top(scores, policy.retrieval.failures_k))
+    scores = branch.anti_patterns.matrix.dots(as_vector(inp.embedding))
+    return tuple(Scored(branch.anti_patterns.records[i], round(float(scores[i]), 6), branch.id) for i in _top(scores, policy.retrieval.failures_k))
 
 
 def _context(state: AdaptiveState, policy: Policy, inp: StepInput, branch: Branch | None) -> tuple[Scored, ...]:
@@ -265,9 +275,9 @@ def retrieve(state: AdaptiveState, policy: Policy, inp: StepInput, decision: Rou
         return block_shown(branch, block, policy)
 
     return Retrieved(
-        examples=_examples_zoned(state, policy, inp, decision.branch_id, decision.label.function) if shown("examples") else (),
+        episodes=_episodes_zoned(state, policy, inp, decision.branch_id, decision.label.function) if shown("examples") else (),
         rules=_rules(state, policy, inp, decision.branch_id, decision.label.function) if shown("rules") else (),
-        failures=_failures(branch, policy, inp) if shown("mistakes") else (),
+        anti_patterns=_anti_patterns(branch, policy, inp) if shown("mistakes") else (),
         context=_context(state, policy, inp, branch) if shown("scoped_context") else (),
         working=working if shown("working_memory") else (),
     )

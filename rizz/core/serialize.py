@@ -9,7 +9,11 @@ are left out; the record's constructor rebuilds them. Fields with metadata ``omi
 (added after states were first recorded, e.g. ``ContextItem.time``, or the state of an
 optional feature: block evidence, zone evidence, sketches, the bandit) are left out while they
 equal their default, so a state that does not use them keeps its earlier tree and digest;
-``from_data`` restores the default.
+``from_data`` restores the default. Fields with metadata ``digest: False`` are a function of
+another field (``ContextItem.instant_us`` of ``time``): ``to_data`` keeps them (snapshots
+restore them exactly) and ``digest`` leaves them out, so adding one changes no digest.
+Python renames keep the wire names (issue #11 §6, ``specs/glossary.md``): a class's
+``WIRE_NAME`` is its type tag, a field's metadata ``wire`` its key.
 """
 
 from __future__ import annotations
@@ -32,13 +36,23 @@ from rizz.core.vec import EmbeddingMatrix
 
 __all__ = ["canonical_json", "digest", "from_data", "to_data"]
 
+def _wire(cls: type) -> str:
+    """The record's type tag: its ``WIRE_NAME`` when it was renamed in Python (the tag written
+    before stays, so digests and snapshots hold), else its class name."""
+    return cls.__dict__.get("WIRE_NAME", cls.__name__)
+
+
 _TYPES: dict[str, type] = {}
 for _mod in (_records, _events, _inputs, _routing, _tenants):
     for _name in dir(_mod):
         _obj = getattr(_mod, _name)
         if isinstance(_obj, type) and attrs.has(_obj) and _obj.__module__ == _mod.__name__:
-            _TYPES[_name] = _obj
+            _TYPES[_wire(_obj)] = _obj
 _TYPES["MemoryStore"] = _records.MemoryStore
+# wire key -> Python field name, for the fields renamed in Python (metadata ``wire``)
+_RENAMED: dict[type, dict[str, str]] = {
+    cls: {f.metadata["wire"]: f.name for f in attrs.fields(cls) if "wire" in f.metadata} for cls in _TYPES.values()
+}
 
 
 def _b64(b: bytes) -> str:
@@ -47,6 +61,11 @@ def _b64(b: bytes) -> str:
 
 def to_data(obj: Any) -> Any:
     """Canonical JSON-compatible tree of a state, record, event or collection."""
+    return _tree(obj, False)
+
+
+def _tree(obj: Any, for_digest: bool) -> Any:
+    """:func:`to_data`; with ``for_digest`` fields marked ``digest: False`` are left out."""
     if obj is None or isinstance(obj, (bool, int, str)):
         return obj
     if isinstance(obj, float):
@@ -58,24 +77,24 @@ def to_data(obj: Any) -> Any:
     if isinstance(obj, EmbeddingMatrix):
         return {"_x": _b64(obj.rows().tobytes()), "d": obj.dim, "n": len(obj)}
     if isinstance(obj, PMap):
-        return {"_m": [[to_data(k), to_data(obj[k])] for k in sorted(obj.keys(), key=repr)]}
+        return {"_m": [[_tree(k, for_digest), _tree(obj[k], for_digest)] for k in sorted(obj.keys(), key=repr)]}
     if isinstance(obj, PSet):
-        return {"_s": sorted((to_data(x) for x in obj), key=repr)}
+        return {"_s": sorted((_tree(x, for_digest) for x in obj), key=repr)}
     if isinstance(obj, PVector):
-        return {"_v": [to_data(x) for x in obj]}
+        return {"_v": [_tree(x, for_digest) for x in obj]}
     if isinstance(obj, tuple):
-        return {"_tu": [to_data(x) for x in obj]}
+        return {"_tu": [_tree(x, for_digest) for x in obj]}
     if isinstance(obj, dict):
-        return {"_d": [[to_data(k), to_data(obj[k])] for k in sorted(obj, key=repr)]}
+        return {"_d": [[_tree(k, for_digest), _tree(obj[k], for_digest)] for k in sorted(obj, key=repr)]}
     if attrs.has(type(obj)):
-        out: dict[str, Any] = {"_t": type(obj).__name__}
+        out: dict[str, Any] = {"_t": _wire(type(obj))}
         for f in attrs.fields(type(obj)):
-            if f.metadata.get("derived"):  # derived data (the episodic index) is rebuilt, never stored
+            if f.metadata.get("derived") or (for_digest and f.metadata.get("digest") is False):  # derived data (the episodic index) is rebuilt, never stored
                 continue
             value = getattr(obj, f.name)
             if f.metadata.get("omit_default") and value == _default(f):
                 continue  # an optional feature that is off leaves no trace (old digests hold)
-            out[f.name] = to_data(value)
+            out[f.metadata.get("wire", f.name)] = _tree(value, for_digest)
         return out
     raise TypeError(f"cannot serialise {type(obj).__name__}")
 
@@ -110,14 +129,16 @@ def from_data(data: Any) -> Any:
     cls = _TYPES.get(name)  # type: ignore[arg-type]
     if cls is None:
         raise ValueError(f"unknown record type {name!r}")
-    return cls(**{k: from_data(v) for k, v in data.items() if k != "_t"})
+    names = _RENAMED[cls]
+    return cls(**{names.get(k, k): from_data(v) for k, v in data.items() if k != "_t"})
 
 
-def canonical_json(obj: Any) -> str:
-    """Compact, key-sorted JSON of ``to_data(obj)``."""
-    return json.dumps(to_data(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def canonical_json(obj: Any, *, for_digest: bool = False) -> str:
+    """Compact, key-sorted JSON of ``to_data(obj)`` (``for_digest``: of the digest's tree)."""
+    return json.dumps(_tree(obj, for_digest), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def digest(obj: Any) -> str:
-    """``"sha256:<hex>"`` of :func:`canonical_json`."""
-    return "sha256:" + hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
+    """``"sha256:<hex>"`` of :func:`canonical_json` of the digest's tree (fields marked
+    ``digest: False`` left out)."""
+    return "sha256:" + hashlib.sha256(canonical_json(obj, for_digest=True).encode("utf-8")).hexdigest()

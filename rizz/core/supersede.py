@@ -17,6 +17,22 @@ quarantine, never retrieved, with the reason):
   *different* context texts that disagree cannot be told apart without a model; §4's
   time-stamped, time-ordered scoped context shows the reader which is current.
 
+With ``write.supersede_derived`` also on, what was *derived* from a contradicted answer goes
+too (the two gaps left by the above):
+
+* **working-memory turns** of the same input (text and scope; ``Turn.scope``) that carry the
+  contradicted answer (after a verified ``y``: turns with another answer; after a failure of
+  ``y``: turns with ``y``). A substantive failure's own turn is not remembered at all
+  (:func:`rizz.core.decide.decide_memory`): its verdict already contradicts it;
+* **procedural rules** distilled from a retired episode: a rule records the content keys of its
+  distillation batch (``Rule.sources``, :func:`rizz.core.decide.batch_keys`); a rule whose
+  batch held a retired episode is retired (out of its branch's rules, into quarantine, its
+  counters ``retired`` so no family or global tier shows it). A batch mixes inputs, so a rule
+  about another input of the same batch goes too: the cautious side, since the model saw the
+  contradicted answer while writing it.
+
+Both are off in a policy recorded before the field existed, so old logs refold unchanged.
+
 "The same input" is the same input text and scope (a scope is one conversation, where the
 same words can ask about another person), looked up in every branch of the state (the one
 write outside the routed branch besides the lifecycle round: the memory retired is named in
@@ -27,6 +43,7 @@ the event). Candidates are the rows with cosine ≥ :data:`SAME_INPUT_COSINE` to
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -34,8 +51,7 @@ from rizz.core import events as ev
 from rizz.core.inputs import StepInput, Verdict
 from rizz.core.policy import Policy
 from rizz.core.episode_index import index_of
-from rizz.core.records import AdaptiveState, Episode, MemoryStore
-from rizz.core.timekeys import instant
+from rizz.core.records import AdaptiveState, Episode, MemoryStore, Turn
 from rizz.core.vec import as_vector
 
 __all__ = ["SAME_INPUT_COSINE", "decide_supersede"]
@@ -78,10 +94,11 @@ def _same_input_episodes(state: AdaptiveState, q: np.ndarray, text: str, scope: 
     return out
 
 
-def _newer_or_same(new: str | None, old: str | None) -> bool:
+def _newer_or_same(new: int | None, old: int | None) -> bool:
+    """Instants in µs UTC (``instant_us``, parsed by the shell); a missing one counts as newer."""
     if new is None or old is None:
         return True
-    return instant(new) >= instant(old)
+    return new >= old
 
 
 def decide_supersede(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: Verdict | None) -> list[object]:
@@ -96,7 +113,7 @@ def decide_supersede(state: AdaptiveState, policy: Policy, inp: StepInput, verdi
     if inp.context_only:
         for b in state.branches.values():
             for it in _same_input(b.context, q, inp.text, inp.scope, "text"):
-                if _newer_or_same(inp.time, it.time):  # type: ignore[attr-defined]
+                if _newer_or_same(inp.instant_us, it.instant_us):  # type: ignore[attr-defined]
                     out.append(ev.MemoryRetired(b.id, "context", it.key, f"superseded: restated at step {t}", t))  # type: ignore[attr-defined]
         return out
     if verdict is None or not verdict.parsed or inp.answer is None:
@@ -104,12 +121,38 @@ def decide_supersede(state: AdaptiveState, policy: Policy, inp: StepInput, verdi
     ans = inp.answer
     if verdict.reward >= policy.write_threshold(verdict.verifier):
         why = f"superseded: answer {ans!r} verified at step {t}"
-        out += [ev.MemoryRetired(bid, "episodes", e.key, why, t) for bid, e in _same_input_episodes(state, q, inp.text, inp.scope) if e.answer != ans]
+        eps = [(bid, e) for bid, e in _same_input_episodes(state, q, inp.text, inp.scope) if e.answer != ans]
+        out += [ev.MemoryRetired(bid, "episodes", e.key, why, t) for bid, e in eps]
         for b in state.branches.values():
-            for a in _same_input(b.failures, q, inp.text, inp.scope, "input"):
+            for a in _same_input(b.anti_patterns, q, inp.text, inp.scope, "input"):
                 if a.answer == ans:  # type: ignore[attr-defined]
-                    out.append(ev.MemoryRetired(b.id, "failures", a.key, why, t))  # type: ignore[attr-defined]
+                    out.append(ev.MemoryRetired(b.id, "anti_patterns", a.key, why, t))  # type: ignore[attr-defined]
+        wrong = lambda turn: turn.answer != ans  # noqa: E731
     elif verdict.reward <= w.failure_threshold:
         why = f"superseded: answer {ans!r} failed verification at step {t}"
-        out += [ev.MemoryRetired(bid, "episodes", e.key, why, t) for bid, e in _same_input_episodes(state, q, inp.text, inp.scope) if e.answer == ans]
+        eps = [(bid, e) for bid, e in _same_input_episodes(state, q, inp.text, inp.scope) if e.answer == ans]
+        out += [ev.MemoryRetired(bid, "episodes", e.key, why, t) for bid, e in eps]
+        wrong = lambda turn: turn.answer == ans  # noqa: E731
+    else:
+        return out
+    if w.supersede_derived:
+        out += _derived(state, inp, {e.key: e.answer for _, e in eps}, wrong, why)
+    return out
+
+
+def _derived(state: AdaptiveState, inp: StepInput, retired: dict[str, str], wrong: Callable[[Turn], bool], why: str) -> list[object]:
+    """``write.supersede_derived``: working-memory turns of the same input (text and scope) whose
+    answer is now ``wrong``, and procedural rules distilled from a ``retired`` episode (content
+    key → answer; ``Rule.sources``), in branch order."""
+    t = inp.step
+    out: list[object] = [ev.MemoryRetired(turn.branch_id, "working_memory", f"turn-{turn.step}", why, t)
+                         for turn in state.working_memory if turn.input == inp.text and turn.scope == inp.scope and wrong(turn)]
+    if not retired:
+        return out
+    ledger = state.rule_ledger
+    for b in state.branches.values():
+        for rule in b.rules:
+            hit = next((k for k in rule.sources if k in retired), None)
+            if hit is not None and ledger.get(rule.id) is not None and ledger[rule.id].status != "retired":
+                out.append(ev.MemoryRetired(b.id, "rules", rule.id, f"{why}: distilled from the retired answer {retired[hit]!r}", t))
     return out

@@ -5,7 +5,7 @@ design *within* one agent (spec §4). Across users they are a data leak. ``metad
 (``StepInput.tenant``) names a hard wall: each tenant gets its own
 :class:`~rizz.core.records.AdaptiveState` — its own branch bank, episodes, rules and rule
 ledger (so family/global promotion), anti-patterns, scoped context, quarantine, working
-memory, routing statistics and diagnostics — and its own step numbering. Nothing of one tenant
+memory, routing statistics and history — and its own step numbering. Nothing of one tenant
 is read or written by another tenant's step.
 
 :func:`walled` wraps a :class:`~rizz.core.transition.Rizz` bundle (the optax ``chain`` shape:
@@ -150,6 +150,13 @@ class WalledDecision:
     def snapped(self):  # type: ignore[no-untyped-def]
         return self.decision.snapped
 
+    @property
+    def features(self) -> tuple[float, ...]:
+        """The chosen arm's bandit features (``routing.router: linucb``; () otherwise), as the
+        inner decision saw them in the tenant's sub-state: the verdict's ``BanditUpdated`` uses
+        them (through :func:`unwall`), so the bandit learns behind a wall as without one."""
+        return self.decision.features
+
 
 def sub_state(state: AnyState, tenant: str | None) -> AdaptiveState:
     """The sub-state of ``tenant`` (None: untenanted); an empty state for a tenant not seen yet."""
@@ -253,7 +260,7 @@ def fed_branch(state: AnyState, step: int) -> str | None:
                 t = k or None
                 pairs.append((t, sub_state(state, t), local))
     for t, sub, local in pairs:
-        for rec in reversed(sub.diagnostics.records):
+        for rec in reversed(sub.history.records):
             if rec.step == local:
                 return branch_key(t, rec.branch_id)
     return None

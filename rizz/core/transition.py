@@ -7,7 +7,7 @@ through the state value.
 
 A step is three decide/apply rounds: route (spawn, snap) → memory (superseded memories
 retired (issue #12 §5, :mod:`rizz.core.supersede`), stats, writes, quarantine, rule counters,
-new rules, working memory, diagnostics) → lifecycle (merge, deactivate, prune). Each round decides past-tense events against the state the previous round left and
+new rules, working memory, history) → lifecycle (merge, deactivate, prune). Each round decides past-tense events against the state the previous round left and
 folds them with :func:`rizz.core.apply.apply`.
 
 A live session (many answers in flight, verdicts late) folds the same rounds as separate
@@ -23,7 +23,7 @@ from typing import Callable, NamedTuple
 
 from rizz.core import events as ev
 from rizz.core.apply import fold
-from rizz.core.decide import decide_distilled, decide_memory
+from rizz.core.decide import batch_keys, decide_distilled, decide_memory
 from rizz.core.inputs import CandidateRule, StepInput, Verdict
 from rizz.core.lifecycle import decide_lifecycle
 from rizz.core.policy import Policy
@@ -87,7 +87,8 @@ def _distill_round(policy: Policy, state: AdaptiveState, branch_id: str, step: i
     branch = state.branches.get(branch_id)
     if branch is None:
         return StepResult(state, ())
-    events = decide_distilled(branch, policy, step, tuple(rules), True)
+    batch = batch_keys(policy, tuple(e.key for e in branch.episodes.records[-policy.rules.distill_every :]))
+    events = decide_distilled(branch, policy, step, tuple(rules), True, batch)
     return StepResult(fold(state, events), tuple(events))
 
 

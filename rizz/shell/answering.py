@@ -155,7 +155,7 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     (emb,) = embed_texts(embedder, store, [text])
     base = StepInput(step=step, item_id=el.id, text=el.input, embedding=emb.vec, instruction=el.instruction,
                      evidence=_evidence(el), scope=el.scope, shape=el.shape, context_only=el.context_only,
-                     tenant=el.tenant, time=el.time)
+                     tenant=el.tenant, time=el.time, instant_us=el.instant_us)
     now = time.time()
     if el.context_only:
         return Pending(el, base, None, None, None, True, None, (), False, rendering, core.route_round(state, base), (emb.key, None), now)

@@ -163,7 +163,7 @@ def inspect_run(run_dir: str | Path) -> list[dict[str, Any]]:
         b = state.branches[bid]
         row = {
             "branch": bid, "label": str(b.label), "shape": b.shape or "-", "active": b.active,
-            "episodes": len(b.episodes), "rules": len(b.rules), "anti_patterns": len(b.failures),
+            "episodes": len(b.episodes), "rules": len(b.rules), "anti_patterns": len(b.anti_patterns),
             "context": len(b.context), "quarantined": len(b.quarantine), "traffic": b.stats.traffic,
             "answered": b.stats.answered, "mean_reward": round(b.stats.mean_reward, 4),
         }

@@ -38,6 +38,7 @@ from rizz.core import events as ev
 from rizz.core.tenants import decision_tenant, follow_merge
 from rizz.core.serialize import from_data, to_data
 from rizz.shell.logrecord import LogRecord, VerdictPart, parse
+from rizz.shell.timekeys import time_fields
 
 __all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "record_inputs", "restore_fold", "save_inflight",
            "views"]
@@ -88,7 +89,7 @@ def record_inputs(rec: LogRecord, store: Any) -> tuple[StepInput, Verdict | None
         prompt_episode_keys=tuple(p.episode_keys) if p else (), prompt_tokens=p.tokens if p else 0,
         completion_tokens=sum(c.completion_tokens for c in rec.calls if c.kind == "answer"),
         dropped=len(p.dropped) if p else 0, candidate_rules=rules, distilled=bool(d and d.asked),
-        tenant=x.tenant, time=x.time,
+        tenant=x.tenant, **time_fields(x.time),
         prompt_blocks=tuple(p.blocks) if p else (),
         declared_label=Label(rec.declared_label.function, rec.declared_label.application) if rec.declared_label else None,
     )
@@ -209,14 +210,19 @@ def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True, records
     fold = LogFold(policy, rd.embeddings)
     start = 0
     snap = rd.latest_snapshot(len(records)) if use_snapshots else None
+    stale: set[int] = set()
     if snap is not None:
         n, state = snap
-        side = load_inflight(rd.snap_dir / f"{n:08d}.inflight.json")
-        answers, inflight = side if side is not None else (n, pmap())  # format 1: one record per step, none in flight
-        fold = LogFold(policy, rd.embeddings, state=state, inflight=inflight, answers=answers, folded=n)
-        start = n
-    # snapshots that failed their checksum (rizz.shell.durable) are rewritten from the log
-    rebuild = {n for n, _ in getattr(rd, "ignored_snapshots", ())} if use_snapshots else set()
+        try:
+            side = load_inflight(rd.snap_dir / f"{n:08d}.inflight.json")
+        except (TypeError, ValueError):  # answers in flight this version cannot build: refold all
+            snap, stale = None, {n}
+        else:
+            answers, inflight = side if side is not None else (n, pmap())  # format 1: one record per step, none in flight
+            fold = LogFold(policy, rd.embeddings, state=state, inflight=inflight, answers=answers, folded=n)
+            start = n
+    # snapshots that failed their checksum (rizz.shell.durable) or cannot be built are rewritten from the log
+    rebuild = ({n for n, _ in getattr(rd, "ignored_snapshots", ())} | stale) if use_snapshots else set()
     for i, data in enumerate(records[start:], start + 1):
         where = f"{rd.log_path}:{i}"
         try:

@@ -207,8 +207,10 @@ class RunDir:
     def latest_snapshot(self, at_most: int) -> tuple[int, AdaptiveState] | None:
         """The newest sound snapshot taken after ≤ ``at_most`` steps, as (steps done, state).
 
-        A snapshot whose checksum fails (or that has none) is skipped and listed in
-        :attr:`ignored_snapshots`; the caller refolds from the log and rewrites it.
+        A snapshot whose checksum fails (or that has none), or whose records this version cannot
+        build (e.g. a time-stamped context item written before ``instant_us`` existed), is
+        skipped and listed in :attr:`ignored_snapshots`; the caller refolds from the log and
+        rewrites it.
         """
         self.ignored_snapshots = []
         if not self.snap_dir.exists():
@@ -217,7 +219,10 @@ class RunDir:
         for n in reversed(done):
             data, why = read_snapshot(self.snap_dir / f"{n:08d}.json")
             if why is None:
-                return n, from_data(data)
+                try:
+                    return n, from_data(data)
+                except (TypeError, ValueError) as e:  # a snapshot is a cache: the log rebuilds it
+                    why = f"not readable by this version: {e}"
             self.ignored_snapshots.append((n, why))
         return None
 

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping
 import attrs
 from pyrsistent import PMap, freeze, pmap, thaw
 
-from rizz.core.timekeys import TIME_EXPECTED, canonical_time
+from rizz.shell.timekeys import TIME_EXPECTED, canonical_time, instant_us
 
 __all__ = [
     "SHAPES",
@@ -377,9 +377,16 @@ class StreamElement:
 
     @property
     def time(self) -> str | None:
-        """``metadata.time`` as canonical ISO 8601 text (:func:`rizz.core.timekeys.canonical_time`), or None."""
+        """``metadata.time`` as canonical ISO 8601 text (:func:`rizz.shell.timekeys.canonical_time`), or None."""
         t = self.metadata.get("time")
         return None if t is None else canonical_time(t)
+
+    @property
+    def instant_us(self) -> int | None:
+        """The instant of ``metadata.time``: integer microseconds since 1970-01-01 UTC (naive =
+        UTC; :func:`rizz.shell.timekeys.instant_us`), or None. What the core orders by."""
+        t = self.metadata.get("time")
+        return None if t is None else instant_us(t)
 
     @property
     def tenant(self) -> str | None:

@@ -58,7 +58,7 @@ def test_live_episode_folds_late_after_restart_and_replays(tmp_path, embedder) -
     s2 = Session.open(path, policy=pol, model=model, embedder=embedder)
     assert s2.pending_ids() == [el.id]
     s2.fold(el.id, Verdict(0.0, "tau_db"))
-    failures = [a for b in s2.state.branches.values() for a in b.failures.records]
+    failures = [a for b in s2.state.branches.values() for a in b.anti_patterns.records]
     assert [a.answer for a in failures] == ["think(thought='hmm')"]
     assert not any(b.episodes.records for b in s2.state.branches.values())
     digest = s2.digest()

@@ -13,7 +13,7 @@ from rizz.core import events as ev
 from rizz.core.apply import fold
 from rizz.core.episode_index import EpisodeIndex
 from rizz.core.records import Episode
-from rizz.core.retrieval import Scored, _examples
+from rizz.core.retrieval import Scored, _episodes
 from rizz.core.routing import CONTEXT_FUNCTION
 from rizz.core.vec import row_dots
 
@@ -162,7 +162,7 @@ def test_examples_through_index_equal_per_branch_scan(op_list, qs):
         )
         inp = StepInput(0, "q", "q", qd["q"], shape=qd["shape"])
         selected = f"b{qd['selected']}"
-        assert _examples(state, policy, inp, selected) == examples_per_branch(state, policy, inp, selected)
+        assert _episodes(state, policy, inp, selected) == examples_per_branch(state, policy, inp, selected)
 
 
 def test_ties_break_by_branch_order_then_row():
@@ -173,7 +173,7 @@ def test_ties_break_by_branch_order_then_row():
         events += [ev.EpisodeWritten(f"b{i}", Episode(f"e{i}-{j}", "x", "y", 1.0, None, t), v) for j in range(3)]
     state = fold(rizz(Policy()).init(), events)
     policy = attrs.evolve(Policy(), retrieval=attrs.evolve(Policy().retrieval, examples_k=5))
-    got = _examples(state, policy, StepInput(0, "q", "q", v, shape="label"), "b7")
+    got = _episodes(state, policy, StepInput(0, "q", "q", v, shape="label"), "b7")
     assert [s.item.key for s in got] == ["e0-0", "e0-1", "e0-2", "e1-0", "e1-1"]
     assert got == examples_per_branch(state, policy, StepInput(0, "q", "q", v, shape="label"), "b7")
 
@@ -188,7 +188,7 @@ def test_random_unit_vectors_agree_with_per_branch_scan():
     for t in range(40):
         x = make_input(200 + t, t % 4, seed=5000 + t)
         d = r.plan(s, x).decision
-        new, old = _examples(s, r.policy, x, d.branch_id), examples_per_branch(s, r.policy, x, d.branch_id)
+        new, old = _episodes(s, r.policy, x, d.branch_id), examples_per_branch(s, r.policy, x, d.branch_id)
         assert [(e.item, e.branch_id) for e in new] == [(e.item, e.branch_id) for e in old]
         assert np.allclose([e.score for e in new], [e.score for e in old], atol=2e-6)
 
@@ -210,7 +210,7 @@ def test_index_is_derived_data():
     # a stale index is never read: retrieval rebuilds it
     x = make_input(99, 1, seed=7)
     d = r.plan(s, x).decision
-    assert _examples(stale, r.policy, x, d.branch_id) == _examples(s, r.policy, x, d.branch_id)
+    assert _episodes(stale, r.policy, x, d.branch_id) == _episodes(s, r.policy, x, d.branch_id)
 
 
 def test_steps_keep_index_current_and_share_storage():

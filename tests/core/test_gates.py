@@ -20,10 +20,10 @@ def test_write_gate_antipattern_quarantine_discard():
     q = [e for e in evs if isinstance(e, ev.Quarantined)]
     assert q and q[0].item.reason == "middling-reward" and len(s.branches["b0"].episodes) == 1
     s, evs = _events(r, s, make_input(2, 2, seed=2, answer="bad"), Verdict(0.05, "rouge_l"))  # substantive failure
-    assert len(s.branches["b0"].failures) == 1
+    assert len(s.branches["b0"].anti_patterns) == 1
     s, evs = _events(r, s, make_input(3, 2, seed=3), Verdict(0.0, "rouge_l", parsed=False))
     assert [e.reason for e in evs if isinstance(e, ev.InteractionDiscarded)] == ["unparsed"]
-    assert len(s.branches["b0"].failures) == 1
+    assert len(s.branches["b0"].anti_patterns) == 1
     # exact_match: default threshold 1.0, so 0.99 is not written
     s2 = r.step(r.init(), make_input(0, 0), Verdict(0.99, "exact_match"))
     assert len(s2.branches["b0"].episodes) == 0
@@ -114,7 +114,7 @@ def test_failures_stay_in_their_branch_examples_cross():
     s = r.step(s, make_input(2, 1, seed=2), Verdict(1.0))
     p0 = r.plan(s, make_input(3, 0, seed=3)).retrieved
     p1 = r.plan(s, make_input(3, 1, seed=3)).retrieved
-    assert [f.branch_id for f in p0.failures] == ["b0"] and p1.failures == ()
+    assert [f.branch_id for f in p0.anti_patterns] == ["b0"] and p1.anti_patterns == ()
 
 
 def test_merge_and_prune_lifecycle():

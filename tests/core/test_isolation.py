@@ -66,7 +66,7 @@ class Interleaved(RuleBasedStateMachine):
     def default_keeps_families_apart(self):
         for name in ("default", "learned"):
             for b in self.states[name].branches.values():
-                fams = {family_of(e.input) for e in b.episodes.records} | {family_of(f.input) for f in b.failures.records}
+                fams = {family_of(e.input) for e in b.episodes.records} | {family_of(f.input) for f in b.anti_patterns.records}
                 assert len(fams) <= 1, f"{name}: branch {b.id} mixes families {fams}"
 
     @precondition(lambda self: self.t > 0)
@@ -74,15 +74,15 @@ class Interleaved(RuleBasedStateMachine):
     def retrieval_respects_locality(self, family, seed):
         x = make_input(self.t, family, seed=seed)
         plan = self.runs["default"].plan(self.states["default"], x)
-        assert all(f.branch_id == plan.decision.branch_id for f in plan.retrieved.failures)
-        assert all(family_of(f.item.input) == family for f in plan.retrieved.failures)
-        assert all(family_of(e.item.input) == family for e in plan.retrieved.examples)
+        assert all(f.branch_id == plan.decision.branch_id for f in plan.retrieved.anti_patterns)
+        assert all(family_of(f.item.input) == family for f in plan.retrieved.anti_patterns)
+        assert all(family_of(e.item.input) == family for e in plan.retrieved.episodes)
         # The single-branch ablation shares one memory: a failure of another family is shown.
         single = self.states["single"]
-        fails = [family_of(f.input) for b in single.branches.values() for f in b.failures.records]
+        fails = [family_of(f.input) for b in single.branches.values() for f in b.anti_patterns.records]
         if fails and family not in fails:
             sp = self.runs["single"].plan(single, x)
-            assert sp.retrieved.failures and all(family_of(f.item.input) != family for f in sp.retrieved.failures)
+            assert sp.retrieved.anti_patterns and all(family_of(f.item.input) != family for f in sp.retrieved.anti_patterns)
 
 
 Interleaved.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
@@ -100,7 +100,7 @@ def test_single_branch_interferes_default_does_not():
             fam = t % 4
             x = make_input(t, fam, seed=t, answer=f"a{t}")
             plan = r.plan(s, x)
-            n += sum(family_of(i.item.input) != fam for i in plan.retrieved.examples + plan.retrieved.failures)
+            n += sum(family_of(i.item.input) != fam for i in plan.retrieved.episodes + plan.retrieved.anti_patterns)
             s = r.step(s, x, Verdict(float(t % 3 == 0)))
         foreign[name] = n
     assert foreign["default"] == 0 and foreign["single"] > 40

@@ -52,9 +52,9 @@ def _fail_then_ask(policy):
 
 def test_mistakes_without_a_verified_example_are_not_shown():
     _, plan = _fail_then_ask(Policy())
-    assert len(plan.retrieved.failures) == 2  # today's behaviour: the collapse's prompt
+    assert len(plan.retrieved.anti_patterns) == 2  # today's behaviour: the collapse's prompt
     _, plan = _fail_then_ask(_pol(evidence={"enabled": True, "mistakes_need_examples": True}))
-    assert plan.retrieved.failures == ()
+    assert plan.retrieved.anti_patterns == ()
 
 
 def test_block_evidence_withholds_a_block_that_has_not_helped():
@@ -73,10 +73,10 @@ def test_block_evidence_withholds_a_block_that_has_not_helped():
     e = s.branches["b0"].stats.block_evidence["mistakes"]
     assert (e.shown, e.harmful, e.helpful, e.shown_reward) == (3, 3, 0, 0.0)
     assert withheld(e, p)
-    assert r.plan(s, make_input(6, 1, seed=6)).retrieved.failures == ()
+    assert r.plan(s, make_input(6, 1, seed=6)).retrieved.anti_patterns == ()
     # the examples were shown in the same losing steps: the same evidence withholds them
-    assert r.plan(s, make_input(6, 1, seed=6)).retrieved.examples == ()
-    assert len(rizz(Policy()).plan(s, make_input(6, 1, seed=6)).retrieved.examples) == 2
+    assert r.plan(s, make_input(6, 1, seed=6)).retrieved.episodes == ()
+    assert len(rizz(Policy()).plan(s, make_input(6, 1, seed=6)).retrieved.episodes) == 2
     # a hidden mean that falls below the shown mean brings the block back
     assert not withheld(attrs.evolve(e, hidden=10, hidden_reward=0.0, shown_reward=0.5), p)
 
@@ -105,17 +105,17 @@ def test_family_zone_reads_only_same_function_branches():
     r, s = _two_families(_pol(retrieval={"examples_min_similarity": -1.0}))
     assert set(s.branches) == {"b0", "b1"}
     x = make_input(10, 0, seed=10)
-    glob = r.plan(s, x).retrieved.examples
+    glob = r.plan(s, x).retrieved.episodes
     assert {e.branch_id for e in glob} == {"b0", "b1"}
     fam = rizz(_pol(retrieval={"zone": "family", "examples_min_similarity": -1.0})).plan(s, x)
     assert fam.decision.branch_id == "b0"
-    assert {e.branch_id for e in fam.retrieved.examples} == {"b0"}
+    assert {e.branch_id for e in fam.retrieved.episodes} == {"b0"}
 
 
 def test_own_first_fills_from_others():
     r, s = _two_families(_pol(retrieval={"examples_k": 5, "zone": "own_first", "examples_min_similarity": -1.0}))
     x = make_input(10, 0, seed=10)
-    ex = r.plan(s, x).retrieved.examples
+    ex = r.plan(s, x).retrieved.episodes
     assert [e.branch_id for e in ex] == ["b0"] * 3 + ["b1"] * 2
 
 
@@ -128,7 +128,7 @@ def test_zone_gate_drops_a_source_that_did_not_help():
         s = r.step(s, x, Verdict(0.0))
     ev = s.zone_evidence[("b1", "b0")]
     assert (ev.shown, ev.shown_reward, ev.harmful) == (3, 0.0, 3)
-    ex = r.plan(s, make_input(20, 0, seed=20)).retrieved.examples
+    ex = r.plan(s, make_input(20, 0, seed=20)).retrieved.episodes
     assert ex and {e.branch_id for e in ex} == {"b0"}
 
 

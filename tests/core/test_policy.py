@@ -20,7 +20,7 @@ def test_shipped_policies_load(name):
 def test_default_yaml_is_the_paper_constants():
     p = load_policy(ROOT / "policies/default.yaml")
     # the shipped default turns on what the Python record's defaults keep off for old runs (AREAS.md 1)
-    assert p == attrs.evolve(Policy(), name="default", write=attrs.evolve(Policy().write, supersede=True),
+    assert p == attrs.evolve(Policy(), name="default", write=attrs.evolve(Policy().write, supersede=True, supersede_derived=True),
                              retrieval=attrs.evolve(Policy().retrieval, examples_cross_scope=False))
     assert (p.routing.snap_threshold, p.routing.jaccard_threshold) == (0.92, 0.40)
     assert (p.retrieval.rule_alpha, p.retrieval.rule_m_min, p.retrieval.rule_m_max) == (0.30, 0.30, 3.00)

@@ -6,8 +6,7 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parents[2] / "rizz" / "core"
 ALLOWED = {"attrs", "pyrsistent", "numpy", "rizz"}
 FORBIDDEN_STDLIB = {"random", "time", "datetime", "socket", "subprocess", "os", "io", "pathlib", "urllib", "http", "secrets", "uuid", "threading"}
-# datetime only to parse ISO 8601 text (metadata.time); no call that reads the clock or the host's zone
-DATETIME_PARSER = "timekeys.py"
+# no datetime at all: metadata.time is parsed by the shell (rizz/shell/timekeys.py) into an instant
 CLOCK_CALLS = {"now", "today", "utcnow", "fromtimestamp", "utcfromtimestamp", "timestamp", "astimezone", "localtime"}
 
 
@@ -24,8 +23,6 @@ def test_core_imports_only_allowed_modules():
                 names = [node.module or ""]
             for n in names:
                 top = n.split(".")[0]
-                if top == "datetime" and f.name == DATETIME_PARSER:
-                    continue
                 if top in FORBIDDEN_STDLIB or (top not in ALLOWED and top not in sys.stdlib_module_names):
                     bad.append(f"{f.name}: {n}")
             if isinstance(node, ast.Attribute) and node.attr in CLOCK_CALLS:

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import attrs
+import pytest
 import numpy as np
 
 from rizz.core import Policy, StepInput, Verdict, digest, from_data, rizz, to_data
 from rizz.core import events as ev
+from rizz.core.records import ContextItem
 from rizz.core.episode_index import EpisodeIndex
 from rizz.core.serialize import canonical_json
+from rizz.shell.timekeys import time_fields
 from tests.core.helpers import FAMILIES, embed, label_vec, make_input
 
 ON = Policy(write=attrs.evolve(Policy().write, supersede=True))
 
 
 def _ctx(step: int, text: str, time: str | None, scope: str = "bo") -> StepInput:
-    return StepInput(step, f"c{step}", text, embed(3, 0.0, 7), scope=scope, context_only=True, time=time)
+    return StepInput(step, f"c{step}", text, embed(3, 0.0, 7), scope=scope, context_only=True, **time_fields(time))
 
 
 def _context(state) -> list[tuple[str, str | None, int]]:
@@ -82,10 +85,27 @@ def test_new_fields_at_their_defaults_leave_the_serialised_form_unchanged() -> N
     s = r.step(s, make_input(1, 1, answer="3", scope="bo"), Verdict(0.0))
     text = canonical_json(s)
     assert '"time"' not in text and '"scope":"bo"' in text
-    assert all(a.scope is None for b in s.branches.values() for a in b.failures.records)  # supersede off: as before
+    assert all(a.scope is None for b in s.branches.values() for a in b.anti_patterns.records)  # supersede off: as before
     timed = r.step(r.init(), _ctx(0, "Bo: hello.", "2026-05-24"), None)
     assert '"time":"2026-05-24"' in canonical_json(timed)
     assert from_data(to_data(timed)) == timed
+    # the instant (µs UTC, parsed by the shell) is a function of the text: snapshots keep it,
+    # the digest leaves it out, so states recorded before it existed keep their digests
+    assert '"instant_us":1779580800000000' in canonical_json(timed)
+    assert '"instant_us"' not in canonical_json(timed, for_digest=True) and '"time":"2026-05-24"' in canonical_json(timed, for_digest=True)
+    assert digest(timed) == "sha256:" + __import__("hashlib").sha256(canonical_json(timed, for_digest=True).encode()).hexdigest()
+
+
+def test_a_time_without_its_instant_is_refused_by_the_core() -> None:
+    """The core never parses a calendar: text without the shell's instant cannot be built (an
+    old snapshot holding one is ignored and rebuilt from the log: tests/shell/test_time_context.py)."""
+    with pytest.raises(ValueError, match="time '2026-05-24' needs its instant_us"):
+        StepInput(0, "c0", "Bo: hello.", embed(3, 0.0, 7), context_only=True, time="2026-05-24")
+    with pytest.raises(ValueError, match="needs its instant_us"):
+        ContextItem("k", "Bo: hello.", "bo", 0, "2026-05-24")
+    with pytest.raises(ValueError, match="time None needs its instant_us"):
+        ContextItem("k", "Bo: hello.", "bo", 0, None, 5)
+    assert ContextItem("k", "t", "bo", 0, "1970-01-01T00:00:01+00:00", 1_000_000).instant_us == 1_000_000
 
 
 def test_scope_walled_examples_equal_the_open_ranking_filtered_by_scope() -> None:
@@ -103,8 +123,8 @@ def test_scope_walled_examples_equal_the_open_ranking_filtered_by_scope() -> Non
         d = route(s, base, x)
         wide = attrs.evolve(base, retrieval=attrs.evolve(base.retrieval, examples_k=1000))
         walled_policy = attrs.evolve(base, retrieval=attrs.evolve(base.retrieval, examples_cross_scope=False))
-        got = retrieve(s, walled_policy, x, d).examples
-        ref = [e for e in retrieve(s, wide, x, d).examples if e.item.scope in (None, scope)][: base.retrieval.examples_k]
+        got = retrieve(s, walled_policy, x, d).episodes
+        ref = [e for e in retrieve(s, wide, x, d).episodes if e.item.scope in (None, scope)][: base.retrieval.examples_k]
         assert [(e.item.key, e.branch_id) for e in got] == [(e.item.key, e.branch_id) for e in ref]
         assert all(e.item.scope in (None, scope) for e in got)
 
@@ -127,8 +147,43 @@ def test_after_any_history_the_newest_verified_answer_is_the_only_episode(histor
         elif reward == 0.0:
             failed_since.add(ans)
     episodes = {e.answer for b in s.branches.values() for e in b.episodes.records}
-    mistakes = {a.answer for b in s.branches.values() for a in b.failures.records}
+    mistakes = {a.answer for b in s.branches.values() for a in b.anti_patterns.records}
     want = {last_verified} - failed_since if last_verified is not None else set()
     assert episodes == want
     if last_verified is not None and last_verified not in failed_since:
         assert last_verified not in mistakes
+
+
+def test_one_step_mode_records_the_batch_and_retires_its_rules() -> None:
+    """Rules handed in with a step (log format 1) record the batch as it stands after the
+    step's write; a later failure of that answer retires them (write.supersede_derived)."""
+    from rizz.core import CandidateRule
+    from rizz.core.decide import batch_keys
+
+    pol = Policy(write=attrs.evolve(Policy().write, supersede=True, supersede_derived=True),
+                 rules=attrs.evolve(Policy().rules, distill_every=2))
+    r = rizz(pol)
+    s = r.step(r.init(), make_input(0, 1, seed=1, answer="7"), Verdict(1.0))
+    rule = CandidateRule("asked item 2", "answer 9", embed(1, 0.0, 3))
+    x = make_input(1, 1, seed=2, answer="9", candidate_rules=(rule,), distilled=True)
+    s = r.step(s, x, Verdict(1.0))
+    (b,) = [b for b in s.branches.values() if b.rules]
+    keys = tuple(e.key for e in b.episodes.records)
+    assert len(keys) == 2 and b.rules[0].sources == keys == batch_keys(pol, keys)
+    assert batch_keys(Policy(write=attrs.evolve(Policy().write, supersede=True)), keys) == ()  # off: no sources, old digests
+    res = r.step_with_events(s, make_input(2, 1, seed=1, answer="7"), Verdict(0.0))  # 7 is wrong now
+    got = sorted((e.store, e.key) for e in res.events if isinstance(e, ev.MemoryRetired))
+    assert got == [("episodes", keys[0]), ("rules", b.rules[0].id), ("working_memory", "turn-0")]
+    assert res.state.rule_ledger[b.rules[0].id].status == "retired"
+    assert not res.state.branches[b.id].rules and [t.step for t in res.state.working_memory] == [1]
+    assert from_data(to_data(res.state)) == res.state
+
+
+def test_derived_retirement_is_off_unless_asked_and_leaves_old_digests() -> None:
+    """With only write.supersede (a policy recorded before supersede_derived), rules carry no
+    sources, turns no scope, and the failing turn is remembered: the state as before."""
+    r = rizz(ON)
+    s = r.step(r.init(), make_input(0, 1, seed=1, answer="7", scope="u"), Verdict(1.0))
+    s = r.step(s, make_input(1, 1, seed=1, answer="7", scope="u"), Verdict(0.0))
+    assert [(t.step, t.scope) for t in s.working_memory] == [(0, None), (1, None)]
+    assert '"sources"' not in canonical_json(s) and '"supersede_derived"' not in canonical_json(ON)

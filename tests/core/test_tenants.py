@@ -231,3 +231,42 @@ def test_an_untenanted_answer_in_flight_when_the_first_tenant_comes_folds_into_t
     x2 = make_input(2, 1, seed=5, answer="9")  # the untenanted counter continues from the global step 1
     rr2 = r.route_round(s, x2)
     assert rr2.decision.tenant is None and rr2.decision.step == 1 and rr2.decision.branch_id == "b0"
+
+
+def test_the_bandit_learns_behind_a_wall_exactly_as_without() -> None:
+    """``routing.router: linucb`` (policies/learned-routing.yaml): a stream of one tenant gives
+    the sub-state the untenanted stream gives, router included, in one-step mode and with
+    answers in flight (verdicts folded two answers late, in reverse pairs); the walled decision
+    exposes the features it was chosen on, as a plain decision does."""
+    from rizz.core import WalledDecision
+    from rizz.shell.policy_file import load_policy
+
+    pol = load_policy("learned-routing")
+    plain, wall = rizz(pol), walled(rizz(pol))
+    xs = [make_input(t, t % 4, seed=t, answer=str(t % 3)) for t in range(40)]
+    vs = [Verdict(float((t * 7) % 5 < 3), FAMILIES[t % 4][2]) for t in range(40)]
+    s, w = plain.init(), wall.init()
+    for x, v in zip(xs, vs):
+        s = plain.step(s, x, v)
+        w = wall.step(w, attrs.evolve(x, tenant="acme"), v)
+    assert s.router != plain.init().router and len(s.router.b) > 0  # the bandit did learn
+    assert w.tenants["acme"] == s and digest(w.tenants["acme"]) == digest(s)
+
+    def live(core, tenant):
+        st, waiting = core.init(), []
+        for x, v in zip(xs, vs):
+            rr = core.route_round(st, attrs.evolve(x, tenant=tenant))
+            st = rr.state
+            waiting.append((attrs.evolve(x, tenant=tenant), v, rr.decision))
+            if len(waiting) == 3:
+                for x2, v2, d in (waiting[1], waiting[0]):
+                    st = core.feedback_round(st, x2, v2, d).state
+                waiting = waiting[2:]
+        for x2, v2, d in reversed(waiting):
+            st = core.feedback_round(st, x2, v2, d).state
+        return st, rr.decision
+
+    a, da = live(plain, None)
+    b, db = live(wall, "acme")
+    assert isinstance(db, WalledDecision) and db.features == da.features != ()
+    assert b.tenants["acme"] == a and a.router != plain.init().router

@@ -49,7 +49,7 @@ class Model:
 class _Branch:
     def __init__(self) -> None:
         self.label, self.shape, self.active = "classify/stance", None, True
-        self.episodes = self.rules = self.failures = self.context = self.quarantine = ()
+        self.episodes = self.rules = self.anti_patterns = self.context = self.quarantine = ()
 
         class S:
             traffic, answered, mean_reward = 0, 0, 0.0

@@ -8,7 +8,7 @@ import attrs
 import pytest
 from typer.testing import CliRunner
 
-from rizz.core.timekeys import TIME_EXPECTED
+from rizz.shell.timekeys import TIME_EXPECTED
 from rizz.shell.cli_streams import app as streams_app
 from rizz.shell.streams import (
     BadLine, StreamElement, StreamError, element_to_json, read_stream, write_stream,

@@ -19,7 +19,8 @@ Q = "What does the Pro plan cost per month, in dollars?"
 
 def _run(supersede: bool, fake_model, answers, refs):
     base = load_policy("default")
-    policy = attrs.evolve(base, write=attrs.evolve(base.write, supersede=supersede))
+    # the episodes/anti-patterns part alone (the derived part has its own tests below)
+    policy = attrs.evolve(base, write=attrs.evolve(base.write, supersede=supersede, supersede_derived=False))
     said = iter(answers)
 
     def reply(messages) -> str:
@@ -62,7 +63,7 @@ def test_the_newest_verified_answer_wins(fake_model) -> None:
         assert "Answer: 12" in text and "Wrong answer: 10" in text and "Answer: 10" not in text
     (b,) = s.state.branches.values()
     assert [e.answer for e in b.episodes.records] == ["12"]
-    assert [a.answer for a in b.failures.records] == ["10"]
+    assert [a.answer for a in b.anti_patterns.records] == ["10"]
     assert [(q.answer, q.reason) for q in b.quarantine] == [("10", "superseded: answer '10' failed verification at step 3")]
 
 
@@ -71,5 +72,79 @@ def test_a_price_back_to_its_old_value_retires_the_newer_episode_and_the_mistake
     said = SAID + ["10", "10"]
     prompts, events, s = _run(True, fake_model, said, refs)
     retired = sorted((e.store, e.reason) for e in events[7] if isinstance(e, ev.MemoryRetired))
-    assert retired == [("episodes", "superseded: answer '10' verified at step 7"), ("failures", "superseded: answer '10' verified at step 7")]
+    assert retired == [("anti_patterns", "superseded: answer '10' verified at step 7"), ("episodes", "superseded: answer '10' verified at step 7")]
     assert "Answer: 10" in prompts[8] and "Answer: 12" not in prompts[8] and "Wrong answer: 10" not in prompts[8]
+
+
+# -- write.supersede_derived: the two gaps (working memory, distilled rules) -----------------
+def _run_all_blocks(derived: bool, fake_model, answers, refs):
+    """The Pro-plan stream with every memory block shown: working memory (4 turns) and rules
+    distilled after each verified success, whose text quotes the answers they were shown."""
+    import re
+
+    base = load_policy("default")
+    policy = attrs.evolve(base, write=attrs.evolve(base.write, supersede=True, supersede_derived=derived),
+                          retrieval=attrs.evolve(base.retrieval, working_memory_k=4),
+                          rules=attrs.evolve(base.rules, distill_every=1))
+    said = iter(answers)
+
+    def reply(messages) -> str:
+        text = messages[-1].content
+        if text.endswith("Reply with the final number only."):
+            return next(said)
+        if '"function"' in text:
+            return '{"function": "answer-question", "application": "plan-prices"}'
+        shown = re.findall(r"Correct answer: (\S+)", text)  # a distillation request
+        return "\n".join(f"IF the question asks the Pro plan price THEN Answer: {a}" for a in shown)
+
+    s = Session(policy, fake_model(reply), BowEmbedder())
+    prompts, events = [], []
+    for i, ref in enumerate(refs):
+        p = s.answer(StreamElement(f"q{i}", Q, metadata={"shape": "number"}, reference=ref, verifier="exact_match"))
+        prompts.append(p.prompt)
+        _, evs, _ = s.fold(p, s.verify(p))
+        events.append(evs)
+    return prompts, events, s
+
+
+def _blocks(prompt) -> dict[str, str]:
+    return {b: prompt.section(b).text() for b in ("examples", "rules", "mistakes", "working_memory") if prompt.section(b)}
+
+
+def test_without_derived_retirement_rules_and_turns_still_show_the_old_answer(fake_model) -> None:
+    prompts, _, _ = _run_all_blocks(False, fake_model, SAID, REFS)
+    last = _blocks(prompts[-1])
+    assert "Answer: 10" in last["rules"] and "Answer: 10" in last["working_memory"]  # the two gaps of #12 §5
+    assert "Answer: 10" not in last["examples"]  # episodes were already retired
+
+
+def test_after_a_verified_12_no_block_shows_answer_10(fake_model) -> None:
+    prompts, events, s = _run_all_blocks(True, fake_model, SAID, REFS)
+    # before the price change every block may teach 10
+    assert "Answer: 10" in _blocks(prompts[1])["rules"] and "Answer: 10" in _blocks(prompts[1])["working_memory"]
+    # the failure of 10 at step 3 retires the episode, the rule distilled from it and the turns
+    retired = sorted((e.store, e.key, e.reason) for e in events[3] if isinstance(e, ev.MemoryRetired))
+    why = "superseded: answer '10' failed verification at step 3"
+    assert retired == sorted([("episodes", retired[0][1], why), ("rules", "r0-0", why + ": distilled from the retired answer '10'"),
+                              ("working_memory", "turn-0", why), ("working_memory", "turn-1", why), ("working_memory", "turn-2", why)])
+    for p in prompts[4:]:
+        assert "Answer: 10" not in p.text, p.text  # solved examples, rules, working memory: none
+        assert "Wrong answer: 10" in _blocks(p)["mistakes"]
+    for p in prompts[5:]:  # once 12 is verified, every block that teaches an answer teaches 12
+        b = _blocks(p)
+        assert "Answer: 12" in b["examples"] and "THEN Answer: 12" in b["rules"] and "Answer: 12" in b["working_memory"]
+    (b,) = s.state.branches.values()
+    assert [r.strategy for r in b.rules] == ["Answer: 12"] and b.rules[0].sources == (b.episodes.records[0].key,)
+    assert s.state.rule_ledger["r0-0"].status == "retired"
+    assert {t.answer for t in s.state.working_memory} == {"12"}  # the failing turn of 10 was never remembered
+    reasons = [(q.key, q.reason) for q in b.quarantine]
+    assert ("r0-0", why + ": distilled from the retired answer '10'") in reasons and ("turn-0", why) in reasons
+
+
+def test_a_price_back_to_10_retires_the_rule_and_turns_of_12(fake_model) -> None:
+    refs, said = REFS + ["10", "10"], SAID + ["10", "10"]
+    prompts, events, s = _run_all_blocks(True, fake_model, said, refs)
+    stores = sorted(e.store for e in events[7] if isinstance(e, ev.MemoryRetired))
+    assert stores == ["anti_patterns", "episodes", "rules", "working_memory", "working_memory", "working_memory"]
+    b = _blocks(prompts[8])
+    assert "Answer: 12" not in prompts[8].text and "THEN Answer: 10" in b["rules"] and "Answer: 10" in b["working_memory"]

@@ -112,3 +112,109 @@ def test_untimed_context_keeps_todays_prompt() -> None:
     plain = [StreamElement(e.id, e.input, metadata={"scope": "bo"}, context_only=True) for e in BO]
     text = question_prompt(plain, "How many years has Bo worked at Initech?", "bo")
     assert "[" not in text.split("\n\n")[0] and "6 years" in text and "5 years" in text
+
+
+def _timed_stream(path: Path, n: int) -> Path:
+    """The arithmetic stream with a time on every element (context lines restated out of order)."""
+    import json
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stubs import arithmetic_stream
+
+    lines = [json.loads(x) for x in arithmetic_stream(path, n).read_text().splitlines()]
+    for i, x in enumerate(lines):
+        x["metadata"]["time"] = f"2026-05-{24 - i % 5:02d}T09:00:00+02:00"
+        if i % 3 == 2:
+            x.update(id=f"c{i}", input=f"Note: the user likes {i % 4}.", context_only=True)
+            x.pop("reference", None), x.pop("verifier", None)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_a_snapshot_written_before_instants_is_rebuilt_from_the_log(tmp_path) -> None:
+    """The core cannot parse a time, so a snapshot whose context items carry a time but no
+    ``instant_us`` (written before the shell parsed instants) is ignored and rebuilt from the
+    log, and the run reaches the uninterrupted digest (the instant is not in the digest)."""
+    import json
+
+    from rizz.shell import durable
+    from rizz.shell.models.cache import CachedModel, ResponseCache
+    from rizz.shell.policy_file import load_policy
+    from rizz.shell.run import run_stream
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stubs import ArithmeticModel, HashEmbedder
+
+    def run(out: Path, log=lambda m: None) -> dict:
+        out.mkdir(parents=True, exist_ok=True)
+        model = CachedModel(ArithmeticModel(), ResponseCache(out / "responses.sqlite"))
+        return run_stream(stream, load_policy("default"), "default", out, model, HashEmbedder(), snapshot_every=3,
+                          rendering="chat", log=log)
+
+    stream = _timed_stream(tmp_path / "s.jsonl", 12)
+    full = run(tmp_path / "full")
+    out = tmp_path / "r"
+    run(out)
+    snap = out / "snapshots" / "00000009.json"
+    state, why = durable.read_snapshot(snap)
+    assert why is None and b'"instant_us":1779606000000000' in snap.read_bytes()  # 2026-05-24T09:00+02:00
+
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k != "instant_us"}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+
+    snap.write_bytes(durable.snapshot_bytes(strip(state)))
+    assert b"instant_us" not in snap.read_bytes() and b'"time"' in snap.read_bytes()
+    for side in (out / "snapshots").glob("*.json"):  # the newest snapshot is the one to resume from
+        if side.name > snap.name:
+            side.unlink()
+    lines = (out / "log.jsonl").read_bytes().splitlines(keepends=True)
+    (out / "log.jsonl").write_bytes(b"".join(lines[:10]))  # as if killed after step 10
+    (out / "summary.json").unlink()
+    msgs: list[str] = []
+    again = run(out, log=msgs.append)
+    assert again["state_digest"] == full["state_digest"]
+    assert any("00000009.json: not readable by this version" in m and "needs its instant_us" in m for m in msgs), msgs
+    assert b'"instant_us":1779606000000000' in snap.read_bytes()  # rewritten with its instants
+
+
+def test_answers_in_flight_saved_before_instants_are_refolded_from_the_log(tmp_path) -> None:
+    """A live session's in-flight side file whose pending inputs carry a time but no
+    ``instant_us`` (written before the shell parsed instants) cannot be built by the core: the
+    session reopens by refolding its log, keeps every pending answer and its digest."""
+    import json
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from livekit import HashEmbedder, StubModel, element
+
+    from rizz import Session
+
+    def open_(p):
+        return Session.open(p, policy="default", model=StubModel(), embedder=HashEmbedder(), snapshot_every=4)
+
+    app = tmp_path / "app"
+    s = open_(app)
+    for i in range(6):
+        el = element(i)
+        el["metadata"]["time"] = f"2026-05-2{i}T10:00:00-05:00"
+        s.answer(el)
+    s.fold("q0", 1.0)
+    pending, d = sorted(s.pending_ids()), s.digest()
+    s.close()
+    (side,) = sorted(app.glob("snapshots/*.inflight.json"))[-1:]
+    text = side.read_text()
+    assert '"instant_us"' in text
+    data = json.loads(text)
+
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k != "instant_us"}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+
+    side.write_text(json.dumps(strip(data)))
+    s2 = open_(app)
+    assert sorted(s2.pending_ids()) == pending and s2.digest() == d
+    s2.fold("q3", 1.0)
+    s2.close()
+    assert '"instant_us"' in sorted(app.glob("snapshots/*.inflight.json"))[-1].read_text()

@@ -118,7 +118,7 @@ def branch_rows(state: Any) -> list[dict[str, Any]]:
         b = state.branches[bid]
         rows.append({
             "branch": bid, "label": str(b.label), "shape": b.shape or "-", "active": b.active,
-            "episodes": len(b.episodes), "rules": len(b.rules), "anti_patterns": len(b.failures),
+            "episodes": len(b.episodes), "rules": len(b.rules), "anti_patterns": len(b.anti_patterns),
             "context": len(b.context), "quarantined": len(b.quarantine), "traffic": b.stats.traffic,
             "answered": b.stats.answered, "mean_reward": round(b.stats.mean_reward, 4),
         })

@@ -1,11 +1,15 @@
-"""``metadata.time``: ISO 8601 time stamps as canonical text and as instants (issue #12 §4).
+"""``metadata.time``: ISO 8601 time stamps read into canonical text and an instant (issue #12 §4).
+
+The shell parses; the pure core only compares instants and shows the text (COMMON.md: no
+clock or calendar in ``rizz/core``). The stream reader refuses a bad time with ``file:line``
+(:mod:`rizz.shell.streams`); :func:`time_fields` gives the two ``StepInput`` fields.
 
 Rules (``specs/stream-format.md``, "metadata.time"):
 
 * A string is ISO 8601 as Python 3.11's ``date.fromisoformat`` / ``datetime.fromisoformat``
   read it: a date (``2026-05-24``), or a date and time with an optional offset
   (``2026-05-24T09:30``, ``2026-05-24T09:30:00+02:00``, ``...Z``); basic forms
-  (``20260524T093000Z``) too. Anything else is refused (the stream reader names ``file:line``).
+  (``20260524T093000Z``) too. Anything else is refused.
 * A number is seconds since 1970-01-01T00:00:00 UTC (a Unix time), shown in UTC.
 * **Naive times are UTC.** A date or date-time without an offset is read as UTC (a date as
   its midnight), never as the host's zone, so instants and prompts are the same under any
@@ -14,7 +18,8 @@ Rules (``specs/stream-format.md``, "metadata.time"):
 Canonical text (what is logged, stored in ``ContextItem.time`` and shown in the prompt): a date
 stays ``YYYY-MM-DD``; a date-time is ``datetime.isoformat()`` (``Z`` becomes ``+00:00``; naive
 stays naive); a number becomes its UTC date-time with ``+00:00``. The *instant* orders items:
-seconds since the epoch, UTC. Pure: no clock and no host time zone is ever read.
+integer microseconds since the epoch, UTC (``ContextItem.instant_us``). No clock and no host
+time zone is ever read.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import math
 from datetime import date, datetime, timedelta, timezone
 
-__all__ = ["TIME_EXPECTED", "canonical_time", "instant"]
+__all__ = ["TIME_EXPECTED", "canonical_time", "instant_us", "time_fields"]
 
 #: What a bad ``metadata.time`` is told it should be.
 TIME_EXPECTED = (
@@ -59,11 +64,23 @@ def canonical_time(value: object) -> str:
         raise ValueError(f"expected {TIME_EXPECTED}, got {value!r} (outside years 1-9999)") from None
 
 
-def instant(text: str) -> float:
-    """Seconds since 1970-01-01T00:00:00 UTC of canonical time ``text`` (naive = UTC).
+def instant_us(value: object) -> int:
+    """Microseconds since 1970-01-01T00:00:00 UTC (an exact integer) of a ``metadata.time``
+    value or its canonical text (naive = UTC).
 
-    Raises ValueError for text :func:`canonical_time` would refuse."""
-    dt = datetime.fromisoformat(canonical_time(text))
+    Raises ValueError for a value :func:`canonical_time` refuses."""
+    dt = datetime.fromisoformat(canonical_time(value))
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return (dt - _EPOCH).total_seconds()
+    d = dt - _EPOCH
+    return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
+
+
+def time_fields(value: object) -> dict[str, object]:
+    """``{"time": canonical text, "instant_us": instant}`` of a ``metadata.time`` value, or both
+    None for None: the keyword arguments of ``StepInput`` (``StepInput(..., **time_fields(t))``).
+
+    Raises ValueError for a value :func:`canonical_time` refuses."""
+    if value is None:
+        return {"time": None, "instant_us": None}
+    return {"time": canonical_time(value), "instant_us": instant_us(value)}
