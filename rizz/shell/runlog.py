@@ -54,9 +54,22 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 class RunDir:
-    """Owner of one RUN_DIR. Use as a context manager to hold the lock."""
+    """Owner of one RUN_DIR. Use as a context manager to hold the lock.
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    ``durability``: ``"disk"`` (default): :meth:`append` returns once the record is on disk
+    (``fdatasync``), and the embedding store fsyncs every new vector before a record can name
+    it. ``"os"``: records and vectors are handed to the OS (written and flushed, not fsynced):
+    they survive ``kill -9`` of the process but not a power loss or an OS crash; the log and
+    the vectors are fsynced on :meth:`sync` (a Session's close). Snapshots are fsynced either way.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk") -> None:
+        from rizz.shell.embed import DURABILITY
+
+        if durability not in DURABILITY:
+            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+        self.durability = durability
+        self._store: EmbeddingStore | None = None
         self.root = Path(root)
         self.log_path = self.root / "log.jsonl"
         self.meta_path = self.root / "run.json"
@@ -80,11 +93,17 @@ class RunDir:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        if self._lock is not None:
-            self._lock.release()
+        try:
+            self.sync()
+        except OSError:
+            if not exc or exc[0] is None:
+                raise
+        finally:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+            if self._lock is not None:
+                self._lock.release()
 
     # -- metadata ----------------------------------------------------------------------
     def check_or_write_meta(self, meta: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +131,10 @@ class RunDir:
 
     @property
     def embeddings(self) -> EmbeddingStore:
-        return EmbeddingStore(self.root / "embeddings")
+        """The run's embedding store (one per RunDir, with its ``durability``)."""
+        if self._store is None:
+            self._store = EmbeddingStore(self.root / "embeddings", durability=self.durability)
+        return self._store
 
     # -- log -----------------------------------------------------------------------------
     def repair(self) -> int:
@@ -142,8 +164,11 @@ class RunDir:
                 except json.JSONDecodeError as e:
                     raise ValueError(f"{self.log_path}:{n}: corrupt log record ({e.msg})") from None
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one record, flushed and fsynced before returning.
+    def append(self, record: dict[str, Any], *, sync: bool = True) -> None:
+        """Append one record, written and flushed to the OS; with ``sync`` (and durability
+        ``"disk"``) also ``fdatasync``ed before returning. ``sync=False`` lets a caller write
+        several records and make them durable with one :meth:`sync` (a verdict and the
+        distillation it makes due).
 
         Raises:
             DiskFull: out of space; the partial record is cut off again (or, if even that
@@ -159,7 +184,9 @@ class RunDir:
             fault_point("log.append")  # crash tests: a kill with half a record written
             self._log.write(data[len(data) // 2:])
             self._log.flush()
-            os.fsync(self._log.fileno())
+            self._dirty = True
+            if sync and self.durability == "disk":
+                self.sync()
         except OSError as e:
             full = disk_full(e, f"step {record.get('step')} to {self.log_path}", self.root)
             try:
@@ -174,6 +201,17 @@ class RunDir:
                 pass
             raise full or e
 
+    _dirty = False  # records written since the last fdatasync
+
+    def sync(self) -> None:
+        """Make every record appended so far durable (``fdatasync`` of the log; with durability
+        ``"os"`` also fsync the vectors written since the last call). Raises OSError."""
+        if self._store is not None:
+            self._store.sync() if self.durability == "os" else self._store.flush()
+        if self._log is not None and self._dirty:
+            _fdatasync(self._log.fileno())
+            self._dirty = False
+
     def save_prompt(self, sha: str, text: str) -> None:
         self.prompt_dir.mkdir(exist_ok=True)
         p = self.prompt_dir / f"{sha}.txt"
@@ -184,8 +222,9 @@ class RunDir:
             os.replace(tmp, p)
 
     # -- snapshots --------------------------------------------------------------------
-    def save_snapshot(self, steps_done: int, state: AdaptiveState) -> None:
-        """Write ``snapshots/NNNNNNNN.json`` with a checksum (``rizz.shell.durable``), atomically."""
+    def save_snapshot(self, steps_done: int, state: AdaptiveState) -> int:
+        """Write ``snapshots/NNNNNNNN.json`` with a checksum (``rizz.shell.durable``), atomically.
+        Returns its size in bytes."""
         self.snap_dir.mkdir(exist_ok=True)
         path = self.snap_dir / f"{steps_done:08d}.json"
         data = snapshot_bytes(to_data(state))
@@ -198,6 +237,7 @@ class RunDir:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        return len(data)
 
     def inflight_path(self, records_done: int) -> Path:
         """Where the answers in flight beside snapshot ``records_done`` are kept (log format 2)."""
@@ -220,6 +260,11 @@ class RunDir:
                 return n, from_data(data)
             self.ignored_snapshots.append((n, why))
         return None
+
+
+def _fdatasync(fd: int) -> None:
+    """``os.fdatasync`` where there is one (Linux; the file's size is data), else ``os.fsync``."""
+    getattr(os, "fdatasync", os.fsync)(fd)
 
 
 def _same_policy(a: Any, b: Any) -> bool:
