@@ -14,8 +14,8 @@ bytes back instead of calling the model.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -146,6 +146,21 @@ class Embedder:
         return f"Embedder(name={self.name!r}, batch_size={self.batch_size})"
 
 
+_NPY_HEADERS: dict[tuple[str, int], bytes] = {}
+
+
+def _npy_bytes(vec: np.ndarray) -> bytes:
+    """The bytes ``np.save(f, vec)`` writes for a 1-d vector: its ``.npy`` header (made by
+    ``np.save`` once per dtype and length) followed by the raw data."""
+    k = (vec.dtype.str, vec.shape[0])
+    head = _NPY_HEADERS.get(k)
+    if head is None:
+        buf = io.BytesIO()
+        np.save(buf, vec, allow_pickle=False)
+        head = _NPY_HEADERS[k] = buf.getvalue()[: -vec.nbytes or None]
+    return head + vec.tobytes()
+
+
 def _sync_and_rename(fd: int, tmp: str, path: Path) -> None:
     """A deferred put's second half (on a pool thread): fsync and close the temp file, rename it into place."""
     try:
@@ -214,6 +229,7 @@ class EmbeddingStore:
         self.durability = durability
         self._pending: dict[str, tuple[np.ndarray, Any]] = {}  # key -> (vector, future of fsync + rename)
         self._unsynced: list[Path] = []  # "os": files written since the last sync()
+        self._dirs: set[str] = set()  # <key[:2]> subdirectories known to exist
 
     def _path(self, key: str) -> Path:
         if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
@@ -239,13 +255,17 @@ class EmbeddingStore:
         path = self._path(key)
         if key in self._pending or path.is_file():
             return key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npy")
+        if key[:2] not in self._dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(key[:2])
+        tmp = str(path.parent / f".tmp-{key}.npy")  # the RUN_DIR's lock makes this process its only writer
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
         sync = self.durability == "disk"
         handed = False  # the fd went to the pool thread, which closes it
         try:
-            with os.fdopen(fd, "wb", closefd=False) as fh:
-                np.save(fh, vec, allow_pickle=False)
+            data = memoryview(_npy_bytes(vec))
+            while data:
+                data = data[os.write(fd, data):]
             if sync and defer:
                 self._pending[key] = (vec.copy(), _pool().submit(_sync_and_rename, fd, tmp, path))
                 handed = True

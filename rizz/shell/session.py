@@ -224,8 +224,9 @@ class Session:
                 return
             self._open = False
             if self.run_dir is not None:
-                self._snapshot()
-                self.run_dir.__exit__(None, None, None)
+                if self._failed is None:  # (after a failed sync the state may be ahead of the disk: no snapshot)
+                    self._snapshot()
+                self.run_dir.__exit__(None, None, None) if self._failed is None else self.run_dir.__exit__(OSError, None, None)
 
     def __enter__(self) -> "Session":
         return self
@@ -273,10 +274,12 @@ class Session:
             t0 = time.perf_counter()
             p = self._answer(el)
             rec = record_of(p, "step" if el.context_only else "answer", None, time.perf_counter() - t0, run_dir=self.run_dir)
-            self._commit(rec, inp=p.step_input, routed=p.routed)
+            self._commit(rec, sync=False, inp=p.step_input, routed=p.routed)
+            ticket = self._ticket
             if el.context_only:
                 self._close_id(el.id, "context-only: stored when answered, no verdict to fold")
-            return p
+        self._sync(ticket)  # outside the lock: threads answering at once share one sync (group commit)
+        return p
 
     def fold(self, pending: Pending | str, verdict: Verdict | float | None) -> Folded:
         """Fold the verdict of a pending answer (a :class:`Pending` or its id), at any later time.
@@ -289,23 +292,26 @@ class Session:
         if not isinstance(item_id, str):
             raise SessionError(f"fold: expected a Pending or an id, got {pending!r}")
         v = _verdict(verdict)
-        with self._lock:
-            self._check_open()
-            self._expire_overdue()
-            w = self._waiting(item_id, "fold")
-            if isinstance(pending, Pending) and pending.step != w.step_input.step:
-                raise SessionError(f"fold: this Pending of {item_id!r} was answered at step {pending.step}; the id was "
-                                   f"answered again at step {w.step_input.step} (fold the newer answer)")
-            vcalls = self._verify_calls.pop((item_id, w.step_input.step), ())
-            rec = lr.LogRecord(step=w.step_input.step, id=item_id, v=lr.LOG_VERSION, kind="verdict",
-                               verdict=lr.VerdictPart(v.reward, v.verifier, v.parsed), calls=list(vcalls))
-            try:  # the verdict and the distillation it makes due reach the disk with one sync
+        ticket = 0  # the verdict and the distillation it makes due reach the disk with one sync, outside the lock
+        try:
+            with self._lock:
+                self._check_open()
+                self._expire_overdue()
+                w = self._waiting(item_id, "fold")
+                if isinstance(pending, Pending) and pending.step != w.step_input.step:
+                    raise SessionError(f"fold: this Pending of {item_id!r} was answered at step {pending.step}; the id was "
+                                       f"answered again at step {w.step_input.step} (fold the newer answer)")
+                vcalls = self._verify_calls.pop((item_id, w.step_input.step), ())
+                rec = lr.LogRecord(step=w.step_input.step, id=item_id, v=lr.LOG_VERSION, kind="verdict",
+                                   verdict=lr.VerdictPart(v.reward, v.verifier, v.parsed), calls=list(vcalls))
                 events = self._commit(rec, sync=False)
+                ticket = self._ticket
                 self._close_id(item_id, "already folded")
                 more, calls = self._distill(w.step_input.step, item_id, w.decision.branch_id)
-            finally:
-                self._sync()
-            return Folded(w.step_input, events + more, tuple(vcalls) + tuple(calls))
+                ticket = self._ticket
+                return Folded(w.step_input, events + more, tuple(vcalls) + tuple(calls))
+        finally:
+            self._sync(ticket)
 
     def expire(self, pending: Pending | str, reason: str = "given up by the caller") -> None:
         """Give up on a pending answer: logged with ``reason``; it never becomes memory."""
@@ -313,7 +319,9 @@ class Session:
         with self._lock:
             self._check_open()
             w = self._waiting(item_id, "expire")
-            self._expire_one(item_id, w.step_input.step, reason)
+            self._expire_one(item_id, w.step_input.step, reason, False)
+            ticket = self._ticket
+        self._sync(ticket)
 
     # -- rizz run ---------------------------------------------------------------------------
     def run_element(self, el: StreamElement, judge_model: ModelBackend | None = None) -> list[dict[str, Any]]:
@@ -338,7 +346,7 @@ class Session:
                 return self._collect
             finally:
                 self._collect = None
-                self._sync()
+                self._sync(self._ticket)
 
     def verify(self, p: Pending, judge_model: ModelBackend | None = None) -> Verdict | None:
         """Score ``p`` with the element's own verifier (None for context-only input).
@@ -363,9 +371,14 @@ class Session:
                               store=self.embed_cache, rendering=self.rendering, budget_cap=self.budget_cap,
                               user_model=self.user_model, data_roots=self.data_roots)
 
+    _failed: str | None = None  # why the session stopped: a sync of its log failed
+
     def _check_open(self) -> None:
         if not self._open:
             raise SessionError("the session is closed (Session.open the directory again)")
+        if self._failed is not None:
+            raise SessionError(f"the session stopped after a failed disk sync ({self._failed}); close it and "
+                               "Session.open the directory again (it refolds from what is on disk)")
 
     def _waiting(self, item_id: str, what: str) -> Any:
         w = self._fold.inflight.get(item_id)
@@ -389,7 +402,7 @@ class Session:
             flush = getattr(self.embed_cache, "flush", None)
             if flush is not None:
                 flush()
-            self.run_dir.append(data, sync=sync)
+            self._ticket = self.run_dir.append(data, sync=sync)
         if self._collect is not None:
             self._collect.append(data)
         events = self._fold.apply(rec, **given)
@@ -403,10 +416,17 @@ class Session:
         k = -(-snapshot_size // (self.snapshot_every * SNAPSHOT_RECORD_BYTES))
         return self.snapshot_every * max(1, k)
 
-    def _sync(self) -> None:
-        """Where a call returns: its records on disk (durability "disk"; "os": already with the OS)."""
+    _ticket = 0  # records appended to the log so far (RunDir.append's count), for _sync
+
+    def _sync(self, upto: int | None = None) -> None:
+        """Where a call returns: the first ``upto`` records (None: all) on disk (durability
+        "disk"; "os": they are already with the OS). Safe without the lock (group commit)."""
         if self.run_dir is not None and self.run_dir.durability == "disk":
-            self.run_dir.sync()
+            try:
+                self.run_dir.sync() if upto is None else self.run_dir.sync_log(upto)
+            except OSError as e:  # records are folded in memory but maybe not on disk: refuse further calls
+                self._failed = str(e)
+                raise
 
     def _snapshot(self) -> None:
         from rizz.shell.logfold import save_inflight
@@ -433,7 +453,7 @@ class Session:
         rules = tuple(CandidateRule(r.antecedent, r.strategy, e.vec) for r, e in zip(res.rules, embs))
         rec = lr.LogRecord(step=step, id=item_id, v=lr.LOG_VERSION, kind="distill", branch=branch_id,
                            rules=[[r.antecedent, r.strategy, e.key] for r, e in zip(res.rules, embs)], calls=list(calls))
-        return self._commit(rec, rules=rules), calls
+        return self._commit(rec, sync=False, rules=rules), calls  # synced by the caller, with its verdict
 
     def recover(self, last: dict[str, Any] | None) -> list[dict[str, Any]]:
         """After a crash between a verdict (the log's ``last`` record, as JSON) and its
@@ -443,6 +463,7 @@ class Session:
             self._collect = []
             try:
                 self._finish_distillation(last)
+                self._sync()
                 return self._collect
             finally:
                 self._collect = None
