@@ -271,3 +271,25 @@ def test_a_failed_log_sync_stops_the_session_until_it_is_reopened(tmp_path, monk
     s = _open(tmp_path / "eio", snapshot_every=0)
     assert s.pending_ids() == []  # the verdict was written (the injected failure lost nothing here)
     s.close()
+
+
+def test_rizz_run_durability_os_gives_the_same_run_and_a_bad_value_is_refused(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from stubs import ArithmeticModel, HashEmbedder as ArithmeticEmbedder, arithmetic_stream
+
+    from rizz.shell import cli
+    from rizz.shell.models.cache import CachedModel, ResponseCache
+
+    stream = arithmetic_stream(tmp_path / "s.jsonl", 8)
+    monkeypatch.setattr("rizz.shell.embed.Embedder", ArithmeticEmbedder)
+    monkeypatch.setattr("rizz.shell.models.load_model", lambda spec, cache=None: CachedModel(ArithmeticModel(), ResponseCache(cache)))
+    digests = {}
+    for d in ("disk", "os"):
+        res = CliRunner().invoke(cli.app, ["run", str(stream), "--out", str(tmp_path / d), "--rendering", "chat", "--durability", d])
+        assert res.exit_code == 0, res.output
+        digests[d] = json.loads((tmp_path / d / "summary.json").read_text())["state_digest"]
+        assert (tmp_path / d / "log.jsonl").read_bytes().count(b"\n") == 8
+    assert digests["disk"] == digests["os"] == replay(tmp_path / "os", write_summary=False)["state_digest"]
+    res = CliRunner().invoke(cli.app, ["run", str(stream), "--out", str(tmp_path / "bad"), "--durability", "fast"])
+    assert res.exit_code != 0 and "--durability must be disk or os" in res.output and not (tmp_path / "bad").exists()
