@@ -119,7 +119,7 @@ def _fsync_ms(root: Path, n: int = 50) -> float:
             t0 = time.perf_counter()
             f.write(b"x" * 1023 + b"\n")
             f.flush()
-            os.fdatasync(f.fileno())
+            getattr(os, "fdatasync", os.fsync)(f.fileno())
             times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e3
 
@@ -129,7 +129,6 @@ class SyncCounter:
 
     def __init__(self) -> None:
         self.n = 0
-        self._real = (os.fsync, os.fdatasync)
         lock = threading.Lock()
 
         def count(real):
@@ -139,10 +138,15 @@ class SyncCounter:
                 real(fd)
             return wrapped
 
-        os.fsync, os.fdatasync = count(os.fsync), count(os.fdatasync)
+        self._real = (os.fsync, getattr(os, "fdatasync", None))
+        os.fsync = count(os.fsync)
+        if self._real[1] is not None:
+            os.fdatasync = count(self._real[1])
 
     def close(self) -> None:
-        os.fsync, os.fdatasync = self._real
+        os.fsync = self._real[0]
+        if self._real[1] is not None:
+            os.fdatasync = self._real[1]
 
 
 def _snapshot_ms(session: Session) -> tuple[float, int]:
