@@ -106,8 +106,10 @@ class Session:
       rendering: ``raw`` / ``chat`` / ``chat-turns`` (default: :func:`default_rendering`).
       embed_cache: embedding store (``embed(embedder, texts) -> (keys, (n, d))``, ``get(key)``).
       budget_cap: optional cap on the prompt budget (tokens), the same for every policy of a bench.
-      run_dir: an entered :class:`~rizz.shell.runlog.RunDir`: records are appended (fsynced)
-        there before a call returns; None keeps the session in memory.
+      run_dir: an entered :class:`~rizz.shell.runlog.RunDir`: a call's records are appended
+        there and, under its durability ``"disk"``, synced with one ``fdatasync`` before the
+        call returns (outside the lock, so calls of several threads share a sync); None keeps
+        the session in memory.
       snapshot_every: records between state snapshots in ``run_dir`` (0: none but at close); a
         floor: once a snapshot is larger than ``snapshot_every`` × :data:`SNAPSHOT_RECORD_BYTES`,
         the next is taken after the smallest multiple of ``snapshot_every`` records that keeps
