@@ -3,27 +3,35 @@
 Usage::
 
     python benchmarks/shell_overhead.py [--sizes 1000,10000,100000] [--repeats 200] [--seed 0]
-        [--blas-threads N] [--dir DIR]
+        [--blas-threads N] [--dir DIR] [--snapshot-every 50]
 
 For each size N the state of ``benchmarks/core_overhead.py`` is built (N verified episodes over
 24 branches, rules, anti-patterns, scoped context; folded from the core's own events). Then, on
-fresh inputs from the same clusters, three things are timed per element, interleaved in chunks
-of 25 on the same kind of input (each advancing its own copy of the state):
+fresh inputs from the same clusters, six things are timed per element, interleaved in chunks of
+25 on the same kind of input (each advancing its own copy of the state):
 
 1. core: ``plan`` → ``compile_prompt`` → ``step`` (exactly the timed path of core_overhead.py);
-2. shell, in memory: ``Session.answer(element)`` then ``Session.fold(id, Verdict(1.0))``: element
-   checks, embedding (a dict lookup of precomputed vectors), judge (a stub reply), route round,
-   retrieval, compile, render, model (a stub reply), extraction, the typed log record, the
-   feedback round, the distillation check (and, every ``distill_every`` successes of a branch,
-   the stub distillation and its record), the pending-answer bookkeeping;
-3. shell, durable: the same with a RUN_DIR: the embedding store's files and the log records
-   written and fsynced before each call returns (two records per element, more when a
-   distillation is due; "records/el", "files/el" count them). No snapshots while timing.
-   "fsync ms" is the disk's floor: the median time to append and fsync one 1 KiB line there.
+2. ``mem``: a live Session in memory, ``Session.answer(element)`` then ``Session.fold(id,
+   Verdict(1.0))``: element checks, embedding (a dict lookup of precomputed vectors), judge (a
+   stub reply), route round, retrieval, compile, render, model (a stub reply), extraction, the
+   typed log record, the feedback round, the distillation check (and, every ``distill_every``
+   successes of a branch, the stub distillation and its record), the pending-answer bookkeeping;
+3. ``live``: the same on a RUN_DIR with durability ``"disk"`` (the default): each call returns
+   once its records are on disk — per element one ``fdatasync`` of the log for the answer, one
+   for the verdict (and the distillation it makes due), one ``fsync`` per new embedding vector
+   (on a background thread, before the record naming it is written);
+4. ``live-os``: the same with durability ``"os"`` (records handed to the OS, no sync per call);
+5. ``run``: ``Session.run_element`` as ``rizz run`` does it (answer, exact-match verify, fold: one
+   ``step`` record and any ``distill`` record under one ``fdatasync``), durability ``"disk"``;
+6. ``run-os``: the same with durability ``"os"``.
 
-The model and embedder stubs cost microseconds (a fixed reply; a dict lookup), so columns 2 and
-3 are the shell's own overhead. Token counting is ``len(text) // 4`` everywhere, as in
-core_overhead.py. Wall-time medians (``time.perf_counter``); the first 5 elements are warm-up.
+"syncs/el": ``os.fsync`` + ``os.fdatasync`` calls per element (every thread) on paths 3 and 5
+(paths 4 and 6 are checked to make none). "fsync ms": the disk's floor, the median time to
+append and fdatasync one 1 KiB line in the same directory after the size's run. No snapshots
+while timing; instead "snap ms" is one snapshot of the ``live`` session's state (state and
+answers in flight, serialised, checksummed, written, fsynced), "snap every" the records between
+two snapshots under ``Session``'s rule (``--snapshot-every`` 50 as a floor, at most
+``SNAPSHOT_RECORD_BYTES`` snapshot bytes per record), and "snap ms/el" its share per element.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import platform
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -47,10 +56,11 @@ from core_overhead import SESSIONS, build_events, count_tokens, make_layout, mak
 
 from rizz.core import Policy, StepInput, Verdict, compile_prompt, prompt_blocks, rizz  # noqa: E402
 from rizz.core.apply import fold  # noqa: E402
-from rizz.shell.logfold import LogFold  # noqa: E402
+from rizz.shell.logfold import LogFold, save_inflight  # noqa: E402
 from rizz.shell.models import Generation  # noqa: E402
 from rizz.shell.runlog import RunDir  # noqa: E402
 from rizz.shell.session import Session  # noqa: E402
+from rizz.shell.streams import element_from_json  # noqa: E402
 
 CHUNK = 25
 
@@ -102,16 +112,52 @@ class StubEmbedder:
 
 
 def _fsync_ms(root: Path, n: int = 50) -> float:
-    """Median wall time of appending one 1 KiB line and fsyncing it, in ``root`` (the disk's floor)."""
+    """Median wall time of appending one 1 KiB line and fdatasyncing it, in ``root`` (the disk's floor)."""
     times = []
     with open(root / "fsync-probe", "ab") as f:
         for _ in range(n):
             t0 = time.perf_counter()
             f.write(b"x" * 1023 + b"\n")
             f.flush()
-            os.fsync(f.fileno())
+            getattr(os, "fdatasync", os.fsync)(f.fileno())
             times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e3
+
+
+class SyncCounter:
+    """Counts ``os.fsync`` + ``os.fdatasync`` calls (every thread) while installed."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        lock = threading.Lock()
+
+        def count(real):
+            def wrapped(fd: int) -> None:
+                with lock:
+                    self.n += 1
+                real(fd)
+            return wrapped
+
+        self._real = (os.fsync, getattr(os, "fdatasync", None))
+        os.fsync = count(os.fsync)
+        if self._real[1] is not None:
+            os.fdatasync = count(self._real[1])
+
+    def close(self) -> None:
+        os.fsync = self._real[0]
+        if self._real[1] is not None:
+            os.fdatasync = self._real[1]
+
+
+def _snapshot_ms(session: Session) -> tuple[float, int]:
+    """One snapshot of ``session`` (state + answers in flight, as ``Session`` writes them): ms and bytes."""
+    t0 = time.perf_counter()
+    save_inflight(session.run_dir.inflight_path(10**8), session._fold)
+    size = session.run_dir.save_snapshot(10**8, session.state)
+    return (time.perf_counter() - t0) * 1e3, size
+
+
+PATHS = ("mem", "live", "live-os", "run", "run-os")
 
 
 def main() -> None:
@@ -121,8 +167,9 @@ def main() -> None:
     ap.add_argument("--branches", type=int, default=24)
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--dir", default=None, help="where the durable session writes (default: a temp dir)")
+    ap.add_argument("--dir", default=None, help="where the durable sessions write (default: a temp dir)")
     ap.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl) for the whole run")
+    ap.add_argument("--snapshot-every", type=int, default=50, help="the floor of the snapshot rule priced in 'snap ms/el' (rizz run's default)")
     args = ap.parse_args()
     if args.blas_threads is not None:
         from threadpoolctl import threadpool_limits
@@ -132,10 +179,11 @@ def main() -> None:
     r = rizz(policy)
     print(f"python {platform.python_version()}, numpy {np.__version__}, cpus {len(os.sched_getaffinity(0))}, "
           f"load average {os.getloadavg()[0]:.2f}; repeats {args.repeats}, branches {args.branches}, dim {args.dim}")
-    head = (f"{'memories':>9} {'core ms':>8} {'shell mem ms':>12} {'ratio':>6} {'shell disk ms':>13} {'ratio':>6} "
-            f"{'records/el':>10} {'files/el':>8} {'fsync ms':>8}")
+    head = (f"{'memories':>9} {'core ms':>8} " + " ".join(f"{p + ' ms':>10} {'ratio':>5}" for p in PATHS)
+            + f" {'syncs/el live':>13} {'syncs/el run':>12} {'fsync ms':>8} {'snap ms':>8} {'snap every':>10} {'snap ms/el':>10}")
     print(head)
     print("-" * len(head))
+    root = Path(args.dir or tempfile.mkdtemp(prefix="rizz-shell-bench-"))
     for n in [int(s) for s in args.sizes.split(",")]:
         rng = np.random.default_rng([args.seed, n])
         world = make_world(args.branches, args.dim, 1, rng)
@@ -154,18 +202,21 @@ def main() -> None:
         for i in range(total):
             lab = world.labels[where[i]]
             el = {"id": f"bench-{i}", "input": f"{lab.application} bench question {i}: what is the answer?",
-                  "instruction": "Answer with the label only.",
+                  "instruction": "Answer with the label only.", "reference": "bench answer",
                   "metadata": {"shape": world.shapes[where[i]], "scope": f"session-{i % SESSIONS}" if i % 2 else None}}
             emb.known[f"{el['instruction']}\n\n{el['input']}"] = vecs[i]
             elements.append(el)
+        parsed = [element_from_json(dict(el)) for el in elements]
         model = StubModel(labels)
-        mem = Session(policy, model, emb, state=state0, step=state0.steps, rendering="chat")
-        tmp = Path(args.dir or tempfile.mkdtemp(prefix="rizz-shell-bench-")) / f"n{n}"
-        rd = RunDir(tmp).__enter__()
-        disk = Session(policy, model, emb, rendering="chat", run_dir=rd, embed_cache=rd.embeddings,
-                       fold=LogFold(policy, rd.embeddings, state=state0, answers=state0.steps))
+        sessions: dict[str, Session] = {"mem": Session(policy, model, emb, state=state0, step=state0.steps, rendering="chat")}
+        dirs: dict[str, RunDir] = {}
+        for name in PATHS[1:]:
+            rd = dirs[name] = RunDir(root / f"n{n}" / name, durability="os" if name.endswith("-os") else "disk").__enter__()
+            sessions[name] = Session(policy, model, emb, rendering="chat", run_dir=rd, embed_cache=rd.embeddings,
+                                     fold=LogFold(policy, rd.embeddings, state=state0, answers=state0.steps))
         core_state = state0
-        t_core, t_mem, t_disk = [], [], []
+        times: dict[str, list[float]] = {p: [] for p in ("core",) + PATHS}
+        syncs = {name: 0 for name in PATHS[1:]}
         verdict = Verdict(1.0, "exact_match")
         for lo in range(0, total, CHUNK):
             chunk = range(lo, min(lo + CHUNK, total))
@@ -184,21 +235,38 @@ def main() -> None:
                                  prompt_tokens=prompt.token_count, completion_tokens=2, dropped=len(prompt.dropped))
                 core_state = r.step(core_state, x, verdict)
                 if i >= 5:
-                    t_core.append(time.perf_counter() - t0)
-            for s, out in ((mem, t_mem), (disk, t_disk)):
-                for i in chunk:
-                    t0 = time.perf_counter()
-                    p = s.answer(elements[i])
-                    s.fold(p.id, verdict)
-                    if i >= 5:
-                        out.append(time.perf_counter() - t0)
-        records = sum(1 for _ in rd.records())
-        files = sum(1 for _ in (tmp / "embeddings").rglob("*.npy"))
-        rd.__exit__(None, None, None)
-        c, m, d = (statistics.median(t) * 1e3 for t in (t_core, t_mem, t_disk))
-        print(f"{n:>9,} {c:>8.3f} {m:>12.3f} {m / c:>6.2f} {d:>13.3f} {d / c:>6.2f} {records / total:>10.2f} "
-              f"{files / total:>8.2f} {_fsync_ms(tmp):>8.3f}", flush=True)
-        assert mem.step_index == disk.step_index == state0.steps + total and not mem.pending_ids()
+                    times["core"].append(time.perf_counter() - t0)
+            for name in PATHS:
+                s, out = sessions[name], times[name]
+                counter = SyncCounter() if name in syncs else None
+                try:
+                    for i in chunk:
+                        t0 = time.perf_counter()
+                        if name.startswith("run"):
+                            s.run_element(parsed[i])
+                        else:
+                            p = s.answer(elements[i])
+                            s.fold(p.id, verdict)
+                        if i >= 5:
+                            out.append(time.perf_counter() - t0)
+                finally:
+                    if counter is not None:
+                        counter.close()
+                        syncs[name] += counter.n
+        rd = dirs["live"]
+        records = {name: sum(1 for _ in dirs[name].records()) for name in ("live", "run")}
+        snap_ms, size = _snapshot_ms(sessions["live"])
+        every = Session(policy, model, emb, run_dir=rd, snapshot_every=args.snapshot_every)._interval(size)
+        fs = _fsync_ms(rd.root)
+        for d in dirs.values():
+            d.__exit__(None, None, None)
+        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        c = med["core"]
+        assert syncs["live-os"] == syncs["run-os"] == 0, syncs  # durability "os": nothing synced per element
+        print(f"{n:>9,} {c:>8.3f} " + " ".join(f"{med[p]:>10.3f} {med[p] / c:>5.2f}" for p in PATHS)
+              + f" {syncs['live'] / total:>13.2f} {syncs['run'] / total:>12.2f} {fs:>8.3f} {snap_ms:>8.1f} {every:>10,}"
+              f" {snap_ms / every * records['live'] / total:>10.3f}", flush=True)
+        assert all(s.step_index == state0.steps + total and not s.pending_ids() for s in sessions.values())
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 

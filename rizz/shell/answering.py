@@ -40,7 +40,7 @@ from rizz.core import (
 from rizz.core.compiler import MEMORY_BLOCKS
 from rizz.shell import logrecord as lr
 from rizz.shell.judge import label_input
-from rizz.shell.models.base import Generation, Message, ModelBackend
+from rizz.shell.models.base import Message, ModelBackend
 from rizz.shell.render import TEMPLATE_SLACK, answer_settings, render
 from rizz.shell.streams import StreamElement
 from rizz.shell.verifiers import extract_answer, verify
@@ -53,27 +53,9 @@ def default_rendering(model: ModelBackend) -> str:
     return "raw" if model.name.startswith(("embedded", "gguf")) else "chat"
 
 
-@frozen
-class Call:
-    """One model call: ``kind`` is ``judge``, ``answer``, ``distill`` or ``verify`` (an
-    ``llm_judge`` verdict); tokens; seconds; USD; ``usage_estimated`` when the backend
-    reported no usage and the tokens were counted (issue #12 §3)."""
-
-    kind: str
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
-    cost_usd: float | None
-    cached: bool
-    usage_estimated: bool = False
-
-    @classmethod
-    def of(cls, kind: str, g: Generation) -> "Call":
-        return cls(kind, g.prompt_tokens, g.completion_tokens, g.latency_s, g.cost_usd, g.cached, g.usage_estimated)
-
-    def part(self) -> lr.CallPart:
-        return lr.CallPart(self.kind, self.prompt_tokens, self.completion_tokens, round(self.latency_s, 4), self.cost_usd,
-                           self.cached, self.usage_estimated)
+#: One model call (judge, answer, distill, verify, user): the log record's own shape, so the shell
+#: keeps calls as they are written (:class:`rizz.shell.logrecord.CallPart`; ``Call.of(kind, generation)``).
+Call = lr.CallPart
 
 
 @frozen
@@ -121,9 +103,12 @@ class Pending:
 
 
 def embed_texts(embedder: Any, store: Any, texts: Sequence[str]) -> list[Embedded]:
-    """Embed ``texts`` (through ``store.embed`` when there is a store, so the log holds keys)."""
+    """Embed ``texts`` (through ``store.embed`` when there is a store, so the log holds keys).
+
+    New vectors are put with ``defer=True`` when the store can (``EmbeddingStore``): fsynced in
+    the background; the Session flushes the store before it writes a record naming them."""
     if store is not None:
-        keys, vecs = store.embed(embedder, list(texts))
+        keys, vecs = store.embed(embedder, list(texts), **({"defer": True} if hasattr(store, "flush") else {}))
     else:
         vecs = embedder.embed(list(texts))
         keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
@@ -252,7 +237,7 @@ def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, 
         step=inp.step, id=el.id, v=lr.LOG_VERSION, kind=kind, task=el.task, context_only=el.context_only,
         input=lr.InputPart(inp.text, p.keys[0], inp.instruction, inp.evidence, inp.scope, inp.shape, inp.tenant, inp.time),
         route=lr.RoutePart(d.branch_id, d.score, d.spawn is not None) if d is not None else None,
-        calls=[c.part() for c in p.calls], overflow=p.overflow, wall_s=round(wall_s, 4),
+        calls=list(p.calls), overflow=p.overflow, wall_s=round(wall_s, 4),
         judge=lr.JudgePart(**p.judge, label_embedding=p.keys[1]) if p.judge is not None else None,
         prompt=prompt,
         answer=lr.AnswerPart(p.raw_output, p.answer, p.parsed, p.reasoning or None) if not el.context_only else None,

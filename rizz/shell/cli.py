@@ -80,9 +80,10 @@ def run(
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Record malformed stream lines in RUN_DIR/bad_lines.json and go on."),
     rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise)."),
     cache: Optional[Path] = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
-    snapshot_every: int = typer.Option(50, min=1, help="Steps between state snapshots."),
+    snapshot_every: int = typer.Option(50, min=1, help="Records between state snapshots (at least; more once a snapshot exceeds N × 8 KiB)."),
     budget: Optional[int] = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
     user_model: Optional[str] = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model)."),
+    durability: str = typer.Option("disk", "--durability", help="disk: each step is fsynced before the next (survives a power loss); os: handed to the OS only, fsynced at the end (survives kill -9, not a power loss)."),
 ) -> None:
     """Run STREAM through RIZZ with POLICY; write RUN_DIR (log, snapshots, summary.json).
 
@@ -104,6 +105,8 @@ def run(
     except StreamError as e:
         _fail(str(e))
     _check_rendering(rendering)
+    if durability not in ("disk", "os"):
+        _fail(f"--durability must be disk or os, got {durability!r}")
     _check_out(out, "run.json", "RUN_DIR", also=("responses.sqlite",))
     new_dir = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
@@ -120,7 +123,7 @@ def run(
         try:
             summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
                                  rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, budget=budget,
-                                 user_model=umodel)
+                                 user_model=umodel, durability=durability)
         except (StreamError, RunDirBusy, RunDirMismatch) as e:
             _fail(str(e))
         except KeyboardInterrupt:

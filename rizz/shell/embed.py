@@ -14,8 +14,8 @@ bytes back instead of calling the model.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -146,6 +146,36 @@ class Embedder:
         return f"Embedder(name={self.name!r}, batch_size={self.batch_size})"
 
 
+_NPY_HEADERS: dict[tuple[str, int], bytes] = {}
+
+
+def _npy_bytes(vec: np.ndarray) -> bytes:
+    """The bytes ``np.save(f, vec)`` writes for a 1-d vector: its ``.npy`` header (made by
+    ``np.save`` once per dtype and length) followed by the raw data."""
+    k = (vec.dtype.str, vec.shape[0])
+    head = _NPY_HEADERS.get(k)
+    if head is None:
+        buf = io.BytesIO()
+        np.save(buf, vec, allow_pickle=False)
+        head = _NPY_HEADERS[k] = buf.getvalue()[: -vec.nbytes or None]
+    return head + vec.tobytes()
+
+
+def _sync_and_rename(fd: int, tmp: str, path: Path) -> None:
+    """A deferred put's second half (on a pool thread): fsync and close the temp file, rename it into place."""
+    try:
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fault_point("embedding.write")  # crash tests: a kill before the rename
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def embedding_key(text: str, embedder_name: str) -> str:
     """Content address of an embedding: hex sha256 of ``embedder_name + "\\0" + text`` (UTF-8)."""
     h = hashlib.sha256()
@@ -153,6 +183,23 @@ def embedding_key(text: str, embedder_name: str) -> str:
     h.update(b"\0")
     h.update(text.encode("utf-8"))
     return h.hexdigest()
+
+
+DURABILITY = ("disk", "os")
+
+
+def _pool() -> Any:
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rizz-fsync")
+    return _POOL
+
+
+_POOL: Any = None
+_PENDING_MAX = 256  # deferred puts in flight before put() waits for them itself
+_UNSYNCED_MAX = 4096  # "os" durability: files written without fsync before sync() runs by itself
 
 
 class EmbeddingStore:
@@ -165,11 +212,24 @@ class EmbeddingStore:
 
     Args:
       root: directory (created if missing).
+      durability: ``"disk"`` (default): a new entry is fsynced before it is renamed into
+        place. With ``defer=True`` (what a Session's writes use) the fsync and rename run on a
+        background thread while the caller goes on (routing, compiling, the model call), and
+        :meth:`flush` waits for them: the log record naming a key is written only after
+        ``flush``, so a record on disk never names a vector that is not. ``"os"``: written and
+        renamed at once, no fsync (survives ``kill -9``, not a power loss or an OS crash);
+        :meth:`sync` fsyncs those files later (at a session's close).
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk") -> None:
+        if durability not in DURABILITY:
+            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.durability = durability
+        self._pending: dict[str, tuple[np.ndarray, Any]] = {}  # key -> (vector, future of fsync + rename)
+        self._unsynced: list[Path] = []  # "os": files written since the last sync()
+        self._dirs: set[str] = set()  # <key[:2]> subdirectories known to exist
 
     def _path(self, key: str) -> Path:
         if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
@@ -177,34 +237,84 @@ class EmbeddingStore:
         return self.root / key[:2] / f"{key}.npy"
 
     def __contains__(self, key: str) -> bool:
-        return self._path(key).is_file()
+        return key in self._pending or self._path(key).is_file()
 
-    def put(self, key: str, vector: np.ndarray) -> str:
+    def put(self, key: str, vector: np.ndarray, *, defer: bool = False) -> str:
         """Store a 1-d vector (cast to float32) under ``key``; return ``key``.
+
+        ``defer``: with durability ``"disk"``, fsync and rename in the background (see the
+        class); :meth:`get` serves the vector meanwhile, :meth:`flush` waits for it.
 
         Raises:
           ValueError: bad key or a vector that is not 1-d.
+          OSError: the write failed (with ``defer``, raised by :meth:`flush` instead).
         """
         vec = np.ascontiguousarray(vector, dtype=np.float32)
         if vec.ndim != 1:
             raise ValueError(f"expected a 1-d vector, got shape {vec.shape}")
         path = self._path(key)
-        if path.is_file():
+        if key in self._pending or path.is_file():
             return key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npy")
+        if key[:2] not in self._dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(key[:2])
+        tmp = str(path.parent / f".tmp-{key}.npy")  # the RUN_DIR's lock makes this process its only writer
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+        sync = self.durability == "disk"
+        handed = False  # the fd went to the pool thread, which closes it
         try:
-            with os.fdopen(fd, "wb") as fh:
-                np.save(fh, vec, allow_pickle=False)
-                fh.flush()
-                os.fsync(fh.fileno())
+            data = memoryview(_npy_bytes(vec))
+            while data:
+                data = data[os.write(fd, data):]
+            if sync and defer:
+                self._pending[key] = (vec.copy(), _pool().submit(_sync_and_rename, fd, tmp, path))
+                handed = True
+                if len(self._pending) >= _PENDING_MAX:  # bounded, even for a caller that never flushes
+                    self.flush()
+                return key
+            if sync:
+                os.fsync(fd)
+            os.close(fd)
+            handed = True
             fault_point("embedding.write")  # crash tests: a kill before the rename
             os.replace(tmp, path)
+            if not sync:
+                self._unsynced.append(path)
+                if len(self._unsynced) >= _UNSYNCED_MAX:  # bounded: a long "os" session syncs in batches
+                    self.sync()
         except BaseException:
+            if not handed:
+                os.close(fd)
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
         return key
+
+    def flush(self) -> None:
+        """Wait until every deferred :meth:`put` is fsynced and in place.
+
+        Raises:
+          OSError: the first failed write (e.g. ``ENOSPC``); its temp file is removed and
+            its key forgotten, as if never put.
+        """
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        error: BaseException | None = None
+        for _, fut in pending.values():
+            try:
+                fut.result()
+            except BaseException as e:  # noqa: BLE001 - re-raised below, after every write finished
+                error = error or e
+        if error is not None:
+            raise error
+
+    def sync(self) -> None:
+        """:meth:`flush`, then fsync the files written with durability ``"os"`` since the last call."""
+        self.flush()
+        paths, self._unsynced = self._unsynced, []
+        if paths:  # concurrent fsyncs share the file system's journal commits
+            list(_pool().map(_fsync_path, paths))
 
     def put_text(self, text: str, embedder_name: str, vector: np.ndarray) -> str:
         """Store the embedding of ``text`` by :func:`embedding_key`; return the key."""
@@ -216,6 +326,9 @@ class EmbeddingStore:
         Raises:
           KeyError: if the key is not stored.
         """
+        hit = self._pending.get(key)
+        if hit is not None:
+            return hit[0].copy()
         path = self._path(key)
         try:
             return np.load(path, allow_pickle=False)
@@ -228,22 +341,34 @@ class EmbeddingStore:
             raise ValueError("get_many() needs at least one key")
         return np.stack([self.get(k) for k in keys]).astype(np.float32, copy=False)
 
-    def embed(self, embedder: Embedder, texts: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray]:
-        """Embed through the store: stored keys are read back, missing ones computed and put.
+    def embed(self, embedder: Embedder, texts: Sequence[str], *, defer: bool = False) -> tuple[tuple[str, ...], np.ndarray]:
+        """Embed through the store: stored keys are read back, missing ones computed and put
+        (``defer``: see :meth:`put`).
 
         Returns:
           ``(keys, vectors)``: one key per text and ``(n, dim)`` float32 rows. A text always
-          maps to the same stored bytes, whatever batch it first came in.
+          maps to the same stored bytes, whatever batch it first came in (a new vector is
+          returned as stored, float32, without reading the file back).
         """
         keys = tuple(embedding_key(t, embedder.name) for t in texts)
         todo: dict[str, str] = {}
         for key, text in zip(keys, texts):
             if key not in todo and key not in self:
                 todo[key] = text
+        fresh: dict[str, np.ndarray] = {}
         if todo:
             vecs = embedder.embed(list(todo.values()))
             for key, vec in zip(todo, vecs):
-                self.put(key, vec)
+                self.put(key, vec, defer=defer)
+                fresh[key] = np.ascontiguousarray(vec, dtype=np.float32)
         if not keys:
             return keys, np.zeros((0, embedder.dim), dtype=np.float32)
-        return keys, self.get_many(keys)
+        return keys, np.stack([fresh[k] if k in fresh else self.get(k) for k in keys]).astype(np.float32, copy=False)
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -147,8 +147,11 @@ class VerdictPart:
 
 @frozen
 class CallPart:
-    """One model call: ``kind`` judge / answer / distill / verify; tokens; seconds; USD (None:
-    unknown); ``usage_estimated``: the backend reported no usage, tokens counted by the tokenizer."""
+    """One model call, as the shell keeps it and the log writes it (``rizz.shell.answering.Call``
+    is this class): ``kind`` judge / answer / distill / verify (an ``llm_judge`` verdict) / user
+    (τ-bench's simulated customer); tokens; seconds (rounded to 0.1 ms); USD (None: unknown);
+    ``cached``: served by the response cache; ``usage_estimated``: the backend reported no
+    usage, tokens counted by the tokenizer (issue #12 §3)."""
 
     kind: str
     prompt_tokens: int
@@ -157,6 +160,11 @@ class CallPart:
     cost_usd: float | None
     cached: bool
     usage_estimated: bool = False
+
+    @classmethod
+    def of(cls, kind: str, g: Any) -> "CallPart":
+        """The call that produced ``g`` (a ``rizz.shell.models.Generation``)."""
+        return cls(kind, g.prompt_tokens, g.completion_tokens, round(g.latency_s, 4), g.cost_usd, g.cached, g.usage_estimated)
 
 
 @frozen

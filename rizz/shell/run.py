@@ -98,16 +98,19 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
 
 def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str | Path, model: Any, embedder: Any, *,
                limit: int | None = None, skip_bad: bool = False, rendering: str | None = None, snapshot_every: int = 50,
-               budget: int | None = None, user_model: Any = None,
+               budget: int | None = None, user_model: Any = None, durability: str = "disk",
                on_step: Callable[[dict[str, Any], Session], None] | None = None, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
     """Run (or resume) ``stream`` into ``out``; returns the summary. See module docstring.
+
+    ``durability``: ``"disk"`` (each element's records fsynced before the next element) or
+    ``"os"`` (handed to the OS; fsynced when the run ends): :class:`~rizz.shell.runlog.RunDir`.
 
     Raises StreamError (bad line, unless ``skip_bad``), RunDirBusy, RunDirMismatch.
     """
     stream = Path(stream)
     read = read_stream(stream, skip_bad=skip_bad)
     elements: list[StreamElement] = list(read.elements)[: limit if limit is not None else None]
-    with RunDir(out) as rd:
+    with RunDir(out, durability=durability) as rd:
         meta = rd.check_or_write_meta({
             "stream": str(stream), "stream_sha256": _sha256_file(stream), "policy": policy_source,
             "policy_digest": "sha256:" + hashlib.sha256(canonical_json(policy).encode()).hexdigest(),

@@ -4,7 +4,7 @@ Layout::
 
     RUN_DIR/
       run.json            what the run is (stream hash, policy, model, embedder, rendering)
-      log.jsonl           append-only typed records (rizz/shell/logrecord.py), flushed + fsynced:
+      log.jsonl           append-only typed records (rizz/shell/logrecord.py), flushed + synced:
                           a step, an answer, a verdict, an expiry or a distillation each
       snapshots/NNNNNNNN.inflight.json   answers in flight at that snapshot (log format 2)
       embeddings/         content-addressed float32 vectors (EmbeddingStore), by key
@@ -21,15 +21,17 @@ truncates) — nothing already recorded is lost.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
 from filelock import FileLock, Timeout
 
 from rizz.core import AdaptiveState, StepInput, Verdict, from_data, to_data
-from rizz.shell.durable import disk_full, fault_point, read_snapshot, snapshot_bytes
+from rizz.shell.durable import FAULT_ENV, disk_full, fault_point, read_snapshot, snapshot_bytes
 from rizz.shell.embed import EmbeddingStore
 
 __all__ = ["RunDir", "RunDirBusy", "RunDirMismatch", "record_to_step", "write_json_atomic"]
@@ -54,9 +56,25 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 class RunDir:
-    """Owner of one RUN_DIR. Use as a context manager to hold the lock."""
+    """Owner of one RUN_DIR. Use as a context manager to hold the lock.
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    ``durability``: ``"disk"`` (default): :meth:`append` returns once the record is on disk
+    (``fdatasync``; the directory is fsynced once, when the log is created), and the embedding
+    store fsyncs every new vector before a record can name it. The vectors' renames into
+    ``embeddings/`` are not followed by a directory fsync: on a journaling file system (ext4,
+    xfs) the log's next sync commits them, as they happened before it. ``"os"``: records and vectors are handed to the OS (written and flushed, not fsynced):
+    they survive ``kill -9`` of the process but not a power loss or an OS crash; the log and
+    the vectors are fsynced on :meth:`sync` (a Session's close). Snapshots are fsynced either way.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk") -> None:
+        from rizz.shell.embed import DURABILITY
+
+        if durability not in DURABILITY:
+            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+        self.durability = durability
+        self._store: EmbeddingStore | None = None
+        self._sync_lock = threading.Lock()
         self.root = Path(root)
         self.log_path = self.root / "log.jsonl"
         self.meta_path = self.root / "run.json"
@@ -80,11 +98,18 @@ class RunDir:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        if self._lock is not None:
-            self._lock.release()
+        try:
+            self.sync()
+        except OSError:
+            if not exc or exc[0] is None:
+                raise
+        finally:
+            with self._sync_lock:
+                if self._log is not None:
+                    self._log.close()
+                    self._log = None
+            if self._lock is not None:
+                self._lock.release()
 
     # -- metadata ----------------------------------------------------------------------
     def check_or_write_meta(self, meta: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +137,10 @@ class RunDir:
 
     @property
     def embeddings(self) -> EmbeddingStore:
-        return EmbeddingStore(self.root / "embeddings")
+        """The run's embedding store (one per RunDir, with its ``durability``)."""
+        if self._store is None:
+            self._store = EmbeddingStore(self.root / "embeddings", durability=self.durability)
+        return self._store
 
     # -- log -----------------------------------------------------------------------------
     def repair(self) -> int:
@@ -142,50 +170,97 @@ class RunDir:
                 except json.JSONDecodeError as e:
                     raise ValueError(f"{self.log_path}:{n}: corrupt log record ({e.msg})") from None
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one record, flushed and fsynced before returning.
+    def append(self, record: dict[str, Any], *, sync: bool = True) -> int:
+        """Append one record, written and flushed to the OS; with ``sync`` (and durability
+        ``"disk"``) also ``fdatasync``ed before returning. ``sync=False`` lets a caller write
+        several records and make them durable with one :meth:`sync` (a verdict and the
+        distillation it makes due). Returns the number of records appended so far (for
+        :meth:`sync_log`).
 
         Raises:
             DiskFull: out of space; the partial record is cut off again (or, if even that
                 fails, dropped by the next run's :meth:`repair`).
         """
         if self._log is None:
+            new = not self.log_path.exists()
             self._log = open(self.log_path, "ab")
+            if new and self.durability == "disk":  # the log's directory entry, once
+                _fsync_dir(self.root)
         data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
         start = self._log.tell()
         try:
-            self._log.write(data[: len(data) // 2])
-            self._log.flush()  # (so a kill at the fault point leaves a real partial line)
-            fault_point("log.append")  # crash tests: a kill with half a record written
-            self._log.write(data[len(data) // 2:])
+            if FAULT_ENV in os.environ:  # crash tests: a kill with half a record written (really written)
+                self._log.write(data[: len(data) // 2])
+                self._log.flush()
+                fault_point("log.append")
+                data = data[len(data) // 2:]
+            self._log.write(data)
             self._log.flush()
-            os.fsync(self._log.fileno())
+            self.appended += 1
+            if sync and self.durability == "disk":
+                self.sync_log(self.appended)
         except OSError as e:
             full = disk_full(e, f"step {record.get('step')} to {self.log_path}", self.root)
-            try:
-                self._log.close()  # may fail again flushing on a full disk
-            except OSError:
-                pass
-            self._log = None
+            with self._sync_lock:
+                try:
+                    self._log.close()  # may fail again flushing on a full disk
+                except OSError:
+                    pass
+                self._log = None
             try:
                 with open(self.log_path, "r+b") as f:
                     f.truncate(start)
             except OSError:
                 pass
             raise full or e
+        return self.appended
+
+    appended = 0  # records appended by this RunDir (written and flushed to the OS)
+    _synced = 0  # of those, how many are known to be on disk
+    _sync_lock = threading.Lock()  # (replaced per instance in __init__)
+
+    def sync_log(self, upto: int) -> None:
+        """Group commit: return once the first ``upto`` records appended are on disk. One
+        ``fdatasync`` covers every record written before it, so a caller whose records another
+        thread's sync already covered returns at once. Safe to call without the caller's lock
+        (``Session`` does, so threads share syncs); a closed log was synced when it closed."""
+        with self._sync_lock:
+            if self._synced >= upto:
+                return
+            if self._log is None:
+                raise OSError(errno.EIO, f"{self.log_path}: closed after an error before records {self._synced + 1}..{upto} "
+                                         "were synced; they are dropped or kept by the next open")
+            target = self.appended  # every record counted here was written before the sync below
+            _fdatasync(self._log.fileno())
+            self._synced = max(self._synced, target)
+
+    def sync(self) -> None:
+        """Make every record appended so far durable (``fdatasync`` of the log; with durability
+        ``"os"`` also fsync the vectors written since the last call). Raises OSError."""
+        if self._store is not None:
+            self._store.sync() if self.durability == "os" else self._store.flush()
+        self.sync_log(self.appended)
+
+    _prompt_dir_made = False
 
     def save_prompt(self, sha: str, text: str) -> None:
-        self.prompt_dir.mkdir(exist_ok=True)
-        p = self.prompt_dir / f"{sha}.txt"
-        if not p.exists():
-            tmp = p.with_suffix(".tmp")
-            tmp.write_text(text, encoding="utf-8")
+        """Keep a compiled prompt's text as ``prompts/<sha>.txt`` (for reading; not synced: no
+        refold needs it)."""
+        if not self._prompt_dir_made:
+            self.prompt_dir.mkdir(exist_ok=True)
+            self._prompt_dir_made = True
+        p = os.path.join(self.prompt_dir, f"{sha}.txt")
+        if not os.path.exists(p):
+            tmp = p[:-4] + ".tmp"
+            with open(tmp, "wb") as f:
+                f.write(text.encode("utf-8"))
             fault_point("prompt.write")
             os.replace(tmp, p)
 
     # -- snapshots --------------------------------------------------------------------
-    def save_snapshot(self, steps_done: int, state: AdaptiveState) -> None:
-        """Write ``snapshots/NNNNNNNN.json`` with a checksum (``rizz.shell.durable``), atomically."""
+    def save_snapshot(self, steps_done: int, state: AdaptiveState) -> int:
+        """Write ``snapshots/NNNNNNNN.json`` with a checksum (``rizz.shell.durable``), atomically.
+        Returns its size in bytes."""
         self.snap_dir.mkdir(exist_ok=True)
         path = self.snap_dir / f"{steps_done:08d}.json"
         data = snapshot_bytes(to_data(state))
@@ -198,6 +273,7 @@ class RunDir:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        return len(data)
 
     def inflight_path(self, records_done: int) -> Path:
         """Where the answers in flight beside snapshot ``records_done`` are kept (log format 2)."""
@@ -225,6 +301,19 @@ class RunDir:
                     why = f"not readable by this version: {e}"
             self.ignored_snapshots.append((n, why))
         return None
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fdatasync(fd: int) -> None:
+    """``os.fdatasync`` where there is one (Linux; the file's size is data), else ``os.fsync``."""
+    getattr(os, "fdatasync", os.fsync)(fd)
 
 
 def _same_policy(a: Any, b: Any) -> bool:

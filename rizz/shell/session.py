@@ -40,9 +40,13 @@ from rizz.shell.logfold import LogFold, restore_fold
 from rizz.shell.models.base import ModelBackend
 from rizz.shell.streams import StreamElement, element_from_json
 
-__all__ = ["Call", "Folded", "Pending", "Session", "SessionError", "default_rendering"]
+__all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "Session", "SessionError", "default_rendering"]
 
 _CLOSED_IDS = 4096  # recently folded / expired ids kept for error messages (bounded)
+#: Snapshot bytes written per log record at most (see ``Session(snapshot_every=)``). A snapshot
+#: costs ≈ 25 ns per byte on the benchmark machine (serialise, checksum, write, fsync;
+#: specs/benchmarks.md), so 8 KiB per record ≈ 0.2 ms of snapshot per record, whatever the size.
+SNAPSHOT_RECORD_BYTES = 8192
 
 
 class SessionError(ValueError):
@@ -102,9 +106,16 @@ class Session:
       rendering: ``raw`` / ``chat`` / ``chat-turns`` (default: :func:`default_rendering`).
       embed_cache: embedding store (``embed(embedder, texts) -> (keys, (n, d))``, ``get(key)``).
       budget_cap: optional cap on the prompt budget (tokens), the same for every policy of a bench.
-      run_dir: an entered :class:`~rizz.shell.runlog.RunDir`: records are appended (fsynced)
-        there before a call returns; None keeps the session in memory.
-      snapshot_every: records between state snapshots in ``run_dir`` (0: none but at close).
+      run_dir: an entered :class:`~rizz.shell.runlog.RunDir`: a call's records are appended
+        there and, under its durability ``"disk"``, synced with one ``fdatasync`` before the
+        call returns (outside the lock, so calls of several threads share a sync); None keeps
+        the session in memory.
+      snapshot_every: records between state snapshots in ``run_dir`` (0: none but at close); a
+        floor: once a snapshot is larger than ``snapshot_every`` × :data:`SNAPSHOT_RECORD_BYTES`,
+        the next is taken after the smallest multiple of ``snapshot_every`` records that keeps
+        at most that many snapshot bytes per record (so a snapshot's cost, linear in the
+        state, stays a bounded share of each record's, and a resume refolds a tail of at most
+        that many records).
       keep_snapshots: keep only the newest this many snapshots (0: all; ``Session.open``: 3, so
         a long-lived session's directory grows with its memory and log only).
       user_model: the simulated customer of τ-bench episodes (issue #13; None: ``model``).
@@ -133,19 +144,29 @@ class Session:
         self._closed: OrderedDict[str, str] = OrderedDict()  # id -> why it is no longer pending
         self._open = True
         self._verify_calls: dict[tuple[str, int], tuple[Call, ...]] = {}  # llm_judge calls awaiting their fold
+        self._snap_interval = snapshot_every  # records between snapshots (grows with the snapshot's size)
+        if run_dir is not None and snapshot_every and run_dir.snap_dir.is_dir():
+            sizes = [(int(p.stem), p.stat().st_size) for p in run_dir.snap_dir.glob("*.json") if p.stem.isdigit()]
+            if sizes:
+                self._snap_interval = self._interval(max(sizes)[1])
 
     # -- opening and closing ------------------------------------------------------------
     @classmethod
     def open(cls, path: str | Path, policy: Policy | str = "default", model: ModelBackend | str = "embedded", *,
              embedder: Any = None, rendering: str | None = None, budget_cap: int | None = None,
              snapshot_every: int = 50, keep_snapshots: int = 3, cache: str | Path | None = None,
-             user_model: ModelBackend | str | None = None, data_roots: tuple[Any, ...] = ()) -> "Session":
+             user_model: ModelBackend | str | None = None, data_roots: tuple[Any, ...] = (),
+             durability: str = "disk") -> "Session":
         """Create the session directory ``path``, or resume it (after a close or any crash).
 
         ``policy``: a Policy or a policy file/name; ``model``: a backend or a model spec
         (responses cached in ``path/responses.sqlite`` unless ``cache`` says otherwise);
         ``embedder``: default the bundled all-MiniLM-L6-v2; ``user_model``: τ-bench's simulated
         customer, a backend or a spec (default: ``model``); ``data_roots``: see the class.
+        ``durability``: ``"disk"`` (default): ``answer`` / ``fold`` return once their records
+        are on disk (fsynced; they survive a power loss); ``"os"``: once they are handed to the
+        OS (they survive ``kill -9`` of the process, not a power loss or an OS crash; fsynced
+        at ``close``). See :class:`~rizz.shell.runlog.RunDir`.
 
         Raises:
           RunDirBusy: another process (or an open Session) holds the directory.
@@ -171,7 +192,7 @@ class Session:
             from rizz.shell.embed import Embedder
 
             embedder = Embedder()
-        rd = RunDir(root).__enter__()
+        rd = RunDir(root, durability=durability).__enter__()
         try:
             meta = rd.check_or_write_meta({
                 "kind": "session", "log_version": lr.LOG_VERSION, "stream": None, "stream_sha256": None, "policy": source,
@@ -192,6 +213,7 @@ class Session:
             with s._lock:
                 s.recover(records[-1] if records else None)
                 s._expire_overdue()
+                s._sync()
             return s
         except BaseException:
             rd.__exit__(None, None, None)
@@ -204,8 +226,9 @@ class Session:
                 return
             self._open = False
             if self.run_dir is not None:
-                self._snapshot()
-                self.run_dir.__exit__(None, None, None)
+                if self._failed is None:  # (after a failed sync the state may be ahead of the disk: no snapshot)
+                    self._snapshot()
+                self.run_dir.__exit__(None, None, None) if self._failed is None else self.run_dir.__exit__(OSError, None, None)
 
     def __enter__(self) -> "Session":
         return self
@@ -253,10 +276,12 @@ class Session:
             t0 = time.perf_counter()
             p = self._answer(el)
             rec = record_of(p, "step" if el.context_only else "answer", None, time.perf_counter() - t0, run_dir=self.run_dir)
-            self._commit(rec, inp=p.step_input, routed=p.routed)
+            self._commit(rec, sync=False, inp=p.step_input, routed=p.routed)
+            ticket = self._ticket
             if el.context_only:
                 self._close_id(el.id, "context-only: stored when answered, no verdict to fold")
-            return p
+        self._sync(ticket)  # outside the lock: threads answering at once share one sync (group commit)
+        return p
 
     def fold(self, pending: Pending | str, verdict: Verdict | float | None) -> Folded:
         """Fold the verdict of a pending answer (a :class:`Pending` or its id), at any later time.
@@ -269,20 +294,26 @@ class Session:
         if not isinstance(item_id, str):
             raise SessionError(f"fold: expected a Pending or an id, got {pending!r}")
         v = _verdict(verdict)
-        with self._lock:
-            self._check_open()
-            self._expire_overdue()
-            w = self._waiting(item_id, "fold")
-            if isinstance(pending, Pending) and pending.step != w.step_input.step:
-                raise SessionError(f"fold: this Pending of {item_id!r} was answered at step {pending.step}; the id was "
-                                   f"answered again at step {w.step_input.step} (fold the newer answer)")
-            vcalls = self._verify_calls.pop((item_id, w.step_input.step), ())
-            rec = lr.LogRecord(step=w.step_input.step, id=item_id, v=lr.LOG_VERSION, kind="verdict",
-                               verdict=lr.VerdictPart(v.reward, v.verifier, v.parsed), calls=[c.part() for c in vcalls])
-            events = self._commit(rec)
-            self._close_id(item_id, "already folded")
-            more, calls = self._distill(w.step_input.step, item_id, w.decision.branch_id)
-            return Folded(w.step_input, events + more, tuple(vcalls) + tuple(calls))
+        ticket = 0  # the verdict and the distillation it makes due reach the disk with one sync, outside the lock
+        try:
+            with self._lock:
+                self._check_open()
+                self._expire_overdue()
+                w = self._waiting(item_id, "fold")
+                if isinstance(pending, Pending) and pending.step != w.step_input.step:
+                    raise SessionError(f"fold: this Pending of {item_id!r} was answered at step {pending.step}; the id was "
+                                       f"answered again at step {w.step_input.step} (fold the newer answer)")
+                vcalls = self._verify_calls.pop((item_id, w.step_input.step), ())
+                rec = lr.LogRecord(step=w.step_input.step, id=item_id, v=lr.LOG_VERSION, kind="verdict",
+                                   verdict=lr.VerdictPart(v.reward, v.verifier, v.parsed), calls=list(vcalls))
+                events = self._commit(rec, sync=False)
+                ticket = self._ticket
+                self._close_id(item_id, "already folded")
+                more, calls = self._distill(w.step_input.step, item_id, w.decision.branch_id)
+                ticket = self._ticket
+                return Folded(w.step_input, events + more, tuple(vcalls) + tuple(calls))
+        finally:
+            self._sync(ticket)
 
     def expire(self, pending: Pending | str, reason: str = "given up by the caller") -> None:
         """Give up on a pending answer: logged with ``reason``; it never becomes memory."""
@@ -290,7 +321,9 @@ class Session:
         with self._lock:
             self._check_open()
             w = self._waiting(item_id, "expire")
-            self._expire_one(item_id, w.step_input.step, reason)
+            self._expire_one(item_id, w.step_input.step, reason, False)
+            ticket = self._ticket
+        self._sync(ticket)
 
     # -- rizz run ---------------------------------------------------------------------------
     def run_element(self, el: StreamElement, judge_model: ModelBackend | None = None) -> list[dict[str, Any]]:
@@ -308,13 +341,14 @@ class Session:
                 p = attrs.evolve(p, calls=p.calls + tuple(vcalls))
             rec = record_of(p, "step", v, time.perf_counter() - t0, run_dir=self.run_dir)
             self._collect = []
-            try:
-                self._commit(rec, inp=p.step_input, routed=p.routed)
+            try:  # the step and its distillation reach the disk with one sync
+                self._commit(rec, sync=False, inp=p.step_input, routed=p.routed)
                 if v is not None and p.routed is not None:
                     self._distill(p.step, el.id, p.routed.decision.branch_id)
                 return self._collect
             finally:
                 self._collect = None
+                self._sync(self._ticket)
 
     def verify(self, p: Pending, judge_model: ModelBackend | None = None) -> Verdict | None:
         """Score ``p`` with the element's own verifier (None for context-only input).
@@ -339,9 +373,14 @@ class Session:
                               store=self.embed_cache, rendering=self.rendering, budget_cap=self.budget_cap,
                               user_model=self.user_model, data_roots=self.data_roots)
 
+    _failed: str | None = None  # why the session stopped: a sync of its log failed
+
     def _check_open(self) -> None:
         if not self._open:
             raise SessionError("the session is closed (Session.open the directory again)")
+        if self._failed is not None:
+            raise SessionError(f"the session stopped after a failed disk sync ({self._failed}); close it and "
+                               "Session.open the directory again (it refolds from what is on disk)")
 
     def _waiting(self, item_id: str, what: str) -> Any:
         w = self._fold.inflight.get(item_id)
@@ -356,24 +395,49 @@ class Session:
         while len(self._closed) > _CLOSED_IDS:
             self._closed.popitem(last=False)
 
-    def _commit(self, rec: lr.LogRecord, **given: Any) -> tuple[object, ...]:
-        """Append ``rec`` (on disk before anything changes), then fold it."""
+    def _commit(self, rec: lr.LogRecord, sync: bool = True, **given: Any) -> tuple[object, ...]:
+        """Append ``rec`` (on disk before anything changes; ``sync=False``: written, made durable
+        by the caller's :meth:`_sync` before it returns), then fold it. The vectors the record
+        names are flushed first (their deferred fsyncs), so the log never names a lost vector."""
         data = lr.unstructure(rec)
         if self.run_dir is not None:
-            self.run_dir.append(data)
+            flush = getattr(self.embed_cache, "flush", None)
+            if flush is not None:
+                flush()
+            self._ticket = self.run_dir.append(data, sync=sync)
         if self._collect is not None:
             self._collect.append(data)
         events = self._fold.apply(rec, **given)
-        if self.run_dir is not None and self.snapshot_every and self._fold.folded % self.snapshot_every == 0:
+        if self.run_dir is not None and self.snapshot_every and self._fold.folded % self._snap_interval == 0:
             self._snapshot()
         return events
+
+    def _interval(self, snapshot_size: int) -> int:
+        """Records until the next snapshot after one of ``snapshot_size`` bytes: a multiple of
+        ``snapshot_every``, at most :data:`SNAPSHOT_RECORD_BYTES` snapshot bytes per record."""
+        k = -(-snapshot_size // (self.snapshot_every * SNAPSHOT_RECORD_BYTES))
+        return self.snapshot_every * max(1, k)
+
+    _ticket = 0  # records appended to the log so far (RunDir.append's count), for _sync
+
+    def _sync(self, upto: int | None = None) -> None:
+        """Where a call returns: the first ``upto`` records (None: all) on disk (durability
+        "disk"; "os": they are already with the OS). Safe without the lock (group commit)."""
+        if self.run_dir is not None and self.run_dir.durability == "disk":
+            try:
+                self.run_dir.sync() if upto is None else self.run_dir.sync_log(upto)
+            except OSError as e:  # records are folded in memory but maybe not on disk: refuse further calls
+                self._failed = str(e)
+                raise
 
     def _snapshot(self) -> None:
         from rizz.shell.logfold import save_inflight
 
         n = self._fold.folded
         save_inflight(self.run_dir.inflight_path(n), self._fold)
-        self.run_dir.save_snapshot(n, self._fold.state)
+        size = self.run_dir.save_snapshot(n, self._fold.state)
+        if self.snapshot_every:
+            self._snap_interval = self._interval(size)
         if self.keep_snapshots:
             _drop_old_snapshots(self.run_dir.snap_dir, self.keep_snapshots)
 
@@ -390,8 +454,8 @@ class Session:
         embs = embed_texts(self.embedder, self.embed_cache, [f"IF {r.antecedent} THEN {r.strategy}" for r in res.rules]) if res.rules else []
         rules = tuple(CandidateRule(r.antecedent, r.strategy, e.vec) for r, e in zip(res.rules, embs))
         rec = lr.LogRecord(step=step, id=item_id, v=lr.LOG_VERSION, kind="distill", branch=branch_id,
-                           rules=[[r.antecedent, r.strategy, e.key] for r, e in zip(res.rules, embs)], calls=[c.part() for c in calls])
-        return self._commit(rec, rules=rules), calls
+                           rules=[[r.antecedent, r.strategy, e.key] for r, e in zip(res.rules, embs)], calls=list(calls))
+        return self._commit(rec, sync=False, rules=rules), calls  # synced by the caller, with its verdict
 
     def recover(self, last: dict[str, Any] | None) -> list[dict[str, Any]]:
         """After a crash between a verdict (the log's ``last`` record, as JSON) and its
@@ -401,6 +465,7 @@ class Session:
             self._collect = []
             try:
                 self._finish_distillation(last)
+                self._sync()
                 return self._collect
             finally:
                 self._collect = None
@@ -422,10 +487,10 @@ class Session:
         for item_id, w in sorted(self._fold.inflight.items(), key=lambda kv: kv[1].step_input.step):
             later = answers_after(self._fold.state, w.decision, w.step_input, self._fold.answers)  # within its tenant
             if fb.max_pending and later > fb.max_pending:
-                self._expire_one(item_id, w.step_input.step, f"{later} later answers issued (feedback.max_pending {fb.max_pending})")
+                self._expire_one(item_id, w.step_input.step, f"{later} later answers issued (feedback.max_pending {fb.max_pending})", False)
             elif fb.max_pending_seconds and w.time is not None and now - w.time > fb.max_pending_seconds:
-                self._expire_one(item_id, w.step_input.step, f"no verdict within {fb.max_pending_seconds:g} s (feedback.max_pending_seconds)")
+                self._expire_one(item_id, w.step_input.step, f"no verdict within {fb.max_pending_seconds:g} s (feedback.max_pending_seconds)", False)
 
-    def _expire_one(self, item_id: str, step: int, reason: str) -> None:
-        self._commit(lr.LogRecord(step=step, id=item_id, v=lr.LOG_VERSION, kind="expire", reason=reason))
+    def _expire_one(self, item_id: str, step: int, reason: str, sync: bool = True) -> None:
+        self._commit(lr.LogRecord(step=step, id=item_id, v=lr.LOG_VERSION, kind="expire", reason=reason), sync=sync)
         self._close_id(item_id, f"expired: {reason}")

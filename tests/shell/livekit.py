@@ -61,11 +61,11 @@ def element(i: int) -> dict[str, Any]:
     return {"id": f"q{i}", "input": f"What is the stance of text {i}? A, B or C.", "metadata": {"shape": "letter", "task": "stance"}}
 
 
-def _child(path: str, n: int) -> None:
+def _child(path: str, n: int, durability: str = "disk") -> None:
     """Answer n elements and fold every other one, a verdict two answers late; print each return."""
     from rizz import Session, Verdict
 
-    s = Session.open(path, policy="default", model=StubModel(), embedder=HashEmbedder(), snapshot_every=3)
+    s = Session.open(path, policy="default", model=StubModel(), embedder=HashEmbedder(), snapshot_every=3, durability=durability)
     start = s.step_index
     for i in range(start, n):
         el = element(i)
@@ -80,4 +80,4 @@ def _child(path: str, n: int) -> None:
 
 
 if __name__ == "__main__":
-    _child(sys.argv[1], int(sys.argv[2]))
+    _child(sys.argv[1], int(sys.argv[2]), *sys.argv[3:4])
