@@ -111,6 +111,23 @@ class StubEmbedder:
         return np.stack(out)
 
 
+def bench_elements(world, where: list[int], vecs: np.ndarray, dim: int) -> tuple["StubEmbedder", list[dict]]:
+    """Stream elements (dicts) for the branches ``where`` of ``world`` and a stub embedder that
+    maps their texts to ``vecs`` (len(where), dim) and each label to its branch's label vector."""
+    emb = StubEmbedder(dim)
+    for b, lab in enumerate(world.labels):
+        emb.known[lab.application.replace("-", " ")] = world.label_vecs[b]
+    elements = []
+    for i, w in enumerate(where):
+        lab = world.labels[w]
+        el = {"id": f"bench-{i}", "input": f"{lab.application} bench question {i}: what is the answer?",
+              "instruction": "Answer with the label only.", "reference": "bench answer",
+              "metadata": {"shape": world.shapes[w], "scope": f"session-{i % SESSIONS}" if i % 2 else None}}
+        emb.known[f"{el['instruction']}\n\n{el['input']}"] = vecs[i]
+        elements.append(el)
+    return emb, elements
+
+
 def _fsync_ms(root: Path, n: int = 50) -> float:
     """Median wall time of appending one 1 KiB line and fdatasyncing it, in ``root`` (the disk's floor)."""
     times = []
@@ -195,17 +212,7 @@ def main() -> None:
         where = rng.choice(len(world.labels), size=total, p=world.weights).tolist()
         vecs = members(world, np.asarray(where), rng)
         labels = {lab.application: lab.function for lab in world.labels}
-        emb = StubEmbedder(args.dim)
-        for b, lab in enumerate(world.labels):
-            emb.known[lab.application.replace("-", " ")] = world.label_vecs[b]
-        elements = []
-        for i in range(total):
-            lab = world.labels[where[i]]
-            el = {"id": f"bench-{i}", "input": f"{lab.application} bench question {i}: what is the answer?",
-                  "instruction": "Answer with the label only.", "reference": "bench answer",
-                  "metadata": {"shape": world.shapes[where[i]], "scope": f"session-{i % SESSIONS}" if i % 2 else None}}
-            emb.known[f"{el['instruction']}\n\n{el['input']}"] = vecs[i]
-            elements.append(el)
+        emb, elements = bench_elements(world, where, vecs, args.dim)
         parsed = [element_from_json(dict(el)) for el in elements]
         model = StubModel(labels)
         sessions: dict[str, Session] = {"mem": Session(policy, model, emb, state=state0, step=state0.steps, rendering="chat")}

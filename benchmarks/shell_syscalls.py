@@ -32,8 +32,8 @@ CALLS = "openat,close,fsync,fdatasync,rename,renameat,renameat2,mkdir,unlink,ftr
 def child(elements: int, durability: str, out: Path) -> None:
     sys.path.insert(0, str(HERE))
     import numpy as np
-    from core_overhead import SESSIONS, build_events, make_layout, make_world, members
-    from shell_overhead import StubEmbedder, StubModel
+    from core_overhead import build_events, make_layout, make_world, members
+    from shell_overhead import StubModel, bench_elements
 
     from rizz.core import Policy, Verdict, rizz
     from rizz.core.apply import fold
@@ -53,17 +53,7 @@ def child(elements: int, durability: str, out: Path) -> None:
     state0 = fold(rizz(policy).init(), build_events(world, make_layout(world, 1000, rng)))
     where = rng.choice(len(world.labels), size=2 * elements, p=world.weights).tolist()
     vecs = members(world, np.asarray(where), rng)
-    emb = StubEmbedder(384)
-    for b, lab in enumerate(world.labels):
-        emb.known[lab.application.replace("-", " ")] = world.label_vecs[b]
-    els = []
-    for i in range(2 * elements):
-        lab = world.labels[where[i]]
-        el = {"id": f"bench-{i}", "input": f"{lab.application} bench question {i}: what is the answer?",
-              "instruction": "Answer with the label only.", "reference": "bench answer",
-              "metadata": {"shape": world.shapes[where[i]], "scope": f"session-{i % SESSIONS}" if i % 2 else None}}
-        emb.known[f"{el['instruction']}\n\n{el['input']}"] = vecs[i]
-        els.append(el)
+    emb, els = bench_elements(world, where, vecs, 384)
     model = StubModel({lab.application: lab.function for lab in world.labels})
     v = Verdict(1.0, "exact_match")
     for name in ("live", "run"):

@@ -54,6 +54,15 @@ _counts: dict[str, int] = {}
 _counts_lock = threading.Lock()
 
 
+def fsync_path(path: str | os.PathLike[str]) -> None:
+    """Open ``path`` (a file or a directory) read-only and ``fsync`` it."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _plan() -> dict[str, tuple[str, int]]:
     spec = os.environ.get(FAULT_ENV, "")
     out: dict[str, tuple[str, int]] = {}

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rizz.shell.durable import fault_point
+from rizz.shell.durable import fault_point, fsync_path
 
 __all__ = ["DEFAULT_MODEL", "Embedder", "EmbeddingStore", "embedding_key"]
 
@@ -314,7 +314,7 @@ class EmbeddingStore:
         self.flush()
         paths, self._unsynced = self._unsynced, []
         if paths:  # concurrent fsyncs share the file system's journal commits
-            list(_pool().map(_fsync_path, paths))
+            list(_pool().map(fsync_path, paths))
 
     def put_text(self, text: str, embedder_name: str, vector: np.ndarray) -> str:
         """Store the embedding of ``text`` by :func:`embedding_key`; return the key."""
@@ -365,10 +365,3 @@ class EmbeddingStore:
             return keys, np.zeros((0, embedder.dim), dtype=np.float32)
         return keys, np.stack([fresh[k] if k in fresh else self.get(k) for k in keys]).astype(np.float32, copy=False)
 
-
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

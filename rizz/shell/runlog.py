@@ -31,7 +31,7 @@ from typing import Any, Iterator
 from filelock import FileLock, Timeout
 
 from rizz.core import AdaptiveState, StepInput, Verdict, from_data, to_data
-from rizz.shell.durable import FAULT_ENV, disk_full, fault_point, read_snapshot, snapshot_bytes
+from rizz.shell.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes
 from rizz.shell.embed import EmbeddingStore
 
 __all__ = ["RunDir", "RunDirBusy", "RunDirMismatch", "record_to_step", "write_json_atomic"]
@@ -185,7 +185,7 @@ class RunDir:
             new = not self.log_path.exists()
             self._log = open(self.log_path, "ab")
             if new and self.durability == "disk":  # the log's directory entry, once
-                _fsync_dir(self.root)
+                fsync_path(self.root)
         data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
         start = self._log.tell()
         try:
@@ -302,13 +302,6 @@ class RunDir:
             self.ignored_snapshots.append((n, why))
         return None
 
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _fdatasync(fd: int) -> None:

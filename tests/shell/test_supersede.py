@@ -21,6 +21,14 @@ def _run(supersede: bool, fake_model, answers, refs):
     base = load_policy("default")
     # the episodes/anti-patterns part alone (the derived part has its own tests below)
     policy = attrs.evolve(base, write=attrs.evolve(base.write, supersede=supersede, supersede_derived=False))
+    prompts, events, s = _pro_plan(policy, fake_model, answers, refs, lambda text: "no rules")
+    return [p.text for p in prompts], events, s
+
+
+def _pro_plan(policy, fake_model, answers, refs, distill):
+    """Ask the Pro-plan question once per reference through a live Session; the model says
+    ``answers`` in order, labels every input alike and answers a distillation request with
+    ``distill(request text)``. Returns (compiled prompts, events per fold, the session)."""
     said = iter(answers)
 
     def reply(messages) -> str:
@@ -29,13 +37,13 @@ def _run(supersede: bool, fake_model, answers, refs):
             return next(said)
         if '"function"' in text:
             return '{"function": "answer-question", "application": "plan-prices"}'
-        return "no rules"  # a distillation request
+        return distill(text)
 
     s = Session(policy, fake_model(reply), BowEmbedder())
     prompts, events = [], []
     for i, ref in enumerate(refs):
         p = s.answer(StreamElement(f"q{i}", Q, metadata={"shape": "number"}, reference=ref, verifier="exact_match"))
-        prompts.append(p.prompt.text)
+        prompts.append(p.prompt)
         _, evs, _ = s.fold(p, s.verify(p))
         events.append(evs)
     return prompts, events, s
@@ -86,25 +94,12 @@ def _run_all_blocks(derived: bool, fake_model, answers, refs):
     policy = attrs.evolve(base, write=attrs.evolve(base.write, supersede=True, supersede_derived=derived),
                           retrieval=attrs.evolve(base.retrieval, working_memory_k=4),
                           rules=attrs.evolve(base.rules, distill_every=1))
-    said = iter(answers)
 
-    def reply(messages) -> str:
-        text = messages[-1].content
-        if text.endswith("Reply with the final number only."):
-            return next(said)
-        if '"function"' in text:
-            return '{"function": "answer-question", "application": "plan-prices"}'
-        shown = re.findall(r"Correct answer: (\S+)", text)  # a distillation request
+    def distill(text: str) -> str:  # rules that quote the answers the request showed
+        shown = re.findall(r"Correct answer: (\S+)", text)
         return "\n".join(f"IF the question asks the Pro plan price THEN Answer: {a}" for a in shown)
 
-    s = Session(policy, fake_model(reply), BowEmbedder())
-    prompts, events = [], []
-    for i, ref in enumerate(refs):
-        p = s.answer(StreamElement(f"q{i}", Q, metadata={"shape": "number"}, reference=ref, verifier="exact_match"))
-        prompts.append(p.prompt)
-        _, evs, _ = s.fold(p, s.verify(p))
-        events.append(evs)
-    return prompts, events, s
+    return _pro_plan(policy, fake_model, answers, refs, distill)
 
 
 def _blocks(prompt) -> dict[str, str]:
