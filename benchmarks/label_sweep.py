@@ -25,7 +25,7 @@ A ``--grid`` is ``field=v1,v2;field=v1,...`` (dotted policy fields, values read 
 ``--grid`` is one family, the product of its fields, each point the base with those fields set
 and validated like a policy file. Without ``--grid`` the families of :data:`GRID` run.
 
-Printed per point: purity and fragmentation of the branches *as routed* (the bench report's
+Printed per point (without ``--all``, only the base and the points whose figures differ from it): purity and fragmentation of the branches *as routed* (the bench report's
 figures, :func:`rizz.shell.labels.label_quality`) and *after merges* (each step's branch followed
 through later ``BranchesMerged`` events to the branch that holds it at the end), branches
 spawned, judge labels used, branches per task; points that improve one figure as routed
@@ -102,6 +102,21 @@ def load_steps(run_dir: str | Path) -> tuple[list[Step], list[str], dict[str, An
         steps.append(Step(inp, verdict, r.get("task") or "-"))
         logged.append((r.get("route") or {}).get("branch", "?"))
     return steps, logged, meta
+
+
+def relabel(steps: Sequence[Step], labels: dict[str, Any], embedder: Any) -> tuple[list[Step], int]:
+    """Steps whose judge label is replaced by ``labels[item_id]`` (``{"function", "application"}``,
+    e.g. ``benchmarks/judge_probe.py --out``), ψ(a) embedded as the run does (application words
+    joined by spaces). Returns the steps and how many were relabelled."""
+    from rizz.core import normalise_label
+
+    todo = [(i, normalise_label(labels[s.inp.item_id]["function"], labels[s.inp.item_id]["application"]))
+            for i, s in enumerate(steps) if s.inp.item_id in labels and not s.inp.context_only]
+    vecs = embedder.embed([lab.application.replace("-", " ") for _, lab in todo]) if todo else []
+    out = list(steps)
+    for (i, lab), v in zip(todo, vecs):
+        out[i] = out[i]._replace(inp=attrs.evolve(out[i].inp, label=lab, label_embedding=v.astype("float32").tobytes()))
+    return out, len(todo)
 
 
 def routing_only(policy: Policy) -> Policy:
@@ -220,6 +235,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("run_dir", help="a rizz run under judge-always (every step has a judge label)")
     ap.add_argument("--base", default="default", help="policy file or shipped name the grid varies (default: default)")
     ap.add_argument("--grid", action="append", default=[], help="one family: 'field=v1,v2;field=v1' (repeatable)")
+    ap.add_argument("--all", action="store_true", help="print every point (default: the base and the points whose figures differ)")
+    ap.add_argument("--labels", default=None, help="JSON {item id: {function, application}} replacing the logged judge labels "
+                    "(benchmarks/judge_probe.py --out); embeds the applications with the run's embedder")
     args = ap.parse_args(argv)
     from rizz.shell.policy_file import PolicyError, parse_policy
     from rizz.shell.sweep import SweepError
@@ -228,9 +246,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     unlabelled = sum(1 for s in steps if s.inp.label is None and not s.inp.context_only)
     own = parse_policy(meta["policy_data"], f"{args.run_dir}/run.json")
     check = refold(own, steps)["routes"]
-    same = sum(a == b for a, b in zip(check, logged))
+    reproduced = sum(a == b for a, b in zip(check, logged))
     print(f"{args.run_dir}: {len(steps)} steps, {unlabelled} without a judge label; "
-          f"refold under the run's own policy ({own.name}) reproduces {same}/{len(steps)} logged routes")
+          f"refold under the run's own policy ({own.name}) reproduces {reproduced}/{len(steps)} logged routes")
+    if args.labels:
+        from rizz.shell.embed import Embedder
+
+        emb = Embedder()
+        if emb.name != meta.get("embedder"):
+            print(f"label_sweep: the run used the embedder {meta.get('embedder')!r}, this one is {emb.name!r}", file=sys.stderr)
+            return 2
+        steps, n = relabel(steps, json.loads(Path(args.labels).read_text(encoding="utf-8")), emb)
+        print(f"{args.labels}: relabelled {n} of {len(steps)} steps")
     try:
         families = {f"grid{i}": parse_grid(g) for i, g in enumerate(args.grid)} if args.grid else GRID
         pts = points(args.base, families)
@@ -243,15 +270,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = rows[0]
     tasks = sorted(base["per_task"])
     print(f"{'':1} {'setting':64} {'purity':>6} {'frag':>5} {'pur_m':>6} {'frag_m':>6} {'spawn':>5} {'judge':>5}  branches per task ({', '.join(tasks)})")
+    shown = ("purity", "fragmentation", "purity_merged", "fragmentation_merged", "spawned", "judged", "per_task")
+    same = [r for r in rows[1:] if all(r[k] == base[k] for k in shown)]
     for r in rows:
+        if not args.all and any(r is x for x in same):
+            continue
         mark = "*" if r is not base and _better(r, base) else " "
         per = " ".join(str(r["per_task"].get(t, 0)) for t in tasks)
         print(f"{mark} {r['name'][:64]:64} {r['purity']:6.3f} {r['fragmentation']:5.2f} {r['purity_merged']:6.3f} "
               f"{r['fragmentation_merged']:6.2f} {r['spawned']:5d} {r['judged']:5d}  {per}")
     best = [r["name"] for r in rows[1:] if _better(r, base)]
+    if same and not args.all:
+        print(f"  ({len(same)} of {len(rows) - 1} settings give the base's figures; --all prints them)")
     print(f"{len(best)} of {len(rows) - 1} settings improve purity or fragmentation (as routed) without worsening the other")
-    print(json.dumps({"run": str(args.run_dir), "base": args.base, "steps": len(steps), "unlabelled": unlabelled,
-                      "own_policy_routes_reproduced": same, "points": [{k: v for k, v in r.items() if k != "branches"} | {"branches": [
+    print(json.dumps({"run": str(args.run_dir), "base": args.base, "labels": args.labels, "steps": len(steps), "unlabelled": unlabelled,
+                      "own_policy_routes_reproduced": reproduced, "points": [{k: v for k, v in r.items() if k != "branches"} | {"branches": [
                           {k: b[k] for k in ("id", "label", "traffic", "majority_task", "purity")} for b in r["branches"]]} for r in rows],
                       "improving": best}, sort_keys=True))
     return 0

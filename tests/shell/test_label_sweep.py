@@ -96,7 +96,7 @@ def test_parse_grid_and_bad_points_name_the_field():
     assert [p.name for p in pts] == ["base", "routing.snap_threshold=0.8"]  # 0.92 is the base itself
 
 
-def test_a_logged_run_refolds_to_its_own_routes(tmp_path, fake_model):
+def test_a_logged_run_refolds_to_its_own_routes(tmp_path, fake_model, capsys):
     from rizz.shell.embed import Embedder
     from rizz.shell.policy_file import load_policy
     from rizz.shell.run import run_stream
@@ -109,5 +109,9 @@ def test_a_logged_run_refolds_to_its_own_routes(tmp_path, fake_model):
     assert len(steps) == 10 and all(s.inp.label is not None for s in steps)
     assert [s.task for s in steps] == [json.loads(l)["metadata"]["task"] for l in lines]
     assert label_sweep.refold(label_sweep._load("judge-always"), steps)["routes"] == logged
-    rc = label_sweep.main([str(tmp_path / "run"), "--grid", "routing.snap_threshold=0.5"])
-    assert rc == 0
+    rc = label_sweep.main([str(tmp_path / "run"), "--base", "judge-always", "--grid", "routing.snap_threshold=0.5"])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 0 and out["own_policy_routes_reproduced"] == 10 and out["steps"] == 10
+    base = out["points"][0]
+    assert base["name"] == "base" and base["judged"] == 10 and base["spawned"] == len(set(logged))
+    assert sum(b["traffic"] for b in base["branches"]) == 10
