@@ -115,3 +115,21 @@ def test_a_logged_run_refolds_to_its_own_routes(tmp_path, fake_model, capsys):
     base = out["points"][0]
     assert base["name"] == "base" and base["judged"] == 10 and base["spawned"] == len(set(logged))
     assert sum(b["traffic"] for b in base["branches"]) == 10
+
+
+class _TableEmbedder:
+    """Maps the two application texts of the test to fixed unit vectors (label_sweep.relabel only)."""
+
+    name = "table"
+
+    def embed(self, texts):
+        table = {"apple sums": _e(7), "pear totals": _lab(0.95)}
+        return np.stack([table[t] for t in texts])
+
+
+def test_relabel_replaces_labels_and_their_embeddings_then_the_snap_follows(stream):
+    labels = {"q1": {"function": "Solve Math", "application": "pear totals"}}
+    steps, n = label_sweep.relabel(stream, labels, _TableEmbedder())
+    assert n == 1 and steps[1].inp.label == Label("solve-math", "pear-totals") and steps[0] is stream[0]
+    assert np.allclose(np.frombuffer(steps[1].inp.label_embedding, np.float32), _lab(0.95))
+    assert label_sweep.refold(label_sweep._load("default"), steps)["routes"] == ["b0", "b0", "b1"]  # 0.95 ≥ τ_snap 0.92
