@@ -23,6 +23,12 @@ Variants (the worked example and system text of the shipped prompt are kept unle
 * ``no-shot``: ``no-answer`` without the worked example (the 135M model copies
   ``summarize/news-summarization`` for input it cannot read).
 
+``--from-run RUN_DIR --fallback first-line`` calls no model: it takes the run's logged labels
+and replaces only those that came from the deterministic fallback (the model gave no label) by
+:func:`rizz.shell.judge.fallback_label` of the input's *first line* (TRACE and StreamBench-style
+elements carry the task's instruction there, not in ``instruction``), so the application names
+the task rather than the topic of one question. Same output (``--out``) and per-task figures.
+
 Nothing here changes the judge: a variant is a proposal, measured.
 """
 
@@ -67,6 +73,25 @@ def label(model, variant: str, text: str, shape: str | None) -> dict:
     return {"function": lab.function, "application": lab.application, "fallback": fallback, "raw": gen.text}
 
 
+def from_run(run_dir: str, fallback: str) -> tuple[dict, dict]:
+    """``({id: label}, {id: task})`` from a run's log, fallback labels redone by ``fallback``."""
+    from rizz.shell.runlog import RunDir
+
+    out, tasks = {}, {}
+    for r in RunDir(run_dir).records():
+        j = r.get("judge")
+        if r.get("kind", "step") not in ("step", "answer") or not j:
+            continue
+        lab = {"function": j["function"], "application": j["application"], "fallback": j.get("fallback", False), "raw": j.get("raw") or ""}
+        if lab["fallback"] and fallback == "first-line":
+            x = r["input"]
+            first = (x.get("instruction") or "") + "\n" + x["text"].strip().split("\n")[0]
+            _, app = J.fallback_label(first, instruction=None, shape=x.get("shape"))
+            lab["application"] = normalise_label(lab["function"], app).application
+        out[r["id"]], tasks[r["id"]] = lab, r.get("task") or "-"
+    return out, tasks
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("stream")
@@ -76,7 +101,15 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="embedded")
     ap.add_argument("--cache", default=None, help="response cache (sqlite), shared with a run to reuse its judge calls")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--from-run", default=None, help="relabel a run's logged labels instead of calling a model")
+    ap.add_argument("--fallback", choices=("first-line",), default="first-line", help="with --from-run: how fallback labels are redone")
     args = ap.parse_args(argv)
+    if args.from_run:
+        out, tasks = from_run(args.from_run, args.fallback)
+        by_task = collections.defaultdict(list)
+        for k, lab in out.items():
+            by_task[tasks[k]].append(lab)
+        return _report(by_task, out, args.out, f"{args.from_run} fallback={args.fallback}")
     from rizz.shell.models import load_model
 
     wanted = [t for t in args.tasks.split(",") if t]
@@ -97,6 +130,10 @@ def main(argv=None) -> int:
         lab = label(model, args.variant, text, (el.get("metadata") or {}).get("shape"))
         out[el["id"]] = lab
         by_task[t].append(lab)
+    return _report(by_task, out, args.out, args.variant)
+
+
+def _report(by_task: dict, out: dict, path: str | None, variant: str) -> int:
     shot = J._SHOT_ASSISTANT
     summary = {}
     for t, labs in by_task.items():
@@ -107,9 +144,9 @@ def main(argv=None) -> int:
         print(f"{t}: n {len(labs)}, distinct labels {len(c)}, fallback {fb}, copied the worked example {copied}")
         for lab, k in c.most_common():
             print(f"    {k:3d}  {lab}")
-    if args.out:
-        Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(json.dumps({"variant": args.variant, "tasks": summary}, sort_keys=True))
+    if path:
+        Path(path).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(json.dumps({"variant": variant, "tasks": summary}, sort_keys=True))
     return 0
 
 
