@@ -54,8 +54,8 @@ GRID: dict[str, dict[str, list[Any]]] = {
              "routing.jaccard_threshold": [0.2, 0.3, 0.4, 0.5, 0.7]},
     "judge": {"routing.confident_similarity": [0.2, 0.3, 0.4, 0.5, 0.6], "routing.w_anchor": [1.0, 2.0, 3.0]},
     "score": {"routing.w_application": [0.5, 1.0, 1.5], "routing.score_offset": [0.8, 1.0, 1.2, 1.5]},
-    "merge": {"lifecycle.merge_anchor_similarity": [0.5, 0.6, 0.7, 0.8, 0.9],
-              "lifecycle.merge_label_jaccard": [0.2, 0.34, 0.5], "lifecycle.merge_every": [10, 25]},
+    "merge": {"lifecycle.merge_anchor_similarity": [0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+              "lifecycle.merge_label_jaccard": [0.0, 0.2, 0.34, 0.5], "lifecycle.merge_every": [10, 25]},
     "sketch": {"sketch.enabled": [True], "sketch.rank": [2, 4], "sketch.merge_overlap": [0.2, 0.3, 0.5, 0.7, 1.0],
                "sketch.w_energy": [0.0, 0.5]},
 }
@@ -225,6 +225,10 @@ def _load(ref: str) -> Policy:
     return load_policy(ref)
 
 
+def _v(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
 def _better(f: dict[str, Any], b: dict[str, Any]) -> bool:
     return (f["purity"] >= b["purity"] and f["fragmentation"] <= b["fragmentation"]
             and (f["purity"] > b["purity"] or f["fragmentation"] < b["fragmentation"]))
@@ -269,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append({"name": p.name, "fields": p.fields, **figures(refold(p.policy, steps))})
     base = rows[0]
     tasks = sorted(base["per_task"])
-    print(f"{'':1} {'setting':64} {'purity':>6} {'frag':>5} {'pur_m':>6} {'frag_m':>6} {'spawn':>5} {'judge':>5}  branches per task ({', '.join(tasks)})")
+    print(f"{'':1} {'setting (last part of each field)':72} {'purity':>6} {'frag':>5} {'pur_m':>6} {'frag_m':>6} {'spawn':>5} {'judge':>5}  branches per task ({', '.join(tasks)})")
     shown = ("purity", "fragmentation", "purity_merged", "fragmentation_merged", "spawned", "judged", "per_task")
     same = [r for r in rows[1:] if all(r[k] == base[k] for k in shown)]
     for r in rows:
@@ -277,7 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         mark = "*" if r is not base and _better(r, base) else " "
         per = " ".join(str(r["per_task"].get(t, 0)) for t in tasks)
-        print(f"{mark} {r['name'][:64]:64} {r['purity']:6.3f} {r['fragmentation']:5.2f} {r['purity_merged']:6.3f} "
+        short = ",".join(f"{k.rsplit('.', 1)[-1]}={_v(v)}" for k, v in r["fields"].items()) or r["name"]
+        print(f"{mark} {short[:72]:72} {r['purity']:6.3f} {r['fragmentation']:5.2f} {r['purity_merged']:6.3f} "
               f"{r['fragmentation_merged']:6.2f} {r['spawned']:5d} {r['judged']:5d}  {per}")
     best = [r["name"] for r in rows[1:] if _better(r, base)]
     if same and not args.all:
