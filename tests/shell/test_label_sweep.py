@@ -133,3 +133,11 @@ def test_relabel_replaces_labels_and_their_embeddings_then_the_snap_follows(stre
     assert n == 1 and steps[1].inp.label == Label("solve-math", "pear-totals") and steps[0] is stream[0]
     assert np.allclose(np.frombuffer(steps[1].inp.label_embedding, np.float32), _lab(0.95))
     assert label_sweep.refold(label_sweep._load("default"), steps)["routes"] == ["b0", "b0", "b1"]  # 0.95 ≥ τ_snap 0.92
+
+
+def test_labels_tuned_changes_only_the_two_routing_fields_it_names():
+    import attrs
+
+    d, t = label_sweep._load("default"), label_sweep._load(str(ROOT / "policies" / "labels-tuned.yaml"))
+    assert t.name == "labels-tuned" and (t.routing.jaccard_threshold, t.routing.w_anchor) == (0.2, 3.0)
+    assert attrs.evolve(t, name="default", routing=attrs.evolve(t.routing, jaccard_threshold=0.4, w_anchor=2.0)) == d
