@@ -25,11 +25,13 @@ A ``--grid`` is ``field=v1,v2;field=v1,...`` (dotted policy fields, values read 
 ``--grid`` is one family, the product of its fields, each point the base with those fields set
 and validated like a policy file. Without ``--grid`` the families of :data:`GRID` run.
 
-Printed per point (without ``--all``, only the base and the points whose figures differ from it): purity and fragmentation of the branches *as routed* (the bench report's
-figures, :func:`rizz.shell.labels.label_quality`) and *after merges* (each step's branch followed
-through later ``BranchesMerged`` events to the branch that holds it at the end), branches
-spawned, judge labels used, branches per task; points that improve one figure as routed
-without worsening the other are marked ``*``. The last line is JSON with every figure.
+Printed per point (without ``--all``, only the base and the points whose figures differ from
+it): purity and fragmentation of the branches *as routed* (the bench report's figures,
+:func:`rizz.shell.labels.label_quality`) and *after merges* (each step's branch followed through
+later ``BranchesMerged`` events to the branch that holds it at the end), branches spawned, judge
+labels used, branches per task (the JSON also has each task's share in its largest branch);
+points that improve one figure as routed without worsening the other are marked ``*``. The last
+line is JSON with every figure.
 """
 
 from __future__ import annotations
@@ -178,7 +180,9 @@ def figures(result: dict[str, Any]) -> dict[str, Any]:
     m = result["merged"]
     after = [{**r, "route": {"branch": _holder(r["route"]["branch"], m)}} for r in result["records"]]
     lqm = label_quality(after, result["labels"])
-    return {"purity": lq["purity"], "fragmentation": lq["fragmentation"], "per_task": {t: v["branches"] for t, v in lq["per_task"].items()},
+    return {"purity": lq["purity"], "fragmentation": lq["fragmentation"],
+            "per_task": {t: v["branches"] for t, v in lq["per_task"].items()},
+            "per_task_share": {t: v["top_share"] for t, v in lq["per_task"].items()},
             "purity_merged": lqm["purity"], "fragmentation_merged": lqm["fragmentation"],
             "per_task_merged": {t: v["branches"] for t, v in lqm["per_task"].items()},
             "spawned": result["spawned"], "merges": len(m), "judged": result["judged"], "branches": lq["branches"]}
@@ -273,7 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append({"name": p.name, "fields": p.fields, **figures(refold(p.policy, steps))})
     base = rows[0]
     tasks = sorted(base["per_task"])
-    print(f"{'':1} {'setting (last part of each field)':72} {'purity':>6} {'frag':>5} {'pur_m':>6} {'frag_m':>6} {'spawn':>5} {'judge':>5}  branches per task ({', '.join(tasks)})")
+    print(f"{'':1} {'setting (last part of each field)':72} {'purity':>6} {'frag':>5} {'pur_m':>6} {'frag_m':>6} "
+          f"{'spawn':>5} {'judge':>5}  branches per task ({', '.join(tasks)})")
     shown = ("purity", "fragmentation", "purity_merged", "fragmentation_merged", "spawned", "judged", "per_task")
     same = [r for r in rows[1:] if all(r[k] == base[k] for k in shown)]
     for r in rows:

@@ -56,6 +56,7 @@ def test_a_lower_snap_threshold_puts_two_labels_of_one_task_in_one_branch(stream
     assert base["routes"] == ["b0", "b1", "b2"]  # 0.85 < τ_snap 0.92: pear-totals spawns its own branch
     fb = label_sweep.figures(base)
     assert (fb["purity"], fb["fragmentation"], fb["per_task"]) == (1.0, 1.5, {"T": 2, "U": 1})
+    assert fb["per_task_share"] == {"T": 0.5, "U": 1.0}  # the task's largest branch holds half of its traffic
     assert fb["spawned"] == 3 and fb["judged"] == 3 and fb["merges"] == 0
 
     low = label_sweep.refold(_policy(**{"routing.snap_threshold": 0.80}), stream)
