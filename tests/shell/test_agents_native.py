@@ -20,8 +20,8 @@ GOLD = json.loads(EL.reference)
 
 
 def _step(body) -> int:
-    """How many tool results the (single user turn) prompt already shows."""
-    text = body["messages"][0]["content"]
+    """How many tool results the prompt (the last, user, turn) already shows."""
+    text = body["messages"][-1]["content"]
     text = text if isinstance(text, str) else "".join(part.get("text", "") for part in text)
     return text.count("\nTool ")
 
@@ -106,6 +106,9 @@ def test_openai_tools_and_tool_calls(tmp_path, http_server) -> None:
     assert s["mean_reward"] == 1.0
     agent = [b for b in seen if "tools" in b]
     assert agent[0]["tools"][0]["type"] == "function" and "parameters" in agent[0]["tools"][0]["function"]
+    # llama.cpp's chatml-function-calling lists the tools only in a system turn and calls only with "auto"
+    assert agent[0]["tool_choice"] == "auto" and [m["role"] for m in agent[0]["messages"]] == ["system", "user"]
+    assert "Python call syntax" not in agent[0]["messages"][1]["content"]  # the native protocol line instead
     assert rec["episode"]["tool_errors"] == 1
     assert "malformed call" in next(e["result"] for e in rec["episode"]["transcript"] if e["role"] == "tool")
 
