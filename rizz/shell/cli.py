@@ -172,13 +172,23 @@ def diff(
 
 
 @app.command()
-def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", help="Machine-readable rows.")) -> None:
-    """Branches of the run's final state: labels, sizes, traffic and mean reward."""
+def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", help="Machine-readable rows."),
+            episodes: bool = typer.Option(False, "--episodes", help="The run's agent episodes: request → calls → results → final answer."),
+            full: bool = typer.Option(False, "--full", help="With --episodes: every event of long episodes.")) -> None:
+    """Branches of the run's final state: labels, sizes, traffic and mean reward (--episodes: its episodes)."""
     from rich.console import Console
     from rich.table import Table
 
     from rizz.shell.diff import inspect_run
 
+    if episodes:
+        from rizz.shell.agents.view import episode_rows, episodes_text
+
+        try:
+            typer.echo(json.dumps(episode_rows(run_dir), indent=1) if as_json else episodes_text(run_dir, full=full))
+        except FileNotFoundError as e:
+            _fail(str(e))
+        return
     try:
         rows = inspect_run(run_dir)
     except FileNotFoundError as e:
