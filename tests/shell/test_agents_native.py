@@ -117,3 +117,29 @@ def test_bfcl_types_become_json_schema() -> None:
     bfcl = {"type": "dict", "properties": {"x": {"type": "float"}, "t": {"type": "tuple", "items": {"type": "any"}}}}
     assert json_schema(bfcl) == {"type": "object", "properties": {"x": {"type": "number"},
                                                                  "t": {"type": "array", "items": {"type": "string"}}}}
+
+
+def test_bench_user_model_plays_the_customer(tmp_path, http_server) -> None:
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    agent_seen: list = []
+    user_seen: list = []
+    agent_srv = http_server(_openai_route(agent_seen))
+    user_srv = http_server(_openai_route(user_seen))
+    stream = tmp_path / "s.jsonl"
+    write_stream(stream, [EL])
+    out = tmp_path / "bench"
+    res = CliRunner().invoke(app, ["bench", str(stream), "-P", "frozen", "-o", str(out), "--model", f"openai:{agent_srv.url}#m",
+                                   "--user-model", f"openai:{user_srv.url}#u"])
+    assert res.exit_code == 0, res.output
+    customer = [b for b in user_seen if b["messages"][-1]["content"].startswith("You are a customer")]
+    assert len(customer) == 2 and len(customer) == len(user_seen)  # opening line, then ###STOP###
+    assert all("tools" in b for b in agent_seen)  # the agent's model never played the customer
+    meta = json.loads((out / "frozen" / "run.json").read_text())
+    assert meta["user_model"].startswith(f"openai:{user_srv.url}") and meta["model"].startswith(f"openai:{agent_srv.url}")
+    assert json.loads((out / "results.json").read_text())["results"]["frozen"]["mean_reward"] == 1.0
+    res = CliRunner().invoke(app, ["bench", str(stream), "-P", "frozen", "-o", str(tmp_path / "b2"), "--model", "oracle",
+                                   "--user-model", "nonsense:x"])
+    assert res.exit_code != 0 and "bad model spec 'nonsense:x'" in res.output
