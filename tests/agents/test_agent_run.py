@@ -159,3 +159,19 @@ def test_bench_report_has_episode_columns_per_category(tmp_path, embedder) -> No
     assert eps["multi_turn_base"]["turns_per_episode"] > 1 and eps["simple_python"]["model_calls_per_episode"] == 1.0
     md = (tmp_path / "bench" / "report.md").read_text()
     assert "## Episodes per category" in md and "| simple_python | default | 1.000 (n=4) | 1.00 | 0 | 1.00 |" in md
+
+
+def test_oracle_agent_with_a_model_playing_the_customer(tmp_path, embedder) -> None:
+    from rizz.shell.models.spec import load_model
+
+    stream = tmp_path / "s.jsonl"
+    write_stream(stream, TAU[:1])
+    user = StubModel(lambda p: "###STOP###" if "\nAgent:" in p else "I want to sort out my order.", name="stub:user")
+    s = run_stream(stream, load_policy("frozen"), "frozen", tmp_path / "run", load_model("oracle"), embedder,
+                   log=lambda m: None, user_model=user)
+    rec = json.loads((tmp_path / "run" / "log.jsonl").read_text().splitlines()[0])
+    said = [e["text"] for e in rec["episode"]["transcript"] if e["role"] == "user"]
+    assert said == ["I want to sort out my order.", "###STOP###"] and rec["episode"]["user_calls"] == 2
+    assert len(user.prompts) == 2 and TAU[0].user in user.prompts[0]  # the hidden brief reached the customer only
+    assert s["mean_reward"] == 1.0 and json.loads((tmp_path / "run" / "run.json").read_text())["user_model"] == "stub:user"
+    assert replay(tmp_path / "run")["state_digest"] == s["state_digest"]

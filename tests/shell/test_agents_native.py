@@ -108,6 +108,7 @@ def test_openai_tools_and_tool_calls(tmp_path, http_server) -> None:
     assert agent[0]["tools"][0]["type"] == "function" and "parameters" in agent[0]["tools"][0]["function"]
     # llama.cpp's chatml-function-calling lists the tools only in a system turn and calls only with "auto"
     assert agent[0]["tool_choice"] == "auto" and [m["role"] for m in agent[0]["messages"]] == ["system", "user"]
+    assert agent[0]["temperature"] == 0.0 and agent[0]["seed"] == 0
     assert "Python call syntax" not in agent[0]["messages"][1]["content"]  # the native protocol line instead
     assert rec["episode"]["tool_errors"] == 1
     assert "malformed call" in next(e["result"] for e in rec["episode"]["transcript"] if e["role"] == "tool")

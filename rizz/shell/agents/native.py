@@ -122,6 +122,7 @@ class NativeToolAgent(PromptedAgent):
     def _openai(self, prompt: CompiledPrompt, el: StreamElement, max_tokens: int) -> tuple[Any, ...]:
         resp = self.inner._client.chat.completions.create(
             model=self.inner.model, max_tokens=max_tokens, tools=self._tools(el), tool_choice="auto",
+            temperature=self.inner.temperature, seed=0,  # as the backend's generate: greedy and seeded by default
             messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt.text}])
         msg = resp.choices[0].message
         reasoning = getattr(msg, "reasoning_content", None) or getattr(msg, "reasoning", None) or ""
