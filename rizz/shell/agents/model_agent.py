@@ -47,6 +47,16 @@ class PromptedAgent:
         self.prompts.append(prompt)
         return prompt
 
+    def reply(self, el: StreamElement, transcript: list[dict[str, Any]], env: Environment) -> AgentReply:
+        """The next reply: this step's prompt, then :meth:`ask` (an overflow when it does not fit)."""
+        del env
+        prompt = self.compile(el, transcript)
+        return AgentReply("", overflow=True) if prompt is None else self.ask(el, prompt)
+
+    def ask(self, el: StreamElement, prompt: CompiledPrompt) -> AgentReply:
+        """The model's reply to ``prompt`` (each backend's own call)."""
+        raise NotImplementedError
+
 
 class ModelAgent(PromptedAgent):
     """One episode's agent over ``model`` speaking the text protocol (Python call syntax)."""
@@ -55,11 +65,8 @@ class ModelAgent(PromptedAgent):
         super().__init__(model, policy, retrieved, budget)
         self.rendering = rendering
 
-    def reply(self, el: StreamElement, transcript: list[dict[str, Any]], env: Environment) -> AgentReply:
-        del env
-        prompt = self.compile(el, transcript)
-        if prompt is None:
-            return AgentReply("", overflow=True)
+    def ask(self, el: StreamElement, prompt: CompiledPrompt) -> AgentReply:
+        del el
         raw = self.rendering == "raw"
         gen = self.model.generate([Message("user", prompt.text)], max_tokens=self.policy.agents.reply_tokens,
                                   stop=_STOP if raw else (), rendering="raw" if raw else "chat")

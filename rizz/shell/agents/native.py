@@ -39,7 +39,7 @@ from typing import Any
 from rizz.core import CompiledPrompt
 from rizz.core.policy import Policy
 from rizz.shell.agents.calls import ToolCall
-from rizz.shell.agents.env import Environment, plain
+from rizz.shell.agents.env import plain
 from rizz.shell.agents.loop import AgentReply
 from rizz.shell.agents.model_agent import PromptedAgent
 from rizz.shell.agents.prompt import NATIVE_PROTOCOL
@@ -140,11 +140,7 @@ class NativeToolAgent(PromptedAgent):
         return (msg.content or "", reasoning if isinstance(reasoning, str) else "", calls, error, usage,
                 str(resp.choices[0].finish_reason or "stop"))
 
-    def reply(self, el: StreamElement, transcript: list[dict[str, Any]], env: Environment) -> AgentReply:
-        del env
-        prompt = self.compile(el, transcript)
-        if prompt is None:
-            return AgentReply("", overflow=True)
+    def ask(self, el: StreamElement, prompt: CompiledPrompt) -> AgentReply:
         t0 = time.perf_counter()
         thinking = int(getattr(self.inner, "reasoning_tokens", 0))
         max_tokens = self.policy.agents.reply_tokens + thinking
