@@ -9,7 +9,7 @@ the bench table and the episodes per category (reward, agent calls, tool errors,
 Usage::
 
     RIZZ_THREADS=1 python benchmarks/agents_openai_server.py STREAM OUT [--policies frozen,default]
-        [--limit N] [--n-ctx 4096]
+        [--limit N] [--n-ctx 4096] [--port P]
 
 The same as running the server yourself::
 
@@ -36,6 +36,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--policies", default="frozen,default")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--n-ctx", type=int, default=4096)
+    ap.add_argument("--port", type=int, default=None, help="fixed port: the model spec (and so a resume) names it")
     args = ap.parse_args(argv)
 
     from rizz.shell.bench import run_bench
@@ -45,7 +46,7 @@ def main(argv: list[str]) -> int:
     from rizz.shell.report import format_table
 
     t0 = time.perf_counter()
-    with LlamaServer(n_ctx=args.n_ctx, chat_format="chatml-function-calling") as srv:
+    with LlamaServer(n_ctx=args.n_ctx, chat_format="chatml-function-calling", port=args.port) as srv:
         model = OpenAICompatModel(srv.url, MODEL_ALIAS, context_window=args.n_ctx)
         results = run_bench(args.stream, [p for p in args.policies.split(",") if p], args.out, model, Embedder(),
                             limit=args.limit, command="python benchmarks/agents_openai_server.py " + " ".join(argv),
