@@ -40,10 +40,10 @@ _SLACK = 16
 
 def task_text(el: StreamElement, protocol: str = PROTOCOL) -> str:
     """The protected task: the element's instruction, the call ``protocol`` and the tool list
-    (one JSON a line)."""
-    from pyrsistent import thaw
+    (one JSON a line, keys sorted: the same text in every process)."""
+    from rizz.shell.agents.env import plain
 
-    tools = "\n".join(json.dumps(thaw(t), ensure_ascii=False) for t in el.tools or ())
+    tools = "\n".join(json.dumps(plain(t), ensure_ascii=False) for t in el.tools or ())
     head = f"{el.instruction}\n\n" if el.instruction else ""
     return f"{head}{protocol}\n\nTools:\n{tools}"
 
