@@ -144,3 +144,25 @@ def test_bench_user_model_plays_the_customer(tmp_path, http_server) -> None:
     res = CliRunner().invoke(app, ["bench", str(stream), "-P", "frozen", "-o", str(tmp_path / "b2"), "--model", "oracle",
                                    "--user-model", "nonsense:x"])
     assert res.exit_code != 0 and "bad model spec 'nonsense:x'" in res.output
+
+
+def test_a_server_whose_window_fills_ends_the_episode_as_overflow(tmp_path, http_server) -> None:
+    """llama-cpp-python's chatml-function-calling handler ignores max_tokens while writing calls;
+    a model that keeps calling fills n_ctx and the server answers 500: the episode ends as
+    ``overflow`` (reward 0), the run goes on and replays."""
+    seen: list = []
+
+    def route(method, path, body):
+        if not path.endswith("/chat/completions"):
+            return 404, {"error": "no"}, {}
+        seen.append(body)
+        if "tools" in body:
+            return 500, {"error": {"message": "Requested tokens (4097) exceed context window of 4096", "type": "internal_server_error"}}, {}
+        return _openai_route([])(method, path, body)
+
+    srv = http_server(route)
+    s, rec, out = _run(tmp_path, OpenAICompatModel(srv.url, "m", max_retries=0))
+    assert s["steps"] == 1 and s["mean_reward"] == 0.0
+    assert rec["episode"]["stop"] == "overflow" and rec["episode"]["model_calls"] == 1
+    assert len([b for b in seen if "tools" in b]) == 1
+    assert replay(out)["state_digest"] == s["state_digest"]

@@ -52,6 +52,12 @@ __all__ = ["SYSTEM", "NativeToolAgent", "api_name", "json_schema", "native_kind"
 #: writes the tool list into the system turn only (no system message: the model never sees
 #: the tools), so the agent always sends one; the compiled prompt is the user turn.
 SYSTEM = "You are a helpful agent. Use the functions when they help the user."
+#: llama-cpp-python's error when a completion outgrows ``n_ctx`` (HTTP 500 from its server).
+#: Its ``chatml-function-calling`` handler ignores ``max_tokens`` while it writes calls and
+#: keeps asking for another call until the model stops: a model that never stops fills the
+#: window (measured: SmolLM2-135M on BFCL ``parallel_multiple_100``). Such a step ends the
+#: episode as ``overflow`` (reward 0) instead of stopping the run.
+_WINDOW_FULL = "exceed context window"
 
 _TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string", "list": "array", "bool": "boolean"}
 
@@ -147,7 +153,12 @@ class NativeToolAgent(PromptedAgent):
         if self.kind == "anthropic":
             text, reasoning, raw_calls, error, usage, finish = self._anthropic(prompt, el, max_tokens, thinking)
         else:
-            text, reasoning, raw_calls, error, usage, finish = self._openai(prompt, el, max_tokens)
+            try:
+                text, reasoning, raw_calls, error, usage, finish = self._openai(prompt, el, max_tokens)
+            except Exception as err:  # noqa: BLE001 - only the server's own window overflow is caught
+                if _WINDOW_FULL not in str(err):
+                    raise
+                return AgentReply("", overflow=True, prompt_tokens=prompt.token_count)
         names = {api_name(n): n for n in (plain(t)["name"] for t in el.tools or ())}
         calls = tuple(ToolCall(names.get(n, n), a) for n, a in raw_calls)
         latency = time.perf_counter() - t0
