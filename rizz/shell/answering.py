@@ -115,11 +115,13 @@ def embed_texts(embedder: Any, store: Any, texts: Sequence[str]) -> list[Embedde
     return [Embedded(v.tobytes(), k) for k, v in zip(keys, np.asarray(vecs, dtype=np.float32))]
 
 
-def budget(policy: Policy, model: ModelBackend, shape: str | None, cap: int | None) -> int:
+def budget(policy: Policy, model: ModelBackend, shape: str | None, cap: int | None, reply_tokens: int | None = None) -> int:
     """Prompt budget in tokens: min(policy budget, ``cap``, window − answer tokens − thinking
-    allowance (``?reasoning=N``) − template slack)."""
+    allowance (``?reasoning=N``) − template slack). Answer tokens: ``reply_tokens`` when given
+    (an agent step reserves the policy's ``agents.reply_tokens``), else the shape's."""
     thinking = int(getattr(model, "reasoning_tokens", 0))
-    room = model.context_window - answer_settings(shape).max_tokens - thinking - TEMPLATE_SLACK
+    answer = answer_settings(shape).max_tokens if reply_tokens is None else int(reply_tokens)
+    room = model.context_window - answer - thinking - TEMPLATE_SLACK
     return max(1, min(policy.compiler.token_budget, room, cap if cap is not None else room))
 
 
@@ -168,7 +170,7 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
         from rizz.shell.agents.step import answer_episode
 
         return answer_episode(el, base, routed, retrieved, judge, calls, keys=keys, time=now, model=model, policy=policy,
-                              budget=budget(policy, model, None, budget_cap), rendering=rendering, user_model=user_model,
+                              budget=budget(policy, model, None, budget_cap, policy.agents.reply_tokens), rendering=rendering, user_model=user_model,
                               data_roots=data_roots)
     try:
         prompt = compile_prompt(blocks, policy.compiler, model.count_tokens, budget(policy, model, el.shape, budget_cap))

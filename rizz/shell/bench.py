@@ -47,6 +47,7 @@ def run_bench(
     model_factory: Callable[[str], Any] | None = None,
     embedder_factory: Callable[[], Any] | None = None,
     num_cpus: int | None = None,
+    user_model: Any = None,
 ) -> dict[str, Any]:
     """Run ``policies`` over ``stream`` into ``out`` and write the report; returns results.
 
@@ -65,8 +66,11 @@ def run_bench(
         (picklable ``cache_path -> backend``) builds the model on each worker;
         ``embedder_factory`` defaults to :func:`rizz.shell.ray_tasks.pinned_embedder` with
         this process's torch thread count (so embeddings are bit-identical to a serial run's).
+      user_model: τ-bench's simulated customer for every rizz policy (None: ``model``; see
+        ``rizz run --user-model``); not with ``ray_address``.
     Raises:
-      PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError (two policies with one name).
+      PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError (two policies with one name;
+      ``user_model`` with ``ray_address``).
     """
     from rizz.shell.streams import read_stream
 
@@ -82,6 +86,8 @@ def run_bench(
     total = len(read_stream(stream, skip_bad=False).elements)
     total = min(total, limit) if limit is not None else total
     if ray_address is not None:
+        if user_model is not None:
+            raise ValueError("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
         if any(pol is None for _, pol in loaded):
             raise ValueError("peer:NAME entries cannot run with --ray (they share one in-process model server)")
         _run_on_ray(stream, loaded, out, limit=limit, rendering=rendering, budget=budget, log=log, address=ray_address,
@@ -110,7 +116,7 @@ def run_bench(
         on_step = StepProgress(progress, f"{pol.name:>22}", total, echo=log)
         summary = run_stream(stream, pol, source, out / pol.name, model, embedder, limit=limit,
                              rendering=rendering or (peer_model.rendering if peer_model is not None else None),
-                             budget=budget, on_step=on_step, log=log)
+                             budget=budget, on_step=on_step, log=log, user_model=user_model)
         on_step.finish(summary["steps"])
     if proxy is not None:
         proxy.close()

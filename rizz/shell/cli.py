@@ -175,13 +175,23 @@ def diff(
 
 
 @app.command()
-def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", help="Machine-readable rows.")) -> None:
-    """Branches of the run's final state: labels, sizes, traffic and mean reward."""
+def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", help="Machine-readable rows."),
+            episodes: bool = typer.Option(False, "--episodes", help="The run's agent episodes: request → calls → results → final answer."),
+            full: bool = typer.Option(False, "--full", help="With --episodes: every event of long episodes.")) -> None:
+    """Branches of the run's final state: labels, sizes, traffic and mean reward (--episodes: its episodes)."""
     from rich.console import Console
     from rich.table import Table
 
     from rizz.shell.diff import inspect_run
 
+    if episodes:
+        from rizz.shell.agents.view import episode_rows, episodes_text
+
+        try:
+            typer.echo(json.dumps(episode_rows(run_dir), indent=1) if as_json else episodes_text(run_dir, full=full))
+        except FileNotFoundError as e:
+            _fail(str(e))
+        return
     try:
         rows = inspect_run(run_dir)
     except FileNotFoundError as e:
@@ -198,7 +208,7 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
 
 
 def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Optional[int], rendering: Optional[str], command: str, title: str,
-           budget: Optional[int] = None, ray_address: Optional[str] = None) -> None:
+           budget: Optional[int] = None, ray_address: Optional[str] = None, user_model: Optional[str] = None) -> None:
     from rizz.shell.bench import run_bench
     from rizz.shell.embed import Embedder
     from rizz.shell.models import ModelUnavailableError, load_model
@@ -225,6 +235,8 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
         else:
             _load_policy_or_exit(p)
     _check_rendering(rendering)
+    if user_model is not None and ray_address is not None:
+        _fail("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
     _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",))  # the cache comes first
     out.mkdir(parents=True, exist_ok=True)
     if ray_address is not None:  # the model is built on each Ray worker, not here
@@ -256,12 +268,13 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
         ctx = peer_model(model, out / "responses.sqlite") if peers else contextlib.nullcontext(None)
         pm = ctx.__enter__()
         backend = pm.backend if peers else load_model(model, cache=out / "responses.sqlite")
+        umodel = load_model(user_model, cache=out / "responses.sqlite") if user_model else None
     except (ValueError, ModelUnavailableError, RuntimeError) as e:
         _fail(str(e))
     try:
         with new_progress() as prog:
             results = run_bench(stream, policies, out, backend, Embedder(), limit=limit, rendering=rendering, budget=budget,
-                                command=command, title=title, progress=prog, peer_model=pm)
+                                command=command, title=title, progress=prog, peer_model=pm, user_model=umodel)
     except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, PeerError) as e:
         _fail(str(e))
     except KeyboardInterrupt:
@@ -286,6 +299,7 @@ def bench(
     budget: Optional[int] = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
     ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
                                       help="Run each policy as a Ray task: a local Ray by default, or a cluster (auto | HOST:PORT | ray://HOST:10001). ADDRESS may follow --ray or be written --ray=ADDRESS."),
+    user_model: Optional[str] = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model); not with --ray."),
 ) -> None:
     """Several policies over the same stream and model, side by side (report.md, results.json, PNG plots).
 
@@ -294,7 +308,7 @@ def bench(
     digests and results; each task's cache is merged into the bench's).
     """
     _bench(stream, [p.strip() for p in policies.split(",") if p.strip()], out, model, limit, rendering,
-           "rizz " + " ".join(sys.argv[1:]), f"rizz bench: {stream.name}", budget, ray)
+           "rizz " + " ".join(sys.argv[1:]), f"rizz bench: {stream.name}", budget, ray, user_model)
 
 
 @app.command()

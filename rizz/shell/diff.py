@@ -11,6 +11,7 @@ from typing import Any
 
 from rizz.core import AdaptiveState
 from rizz.core import events as ev
+from rizz.shell.agents.view import episode_lines
 from rizz.shell.logfold import LogFold
 from rizz.shell.logrecord import parse
 from rizz.shell.policy_file import parse_policy
@@ -81,22 +82,6 @@ def _fold_until(rd: RunDir, stop: int, keep_from: int) -> tuple[AdaptiveState, l
     return fold.state, kept
 
 
-def _episode_lines(ep: dict[str, Any]) -> list[str]:
-    """An episode, one line per event (issue #13): user turns, replies and calls, tool results."""
-    out = [f"  episode: {ep['model_calls']} agent calls, {ep['tool_errors']} tool errors, stop {ep['stop']}"]
-    for e in ep["transcript"]:
-        if e["role"] == "user":
-            out.append(f"    user: {_clip(e['text'], 70)}")
-        elif e["role"] == "assistant":
-            calls = ", ".join(f"{n}({', '.join(f'{k}={v!r}' for k, v in a.items())})" for n, a in e.get("calls", []))
-            out.append(f"    agent: {_clip(calls or e['text'], 70)}")
-        else:
-            out.append(f"    {'tool error' if e['error'] else 'tool'} {e['name']}: {_clip(e['result'], 60)}")
-    if ep.get("wrong_call"):
-        out.append(f"    first wrong call (the anti-pattern if the verdict fails): {_clip(ep['wrong_call'], 60)}")
-    return out
-
-
 def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
     """Text describing what steps ``at``..``to`` (inclusive, 0-based) changed.
 
@@ -145,7 +130,7 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
         if kind == "expire":
             lines.append(f"  expired: {rec['reason']}")
         if rec.get("episode"):
-            lines += _episode_lines(rec["episode"])
+            lines += episode_lines(rec["episode"])
     lines.append(f"after step {to}: {len(state.branches)} branches ({len(state.active_branches())} active)")
     return "\n".join(lines)
 

@@ -84,6 +84,23 @@ def test_max_steps_bounds_the_episode(tmp_path, embedder) -> None:
     assert _replay(tmp_path / "run")["state_digest"] == s["state_digest"]
 
 
+def test_agent_prompt_reserves_the_policys_reply_tokens(tmp_path, embedder) -> None:
+    import attrs
+
+    from rizz.shell.render import TEMPLATE_SLACK
+
+    el = TAU[0]
+    stream = tmp_path / "s.jsonl"
+    write_stream(stream, [el])
+    pol = load_policy("frozen")
+    for reply in (256, 3000):
+        p = attrs.evolve(pol, agents=attrs.evolve(pol.agents, reply_tokens=reply))
+        run_stream(stream, p, "frozen", tmp_path / f"r{reply}", StubModel(_tau_stub([el])), embedder, log=lambda m: None)
+        rec = json.loads((tmp_path / f"r{reply}" / "log.jsonl").read_text().splitlines()[0])
+        # the stub's window is 8192 tokens: the agent's budget leaves the policy's reply room, not a shape's
+        assert rec["prompt"]["budget"] == 8192 - reply - TEMPLATE_SLACK
+
+
 def test_transcript_elides_oldest_tool_results_first_under_budget(tmp_path, embedder) -> None:
     el = TAU[0]
     stream = tmp_path / "s.jsonl"
@@ -122,7 +139,7 @@ def test_diff_shows_the_episode_readably(tmp_path, embedder) -> None:
     run_stream(stream, load_policy("frozen"), "frozen", tmp_path / "run", load_model("oracle"), embedder, log=lambda m: None)
     text = diff_run(tmp_path / "run", 0, 0)
     first = _gold(TAU[0])[0]
-    assert f"  episode: {len(_gold(TAU[0])) + 1} agent calls, 0 tool errors, stop user_stop" in text
+    assert f"  episode: {len(_gold(TAU[0])) + 1} agent calls, 0 tool errors, 2 user turns, stop user_stop" in text
     assert "    user: Hi, I need help." in text
     assert f"    agent: {first.name}(" in text and f"    tool {first.name}: " in text
 
@@ -142,3 +159,19 @@ def test_bench_report_has_episode_columns_per_category(tmp_path, embedder) -> No
     assert eps["multi_turn_base"]["turns_per_episode"] > 1 and eps["simple_python"]["model_calls_per_episode"] == 1.0
     md = (tmp_path / "bench" / "report.md").read_text()
     assert "## Episodes per category" in md and "| simple_python | default | 1.000 (n=4) | 1.00 | 0 | 1.00 |" in md
+
+
+def test_oracle_agent_with_a_model_playing_the_customer(tmp_path, embedder) -> None:
+    from rizz.shell.models.spec import load_model
+
+    stream = tmp_path / "s.jsonl"
+    write_stream(stream, TAU[:1])
+    user = StubModel(lambda p: "###STOP###" if "\nAgent:" in p else "I want to sort out my order.", name="stub:user")
+    s = run_stream(stream, load_policy("frozen"), "frozen", tmp_path / "run", load_model("oracle"), embedder,
+                   log=lambda m: None, user_model=user)
+    rec = json.loads((tmp_path / "run" / "log.jsonl").read_text().splitlines()[0])
+    said = [e["text"] for e in rec["episode"]["transcript"] if e["role"] == "user"]
+    assert said == ["I want to sort out my order.", "###STOP###"] and rec["episode"]["user_calls"] == 2
+    assert len(user.prompts) == 2 and TAU[0].user in user.prompts[0]  # the hidden brief reached the customer only
+    assert s["mean_reward"] == 1.0 and json.loads((tmp_path / "run" / "run.json").read_text())["user_model"] == "stub:user"
+    assert replay(tmp_path / "run")["state_digest"] == s["state_digest"]

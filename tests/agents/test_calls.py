@@ -37,3 +37,19 @@ def test_malformed_calls_raise_and_nothing_runs(tmp_path, text, words) -> None:
 def test_format_call_round_trips() -> None:
     call = ToolCall("book", {"flights": [{"flight_number": "HAT1", "date": "2024-05-20"}], "n": 2.5, "ok": False})
     assert parse_reply(format_call(call)) == (call,)
+
+
+def test_the_task_text_is_the_same_in_every_process() -> None:
+    """A frozen element's tools are pmaps, whose order follows the string-hash seed: the prompt's
+    tool list must not (prompts, cache keys and llama.cpp's argument grammar depend on it)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("from rizz.shell.streams import read_stream; from rizz.shell.agents.prompt import task_text; "
+            "import hashlib; els = read_stream('data/bfcl-mini/test.jsonl').elements; "
+            "print(hashlib.sha256(''.join(task_text(e) for e in els).encode()).hexdigest())")
+    outs = {subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
+                           env={"PYTHONPATH": str(root), "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(outs) == 1

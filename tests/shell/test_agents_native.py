@@ -20,8 +20,8 @@ GOLD = json.loads(EL.reference)
 
 
 def _step(body) -> int:
-    """How many tool results the (single user turn) prompt already shows."""
-    text = body["messages"][0]["content"]
+    """How many tool results the prompt (the last, user, turn) already shows."""
+    text = body["messages"][-1]["content"]
     text = text if isinstance(text, str) else "".join(part.get("text", "") for part in text)
     return text.count("\nTool ")
 
@@ -106,6 +106,10 @@ def test_openai_tools_and_tool_calls(tmp_path, http_server) -> None:
     assert s["mean_reward"] == 1.0
     agent = [b for b in seen if "tools" in b]
     assert agent[0]["tools"][0]["type"] == "function" and "parameters" in agent[0]["tools"][0]["function"]
+    # llama.cpp's chatml-function-calling lists the tools only in a system turn and calls only with "auto"
+    assert agent[0]["tool_choice"] == "auto" and [m["role"] for m in agent[0]["messages"]] == ["system", "user"]
+    assert agent[0]["temperature"] == 0.0 and agent[0]["seed"] == 0
+    assert "Python call syntax" not in agent[0]["messages"][1]["content"]  # the native protocol line instead
     assert rec["episode"]["tool_errors"] == 1
     assert "malformed call" in next(e["result"] for e in rec["episode"]["transcript"] if e["role"] == "tool")
 
@@ -114,3 +118,51 @@ def test_bfcl_types_become_json_schema() -> None:
     bfcl = {"type": "dict", "properties": {"x": {"type": "float"}, "t": {"type": "tuple", "items": {"type": "any"}}}}
     assert json_schema(bfcl) == {"type": "object", "properties": {"x": {"type": "number"},
                                                                  "t": {"type": "array", "items": {"type": "string"}}}}
+
+
+def test_bench_user_model_plays_the_customer(tmp_path, http_server) -> None:
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    agent_seen: list = []
+    user_seen: list = []
+    agent_srv = http_server(_openai_route(agent_seen))
+    user_srv = http_server(_openai_route(user_seen))
+    stream = tmp_path / "s.jsonl"
+    write_stream(stream, [EL])
+    out = tmp_path / "bench"
+    res = CliRunner().invoke(app, ["bench", str(stream), "-P", "frozen", "-o", str(out), "--model", f"openai:{agent_srv.url}#m",
+                                   "--user-model", f"openai:{user_srv.url}#u"])
+    assert res.exit_code == 0, res.output
+    customer = [b for b in user_seen if b["messages"][-1]["content"].startswith("You are a customer")]
+    assert len(customer) == 2 and len(customer) == len(user_seen)  # opening line, then ###STOP###
+    assert all("tools" in b for b in agent_seen)  # the agent's model never played the customer
+    meta = json.loads((out / "frozen" / "run.json").read_text())
+    assert meta["user_model"].startswith(f"openai:{user_srv.url}") and meta["model"].startswith(f"openai:{agent_srv.url}")
+    assert json.loads((out / "results.json").read_text())["results"]["frozen"]["mean_reward"] == 1.0
+    res = CliRunner().invoke(app, ["bench", str(stream), "-P", "frozen", "-o", str(tmp_path / "b2"), "--model", "oracle",
+                                   "--user-model", "nonsense:x"])
+    assert res.exit_code != 0 and "bad model spec 'nonsense:x'" in res.output
+
+
+def test_a_server_whose_window_fills_ends_the_episode_as_overflow(tmp_path, http_server) -> None:
+    """llama-cpp-python's chatml-function-calling handler ignores max_tokens while writing calls;
+    a model that keeps calling fills n_ctx and the server answers 500: the episode ends as
+    ``overflow`` (reward 0), the run goes on and replays."""
+    seen: list = []
+
+    def route(method, path, body):
+        if not path.endswith("/chat/completions"):
+            return 404, {"error": "no"}, {}
+        seen.append(body)
+        if "tools" in body:
+            return 500, {"error": {"message": "Requested tokens (4097) exceed context window of 4096", "type": "internal_server_error"}}, {}
+        return _openai_route([])(method, path, body)
+
+    srv = http_server(route)
+    s, rec, out = _run(tmp_path, OpenAICompatModel(srv.url, "m", max_retries=0))
+    assert s["steps"] == 1 and s["mean_reward"] == 0.0
+    assert rec["episode"]["stop"] == "overflow" and rec["episode"]["model_calls"] == 1
+    assert len([b for b in seen if "tools" in b]) == 1
+    assert replay(out)["state_digest"] == s["state_digest"]

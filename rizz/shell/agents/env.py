@@ -43,8 +43,21 @@ class Environment(Protocol):
 
 
 def plain(value: Any) -> Any:
-    """A pyrsistent (frozen stream) value as plain dicts and lists."""
-    return thaw(value)
+    """A pyrsistent (frozen stream) value as plain dicts and lists, every dict's keys sorted.
+
+    A ``pmap`` iterates in an order that depends on the process's string-hash seed, so thawed
+    as is, the same tool list would print differently in every run: prompts (and the response
+    cache keys made from them) would differ, and a grammar made from the JSON schema
+    (llama.cpp's tool calling) would order the arguments differently."""
+    return _sorted(thaw(value))
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
 
 
 def to_text(value: Any) -> str:

@@ -37,7 +37,8 @@ class Episode:
       user_calls: simulated-user model calls.
       tool_errors: malformed calls, unknown tools and tool exceptions.
       stop: ``done`` (the agent answered the last turn), ``user_stop`` (``###STOP###``),
-        ``max_steps`` (the policy's bound), ``overflow`` (the task alone exceeds the budget).
+        ``max_steps`` (the policy's bound), ``overflow`` (the task alone exceeds the budget, or the
+        server reports its context window full: :mod:`rizz.shell.agents.native`).
       prompt_tokens_max: the largest compiled agent prompt, tokens.
     """
 

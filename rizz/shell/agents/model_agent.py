@@ -15,31 +15,58 @@ from rizz.core.policy import Policy
 from rizz.shell.agents.calls import CallSyntaxError, parse_reply
 from rizz.shell.agents.env import Environment
 from rizz.shell.agents.loop import STOP, AgentReply
-from rizz.shell.agents.prompt import episode_prompt
+from rizz.shell.agents.prompt import PROTOCOL, episode_prompt
 from rizz.shell.models.base import Generation, Message, ModelBackend
 from rizz.shell.streams import StreamElement
 
-__all__ = ["LLMUser", "ModelAgent", "USER_PROMPT"]
+__all__ = ["LLMUser", "ModelAgent", "PromptedAgent", "USER_PROMPT"]
 
 #: Raw-rendering stop strings: the model must not write the next user or tool line itself.
 _STOP = ("\nUser:", "\nTool ")
 
 
-class ModelAgent:
-    """One episode's agent over ``model``; ``generations`` and ``prompts`` grow with each step."""
+class PromptedAgent:
+    """What every model-backed agent shares: each step's prompt compiled under ``budget`` with
+    the episode's ``retrieved`` memory and the call ``protocol``; ``generations`` and
+    ``prompts`` grow with each step (the run log's calls and the step's prompt figures)."""
 
-    def __init__(self, model: ModelBackend, policy: Policy, retrieved: Any, budget: int, rendering: str) -> None:
-        self.model, self.policy, self.retrieved, self.budget, self.rendering = model, policy, retrieved, budget, rendering
+    protocol = PROTOCOL
+
+    def __init__(self, model: Any, policy: Policy, retrieved: Any, budget: int) -> None:
+        self.model, self.policy, self.retrieved, self.budget = model, policy, retrieved, budget
         self.generations: list[Generation] = []
         self.prompts: list[CompiledPrompt] = []
 
-    def reply(self, el: StreamElement, transcript: list[dict[str, Any]], env: Environment) -> AgentReply:
-        del env
+    def compile(self, el: StreamElement, transcript: list[dict[str, Any]]) -> CompiledPrompt | None:
+        """This step's prompt, or None when the task alone does not fit the budget (overflow)."""
         try:
-            prompt = episode_prompt(self.retrieved, el, transcript, self.policy.compiler, self.model.count_tokens, self.budget)
+            prompt = episode_prompt(self.retrieved, el, transcript, self.policy.compiler, self.model.count_tokens,
+                                    self.budget, self.protocol)
         except PromptBudgetError:
-            return AgentReply("", overflow=True)
+            return None
         self.prompts.append(prompt)
+        return prompt
+
+    def reply(self, el: StreamElement, transcript: list[dict[str, Any]], env: Environment) -> AgentReply:
+        """The next reply: this step's prompt, then :meth:`ask` (an overflow when it does not fit)."""
+        del env
+        prompt = self.compile(el, transcript)
+        return AgentReply("", overflow=True) if prompt is None else self.ask(el, prompt)
+
+    def ask(self, el: StreamElement, prompt: CompiledPrompt) -> AgentReply:
+        """The model's reply to ``prompt`` (each backend's own call)."""
+        raise NotImplementedError
+
+
+class ModelAgent(PromptedAgent):
+    """One episode's agent over ``model`` speaking the text protocol (Python call syntax)."""
+
+    def __init__(self, model: ModelBackend, policy: Policy, retrieved: Any, budget: int, rendering: str) -> None:
+        super().__init__(model, policy, retrieved, budget)
+        self.rendering = rendering
+
+    def ask(self, el: StreamElement, prompt: CompiledPrompt) -> AgentReply:
+        del el
         raw = self.rendering == "raw"
         gen = self.model.generate([Message("user", prompt.text)], max_tokens=self.policy.agents.reply_tokens,
                                   stop=_STOP if raw else (), rendering="raw" if raw else "chat")

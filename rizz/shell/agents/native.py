@@ -1,14 +1,22 @@
 """Native tool calling for API backends: Anthropic ``tool_use`` blocks, OpenAI ``tools``/``tool_calls``.
 
 The prompt is the same budgeted text as the text protocol's (:func:`~rizz.shell.agents.prompt.episode_prompt`:
-memory, task, transcript), sent as one user turn; the tool list also goes in the API's own
-``tools`` field, and the model's calls come back in the API's own structures:
+memory, task, transcript) with :data:`~rizz.shell.agents.prompt.NATIVE_PROTOCOL` in place of the
+Python-call protocol, sent as one user turn; the tool list also goes in the API's own ``tools``
+field (names through :func:`api_name`, mapped back on return), and the model's calls come back
+in the API's own structures:
 
 * Anthropic Messages: ``tools=[{"name", "description", "input_schema"}]``; the reply's
   ``tool_use`` blocks (``name``, ``input``) are the calls, its ``text`` blocks the message.
-* OpenAI chat completions: ``tools=[{"type": "function", "function": {...}}]``; the reply's
+* OpenAI chat completions: ``tools=[{"type": "function", "function": {...}}]`` with
+  ``tool_choice="auto"`` and a short :data:`SYSTEM` turn before the prompt; the reply's
   ``message.tool_calls`` (``function.name``, JSON ``function.arguments``) are the calls; arguments
   that are not a JSON object are a malformed call (the tool's error result for the model).
+  llama-cpp-python's server does this with ``--chat_format chatml-function-calling``
+  (``llama_cpp/llama_chat_format.py``): it calls a tool only when ``tool_choice`` is ``"auto"``
+  or names one, lists the tools in the system turn, and decodes the arguments under a grammar
+  made from the tool's JSON schema (so they always parse); in that mode it ignores
+  ``max_tokens`` for the call's arguments (bounded by the server's ``n_ctx``).
 
 BFCL's schema types (``dict``, ``float``, ``tuple``, ``any``) are mapped to JSON-schema ones
 (``object``, ``number``, ``array``, ``string``) for the APIs. These calls bypass the response
@@ -24,19 +32,32 @@ returned in ``Generation.reasoning``; a reply without usage has its tokens count
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
-from rizz.core import CompiledPrompt, PromptBudgetError
+from rizz.core import CompiledPrompt
 from rizz.core.policy import Policy
 from rizz.shell.agents.calls import ToolCall
-from rizz.shell.agents.env import Environment, plain
+from rizz.shell.agents.env import plain
 from rizz.shell.agents.loop import AgentReply
-from rizz.shell.agents.prompt import episode_prompt
+from rizz.shell.agents.model_agent import PromptedAgent
+from rizz.shell.agents.prompt import NATIVE_PROTOCOL
 from rizz.shell.models.base import Generation, answer_and_reasoning
 from rizz.shell.streams import StreamElement
 
-__all__ = ["NativeToolAgent", "json_schema", "native_kind"]
+__all__ = ["SYSTEM", "NativeToolAgent", "api_name", "json_schema", "native_kind"]
+
+#: The OpenAI path's system message. llama-cpp-python's ``chatml-function-calling`` handler
+#: writes the tool list into the system turn only (no system message: the model never sees
+#: the tools), so the agent always sends one; the compiled prompt is the user turn.
+SYSTEM = "You are a helpful agent. Use the functions when they help the user."
+#: llama-cpp-python's error when a completion outgrows ``n_ctx`` (HTTP 500 from its server).
+#: Its ``chatml-function-calling`` handler ignores ``max_tokens`` while it writes calls and
+#: keeps asking for another call until the model stops: a model that never stops fills the
+#: window (measured: SmolLM2-135M on BFCL ``parallel_multiple_100``). Such a step ends the
+#: episode as ``overflow`` (reward 0) instead of stopping the run.
+_WINDOW_FULL = "exceed context window"
 
 _TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string", "list": "array", "bool": "boolean"}
 
@@ -65,79 +86,94 @@ def native_kind(model: Any) -> str | None:
     return None
 
 
-class NativeToolAgent:
+def api_name(name: str) -> str:
+    """``name`` as the APIs accept a function name (``^[a-zA-Z0-9_-]{1,64}$``): other characters
+    become ``_`` (BFCL's dotted ``math.factorial`` -> ``math_factorial``, as BFCL's own OpenAI
+    handler sends it); the agent maps the model's calls back to the element's names."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "_"
+
+
+class NativeToolAgent(PromptedAgent):
     """One episode's agent over an API backend's native tool calling (see the module docstring)."""
 
+    protocol = NATIVE_PROTOCOL
+
     def __init__(self, model: Any, policy: Policy, retrieved: Any, budget: int) -> None:
-        self.model, self.inner = model, getattr(model, "backend", model)
+        super().__init__(model, policy, retrieved, budget)
+        self.inner = getattr(model, "backend", model)
         self.kind = native_kind(model)
-        self.policy, self.retrieved, self.budget = policy, retrieved, budget
-        self.generations: list[Generation] = []
-        self.prompts: list[CompiledPrompt] = []
 
     def _tools(self, el: StreamElement) -> list[dict[str, Any]]:
         tools = [plain(t) for t in el.tools or ()]
+        empty = {"type": "object", "properties": {}}
         if self.kind == "anthropic":
-            return [{"name": t["name"], "description": t.get("description") or "",
-                     "input_schema": json_schema(t.get("parameters") or {"type": "object", "properties": {}})} for t in tools]
-        return [{"type": "function", "function": {"name": t["name"], "description": t.get("description") or "",
-                                                  "parameters": json_schema(t.get("parameters") or {"type": "object", "properties": {}})}}
+            return [{"name": api_name(t["name"]), "description": t.get("description") or "",
+                     "input_schema": json_schema(t.get("parameters") or empty)} for t in tools]
+        return [{"type": "function", "function": {"name": api_name(t["name"]), "description": t.get("description") or "",
+                                                  "parameters": json_schema(t.get("parameters") or empty)}}
                 for t in tools]
 
-    def reply(self, el: StreamElement, transcript: list[dict[str, Any]], env: Environment) -> AgentReply:
-        del env
-        try:
-            prompt = episode_prompt(self.retrieved, el, transcript, self.policy.compiler, self.model.count_tokens, self.budget)
-        except PromptBudgetError:
-            return AgentReply("", overflow=True)
-        self.prompts.append(prompt)
+    def _anthropic(self, prompt: CompiledPrompt, el: StreamElement, max_tokens: int, thinking: int) -> tuple[Any, ...]:
+        extra: dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": thinking}} if thinking else {}
+        resp = self.inner._client.messages.create(model=self.inner.model_id, max_tokens=max_tokens,
+                                                  messages=[{"role": "user", "content": prompt.text}], tools=self._tools(el), **extra)
+        text = "".join(b.text for b in resp.content if b.type == "text")
+        reasoning = "\n\n".join((getattr(b, "thinking", None) or "") if b.type == "thinking" else "[redacted thinking]"
+                                 for b in resp.content if b.type in ("thinking", "redacted_thinking"))
+        calls = [(b.name, dict(b.input)) for b in resp.content if b.type == "tool_use"]
+        u = getattr(resp, "usage", None)
+        usage = (int(getattr(u, "input_tokens", 0) or 0), int(getattr(u, "output_tokens", 0) or 0))
+        return text, reasoning, calls, None, usage, "stop"
+
+    def _openai(self, prompt: CompiledPrompt, el: StreamElement, max_tokens: int) -> tuple[Any, ...]:
+        resp = self.inner._client.chat.completions.create(
+            model=self.inner.model, max_tokens=max_tokens, tools=self._tools(el), tool_choice="auto",
+            temperature=self.inner.temperature, seed=0,  # as the backend's generate: greedy and seeded by default
+            messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt.text}])
+        msg = resp.choices[0].message
+        reasoning = getattr(msg, "reasoning_content", None) or getattr(msg, "reasoning", None) or ""
+        calls, error = [], None
+        for tc in msg.tool_calls or []:
+            try:
+                args = json.loads(tc.function.arguments or "{}")
+                if not isinstance(args, dict):
+                    raise ValueError("not an object")
+                calls.append((tc.function.name, args))
+            except ValueError as err:
+                error = f"malformed call: arguments of {tc.function.name} are not a JSON object ({err})"
+        u = resp.usage
+        usage = (int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0)) if u else (0, 0)
+        return (msg.content or "", reasoning if isinstance(reasoning, str) else "", calls, error, usage,
+                str(resp.choices[0].finish_reason or "stop"))
+
+    def ask(self, el: StreamElement, prompt: CompiledPrompt) -> AgentReply:
         t0 = time.perf_counter()
         thinking = int(getattr(self.inner, "reasoning_tokens", 0))
         max_tokens = self.policy.agents.reply_tokens + thinking
-        cost = None
         if self.kind == "anthropic":
-            extra: dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": thinking}} if thinking else {}
-            resp = self.inner._client.messages.create(model=self.inner.model_id, max_tokens=max_tokens,
-                                                      messages=[{"role": "user", "content": prompt.text}], tools=self._tools(el), **extra)
-            text = "".join(b.text for b in resp.content if b.type == "text")
-            reasoning = "\n\n".join((getattr(b, "thinking", None) or "") if b.type == "thinking" else "[redacted thinking]"
-                                     for b in resp.content if b.type in ("thinking", "redacted_thinking"))
-            calls = tuple(ToolCall(b.name, dict(b.input)) for b in resp.content if b.type == "tool_use")
-            u = getattr(resp, "usage", None)
-            usage = (int(getattr(u, "input_tokens", 0) or 0), int(getattr(u, "output_tokens", 0) or 0))
-            error = None
+            text, reasoning, raw_calls, error, usage, finish = self._anthropic(prompt, el, max_tokens, thinking)
         else:
-            resp = self.inner._client.chat.completions.create(model=self.inner.model, max_tokens=max_tokens,
-                                                              messages=[{"role": "user", "content": prompt.text}],
-                                                              tools=self._tools(el))
-            msg = resp.choices[0].message
-            text, calls, error = msg.content or "", (), None
-            reasoning = getattr(msg, "reasoning_content", None) or getattr(msg, "reasoning", None) or ""
-            reasoning = reasoning if isinstance(reasoning, str) else ""
-            parsed = []
-            for tc in msg.tool_calls or []:
-                try:
-                    args = json.loads(tc.function.arguments or "{}")
-                    if not isinstance(args, dict):
-                        raise ValueError("not an object")
-                    parsed.append(ToolCall(tc.function.name, args))
-                except ValueError as err:
-                    error = f"malformed call: arguments of {tc.function.name} are not a JSON object ({err})"
-            calls = tuple(parsed)
-            u = resp.usage
-            usage = (int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0)) if u else (0, 0)
+            try:
+                text, reasoning, raw_calls, error, usage, finish = self._openai(prompt, el, max_tokens)
+            except Exception as err:  # noqa: BLE001 - only the server's own window overflow is caught
+                if _WINDOW_FULL not in str(err):
+                    raise
+                return AgentReply("", overflow=True, prompt_tokens=prompt.token_count)
+        names = {api_name(n): n for n in (plain(t)["name"] for t in el.tools or ())}
+        calls = tuple(ToolCall(names.get(n, n), a) for n, a in raw_calls)
         latency = time.perf_counter() - t0
         parts = answer_and_reasoning(text, reasoning)
         text = str(parts["text"])
         estimated = usage[0] == 0  # a server or proxy that drops usage: count, flag, never a silent 0
         if estimated:
             usage = (prompt.token_count, usage[1] or self.model.count_tokens(text) + self.model.count_tokens(str(parts["reasoning"])))
+        cost = None
         if self.kind == "anthropic":
             from rizz.shell.models.anthropic_backend import price_usd
 
             cost = price_usd(self.inner.model_id, usage[0], usage[1])
         self.generations.append(Generation(prompt_tokens=usage[0], completion_tokens=usage[1], latency_s=latency, cost_usd=cost,
-                                           model=self.model.name, finish_reason="stop", usage_estimated=estimated,
+                                           model=self.model.name, finish_reason=finish, usage_estimated=estimated,
                                            **parts))  # type: ignore[arg-type]
         if error is not None:
             return AgentReply(text, error=error, prompt_tokens=prompt.token_count)

@@ -23,24 +23,29 @@ from rizz.core.policy import CompilerPolicy
 from rizz.shell.agents.calls import ToolCall, format_call
 from rizz.shell.streams import StreamElement
 
-__all__ = ["PROTOCOL", "ELIDED", "episode_prompt", "task_text", "transcript_text"]
+__all__ = ["NATIVE_PROTOCOL", "PROTOCOL", "ELIDED", "episode_prompt", "task_text", "transcript_text"]
 
 #: How the model calls tools in the text protocol (Python call syntax, as BFCL prompts).
 PROTOCOL = ("You can call the tools listed below. To call tools, reply with Python call syntax only, "
             "e.g. [tool_a(x=1), tool_b(name='abc')]; the results come back to you. To answer the user, "
             "reply in plain text with no call.")
+#: The same for backends with native tool calling (Anthropic ``tool_use``, OpenAI ``tools``):
+#: the calls go through the API's own structures, not the reply text.
+NATIVE_PROTOCOL = ("You can call the tools listed below with function calling; the results come back to you. "
+                   "To answer the user, reply in plain text with no call.")
 ELIDED = "[tool result elided]"
 #: Tokens kept free for separators the compiler adds between blocks.
 _SLACK = 16
 
 
-def task_text(el: StreamElement) -> str:
-    """The protected task: the element's instruction, the protocol and the tool list (one JSON a line)."""
-    from pyrsistent import thaw
+def task_text(el: StreamElement, protocol: str = PROTOCOL) -> str:
+    """The protected task: the element's instruction, the call ``protocol`` and the tool list
+    (one JSON a line, keys sorted: the same text in every process)."""
+    from rizz.shell.agents.env import plain
 
-    tools = "\n".join(json.dumps(thaw(t), ensure_ascii=False) for t in el.tools or ())
+    tools = "\n".join(json.dumps(plain(t), ensure_ascii=False) for t in el.tools or ())
     head = f"{el.instruction}\n\n" if el.instruction else ""
-    return f"{head}{PROTOCOL}\n\nTools:\n{tools}"
+    return f"{head}{protocol}\n\nTools:\n{tools}"
 
 
 def _line(e: dict[str, Any], elided: bool) -> str:
@@ -65,9 +70,9 @@ def transcript_text(transcript: list[dict[str, Any]], elided: set[int] = frozens
 
 
 def episode_prompt(retrieved: Any, el: StreamElement, transcript: list[dict[str, Any]], policy: CompilerPolicy,
-                   count_tokens: Callable[[str], int], budget: int) -> CompiledPrompt:
+                   count_tokens: Callable[[str], int], budget: int, protocol: str = PROTOCOL) -> CompiledPrompt:
     """Compile one agent step's prompt (see the module docstring). Raises PromptBudgetError."""
-    task = task_text(el)
+    task = task_text(el, protocol)
     base = count_tokens(task) + _SLACK
     if base > budget:
         raise PromptBudgetError(base, budget)

@@ -42,8 +42,10 @@ def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge:
     from rizz.shell.answering import Call, Pending
 
     env = make_environment(el.environment, data_roots=data_roots)
-    if getattr(model, "scripted", False):
-        agent, user = model.agent(), model.user()
+    if getattr(model, "scripted", False):  # --model oracle; with --user-model a model plays its customer
+        agent = model.agent()
+        user = (LLMUser(user_model, el.user, policy.agents.user_tokens) if user_model is not None and el.user is not None
+                else model.user())
     else:
         from rizz.shell.agents.native import NativeToolAgent, native_kind
 

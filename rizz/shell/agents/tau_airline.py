@@ -14,8 +14,8 @@ import hashlib
 from typing import Any, Callable
 
 from rizz.shell.agents.env import ToolError
-from rizz.shell.agents.tau_db import Tables, calculate
-from rizz.shell.agents.tau_schema import arr, fn, n, obj, s
+from rizz.shell.agents.tau_db import COMMON_TOOLS, Tables
+from rizz.shell.agents.tau_schema import COMMON_SCHEMAS, arr, fn, n, obj, s
 
 __all__ = ["NOW", "SCHEMAS", "TOOLS"]
 
@@ -27,17 +27,11 @@ CABINS = ("basic_economy", "economy", "business")
 
 
 def _user(db: Tables, user_id: str) -> Any:
-    user = db.get("users", user_id)
-    if user is None:
-        raise ToolError(f"user {user_id!r} not found")
-    return user
+    return db.need("users", user_id, "user")
 
 
 def _reservation(db: Tables, reservation_id: str) -> Any:
-    res = db.get("reservations", reservation_id)
-    if res is None:
-        raise ToolError(f"reservation {reservation_id!r} not found")
-    return res
+    return db.need("reservations", reservation_id, "reservation")
 
 
 def _bookable(db: Tables, flight_number: str, date: str, cabin: str, seats: int) -> tuple[Any, Any]:
@@ -223,27 +217,12 @@ def send_certificate(db: Tables, user_id: str, amount: float) -> str:
     return f"Certificate {cid} added to user {user_id} with amount {amount}."
 
 
-def think(db: Tables, thought: str) -> str:
-    del db, thought
-    return ""
-
-
-def transfer_to_human_agents(db: Tables, summary: str) -> str:
-    del db, summary
-    return "Transfer successful"
-
-
-def _calculate(db: Tables, expression: str) -> str:
-    del db
-    return calculate(expression)
-
-
 TOOLS: dict[str, Callable[..., Any]] = {
     f.__name__.lstrip("_"): f for f in (
         get_user_details, get_reservation_details, list_all_airports, search_direct_flight, search_onestop_flight,
         book_reservation, cancel_reservation, update_reservation_baggages, update_reservation_flights,
-        update_reservation_passengers, send_certificate, _calculate, think, transfer_to_human_agents)
-}
+        update_reservation_passengers, send_certificate)
+} | COMMON_TOOLS
 
 _SEG = arr(obj({"flight_number": s("e.g. 'HAT001'."), "date": s("YYYY-MM-DD.")}), "Flight segments, in travel order.")
 _PAX = arr(obj({"first_name": s("First name."), "last_name": s("Last name."), "dob": s("YYYY-MM-DD.")}), "Passengers.")
@@ -276,8 +255,5 @@ SCHEMAS: list[dict[str, Any]] = [
        {"reservation_id": s("The reservation id."), "passengers": _PAX}),
     fn("send_certificate", "Send the user a travel certificate as a gesture.",
        {"user_id": s("The user id."), "amount": n("USD.")}),
-    fn("calculate", "Evaluate an arithmetic expression (+ - * / and parentheses).", {"expression": s("e.g. '2 * (3 + 4)'.")}),
-    fn("think", "Think out loud; changes nothing.", {"thought": s("A thought.")}),
-    fn("transfer_to_human_agents", "Hand the user to a human agent (only when the request is out of scope).",
-       {"summary": s("A summary of the user's issue.")}),
+    *COMMON_SCHEMAS,
 ]

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping
 
 from rizz.shell.agents.env import ToolError, to_text
 
-__all__ = ["Tables", "TauEnvironment", "calculate", "resolve_db", "tau_environment", "TOOLSETS"]
+__all__ = ["COMMON_TOOLS", "Tables", "TauEnvironment", "calculate", "resolve_db", "tau_environment", "TOOLSETS"]
 
 #: Domain -> table file names (``<table>.json`` in the db directory).
 TABLES: dict[str, tuple[str, ...]] = {"retail": ("users", "orders", "products"),
@@ -85,6 +85,13 @@ class Tables:
         own = self._own[table]
         return own[key] if key in own else self._base[table].get(key)
 
+    def need(self, table: str, key: str, what: str) -> Any:
+        """``get``, refused when absent: :class:`ToolError` ``"{what} {key!r} not found"``."""
+        record = self.get(table, key)
+        if record is None:
+            raise ToolError(f"{what} {key!r} not found")
+        return record
+
     def mut(self, table: str, key: str) -> Any:
         own = self._own[table]
         if key not in own:
@@ -142,6 +149,27 @@ def calculate(expression: str) -> str:
         raise ToolError("division by zero") from None
     except SyntaxError:
         raise ToolError(f"cannot parse expression {expression!r}") from None
+
+
+def _calculate(db: Tables, expression: str) -> str:
+    del db
+    return calculate(expression)
+
+
+def _think(db: Tables, thought: str) -> str:
+    del db, thought
+    return ""
+
+
+def _transfer_to_human_agents(db: Tables, summary: str) -> str:
+    del db, summary
+    return "Transfer successful"
+
+
+#: The tools both domains end with, in this order (their schemas:
+#: :data:`rizz.shell.agents.tau_schema.COMMON_SCHEMAS`).
+COMMON_TOOLS: dict[str, Callable[..., Any]] = {
+    "calculate": _calculate, "think": _think, "transfer_to_human_agents": _transfer_to_human_agents}
 
 
 class TauEnvironment:

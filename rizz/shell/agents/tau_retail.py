@@ -14,8 +14,8 @@ from collections import Counter
 from typing import Any, Callable
 
 from rizz.shell.agents.env import ToolError
-from rizz.shell.agents.tau_db import Tables, calculate
-from rizz.shell.agents.tau_schema import ADDRESS, arr, fn, n, s
+from rizz.shell.agents.tau_db import COMMON_TOOLS, Tables
+from rizz.shell.agents.tau_schema import ADDRESS, COMMON_SCHEMAS, arr, fn, n, s
 
 __all__ = ["TOOLS", "SCHEMAS"]
 
@@ -23,17 +23,11 @@ CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
 
 def _order(db: Tables, order_id: str) -> Any:
-    order = db.get("orders", order_id)
-    if order is None:
-        raise ToolError(f"order {order_id!r} not found")
-    return order
+    return db.need("orders", order_id, "order")
 
 
 def _user(db: Tables, user_id: str) -> Any:
-    user = db.get("users", user_id)
-    if user is None:
-        raise ToolError(f"user {user_id!r} not found")
-    return user
+    return db.need("users", user_id, "user")
 
 
 def _method(db: Tables, user_id: str, method_id: str) -> Any:
@@ -222,28 +216,13 @@ def modify_user_address(db: Tables, user_id: str, address1: str, address2: str, 
     return user
 
 
-def think(db: Tables, thought: str) -> str:
-    del db, thought
-    return ""
-
-
-def transfer_to_human_agents(db: Tables, summary: str) -> str:
-    del db, summary
-    return "Transfer successful"
-
-
-def _calculate(db: Tables, expression: str) -> str:
-    del db
-    return calculate(expression)
-
-
 TOOLS: dict[str, Callable[..., Any]] = {
     f.__name__.lstrip("_"): f for f in (
         find_user_id_by_email, find_user_id_by_name_zip, get_user_details, get_order_details,
         get_product_details, list_all_product_types, cancel_pending_order, modify_pending_order_address,
         modify_pending_order_payment, modify_pending_order_items, return_delivered_order_items,
-        exchange_delivered_order_items, modify_user_address, _calculate, think, transfer_to_human_agents)
-}
+        exchange_delivered_order_items, modify_user_address)
+} | COMMON_TOOLS
 
 _ITEMS = arr(s("An item id (10 digits)."), "Item ids, in the order's item order.")
 SCHEMAS: list[dict[str, Any]] = [
@@ -273,9 +252,6 @@ SCHEMAS: list[dict[str, Any]] = [
        {"order_id": s("The order id."), "item_ids": _ITEMS, "new_item_ids": _ITEMS,
         "payment_method_id": s("Pays or receives the price difference.")}),
     fn("modify_user_address", "Change the user's default address.", {"user_id": s("The user id."), **ADDRESS}),
-    fn("calculate", "Evaluate an arithmetic expression (+ - * / and parentheses).", {"expression": s("e.g. '2 * (3 + 4)'.")}),
-    fn("think", "Think out loud; changes nothing.", {"thought": s("A thought.")}),
-    fn("transfer_to_human_agents", "Hand the user to a human agent (only when the request is out of scope).",
-       {"summary": s("A summary of the user's issue.")}),
+    *COMMON_SCHEMAS,
 ]
 _ = n

@@ -111,6 +111,10 @@ class LlamaServer:
       gguf: the weights (default: the embedded model's SmolLM2-135M-Instruct Q4_1).
       n_ctx: context window, tokens. n_threads: llama.cpp threads (default ``RIZZ_THREADS`` or 2).
       port: TCP port (default: a free one).
+      chat_format: llama-cpp-python's chat handler (``ModelSettings.chat_format``); None = the
+        GGUF's own template. ``"chatml-function-calling"`` serves OpenAI ``tools`` /
+        ``tool_calls`` (SmolLM2 speaks ChatML); it calls a tool only when the request
+        says ``tool_choice="auto"`` or names one.
 
     Use as a context manager, or :meth:`start` / :meth:`stop`. ``url`` is the server root
     (``openai:{url}#smollm2`` is its rizz model spec).
@@ -122,13 +126,14 @@ class LlamaServer:
     """
 
     def __init__(self, gguf: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int | None = None,
-                 port: int | None = None) -> None:
+                 port: int | None = None, chat_format: str | None = None) -> None:
         from rizz.shell.models.embedded import default_gguf_path
 
         self.gguf = Path(gguf) if gguf is not None else default_gguf_path()
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads or os.environ.get("RIZZ_THREADS", "2"))
         self.port = int(port or _free_port())
+        self.chat_format = chat_format
         self.url = f"http://127.0.0.1:{self.port}"
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -149,7 +154,8 @@ class LlamaServer:
         except ImportError as e:
             raise ModelUnavailableError(f"llama_cpp.server needs its extras ({e}); pip install 'rizz[peers]'") from None
         ms = ModelSettings(model=str(self.gguf), model_alias=MODEL_ALIAS, n_ctx=self.n_ctx, n_threads=self.n_threads,
-                           n_threads_batch=self.n_threads, seed=0, verbose=False)
+                           n_threads_batch=self.n_threads, seed=0, verbose=False,
+                           chat_format=self.chat_format)
         app = server_app.create_app(server_settings=ServerSettings(host="127.0.0.1", port=self.port), model_settings=[ms])
         server_app._llama_proxy = _ResettingProxy(server_app._llama_proxy)
         config = uvicorn.Config(_PinSampling(app), host="127.0.0.1", port=self.port, log_level="warning", access_log=False)
