@@ -115,7 +115,7 @@ def _elements() -> list[dict[str, Any]]:
 
 
 def run_load(port: int, *, clients: int, tenants: int, pairs: int, max_seconds: float, ledger: Path,
-             kill: tuple[int, Any] | None = None) -> dict[str, Any]:
+             kill: tuple[int, Any] | None = None, request_timeout: float = 120.0) -> dict[str, Any]:
     """Drive the server; returns latencies (s), counts and the ledger (see module docstring)."""
     els = _elements()
     lock = threading.Lock()
@@ -147,14 +147,15 @@ def run_load(port: int, *, clients: int, tenants: int, pairs: int, max_seconds: 
             el.pop("verifier", None)
             try:
                 t0 = time.perf_counter()
-                st, body = call(port, "POST", f"/v1/tenants/{tenant}/answer", el)
+                st, body = call(port, "POST", f"/v1/tenants/{tenant}/answer", el, timeout=request_timeout)
                 if st != 200:
                     raise RuntimeError(f"answer {st}: {body}")
                 note("answer", tenant, el["id"], time.perf_counter() - t0)
                 refs = ref if isinstance(ref, list) else [ref]
                 reward = 1.0 if body["answer"] is not None and body["answer"] in refs else 0.0
                 t0 = time.perf_counter()
-                st, body = call(port, "POST", f"/v1/tenants/{tenant}/verdict", {"id": el["id"], "reward": reward})
+                st, body = call(port, "POST", f"/v1/tenants/{tenant}/verdict", {"id": el["id"], "reward": reward},
+                               timeout=request_timeout)
                 if st != 200:
                     raise RuntimeError(f"verdict {st}: {body}")
                 note("verdict", tenant, el["id"], time.perf_counter() - t0)
@@ -232,6 +233,9 @@ def main() -> int:
     ap.add_argument("--model", default="stub", help="stub (benchmarks/serve_stub.py) or a --model spec such as embedded")
     ap.add_argument("--latency", type=float, default=0.0, help="stub model seconds per call")
     ap.add_argument("--kill-after", type=int, default=None, help="SIGKILL the server after N pairs, restart, check the ledger")
+    ap.add_argument("--request-timeout", type=float, default=120.0,
+                    help="client-side seconds per request; a request that waits longer ends its client (the embedded "
+                         "model serves one answer at a time, so 32 clients queue for minutes)")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     data, port = a.out / "data", _free_port()
@@ -241,7 +245,8 @@ def main() -> int:
     try:
         srv.wait_ready()
         res = run_load(port, clients=a.clients, tenants=a.tenants, pairs=a.pairs, max_seconds=a.max_seconds,
-                       ledger=a.out / "ledger.jsonl", kill=(a.kill_after, srv.kill9) if a.kill_after else None)
+                       ledger=a.out / "ledger.jsonl", kill=(a.kill_after, srv.kill9) if a.kill_after else None,
+                       request_timeout=a.request_timeout)
         acked = res.pop("acked")
         report["load"] = res
         print(json.dumps(res, indent=1))
