@@ -523,8 +523,26 @@ def element_to_json(el: StreamElement) -> dict[str, Any]:
     for key in EPISODE_FIELDS:  # only when present: a single-answer line keeps its old form
         value = getattr(el, key)
         if value is not None:
-            out[key] = thaw(list(value)) if isinstance(value, tuple) else thaw(value)
+            out[key] = sorted_plain(list(value) if isinstance(value, tuple) else value)
     return out
+
+
+def sorted_plain(value: Any) -> Any:
+    """A frozen stream value (pyrsistent) as plain dicts and lists, every dict's keys sorted.
+
+    A ``pmap`` iterates in an order that depends on the process's string-hash seed
+    (``PYTHONHASHSEED``), so thawed as is, the same element would be written, printed and
+    prompted differently by every process: stream files built twice would differ byte for
+    byte, and prompts (and the response-cache keys made from them) would change run to run."""
+    return _sorted(thaw(value))
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
 
 
 def dumps_element(el: StreamElement) -> str:

@@ -36,3 +36,23 @@ def test_tau_bench_source_splits() -> None:
     assert len(air) == 38
     with pytest.raises(BuildError, match="airline ships only test"):
         build("tau-bench", DATA_ROOT, BuildOptions(split="train", domain="airline"))
+
+
+def test_episode_lines_are_the_same_bytes_under_any_hash_seed(tmp_path: Path) -> None:
+    """A stream built twice is the same file: pmaps iterate in hash-seed order, so the writer
+    sorts every nested dict's keys (streams.sorted_plain); before, two processes wrote the
+    tool lists of one BFCL item in different orders."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    outs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"b{seed}.jsonl"
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(root))
+        subprocess.run([sys.executable, "-m", "rizz.shell.cli", "streams", "build", "bfcl", "--categories",
+                        "simple_python,multi_turn_base", "--split", "test", "--per-task", "2", "--out", str(out)],
+                       env=env, check=True, capture_output=True, cwd=root)
+        outs.append(out.read_bytes())
+    assert b'"tools"' in outs[0] and outs[0] == outs[1]

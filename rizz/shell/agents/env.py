@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Protocol
 
-from pyrsistent import thaw
+from rizz.shell.streams import sorted_plain
 
 __all__ = ["Environment", "ToolError", "make_environment", "plain", "to_text"]
 
@@ -43,21 +43,11 @@ class Environment(Protocol):
 
 
 def plain(value: Any) -> Any:
-    """A pyrsistent (frozen stream) value as plain dicts and lists, every dict's keys sorted.
-
-    A ``pmap`` iterates in an order that depends on the process's string-hash seed, so thawed
-    as is, the same tool list would print differently in every run: prompts (and the response
-    cache keys made from them) would differ, and a grammar made from the JSON schema
-    (llama.cpp's tool calling) would order the arguments differently."""
-    return _sorted(thaw(value))
-
-
-def _sorted(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted(v) for v in value]
-    return value
+    """A pyrsistent (frozen stream) value as plain dicts and lists, every dict's keys sorted
+    (:func:`rizz.shell.streams.sorted_plain`): the same tool list prints the same in every
+    process, so prompts, cache keys and a grammar made from the JSON schema (llama.cpp's tool
+    calling) do not change with the hash seed."""
+    return sorted_plain(value)
 
 
 def to_text(value: Any) -> str:
