@@ -84,6 +84,11 @@ USER_PROMPT = (
     "When your goal is met, or cannot be met, write {stop}.\n\nConversation so far:\n{dialogue}\nCustomer:")
 
 
+#: Tokens kept free in the customer's window for the chat template's role markers (SmolLM2's
+#: ChatML wraps a message in about 10 tokens; rizz's choice, with room to spare).
+USER_MARGIN = 32
+
+
 class LLMUser:
     """The simulated customer of a τ-bench task (``--user-model``, default the agent's model)."""
 
@@ -95,7 +100,22 @@ class LLMUser:
         who = {"user": "Customer", "assistant": "Agent"}
         lines = [f"{who[e['role']]}: {e['text']}" for e in transcript
                  if e["role"] in who and not e.get("calls") and not e.get("malformed")]
-        text = USER_PROMPT.format(brief=self.brief, stop=STOP, dialogue="\n".join(lines) or "(none yet)")
+        text = self.prompt(lines)
         gen = self.model.generate([Message("user", text)], max_tokens=self.max_tokens, stop=("\nAgent:",), rendering="chat")
         self.generations.append(gen)
         return gen.text.strip() or STOP
+
+    def prompt(self, lines: list[str]) -> str:
+        """The customer's prompt: the brief and the dialogue ``lines``, oldest lines dropped
+        (and said to be) until it fits the user model's window less its reply
+        (``context_window − max_tokens − USER_MARGIN`` tokens, the model's own tokenizer).
+        The brief and the newest line always stay."""
+        budget = self.model.context_window - self.max_tokens - USER_MARGIN
+        kept, dropped = list(lines), 0
+        while True:
+            shown = (["(earlier turns omitted)"] if dropped else []) + kept
+            text = USER_PROMPT.format(brief=self.brief, stop=STOP, dialogue="\n".join(shown) or "(none yet)")
+            if len(kept) <= 1 or self.model.count_tokens(text) <= budget:
+                return text
+            kept.pop(0)
+            dropped += 1
