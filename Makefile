@@ -34,7 +34,7 @@ setup: $(VENV)/.installed
 $(PEERS_VENV)/.installed:
 	$(PY) -m venv $(PEERS_VENV)
 	$(PEERS_VENV)/bin/pip install -q --upgrade pip
-	$(PEERS_VENV)/bin/pip install $(ACE_PIN)
+	$(PEERS_VENV)/bin/pip install -c rizz/shell/peers/ace-constraints.txt $(ACE_PIN)
 	touch $@
 
 peers: setup $(PEERS_VENV)/.installed
