@@ -52,7 +52,8 @@ def resolve_data_root(option: Optional[Path]) -> Path:
             f"benchmark data root not found: {root} (from {how}). Pass --data-root DIR or set "
             f"{DATA_ROOT_ENV}. The full benchmark data is only needed to build full-size streams; "
             "small real slices ship in this repository under data/ (data/trace-mini, "
-            "data/streambench-mini, data/locomo-mini).")
+            "data/streambench-mini, data/locomo-mini, data/interference-mini, data/bfcl-mini, "
+            "data/tau-bench-mini).")
     return root
 
 
