@@ -202,16 +202,16 @@ def test_anthropic_thinking_blocks_are_reasoning_and_thinking_is_requested(http_
                {"type": "redacted_thinking", "data": "xxx"},
                {"type": "text", "text": "positive"}]
     srv = _messages_server(http_server, content, {"input_tokens": 100, "output_tokens": 1500})
-    m = AnthropicModel("claude-sonnet-4-5", api_key="k", base_url=srv.url, reasoning_tokens=1024)
+    m = AnthropicModel("claude-sonnet-4-6", api_key="k", base_url=srv.url, reasoning_tokens=1024)
     g = m.generate([Message("user", "Sentiment?")], max_tokens=8)
     assert g.text == "positive" and "The review is glowing." in g.reasoning
     assert g.cost_usd == pytest.approx((100 * 3 + 1500 * 15) / 1e6)
     body = [r for r in srv.requests if r["path"].startswith("/v1/messages")][-1]["body"]
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert body["max_tokens"] == 8 + 1024 and "temperature" not in body
-    assert m.name == "anthropic:claude-sonnet-4-5?reasoning=1024"
+    assert m.name == "anthropic:claude-sonnet-4-6?reasoning=1024"
     with pytest.raises(ValueError, match="1024"):
-        AnthropicModel("claude-sonnet-4-5", api_key="k", base_url=srv.url, reasoning_tokens=500)
+        AnthropicModel("claude-sonnet-4-6", api_key="k", base_url=srv.url, reasoning_tokens=500)
 
 
 def test_anthropic_missing_usage_is_counted_and_priced(http_server):
@@ -223,15 +223,15 @@ def test_anthropic_missing_usage_is_counted_and_priced(http_server):
 
 
 @pytest.mark.parametrize(("model_id", "per_mtok"), [
-    ("claude-haiku-4-5", (1, 5)), ("claude-haiku-4-5-20251001", (1, 5)), ("claude-sonnet-4-5-20250929", (3, 15)),
-    ("claude-opus-4-5", (5, 25)), ("claude-opus-4-1-20250805", (15, 75)), ("claude-3-5-haiku-latest", (0.8, 4)),
-    ("claude-sonnet-4-20250514", (3, 15)),
+    ("claude-haiku-4-5", (1, 5)), ("claude-haiku-4-5-20251001", (1, 5)), ("claude-sonnet-4-6", (3, 15)),
+    ("claude-opus-4-5", (5, 25)), ("claude-opus-4-5-20251101", (5, 25)), ("claude-sonnet-5-5-latest", (2, 10)),
+    ("claude-opus-5-5", (4, 20)),
 ])
 def test_price_table(model_id, per_mtok):
     assert price_usd(model_id, 1_000_000, 1_000_000) == pytest.approx(sum(per_mtok))
 
 
-@pytest.mark.parametrize("model_id", ["claude-opus-4-7", "claude-haiku-4-5-fast", "gpt-4o", "claude-opus-4-5x"])
+@pytest.mark.parametrize("model_id", ["claude-haiku-5-5", "claude-haiku-4-5-fast", "gpt-4o", "claude-opus-4-5x"])
 def test_unknown_ids_have_no_price(model_id):
     assert price_usd(model_id, 1000, 1000) is None
 

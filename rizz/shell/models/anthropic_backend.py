@@ -8,15 +8,42 @@ raises the SDK's ``max_retries`` from 2 to :data:`DEFAULT_MAX_RETRIES`.
 Anthropic has no raw-completion mode: ``rendering="raw"`` falls back to chat, sending
 :func:`~rizz.shell.models.base.render_raw` of the messages as one user turn.
 
-Prices (US dollars per million tokens, input/output) are Anthropic's published base rates
-(``platform.claude.com/docs/en/about-claude/pricing``, "Model pricing"; the Haiku 4.5 row
-also on ``platform.claude.com/docs/en/models/haiku-4-5/overview``), as read 2026-05 and
-re-checked against third-party price tables 2026-11: Opus 4.5 $5/$25; Opus 4 and 4.1
-$15/$75; Sonnet 4.5, 4 and 3.7 $3/$15; Haiku 4.5 $1/$5; Haiku 3.5 $0.80/$4; Haiku 3
-$0.25/$1.25. An id matches a row when it is the row's id, or the id followed by a
-``-YYYYMMDD`` snapshot date or ``-latest``; any other id gets ``cost_usd=None`` (unknown,
-never a guessed 0). Thinking tokens are billed as output tokens and are included in
-``usage.output_tokens``. Cache hits cost 0 (see ``cache.py``).
+Prices (US dollars per million tokens, input/output) are Anthropic's published base rates,
+read 2026-12-01 from the newest stored snapshots of ``platform.claude.com/docs``: the pricing
+page (``about-claude/pricing``, "Model pricing"), the per-model pages (``models/<name>/overview``,
+"Legacy."/"Latest." banner, model id, context window, prices; the newest, of late November
+2026, lists Claude Fable 5.2 at $8/$40) and the deprecations page; model ids cross-checked
+with the ``Model`` list of the ``anthropic`` SDK 2.14.0 (generated from the API spec) and its
+deprecation table. Rows: Fable 5.2 $8/$40; Fable 5.1, Fable 5, Mythos 5.1 and Mythos 5
+(limited availability) $10/$50; Opus 5.5 $4/$20; Opus 5, 4.8, 4.7, 4.6, 4.5 $5/$25; Sonnet
+5.5 and 5 $2/$10; Sonnet 4.6 $3/$15; Haiku 4.5 $1/$5. An id matches a row when it is the
+row's id, or the id followed by a ``-YYYYMMDD`` snapshot date (e.g. the documented
+``claude-haiku-4-5-20251001``, ``claude-opus-4-5-20251101``) or ``-latest``; any other id gets
+``cost_usd=None`` (unknown, never a guessed 0). Left out on purpose:
+
+* Claude Haiku 5.5 (``claude-haiku-5-5``): the docs give no flat rate ("From $0.10 / MTok"):
+  $0.10/$0.50 for prompts up to 100,000 tokens, $0.50/$2.50 above; one row cannot hold
+  that, so its calls are recorded with ``cost_usd=None``.
+* Claude Mythos 5.2 and Mythos Preview: no price on the pages read.
+* Retired models (requests to them fail, so no new call can be priced): Sonnet 4.5 (retired
+  2026-11-30), Opus 4.1 and Opus 4 (the pricing page marks them retired on the Claude API),
+  Sonnet 4, Sonnet 3.7, Haiku 3.5 and Haiku 3 (gone from the docs' lineup and the SDK's
+  model list). Nothing needs their prices: a call's cost is computed once, when it is made,
+  and stored in its log record; replay, resume, reports and cache hits (cost 0) read the
+  stored value and never reprice.
+
+Opus 4.5 is deprecated and retires 2027-01-22 (the SDK's deprecation table); its row stays
+until then. Thinking tokens are billed as output tokens and are included in
+``usage.output_tokens``. Cache hits cost 0 (see ``cache.py``). :data:`CONTEXT_WINDOWS` holds the windows the same pages give
+(1M tokens for Fable 5.2/5.1/5, Mythos 5, Opus 5.5/5/4.8/4.6, Sonnet 5.5/5/4.6 and Haiku 5.5;
+200K for Opus 4.5 and Haiku 4.5); other ids get 200K (:data:`_DEFAULT_CONTEXT`, the smallest
+window in the lineup).
+
+Default model (:data:`DEFAULT_MODEL_ID`): ``claude-haiku-4-5``, the paper's frozen model.
+Since Haiku 5.5 (2026-10-07) its page marks it "Legacy" (still available, no updates); no
+retirement date is given for it (its page names none and it is not in the SDK 2.14.0
+deprecation list, which has Opus 4.5's and Sonnet 4.5's), so it stays the default; the
+current small model, Haiku 5.5, has no flat price (above).
 
 Extended thinking (issue #12 §1): with ``reasoning_tokens=N`` (spec ``?reasoning=N``,
 ``N >= 1024`` as the API requires) each call sends ``thinking={"type": "enabled",
@@ -57,22 +84,32 @@ DEFAULT_MODEL_ID = "claude-haiku-4-5"
 DEFAULT_MAX_RETRIES = 6
 DEFAULT_TIMEOUT_S = 120.0
 
-# (input, output) USD per million tokens; source and date in the module docstring.
+# (input, output) USD per million tokens; source, date and what is left out in the module docstring.
 PRICES_USD_PER_MTOK: dict[str, tuple[float, float]] = {
-    "claude-opus-4-5": (5.0, 25.0),
-    "claude-opus-4-1": (15.0, 75.0),
-    "claude-opus-4-0": (15.0, 75.0),
-    "claude-opus-4": (15.0, 75.0),
-    "claude-sonnet-4-5": (3.0, 15.0),
-    "claude-sonnet-4-0": (3.0, 15.0),
-    "claude-sonnet-4": (3.0, 15.0),
-    "claude-3-7-sonnet": (3.0, 15.0),
-    "claude-haiku-4-5": (1.0, 5.0),
-    "claude-3-5-haiku": (0.8, 4.0),
-    "claude-3-haiku": (0.25, 1.25),
+    "claude-fable-5-2": (8.0, 40.0),
+    "claude-fable-5-1": (10.0, 50.0),
+    "claude-fable-5": (10.0, 50.0),
+    "claude-mythos-5-1": (10.0, 50.0),
+    "claude-mythos-5": (10.0, 50.0),
+    "claude-opus-5-5": (4.0, 20.0),
+    "claude-opus-5": (5.0, 25.0),
+    "claude-opus-4-8": (5.0, 25.0),
+    "claude-opus-4-7": (5.0, 25.0),
+    "claude-opus-4-6": (5.0, 25.0),
+    "claude-opus-4-5": (5.0, 25.0),  # deprecated, retires 2027-01-22
+    "claude-sonnet-5-5": (2.0, 10.0),
+    "claude-sonnet-5": (2.0, 10.0),
+    "claude-sonnet-4-6": (3.0, 15.0),
+    "claude-haiku-4-5": (1.0, 5.0),  # legacy, no retirement date
 }
 MIN_THINKING_TOKENS = 1024  # the Messages API's lower bound on thinking.budget_tokens
-CONTEXT_WINDOWS: dict[str, int] = {"claude-haiku-4-5": 200_000, "claude-sonnet-4-5": 200_000}
+_M = 1_000_000
+CONTEXT_WINDOWS: dict[str, int] = {  # tokens; same pages as the prices
+    "claude-fable-5-2": _M, "claude-fable-5-1": _M, "claude-fable-5": _M, "claude-mythos-5": _M,
+    "claude-opus-5-5": _M, "claude-opus-5": _M, "claude-opus-4-8": _M, "claude-opus-4-6": _M,
+    "claude-opus-4-5": 200_000, "claude-sonnet-5-5": _M, "claude-sonnet-5": _M,
+    "claude-sonnet-4-6": _M, "claude-haiku-5-5": _M, "claude-haiku-4-5": 200_000,
+}
 _DEFAULT_CONTEXT = 200_000
 
 _COUNT_MEMO_MAX = 4096  # texts whose API token count is memoised (bounded memory)
@@ -82,18 +119,23 @@ _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 _SNAPSHOT = re.compile(r"-(?:\d{8}|latest)")
 
 
-def _price_row(model_id: str) -> str | None:
-    """The :data:`PRICES_USD_PER_MTOK` key for ``model_id`` (exact, ``-YYYYMMDD`` or ``-latest``)."""
-    if model_id in PRICES_USD_PER_MTOK:
+def _row(model_id: str, table: dict[str, Any]) -> str | None:
+    """The ``table`` key for ``model_id``: the key itself, or it + ``-YYYYMMDD`` / ``-latest``."""
+    if model_id in table:
         return model_id
-    for key in sorted(PRICES_USD_PER_MTOK, key=len, reverse=True):
+    for key in sorted(table, key=len, reverse=True):
         if model_id.startswith(key) and _SNAPSHOT.fullmatch(model_id[len(key):]):
             return key
     return None
 
 
+def _price_row(model_id: str) -> str | None:
+    """The :data:`PRICES_USD_PER_MTOK` key for ``model_id`` (exact, ``-YYYYMMDD`` or ``-latest``)."""
+    return _row(model_id, PRICES_USD_PER_MTOK)
+
+
 def price_usd(model_id: str, input_tokens: int, output_tokens: int) -> float | None:
-    """Cost of one call in USD from :data:`PRICES_USD_PER_MTOK`; ``None`` for unknown ids."""
+    """Cost of one call in USD from :data:`PRICES_USD_PER_MTOK`; ``None`` for ids not in it."""
     row = PRICES_USD_PER_MTOK.get(_price_row(model_id) or "")
     if row is None:
         return None
@@ -101,10 +143,9 @@ def price_usd(model_id: str, input_tokens: int, output_tokens: int) -> float | N
 
 
 def _context_window(model_id: str) -> int:
-    for prefix, n in CONTEXT_WINDOWS.items():
-        if model_id.startswith(prefix):
-            return n
-    return _DEFAULT_CONTEXT
+    """Tokens, from :data:`CONTEXT_WINDOWS` (matched as prices are); else :data:`_DEFAULT_CONTEXT`."""
+    key = _row(model_id, CONTEXT_WINDOWS)
+    return _DEFAULT_CONTEXT if key is None else CONTEXT_WINDOWS[key]
 
 
 class AnthropicModel:
