@@ -272,8 +272,8 @@ class AnthropicModel:
         resp = self.create(**kwargs)
         latency = time.perf_counter() - t0
         text = "".join(getattr(b, "text", "") or "" for b in resp.content if b.type == "text")
-        thinking = "\n\n".join(
-            (getattr(b, "thinking", None) or "") if b.type == "thinking" else "[redacted thinking]"
+        thinking = "\n\n".join(  # an empty block is thinking the API left out (display "omitted")
+            (getattr(b, "thinking", None) or "[omitted thinking]") if b.type == "thinking" else "[redacted thinking]"
             for b in resp.content if b.type in ("thinking", "redacted_thinking"))
         finish = _FINISH.get(resp.stop_reason or "", resp.stop_reason or "unknown")
         cuts = [i for i in (text.find(s) for s in local_stops) if i >= 0]
