@@ -57,7 +57,8 @@ an allowance, models that think by default get ``thinking={"type": "disabled"}``
 Sonnet 5, Haiku 5.5) or ``between_tools`` (Sonnet 5.5), and models that always think (Opus
 5.5, Fable/Mythos 5.x) the lowest effort. :attr:`AnthropicModel.request_options` is that
 choice, recorded in ``run.json``. ``thinking`` / ``redacted_thinking`` blocks go to
-``Generation.reasoning`` (content is read by block type, never by position); inline
+``Generation.reasoning`` (content is read by block type, never by position; a block the
+API left empty, ``display: "omitted"``, is recorded as ``[omitted thinking]``); inline
 ``<think>`` blocks in text are split off as well. An API refusal (HTTP 4xx other than
 408/409/429) raises :class:`~rizz.shell.models.base.ModelRequestError` naming the model id
 and the field the API names.
