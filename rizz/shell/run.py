@@ -96,6 +96,13 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
     }
 
 
+def _request_options(model: Any) -> dict[str, Any]:
+    """``{"request_options": ...}`` when the backend (under a cache) records what each call
+    adds per model (the Anthropic backend: sampling/thinking fields), else ``{}``."""
+    opts = getattr(getattr(model, "backend", model), "request_options", None)
+    return {"request_options": opts} if isinstance(opts, dict) else {}
+
+
 def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str | Path, model: Any, embedder: Any, *,
                limit: int | None = None, skip_bad: bool = False, rendering: str | None = None, snapshot_every: int = 50,
                budget: int | None = None, user_model: Any = None, durability: str = "disk",
@@ -120,6 +127,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             "reasoning_tokens": int(getattr(model, "reasoning_tokens", 0)),
             "budget_cap": budget, "log_version": LOG_VERSION,
             **({"user_model": user_model.name} if user_model is not None else {}),
+            **_request_options(model),
         })
         if read.bad:  # written only once the run's settings are accepted (a refused resume writes nothing)
             write_json_atomic(rd.root / "bad_lines.json", [{"line": b.line, "field": b.field, "message": b.message} for b in read.bad])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anthropic
 import pytest
 
-from rizz.shell.models import Message, ModelUnavailableError, estimate_tokens, load_model
+from rizz.shell.models import Message, ModelRequestError, ModelUnavailableError, estimate_tokens, load_model
 from rizz.shell.models.anthropic_backend import AnthropicModel, price_usd
 
 KEY = "sk-ant-test-key"
@@ -100,8 +100,9 @@ def test_500_is_retried_and_max_tokens_maps_to_length(http_server):
 def test_400_is_not_retried(http_server):
     bad = {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}
     srv = http_server(scripted((400, bad, {})))
-    with pytest.raises(anthropic.BadRequestError):
+    with pytest.raises(ModelRequestError, match=r"anthropic:claude-haiku-4-5: .*HTTP 400 invalid_request_error: bad") as info:
         make(srv).generate([Message("user", "x")], max_tokens=4)
+    assert isinstance(info.value.__cause__, anthropic.BadRequestError)  # the SDK's error is kept as the cause
     assert len(srv.requests) == 1
 
 

@@ -23,7 +23,10 @@ BFCL's schema types (``dict``, ``float``, ``tuple``, ``any``) are mapped to JSON
 cache (a resumed episode asks again).
 
 As the backends' own ``generate`` (issue #12 §1 §3): a spec's ``?reasoning=N`` adds N tokens to
-each reply's ``max_tokens`` (Anthropic: extended thinking with ``budget_tokens=N``); reasoning
+each reply's ``max_tokens`` (Anthropic: the request fields of the backend's own calls,
+:meth:`~rizz.shell.models.anthropic_backend.AnthropicModel.request_fields`: per model,
+``temperature`` where taken, ``budget_tokens=N`` or adaptive thinking; API refusals raise
+:class:`~rizz.shell.models.base.ModelRequestError`); reasoning
 (thinking blocks, ``reasoning_content``, inline ``<think>``) is kept out of the reply text and
 returned in ``Generation.reasoning``; a reply without usage has its tokens counted and
 ``usage_estimated`` set; Anthropic calls are priced from the backend's table.
@@ -114,9 +117,8 @@ class NativeToolAgent(PromptedAgent):
                 for t in tools]
 
     def _anthropic(self, prompt: CompiledPrompt, el: StreamElement, max_tokens: int, thinking: int) -> tuple[Any, ...]:
-        extra: dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": thinking}} if thinking else {}
-        resp = self.inner._client.messages.create(model=self.inner.model_id, max_tokens=max_tokens,
-                                                  messages=[{"role": "user", "content": prompt.text}], tools=self._tools(el), **extra)
+        fields = self.inner.request_fields(max_tokens - thinking)  # as generate: what this model takes
+        resp = self.inner.create(messages=[{"role": "user", "content": prompt.text}], tools=self._tools(el), **fields)
         text = "".join(b.text for b in resp.content if b.type == "text")
         reasoning = "\n\n".join((getattr(b, "thinking", None) or "") if b.type == "thinking" else "[redacted thinking]"
                                  for b in resp.content if b.type in ("thinking", "redacted_thinking"))

@@ -45,11 +45,23 @@ retirement date is given for it (its page names none and it is not in the SDK 2.
 deprecation list, which has Opus 4.5's and Sonnet 4.5's), so it stays the default; the
 current small model, Haiku 5.5, has no flat price (above).
 
-Extended thinking (issue #12 §1): with ``reasoning_tokens=N`` (spec ``?reasoning=N``,
-``N >= 1024`` as the API requires) each call sends ``thinking={"type": "enabled",
-"budget_tokens": N}`` and ``max_tokens`` + N, and omits ``temperature`` (the API does not
-accept it with thinking). ``thinking`` / ``redacted_thinking`` blocks go to
-``Generation.reasoning``; inline ``<think>`` blocks in text are split off as well.
+What is sent per model (issue #12 §1): :mod:`rizz.shell.models.anthropic_params` holds, per
+model id, whether the model takes ``temperature``, manual thinking (``budget_tokens``), or
+only adaptive thinking, and how it turns thinking off (sources and dates there). In short:
+``temperature`` goes only to models that take it (Haiku 4.5, Opus 4.5, Opus/Sonnet 4.6 and
+ids the table does not know; none from Opus 4.7 on) -- determinism is not lost where it is
+left out, since every answer is logged and replay never calls the model; ``?reasoning=N``
+becomes ``budget_tokens=N`` where the model takes it (``N >= 1024``), else adaptive thinking
+with ``display: "summarized"``; ``max_tokens`` is the answer budget + N either way. Without
+an allowance, models that think by default get ``thinking={"type": "disabled"}`` (Opus 5,
+Sonnet 5, Haiku 5.5) or ``between_tools`` (Sonnet 5.5), and models that always think (Opus
+5.5, Fable/Mythos 5.x) the lowest effort. :attr:`AnthropicModel.request_options` is that
+choice, recorded in ``run.json``. ``thinking`` / ``redacted_thinking`` blocks go to
+``Generation.reasoning`` (content is read by block type, never by position; a block the
+API left empty, ``display: "omitted"``, is recorded as ``[omitted thinking]``); inline
+``<think>`` blocks in text are split off as well. An API refusal (HTTP 4xx other than
+408/409/429) raises :class:`~rizz.shell.models.base.ModelRequestError` naming the model id
+and the field the API names.
 """
 
 from __future__ import annotations
@@ -60,9 +72,11 @@ import threading
 import time
 from typing import Any, Sequence
 
+from rizz.shell.models.anthropic_params import MIN_THINKING_TOKENS, rejected_parameter, request_options
 from rizz.shell.models.base import (
     Generation,
     Message,
+    ModelRequestError,
     ModelUnavailableError,
     answer_and_reasoning,
     check_generate_args,
@@ -102,7 +116,6 @@ PRICES_USD_PER_MTOK: dict[str, tuple[float, float]] = {
     "claude-sonnet-4-6": (3.0, 15.0),
     "claude-haiku-4-5": (1.0, 5.0),  # legacy, no retirement date
 }
-MIN_THINKING_TOKENS = 1024  # the Messages API's lower bound on thinking.budget_tokens
 _M = 1_000_000
 CONTEXT_WINDOWS: dict[str, int] = {  # tokens; same pages as the prices
     "claude-fable-5-2": _M, "claude-fable-5-1": _M, "claude-fable-5": _M, "claude-mythos-5": _M,
@@ -157,18 +170,22 @@ class AnthropicModel:
         base_url: API root; default the SDK's (``$ANTHROPIC_BASE_URL`` or the public API).
         max_retries: SDK retries on 408/409/429/5xx/timeouts/connection errors.
         timeout_s: per-attempt timeout, seconds.
-        temperature: sampling temperature (0 = near-greedy; the API is not bit-deterministic);
-            ``None`` omits the field (for models that reject it).
+        temperature: sampling temperature (0 = near-greedy; the API is not bit-deterministic),
+            sent only to models that take it (see the module docstring); ``None`` omits it.
         token_counting: ``"api"`` uses ``messages.count_tokens`` (memoised per text; after a
             failure it switches to the estimate for the rest of the session); ``"estimate"``
             uses :func:`~rizz.shell.models.base.estimate_tokens` and never calls the API.
         client: an already built ``anthropic.Anthropic`` (tests); overrides the above.
-        reasoning_tokens: extended-thinking budget (0 = off; else ``>= 1024``); see the
-            module docstring.
+        reasoning_tokens: thinking allowance N (0 = none; ``>= 1024`` where it becomes a
+            manual budget); see the module docstring.
+
+    Attributes:
+        request_options: ``{"max_tokens_added": N, "rules": table row or None, "send":
+            {...}}``, the fields every call adds (:func:`~rizz.shell.models.anthropic_params.request_options`).
 
     Raises:
         ModelUnavailableError: ``anthropic`` not installed, or no API key.
-        ValueError: ``reasoning_tokens`` between 1 and 1023.
+        ValueError: ``reasoning_tokens`` between 1 and 1023 for a manual-budget model.
     """
 
     def __init__(
@@ -184,14 +201,11 @@ class AnthropicModel:
         client: Any = None,
         reasoning_tokens: int = 0,
     ) -> None:
-        if 0 < reasoning_tokens < MIN_THINKING_TOKENS:
-            raise ValueError(
-                f"Anthropic extended thinking needs reasoning >= {MIN_THINKING_TOKENS} tokens,"
-                f" got {reasoning_tokens}")
+        self.model_id = model_id or DEFAULT_MODEL_ID
         self.reasoning_tokens = int(reasoning_tokens)
+        self.request_options = request_options(self.model_id, self.reasoning_tokens, temperature)
         if token_counting not in ("api", "estimate"):
             raise ValueError(f"token_counting must be 'api' or 'estimate', got {token_counting!r}")
-        self.model_id = model_id or DEFAULT_MODEL_ID
         self.name = f"anthropic:{self.model_id}" + (
             f"?reasoning={self.reasoning_tokens}" if self.reasoning_tokens else "")
         self.context_window = _context_window(self.model_id)
@@ -241,18 +255,13 @@ class AnthropicModel:
 
         Raises:
             ValueError: bad arguments.
+            ModelRequestError: the API refused the request (see :meth:`create`).
             anthropic.APIError: the API still failed after the retries.
         """
         check_generate_args(messages, max_tokens, stop, rendering)
         system, turns = self._request(messages, rendering)
-        kwargs: dict[str, Any] = dict(
-            model=self.model_id, max_tokens=max_tokens + self.reasoning_tokens, messages=turns)
-        if self.reasoning_tokens:
-            kwargs["thinking"] = {"type": "enabled", "budget_tokens": self.reasoning_tokens}
-        elif self.temperature is not None:
-            # Sent through extra_body: recent SDKs dropped the typed argument, the wire
-            # field is still accepted by the Claude 4.5 models.
-            kwargs["extra_body"] = {"temperature": self.temperature}
+        kwargs = self.request_fields(max_tokens)
+        kwargs["messages"] = turns
         if system is not None:
             kwargs["system"] = system
         # The API rejects whitespace-only stop sequences; those are applied client-side.
@@ -261,11 +270,11 @@ class AnthropicModel:
         if stops:
             kwargs["stop_sequences"] = stops
         t0 = time.perf_counter()
-        resp = self._client.messages.create(**kwargs)
+        resp = self.create(**kwargs)
         latency = time.perf_counter() - t0
         text = "".join(getattr(b, "text", "") or "" for b in resp.content if b.type == "text")
-        thinking = "\n\n".join(
-            (getattr(b, "thinking", None) or "") if b.type == "thinking" else "[redacted thinking]"
+        thinking = "\n\n".join(  # an empty block is thinking the API left out (display "omitted")
+            (getattr(b, "thinking", None) or "[omitted thinking]") if b.type == "thinking" else "[redacted thinking]"
             for b in resp.content if b.type in ("thinking", "redacted_thinking"))
         finish = _FINISH.get(resp.stop_reason or "", resp.stop_reason or "unknown")
         cuts = [i for i in (text.find(s) for s in local_stops) if i >= 0]
@@ -289,6 +298,44 @@ class AnthropicModel:
             usage_estimated=estimated,
             **parts,  # type: ignore[arg-type]
         )
+
+    def request_fields(self, answer_tokens: int) -> dict[str, Any]:
+        """``model``, ``max_tokens`` (``answer_tokens`` + the allowance) and this model's
+        :attr:`request_options` fields as ``messages.create`` keyword arguments."""
+        send = dict(self.request_options["send"])
+        kwargs: dict[str, Any] = dict(model=self.model_id, max_tokens=answer_tokens + self.reasoning_tokens)
+        if "temperature" in send:
+            # Sent through extra_body: the SDK 2.x dropped the typed argument; the wire field
+            # is still accepted by the models the table lets it go to.
+            kwargs["extra_body"] = {"temperature": send.pop("temperature")}
+        kwargs.update(send)
+        return kwargs
+
+    def create(self, **kwargs: Any) -> Any:
+        """``messages.create(**kwargs)`` (retried by the SDK).
+
+        Raises:
+            ModelRequestError: HTTP 4xx other than 408/409/429 (the SDK retries those): the
+                message names the status, the model id and the field the API names.
+        """
+        try:
+            return self._client.messages.create(**kwargs)
+        except Exception as err:
+            status = getattr(err, "status_code", None)
+            if not isinstance(status, int) or not 400 <= status < 500 or status in (408, 409, 429):
+                raise
+            body = getattr(err, "body", None)
+            detail = body.get("error", {}) if isinstance(body, dict) else {}
+            detail = detail if isinstance(detail, dict) else {}
+            message = str(detail.get("message") or getattr(err, "message", "") or err)
+            param = rejected_parameter(message) if status == 400 else None
+            what = f" rejected `{param}`" if param else " refused the request"
+            raise ModelRequestError(
+                f"anthropic:{self.model_id}: the Messages API{what} (HTTP {status}"
+                f" {detail.get('type') or type(err).__name__}: {message}). rizz sent"
+                f" {self.request_options['send'] or 'no sampling/thinking fields'}"
+                f" for this model (rules: {self.request_options['rules'] or 'not in the table, defaults'};"
+                " rizz/shell/models/anthropic_params.py)") from err
 
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` as one user message.

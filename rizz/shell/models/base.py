@@ -29,6 +29,7 @@ __all__ = [
     "ModelBackend",
     "ModelError",
     "ModelUnavailableError",
+    "ModelRequestError",
     "ContextWindowExceeded",
     "render_raw",
     "estimate_tokens",
@@ -150,6 +151,12 @@ class ModelError(RuntimeError):
 
 class ModelUnavailableError(ModelError):
     """The backend cannot be built here: missing package, weights file or API key."""
+
+
+class ModelRequestError(ModelError):
+    """The model's API refused the request itself (HTTP 4xx other than 408/409/429, which are
+    retried): a field the model does not take, an unknown model id, a bad key. Retrying the
+    same request cannot help; the message names the model and, when the API does, the field."""
 
 
 class ContextWindowExceeded(ModelError, ValueError):

@@ -15,8 +15,10 @@ Any form takes options after a ``?`` (``name=value`` joined by ``&``):
   models: ``N`` tokens are added to every call's answer budget (``max_tokens``), and the
   session's prompt budget leaves room for them (issue #12 §1). The backend's ``name`` (the
   ``model`` of ``run.json`` and of the response cache key) ends in ``?reasoning=N`` and
-  ``run.json`` records ``reasoning_tokens``. For ``anthropic:`` it turns on extended
-  thinking with ``budget_tokens=N`` (the API requires ``N >= 1024``).
+  ``run.json`` records ``reasoning_tokens``. For ``anthropic:`` it turns on thinking as
+  the model takes it: ``budget_tokens=N`` where manual thinking is accepted (the API
+  requires ``N >= 1024``), adaptive thinking elsewhere
+  (:mod:`rizz.shell.models.anthropic_params`).
   Example: ``openai:http://127.0.0.1:8000#qwen3?reasoning=1024``.
 """
 
