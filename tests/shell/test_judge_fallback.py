@@ -113,3 +113,15 @@ def test_a_run_logs_the_label_of_its_policy_and_replays_without_a_judge(tmp_path
     else:
         assert len(apps) >= 5 and "reasons" not in apps  # one topic per question
     assert replay(out)["state_digest"] == s["state_digest"]  # the logged label: no judge on replay
+    # benchmarks/judge_probe.py --from-run reads the logged replies with the library's read_label:
+    # under the run's own source it gives the logged labels back, under the other one it changes them
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import judge_probe
+
+    logged = {r["id"]: (r["judge"]["function"], r["judge"]["application"]) for r in recs if r.get("judge")}
+    again, tasks = judge_probe.from_run(str(out), source)
+    assert {k: (v["function"], v["application"]) for k, v in again.items()} == logged and set(tasks.values()) == {"ScienceQA"}
+    other, _ = judge_probe.from_run(str(out), "first_line" if source == "content_words" else "content_words")
+    assert {v["application"] for v in other.values()} != apps
