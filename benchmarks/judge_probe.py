@@ -23,11 +23,14 @@ Variants (the worked example and system text of the shipped prompt are kept unle
 * ``no-shot``: ``no-answer`` without the worked example (the 135M model copies
   ``summarize/news-summarization`` for input it cannot read).
 
-``--from-run RUN_DIR --fallback first-line`` calls no model: it takes the run's logged labels
-and replaces only those that came from the deterministic fallback (the model gave no label) by
-:func:`rizz.shell.judge.fallback_label` of the input's *first line* (TRACE and StreamBench-style
-elements carry the task's instruction there, not in ``instruction``), so the application names
-the task rather than the topic of one question. Same output (``--out``) and per-task figures.
+``--from-run RUN_DIR [--fallback first_line|content_words]`` calls no model: it reads each
+logged judge reply (``judge.raw``) again with :func:`rizz.shell.judge.read_label` — the parser and
+fallback every run uses — under that ``routing.fallback_application``. With ``content_words``
+(what the shipped policies log) it gives back the logged labels; with ``first_line`` (the
+default here) only the parts the model did not give change: the application comes from the
+instruction, else the input's *first line* (TRACE and StreamBench-style elements state their
+task there), so it names the task rather than the topic of one question. Same output
+(``--out``) and per-task figures.
 
 Nothing here changes the judge: a variant is a proposal, measured.
 """
@@ -62,19 +65,18 @@ def messages(variant: str, text: str, shape: str | None) -> list[Message]:
 
 
 def label(model, variant: str, text: str, shape: str | None) -> dict:
-    """The label as :func:`rizz.shell.judge.label_input` reads it (parse, repair, fallback)."""
+    """The label as :func:`rizz.shell.judge.label_input` reads it (:func:`rizz.shell.judge.read_label`)."""
     gen = model.generate(messages(variant, text, shape), max_tokens=J._JUDGE_MAX_TOKENS, stop=("}",))
-    function, application, _ = J.parse_label(gen.text)
-    fallback = not (function and application)
-    if fallback:
-        f2, a2 = J.fallback_label(text, instruction=None, shape=shape)
-        function, application = function or f2, application or a2
-    lab = normalise_label(function, application)  # as rizz.shell.answering does before routing
-    return {"function": lab.function, "application": lab.application, "fallback": fallback, "raw": gen.text}
+    jl = J.read_label(gen.text, text, instruction=None, shape=shape)
+    lab = normalise_label(jl.function, jl.application)  # as rizz.shell.answering does before routing
+    return {"function": lab.function, "application": lab.application, "fallback": jl.fallback, "raw": gen.text}
 
 
 def from_run(run_dir: str, fallback: str) -> tuple[dict, dict]:
-    """``({id: label}, {id: task})`` from a run's log, fallback labels redone by ``fallback``."""
+    """``({id: label}, {id: task})`` from a run's log: each logged judge reply read again by
+    :func:`rizz.shell.judge.read_label` under ``routing.fallback_application = fallback``, then
+    :func:`rizz.core.normalise_label` (and ``use-tools`` for an episode), as
+    :mod:`rizz.shell.answering` does."""
     from rizz.shell.runlog import RunDir
 
     out, tasks = {}, {}
@@ -82,13 +84,12 @@ def from_run(run_dir: str, fallback: str) -> tuple[dict, dict]:
         j = r.get("judge")
         if r.get("kind", "step") not in ("step", "answer") or not j:
             continue
-        lab = {"function": j["function"], "application": j["application"], "fallback": j.get("fallback", False), "raw": j.get("raw") or ""}
-        if lab["fallback"] and fallback == "first-line":
-            x = r["input"]
-            first = (x.get("instruction") or "") + "\n" + x["text"].strip().split("\n")[0]
-            _, app = J.fallback_label(first, instruction=None, shape=x.get("shape"))
-            lab["application"] = normalise_label(lab["function"], app).application
-        out[r["id"]], tasks[r["id"]] = lab, r.get("task") or "-"
+        x = r["input"]
+        jl = J.read_label(j.get("raw") or "", x["text"], instruction=x.get("instruction"), shape=x.get("shape"),
+                          fallback_application=fallback)
+        lab = normalise_label("use-tools" if r.get("episode") else jl.function, jl.application)
+        out[r["id"]] = {"function": lab.function, "application": lab.application, "fallback": jl.fallback, "raw": jl.raw}
+        tasks[r["id"]] = r.get("task") or "-"
     return out, tasks
 
 
@@ -102,7 +103,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default=None, help="response cache (sqlite), shared with a run to reuse its judge calls")
     ap.add_argument("--out", default=None)
     ap.add_argument("--from-run", default=None, help="relabel a run's logged labels instead of calling a model")
-    ap.add_argument("--fallback", choices=("first-line",), default="first-line", help="with --from-run: how fallback labels are redone")
+    ap.add_argument("--fallback", choices=J.FALLBACK_APPLICATIONS, default="first_line",
+                    help="with --from-run: the routing.fallback_application the logged replies are read under")
     args = ap.parse_args(argv)
     if args.from_run:
         out, tasks = from_run(args.from_run, args.fallback)

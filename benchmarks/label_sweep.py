@@ -21,6 +21,11 @@ route the prompt, the answer and so the reward could change. Rewards reach routi
 branch statistics (pruning, ``linucb``'s reward-history feature), so the figures of the fixed
 router do not depend on them except through pruning.
 
+The logged labels are those of the run's ``routing.fallback_application``: a point whose policy
+reads judge replies another way (``labels-tuned``: ``first_line``) refolds them unchanged unless
+``--labels`` gives its labels (``benchmarks/judge_probe.py x --from-run RUN_DIR --fallback
+first_line --out L.json``: the logged replies read again, no model call); a note on stderr says so.
+
 A ``--grid`` is ``field=v1,v2;field=v1,...`` (dotted policy fields, values read as YAML); each
 ``--grid`` is one family, the product of its fields, each point the base with those fields set
 and validated like a policy file. Without ``--grid`` the families of :data:`GRID` run.
@@ -272,6 +277,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, SweepError, PolicyError) as e:
         print(f"label_sweep: {e}", file=sys.stderr)
         return 2
+    other = sorted({p.policy.routing.fallback_application for p in pts} - {own.routing.fallback_application})
+    if other and not args.labels:
+        print(f"label_sweep: note: the logged labels were read under routing.fallback_application="
+              f"{own.routing.fallback_application}; points under {', '.join(other)} refold them as logged. Their own labels: "
+              f"benchmarks/judge_probe.py x --from-run {args.run_dir} --fallback {other[0]} --out L.json, then --labels L.json",
+              file=sys.stderr)
     rows = []
     for p in pts:
         rows.append({"name": p.name, "fields": p.fields, **figures(refold(p.policy, steps))})

@@ -152,7 +152,8 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     if declared is not None:  # a caller-declared route (metadata.label, issue #10): no judge call
         base = attrs.evolve(base, declared_label=normalise_label(declared["function"], declared["application"]))
     elif needs_label(sub_state(state, el.tenant), policy, emb.vec, el.shape):  # behind the tenant's wall
-        jl = label_input(model, el.input, instruction=el.instruction, shape=el.shape)
+        jl = label_input(model, el.input, instruction=el.instruction, shape=el.shape,
+                         fallback_application=policy.routing.fallback_application)
         # an episode's function is what the agent does (issue #13): use-tools / <application>
         label = normalise_label("use-tools" if el.is_episode else jl.function, jl.application)
         (lemb,) = embed_texts(embedder, store, [label.application.replace("-", " ")])

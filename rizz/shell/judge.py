@@ -15,7 +15,12 @@ Small local models often answer malformed. :func:`label_input` therefore
    ``classify``);
 3. falls back, per missing part, to :func:`fallback_label`, a deterministic label from the
    text (function from keywords and the expected output shape, application from the top
-   content words of the instruction/input). The result is never an empty label.
+   content words of the instruction/input, or under the policy's
+   ``routing.fallback_application: first_line`` of the instruction, else the input's first
+   line). The result is never an empty label.
+
+:func:`read_label` is steps 2–3 on a reply already in hand: a logged ``judge.raw`` relabels
+without a model call (``benchmarks/judge_probe.py --from-run``).
 """
 
 from __future__ import annotations
@@ -30,10 +35,12 @@ from rizz.shell.models.base import Generation, Message, ModelBackend
 from rizz.shell.models.reasoning import strip_reasoning
 
 __all__ = [
+    "FALLBACK_APPLICATIONS",
     "FUNCTIONS",
     "JudgeLabel",
     "label_input",
     "parse_label",
+    "read_label",
     "fallback_label",
     "hyphenate",
     "judge_messages",
@@ -68,6 +75,8 @@ _PLACEHOLDERS = {
 _MAX_FUNCTION_TOKENS = 3
 _MAX_APPLICATION_TOKENS = 5
 _FALLBACK_APPLICATION_WORDS = 3
+#: Sources of the fallback application (``routing.fallback_application``, rizz.core.policy).
+FALLBACK_APPLICATIONS = ("content_words", "first_line")
 _MAX_PROMPT_CHARS = 1200  # of the input shown to the judge (keeps a 135M model's call ~2 s)
 _JUDGE_MAX_TOKENS = 40
 
@@ -216,17 +225,37 @@ _SCRIPTS = (
 )
 
 
-def fallback_label(text: str, *, instruction: str | None, shape: str | None) -> tuple[str, str]:
+def _first_line(text: str) -> str:
+    return next((line for line in text.splitlines() if line.strip()), "")
+
+
+def fallback_label(text: str, *, instruction: str | None, shape: str | None,
+                   fallback_application: str = "content_words") -> tuple[str, str]:
     """Deterministic ``(function, application)`` from the text alone; both non-empty.
 
     Function: the first keyword rule that matches the instruction + input (code, translate,
     simplify, summarize, classify, math, extract), else the expected ``shape``
     (code -> write-code, number -> solve-math, label -> classify, letter/span ->
     answer-question, json -> extract-information, text -> generate-text), else
-    ``answer-question``. Application: the 3 most frequent content words (instruction words
-    count double; ties by first appearance), plus the script name when a third or more of
-    the letters are non-Latin (``chinese``, ``japanese``, ...); ``"general"`` if none.
+    ``answer-question``. Application: the 3 most frequent content words, ties by first
+    appearance, of
+
+    * ``fallback_application="content_words"`` (the default): the instruction (its words
+      count double) and the whole input — on a question-answering task, the question's topic;
+    * ``"first_line"``: the instruction if it has any text, else the input's first non-blank
+      line, where TRACE and StreamBench-style elements state their task ("Choose an answer
+      for the following question and give your reasons.": one application for every
+      ScienceQA question; issue #10 §4, specs/results.md §11a);
+
+    plus the script name when a third or more of the whole input's letters are non-Latin
+    (``chinese``, ``japanese``, ...); ``"general"`` if no word is left.
+
+    Raises:
+        ValueError: ``fallback_application`` is not one of :data:`FALLBACK_APPLICATIONS`.
     """
+    if fallback_application not in FALLBACK_APPLICATIONS:
+        raise ValueError(f"fallback_application: expected one of {', '.join(FALLBACK_APPLICATIONS)}, "
+                         f"got {fallback_application!r}")
     instr = instruction or ""
     probe = (instr + "\n" + text[:4000]).lower()
     function = next((f for f, pat in _FUNCTION_RULES if re.search(pat, probe)), None)
@@ -234,7 +263,11 @@ def fallback_label(text: str, *, instruction: str | None, shape: str | None) -> 
         function = _SHAPE_FUNCTION.get(shape or "", "answer-question")
     counts: collections.Counter[str] = collections.Counter()
     first_seen: dict[str, int] = {}
-    for weight, source in ((2, instr), (1, text[:4000])):
+    if fallback_application == "first_line":
+        sources: tuple[tuple[int, str], ...] = ((1, instr if instr.strip() else _first_line(text[:4000])),)
+    else:
+        sources = ((2, instr), (1, text[:4000]))
+    for weight, source in sources:
         for word in re.findall(r"[a-z][a-z0-9]{2,}", source.lower()):
             if word in _STOPWORDS or word in FUNCTIONS:
                 continue
@@ -275,6 +308,26 @@ def judge_messages(text: str, *, instruction: str | None, shape: str | None) -> 
     ]
 
 
+def read_label(raw: str, text: str, *, instruction: str | None, shape: str | None,
+               fallback_application: str = "content_words") -> JudgeLabel:
+    """The label in a judge reply ``raw`` (reasoning stripped, repaired, each missing part from
+    :func:`fallback_label` of the element ``text``/``instruction``/``shape``); no model call,
+    ``generation`` None. :func:`label_input` is this after its call, so a logged ``judge.raw``
+    reads back to the logged label under the same ``fallback_application``.
+
+    Raises:
+        ValueError: unknown ``fallback_application`` (only when the fallback is needed).
+    """
+    function, application, repaired = parse_label(strip_reasoning(raw))
+    fallback = not (function and application)
+    if fallback:
+        fb_function, fb_application = fallback_label(text, instruction=instruction, shape=shape,
+                                                     fallback_application=fallback_application)
+        function = function or fb_function
+        application = application or fb_application
+    return JudgeLabel(function, application, raw, repaired, fallback)
+
+
 def label_input(
     model: ModelBackend,
     text: str,
@@ -282,6 +335,7 @@ def label_input(
     instruction: str | None = None,
     shape: str | None = None,
     max_tokens: int = _JUDGE_MAX_TOKENS,
+    fallback_application: str = "content_words",
 ) -> JudgeLabel:
     """Ask ``model`` for the label of one stream element; repair or fall back as needed.
 
@@ -291,6 +345,9 @@ def label_input(
         instruction: its instruction, if any.
         shape: expected output shape (``metadata.shape``, specs/stream-format.md), if any.
         max_tokens: judge answer budget, tokens.
+        fallback_application: the policy's ``routing.fallback_application``
+            (``content_words`` | ``first_line``, see :func:`fallback_label`); it shapes only
+            the label read from the reply, never the prompt (a cached call is reused).
 
     Returns:
         a :class:`JudgeLabel` whose ``function`` and ``application`` are never empty.
@@ -303,10 +360,5 @@ def label_input(
         # model (``?reasoning=N``): a "}" in its thinking would cut the reply (issue #12 §1).
         stop=() if getattr(model, "reasoning_tokens", 0) else ("}",),
     )
-    function, application, repaired = parse_label(strip_reasoning(gen.text))
-    fallback = not (function and application)
-    if fallback:
-        fb_function, fb_application = fallback_label(text, instruction=instruction, shape=shape)
-        function = function or fb_function
-        application = application or fb_application
-    return JudgeLabel(function, application, gen.text, repaired, fallback, gen)
+    label = read_label(gen.text, text, instruction=instruction, shape=shape, fallback_application=fallback_application)
+    return attrs.evolve(label, generation=gen)

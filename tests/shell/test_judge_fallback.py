@@ -1,0 +1,127 @@
+"""The judge's fallback application as a policy choice (issue #10 §4, specs/results.md §11a):
+``routing.fallback_application: content_words`` (the default, unchanged) or ``first_line``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import attrs
+import pytest
+
+from rizz.core import Policy
+from rizz.core.serialize import canonical_json
+from rizz.shell.judge import fallback_label, label_input, read_label
+from rizz.shell.policy_file import PolicyError, load_policy, parse_policy, policy_data
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAD = "Choose an answer for the following question and give your reasons.\n\nQuestion:\n"
+SCIENCEQA = [  # one task (its instruction on the first line), three topics
+    HEAD + "Which figure of speech is used in this text?\nLuke's room is as tidy as a pigsty.\n\nChoices:\nA. verbal irony\nB. pun\n\nAnswer:",
+    HEAD + "Compare the motion of three ducks. Which duck was moving at the lowest speed?\n\nChoices:\nA. a duck that moved 45 miles\nB. a duck that moved 30 miles\n\nAnswer:",
+    HEAD + "Which tense does the sentence use?\nMolly will wash the dishes after dinner.\n\nChoices:\nA. past tense\nB. future tense\n\nAnswer:",
+]
+ANSWERED = "A. verbal irony\n\nThe answer is B. pun"  # the 135M judge answers instead of labelling (§11a)
+
+
+def test_first_line_gives_one_application_for_one_task_of_many_topics():
+    apps = {fallback_label(x, instruction=None, shape="letter", fallback_application="first_line")[1] for x in SCIENCEQA}
+    assert apps == {"reasons"}
+    # today's default names each question's topic: three applications for one task
+    topics = [fallback_label(x, instruction=None, shape="letter")[1] for x in SCIENCEQA]
+    assert len(set(topics)) == 3 and "reasons" not in topics
+
+
+def test_first_line_takes_the_instruction_when_there_is_one_and_keeps_the_function_and_script():
+    fn, app = fallback_label("Leading blank line\n\nThe Committee raised the federal funds rate.",
+                             instruction="Classify the monetary policy stance.", shape="letter", fallback_application="first_line")
+    assert (fn, app) == ("classify", "monetary-policy-stance")
+    fn, app = fallback_label("\n\n  \nWhat is the monetary policy stance? Choose A, B or C.\nText:\nRates rose.",
+                             instruction="   ", shape="letter", fallback_application="first_line")
+    assert (fn, app) == ("classify", "monetary-policy-stance")  # blank instruction and lines skipped
+    # the function still reads the whole input; the script name the whole input's letters
+    fn, app = fallback_label("Label the text below.\n\u6211\u8ba4\u4e3a\u8fd9\u4e2a\u653f\u7b56\u5f88\u597d\u6211\u8ba4\u4e3a\u8fd9\u4e2a",
+                             instruction=None, shape="label", fallback_application="first_line")
+    assert (fn, app) == ("classify", "label-chinese")
+    assert fallback_label("?!\nstance of the rates", instruction=None, shape=None,
+                          fallback_application="first_line") == ("classify", "general")
+
+
+def test_an_unknown_source_is_refused():
+    with pytest.raises(ValueError, match="fallback_application: expected one of content_words, first_line, got 'topic'"):
+        fallback_label("x", instruction=None, shape=None, fallback_application="topic")
+
+
+def test_label_input_uses_the_source_only_for_missing_parts(fake_model):
+    jl = label_input(fake_model([ANSWERED] * 3), SCIENCEQA[0], shape="letter", fallback_application="first_line")
+    assert (jl.function, jl.application, jl.fallback, jl.raw) == ("answer-question", "reasons", True, ANSWERED)
+    assert jl.generation is not None
+    # the same reply read again without a call gives the same label (what judge_probe --from-run does)
+    again = read_label(ANSWERED, SCIENCEQA[0], instruction=None, shape="letter", fallback_application="first_line")
+    assert (again.function, again.application, again.fallback, again.generation) == (jl.function, jl.application, True, None)
+    # an application the model gave is kept under either source
+    part = label_input(fake_model(['{"application": "grammar-tense"']), SCIENCEQA[2], shape="letter", fallback_application="first_line")
+    assert (part.function, part.application, part.fallback) == ("answer-question", "grammar-tense", True)
+    # the default reads the reply as before this field existed
+    default = label_input(fake_model([ANSWERED]), SCIENCEQA[0], shape="letter")
+    assert default.application == fallback_label(SCIENCEQA[0], instruction=None, shape="letter")[1] != "reasons"
+
+
+def test_the_policy_field_defaults_to_today_and_is_validated():
+    assert Policy().routing.fallback_application == "content_words"
+    # left out of the policy's digest while it holds its default: no shipped default digest moves
+    assert "fallback_application" not in canonical_json(load_policy("default"))
+    p = parse_policy({"routing": {"fallback_application": "first_line"}}, "p.yaml")
+    assert p.routing.fallback_application == "first_line"
+    assert policy_data(p)["routing"]["fallback_application"] == "first_line"
+    assert '"fallback_application":"first_line"' in canonical_json(p).replace(" ", "")
+    with pytest.raises(PolicyError) as info:
+        parse_policy({"routing": {"fallback_application": "topic"}}, "p.yaml")
+    assert info.value.errors == ["$.routing.fallback_application: expected one of content_words, first_line, got 'topic'"]
+    with pytest.raises(ValueError, match="fallback_application"):
+        attrs.evolve(Policy().routing, fallback_application="first-line")
+    assert load_policy(ROOT / "policies/labels-tuned.yaml").routing.fallback_application == "first_line"
+
+
+def _stream(tmp_path: Path) -> Path:
+    lines = [json.loads(l) for l in (ROOT / "data/trace-mini/test.jsonl").read_text().splitlines() if '"task": "ScienceQA"' in l][:6]
+    assert len(lines) == 6 and all(el["input"].startswith(HEAD) for el in lines)
+    f = tmp_path / "s.jsonl"
+    f.write_text("".join(json.dumps(el) + "\n" for el in lines))
+    return f
+
+
+def _reply(messages) -> str:
+    return ANSWERED if messages[0].content.startswith("You label tasks") else "A"
+
+
+@pytest.mark.parametrize("source", ["content_words", "first_line"])
+def test_a_run_logs_the_label_of_its_policy_and_replays_without_a_judge(tmp_path, fake_model, source):
+    from rizz.shell.embed import Embedder
+    from rizz.shell.run import replay, run_stream
+
+    base = load_policy("judge-always")
+    pol = attrs.evolve(base, routing=attrs.evolve(base.routing, fallback_application=source))
+    out = tmp_path / source
+    s = run_stream(_stream(tmp_path), pol, "judge-always", out, fake_model(_reply), Embedder(), log=lambda m: None)
+    recs = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
+    judged = [r["judge"] for r in recs if r.get("judge")]
+    assert len(judged) == 6 and all(j["fallback"] and j["raw"] == ANSWERED for j in judged)
+    apps = {j["application"] for j in judged}
+    if source == "first_line":
+        assert apps == {"reasons"}
+    else:
+        assert len(apps) >= 5 and "reasons" not in apps  # one topic per question
+    assert replay(out)["state_digest"] == s["state_digest"]  # the logged label: no judge on replay
+    # benchmarks/judge_probe.py --from-run reads the logged replies with the library's read_label:
+    # under the run's own source it gives the logged labels back, under the other one it changes them
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import judge_probe
+
+    logged = {r["id"]: (r["judge"]["function"], r["judge"]["application"]) for r in recs if r.get("judge")}
+    again, tasks = judge_probe.from_run(str(out), source)
+    assert {k: (v["function"], v["application"]) for k, v in again.items()} == logged and set(tasks.values()) == {"ScienceQA"}
+    other, _ = judge_probe.from_run(str(out), "first_line" if source == "content_words" else "content_words")
+    assert {v["application"] for v in other.values()} != apps
