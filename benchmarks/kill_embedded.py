@@ -10,16 +10,18 @@ Usage (from the checkout; the embedded model, so minutes, not a CI test)::
 1. ``OUT/stream.jsonl``: the first ``--elements`` lines of ``--stream`` whose ``metadata.task`` is
    not ``--exclude-task`` (20Minuten: German news summaries, the slowest prompts), bytes unchanged.
 2. Reference: ``rizz run OUT/stream.jsonl --out OUT/ref --budget B --snapshot-every S`` runs
-   uninterrupted; its ``summary.json`` gives the digest to reach. An ``OUT/ref`` left by an
-   earlier call is resumed (a finished one is only read).
+   uninterrupted; its ``summary.json`` gives the digest to reach. An unfinished ``OUT/ref`` left
+   by an earlier call is resumed, a finished one only read.
 3. Killed: on a fresh ``OUT/killed``, the same command runs ``--kills`` times under
    ``RIZZ_FAULT=SITE:N`` (:func:`rizz.shell.durable.fault_point`, the mechanism the stub test
    ``tests/shell/test_durability.py`` uses): the process SIGKILLs itself the N-th time it reaches
-   SITE. SITE is drawn by ``random.Random(--seed)`` from :data:`SITES` (``log.append``,
-   ``snapshot.write`` and ``embedding.write`` at least once each, at shuffled places); N from
-   1 .. max(1, round(1.5 × SITE's visits per step in the reference run)), so a kill lands about
-   one step on, and the run is still unfinished after the last kill. Then it runs once with no
-   fault to the end.
+   SITE. ``random.Random(--seed)`` draws, up front, a target step for each kill (sorted, in
+   0 .. elements-2, so the kills spread over the run and it is unfinished after the last one)
+   and a SITE from :data:`SITES` (``log.append``, ``snapshot.write`` and ``embedding.write`` once
+   each at random places, the snapshot one in the first half); N = 1 + round(steps still to go
+   to the target × SITE's visits per step in the reference run). A snapshot kill jumps to the
+   next snapshot (3-12 steps on, as snapshots grow), so one drawn once half the steps are done
+   is replaced by the next drawn site. Then the command runs once with no fault to the end.
 4. Checks (verdict PASS only if all hold): each of the ``--kills`` processes died by SIGKILL; a
    kill inside a write left that write's half-done trace (``log.append``: a partial last log
    line; ``snapshot.write``: a ``snapshots/*.json.tmp``; ``embedding.write``: an
@@ -156,23 +158,36 @@ def main(argv: list[str]) -> int:
         return [sys.executable, "-m", "rizz.shell.cli", "run", str(stream), "--out", str(run_dir), "--budget",
                 str(args.budget), "--snapshot-every", str(args.snapshot_every), *(["--cache", str(shared)] if shared else [])]
 
-    ref = launch(cmd(out / "ref"), None)
-    if ref["rc"] != 0:
-        sys.exit(f"reference run failed ({ref['rc']}):\n{ref['tail']}")
+    if not (out / "ref" / "summary.json").exists():
+        ref = launch(cmd(out / "ref"), None)
+        if ref["rc"] != 0:
+            sys.exit(f"reference run failed ({ref['rc']}):\n{ref['tail']}")
+        print(f"reference run: {ref['wall_s']:.0f} s")
     want = json.loads((out / "ref" / "summary.json").read_text())
-    print(f"reference: {want['steps']} steps, digest {want['state_digest']}, {ref['wall_s']:.0f} s "
-          f"({uncached_calls(out / 'ref')} model calls not from the cache)")
+    print(f"reference: {want['steps']} steps, digest {want['state_digest']} "
+          f"({uncached_calls(out / 'ref')} model calls not from the cache)", flush=True)
     rate = visits_per_step(out / "ref", shared or out / "ref" / "responses.sqlite")
     rng = random.Random(args.seed)
     sites = [s for s in SITES if not (shared and s == "cache.put")]
-    plans = list(SITES[:3]) + [rng.choice(sites) for _ in range(args.kills - 3)]
-    rng.shuffle(plans)
-    plans = [f"{s}:{rng.randint(1, max(1, round(1.5 * rate[s])))}" for s in plans]
+    n_el = want["steps"]
+    targets = sorted(rng.randrange(max(1, n_el - 1)) for _ in range(args.kills))
+    drawn = [rng.choice(sites) for _ in range(args.kills + 1)]  # one spare, for a late snapshot draw
+    first = rng.randrange(args.kills // 2)  # the snapshot kill: in the first half
+    forced = [first, *rng.sample([k for k in range(args.kills) if k != first], 2)]
+    for k, site in zip(forced, ("snapshot.write", "log.append", "embedding.write")):
+        drawn[k] = site
+
+    def plan_for(k: int, done: int) -> str:
+        site = drawn[k]
+        if site == "snapshot.write" and k not in forced and done >= n_el // 2:
+            site = next(s for s in drawn[k + 1:] + ["log.append"] if s != "snapshot.write")
+        return f"{site}:{1 + max(0, round((targets[k] - done) * rate[site]))}"
 
     killed, rows, ok = out / "killed", [], True
     if killed.exists():
         sys.exit(f"{killed}: exists; give a new OUT (or remove it) so the killed run starts fresh")
-    for k, plan in enumerate(plans, 1):
+    for k in range(1, args.kills + 1):
+        plan = plan_for(k - 1, steps_done(killed))
         res = launch(cmd(killed), plan)
         if rows:
             rows[-1]["resume_s"] = res["resume_s"]
