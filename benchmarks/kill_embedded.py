@@ -27,7 +27,8 @@ Usage (from the checkout; the embedded model, so minutes, not a CI test)::
    line; ``snapshot.write``: a ``snapshots/*.json.tmp``; ``embedding.write``: an
    ``embeddings/*/.tmp-*.npy``; ``prompt.write``: a ``prompts/*.tmp``, all newer than the
    process's start); the final run's ``state_digest`` and ``rizz replay OUT/killed`` equal the
-   reference's; with ``--share-cache``, the killed run sent no prompt the reference had not sent.
+   reference's, and so does its log, record for record (timings and cache flags aside); with
+   ``--share-cache``, the killed run sent no prompt the reference had not sent.
 
 ``--share-cache``: both runs use ``OUT/responses.sqlite`` (``--cache``). The reference runs first,
 so every answer the killed run reads was the model's in an uninterrupted run; a resume that
@@ -135,6 +136,23 @@ def uncached_calls(run_dir: Path) -> int:
     return sum(not c.get("cached") for r in recs for c in r.get("calls") or ())
 
 
+def log_diff(ref: Path, killed: Path) -> list[int]:
+    """Indices of the records where the two logs differ, timings and cache flags aside (the
+    step's ``wall_s``, each call's ``latency_s`` and ``cached``); a missing record differs too."""
+    def recs(run_dir: Path) -> list[dict]:
+        out = []
+        for ln in (run_dir / "log.jsonl").read_bytes().split(b"\n")[:-1]:
+            rec = json.loads(ln)
+            rec.pop("wall_s", None)
+            for call in rec.get("calls") or ():
+                call.pop("latency_s", None), call.pop("cached", None)
+            out.append(rec)
+        return out
+
+    a, b = recs(ref), recs(killed)
+    return [i for i in range(max(len(a), len(b))) if i >= len(a) or i >= len(b) or a[i] != b[i]]
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
@@ -221,6 +239,9 @@ def main(argv: list[str]) -> int:
         print(f"final run: exit {final['rc']}, {got.get('steps')} steps, digest {got.get('state_digest')}, {final['wall_s']:.0f} s")
         checks["final digest == reference digest"] = got.get("state_digest") == want["state_digest"]
         checks["rizz replay digest == reference digest"] = rep.stdout.strip() == want["state_digest"]
+        diff = log_diff(out / "ref", killed)
+        print(f"log records that differ from the reference's (timings and cache flags aside): {diff or 'none'}")
+        checks["killed log == reference log, record for record"] = not diff
         if shared:
             n = uncached_calls(killed)
             print(f"killed run: {n} model calls not from the cache")
