@@ -16,10 +16,11 @@ Three small pieces used by ``runlog.py``, ``models/cache.py`` and the CLI:
 * **Fault injection for the crash tests.** :func:`fault_point` is a no-op unless
   ``RIZZ_FAULT`` is set, e.g. ``RIZZ_FAULT=log.append:3`` kills the process (SIGKILL) the
   3rd time the ``log.append`` point is reached, ``RIZZ_FAULT=enospc@log.append:2`` raises
-  ``ENOSPC`` there instead. Points: ``log.append`` (half of a record written, not yet
+  ``ENOSPC`` there instead. Points: ``log.append`` (half of a record written and
   flushed), ``snapshot.write`` (half of a snapshot's temp file written),
   ``embedding.write`` (before an embedding file is renamed into place), ``prompt.write``,
-  ``cache.put``, ``step`` (between steps). Used only by tests and ``make fuzz``.
+  ``cache.put``, ``step`` (between steps) (:data:`FAULT_SITES`). Used only by tests, ``make fuzz``
+  and ``benchmarks/kill_embedded.py`` (the embedded-model crash run).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "DiskFull",
     "EXIT_DISK_FULL",
     "FAULT_ENV",
+    "FAULT_SITES",
     "SNAPSHOT_FORMAT",
     "disk_full",
     "fault_point",
@@ -46,6 +48,8 @@ __all__ = [
 ]
 
 FAULT_ENV = "RIZZ_FAULT"
+#: Every place :func:`fault_point` is called from (tests/shell/test_durability.py, benchmarks/kill_embedded.py).
+FAULT_SITES = ("log.append", "snapshot.write", "embedding.write", "prompt.write", "cache.put", "step")
 SNAPSHOT_FORMAT = 2
 #: ``rizz run`` exit status when the disk is full (sysexits.h EX_TEMPFAIL: retry later).
 EXIT_DISK_FULL = 75
