@@ -57,9 +57,13 @@ def cache_key(
     rendering: str,
     max_tokens: int,
     stop: Sequence[str],
-    temperature: float,
+    temperature: float | None,
 ) -> str:
-    """sha256 hex (64 chars) identifying one request."""
+    """sha256 hex (64 chars) identifying one request.
+
+    ``temperature`` None (a backend that sends none: the model's own sampling) keys as JSON null;
+    a number keys exactly as before, so existing caches stay valid.
+    """
     payload = json.dumps(
         [
             model,
@@ -67,7 +71,7 @@ def cache_key(
             rendering,
             int(max_tokens),
             list(stop),
-            float(temperature),
+            None if temperature is None else float(temperature),
         ],
         ensure_ascii=False,
         separators=(",", ":"),
@@ -208,8 +212,9 @@ class CachedModel:
         return int(getattr(self.backend, "reasoning_tokens", 0))
 
     @property
-    def temperature(self) -> float:
-        return float(getattr(self.backend, "temperature", 0.0))
+    def temperature(self) -> float | None:
+        t = getattr(self.backend, "temperature", 0.0)
+        return None if t is None else float(t)
 
     def count_tokens(self, text: str) -> int:
         return self.backend.count_tokens(text)
