@@ -6,25 +6,27 @@ from typing import Any, Callable
 
 import pytest
 
-from rizz.shell.models import Generation
+from tests.shell.stubs import StubBackend
 
 
-class StubModel:
-    """A ``ModelBackend`` whose reply is ``fn(prompt_text) -> str``; counts words as tokens."""
+class StubModel(StubBackend):
+    """A ``ModelBackend`` whose reply is ``fn(prompt_text) -> str`` (the messages joined by blank
+    lines, each kept in ``prompts``); every message's words are its prompt tokens, the reply's
+    words its completion tokens."""
+
+    context_window = 8192
 
     def __init__(self, fn: Callable[[str], str], name: str = "stub:agent") -> None:
-        self.name, self.context_window, self.temperature = name, 8192, 0.0
-        self.fn = fn
+        self.name, self.fn = name, fn
         self.prompts: list[str] = []
 
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def generate(self, messages: Any, *, max_tokens: int, stop: Any = (), rendering: str = "chat") -> Generation:
+    def reply(self, messages: Any) -> str:
         text = "\n\n".join(m.content for m in messages)
         self.prompts.append(text)
-        out = self.fn(text)
-        return Generation(out, self.count_tokens(text), self.count_tokens(out), 0.0, None, self.name, "stop")
+        return self.fn(text)
+
+    def usage(self, messages: Any, text: str) -> tuple[int, int]:
+        return sum(self.count_tokens(m.content) for m in messages), self.count_tokens(text)
 
 
 @pytest.fixture(scope="session")

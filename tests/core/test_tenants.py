@@ -77,13 +77,9 @@ def _run(r, stream):
     return state, prompts
 
 
-kinds = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.sampled_from([0.0, 0.5, 1.0])), min_size=1, max_size=10)
-
-
-@settings(max_examples=40, deadline=None)
-@given(streams=st.fixed_dictionaries({t: kinds for t in TENANTS}), order=st.randoms(use_true_random=False))
-def test_a_tenants_memory_and_prompts_equal_its_stream_run_alone(streams, order) -> None:
-    per = {t: [_element(t, i, k, f, rw) for i, (k, f, rw) in enumerate(spec)] for t, spec in streams.items()}
+def _interleave(per: dict, order) -> list:
+    """Every tenant's items in their own order, the tenants interleaved as ``order`` (a
+    ``random.Random``) shuffles them."""
     tags = [t for t in TENANTS for _ in per[t]]
     order.shuffle(tags)
     pos = {t: 0 for t in TENANTS}
@@ -91,22 +87,39 @@ def test_a_tenants_memory_and_prompts_equal_its_stream_run_alone(streams, order)
     for t in tags:
         mixed.append(per[t][pos[t]])
         pos[t] += 1
-    r = walled(rizz(POLICY))
-    state, prompts = _run(r, mixed)
-    assert isinstance(state, TenantStates) and sorted(state.tenants) == sorted(TENANTS)
-    assert not state.untenanted.branches
+    return mixed
+
+
+def _assert_each_tenant_as_alone(state, prompts, alone_run) -> None:
+    """Each tenant's sub-state (equal and same digest) and prompts are those of
+    ``alone_run(tenant) -> (state, prompts)``, they hold no other tenant's name, and ``state``
+    round-trips through its data form."""
     for t in TENANTS:
-        alone, alone_prompts = _run(r, per[t])
+        alone, alone_prompts = alone_run(t)
         mine = sub_state(state, t)
-        assert mine == sub_state(alone, t)
-        assert digest(mine) == digest(sub_state(alone, t))
-        assert {k: v for k, v in prompts.items() if k.startswith(f"{t}-")} == alone_prompts
+        assert mine == sub_state(alone, t), t
+        assert digest(mine) == digest(sub_state(alone, t)), t
+        assert {k: v for k, v in prompts.items() if k.startswith(f"{t}-")} == alone_prompts, t
         text = canonical_json(mine) + "".join(alone_prompts.values())
         for other in TENANTS:
             if other != t:
                 assert other not in text, f"{other}'s data in {t}'s memory or prompts"
     back = from_data(to_data(state))
     assert back == state and digest(back) == digest(state)
+
+
+kinds = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.sampled_from([0.0, 0.5, 1.0])), min_size=1, max_size=10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(streams=st.fixed_dictionaries({t: kinds for t in TENANTS}), order=st.randoms(use_true_random=False))
+def test_a_tenants_memory_and_prompts_equal_its_stream_run_alone(streams, order) -> None:
+    per = {t: [_element(t, i, k, f, rw) for i, (k, f, rw) in enumerate(spec)] for t, spec in streams.items()}
+    r = walled(rizz(POLICY))
+    state, prompts = _run(r, _interleave(per, order))
+    assert isinstance(state, TenantStates) and sorted(state.tenants) == sorted(TENANTS)
+    assert not state.untenanted.branches
+    _assert_each_tenant_as_alone(state, prompts, lambda t: _run(r, per[t]))
 
 
 def test_untenanted_input_keeps_todays_state_and_digest() -> None:
@@ -182,24 +195,9 @@ def _live(r, ops, per):
 def test_with_answers_in_flight_a_tenants_memory_and_prompts_equal_its_log_alone(streams, order) -> None:
     per = {t: [_element(t, i, k, f, rw) for i, (k, f, rw) in enumerate(spec)] for t, spec in streams.items()}
     own_ops = {t: [(t, op, i) for op, i in _tenant_ops(len(per[t]), order)] for t in TENANTS}
-    tags = [t for t in TENANTS for _ in own_ops[t]]
-    order.shuffle(tags)
-    pos = {t: 0 for t in TENANTS}
-    mixed = []
-    for t in tags:
-        mixed.append(own_ops[t][pos[t]])
-        pos[t] += 1
     r = walled(rizz(POLICY))
-    state, prompts = _live(r, mixed, per)
-    for t in TENANTS:
-        alone, alone_prompts = _live(r, own_ops[t], per)
-        assert sub_state(state, t) == sub_state(alone, t)
-        assert digest(sub_state(state, t)) == digest(sub_state(alone, t))
-        assert {k: v for k, v in prompts.items() if k.startswith(f"{t}-")} == alone_prompts
-        text = canonical_json(sub_state(state, t)) + "".join(alone_prompts.values())
-        assert not any(o in text for o in TENANTS if o != t)
-    back = from_data(to_data(state))
-    assert back == state and digest(back) == digest(state)
+    state, prompts = _live(r, _interleave(own_ops, order), per)
+    _assert_each_tenant_as_alone(state, prompts, lambda t: _live(r, own_ops[t], per))
 
 
 def test_walled_rounds_on_untenanted_input_are_the_plain_rounds() -> None:

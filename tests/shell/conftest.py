@@ -9,45 +9,40 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator, Sequence
 
 import pytest
+from stubs import StubBackend
 
 from rizz.shell.models import Generation, Message
 
 
-class FakeModel:
+class FakeModel(StubBackend):
     """A tiny backend satisfying ``ModelBackend``: replies from a script, records calls.
 
     ``replies`` is a list of strings served in order (the last one repeats) or a callable
-    ``messages -> str``.
+    ``messages -> str``. Reports every message's words as prompt tokens, the reply's words as
+    completion tokens and 1 ms of latency.
     """
 
+    name = "fake:scripted"
+    latency_s = 0.001
+
     def __init__(self, replies: Sequence[str] | Callable[[Sequence[Message]], str]) -> None:
-        self.name = "fake:scripted"
-        self.context_window = 4096
-        self.temperature = 0.0
         self._replies = replies
         self.calls: list[dict[str, Any]] = []
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
 
     def generate(self, messages, *, max_tokens, stop=(), rendering="chat") -> Generation:
         self.calls.append(
             dict(messages=list(messages), max_tokens=max_tokens, stop=tuple(stop),
                  rendering=rendering)
         )
+        return super().generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering)
+
+    def reply(self, messages) -> str:
         if callable(self._replies):
-            text = self._replies(messages)
-        else:
-            text = self._replies[min(len(self.calls) - 1, len(self._replies) - 1)]
-        return Generation(
-            text=text,
-            prompt_tokens=sum(self.count_tokens(m.content) for m in messages),
-            completion_tokens=self.count_tokens(text),
-            latency_s=0.001,
-            cost_usd=None,
-            model=self.name,
-            finish_reason="stop",
-        )
+            return self._replies(messages)
+        return self._replies[min(len(self.calls) - 1, len(self._replies) - 1)]
+
+    def usage(self, messages, text: str) -> tuple[int, int]:
+        return sum(self.count_tokens(m.content) for m in messages), self.count_tokens(text)
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """Stand-ins for live-session tests (tests only): a hash embedder, a scripted model, elements.
 
-Importable by the tests and by the kill -9 child process (``python tests/shell/livekit.py``).
+Importable by the tests and by the kill -9 child process (``python tests/shell/livekit.py``),
+with ``tests/shell`` on ``sys.path`` (the model's boilerplate is ``stubs.StubBackend``).
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ import sys
 from typing import Any
 
 import numpy as np
-
-from rizz.shell.models import Generation
+from stubs import StubBackend  # tests/shell is on sys.path (pytest, the child below, the benches)
 
 
 class HashEmbedder:
@@ -31,27 +31,19 @@ class HashEmbedder:
         return np.stack(rows)
 
 
-class StubModel:
+class StubModel(StubBackend):
     """Scripted backend: judge labels by family word, answers from the input, rules for distillation."""
 
     name = "fake:live"
-    context_window = 4096
-    temperature = 0.0
 
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def generate(self, messages, *, max_tokens, stop=(), rendering="chat") -> Generation:
+    def reply(self, messages) -> str:
         text = messages[-1].content
         if any('"function"' in m.content for m in messages):
-            out = '{"function": "solve-math", "application": "sum"}' if "sum" in text else '{"function": "classify", "application": "stance"}'
-        elif any("IF-THEN" in m.content for m in messages):
-            out = "IF the question asks for a sum THEN add the numbers\nIF a stance is asked THEN answer with one letter"
-        else:
-            h = int(hashlib.sha256(text.encode()).hexdigest(), 16)
-            out = str(h % 7) if "sum" in text[-200:] else "ABC"[h % 3]
-        return Generation(text=out, prompt_tokens=self.count_tokens(text), completion_tokens=1, latency_s=0.0,
-                          cost_usd=None, model=self.name, finish_reason="stop")
+            return '{"function": "solve-math", "application": "sum"}' if "sum" in text else '{"function": "classify", "application": "stance"}'
+        if any("IF-THEN" in m.content for m in messages):
+            return "IF the question asks for a sum THEN add the numbers\nIF a stance is asked THEN answer with one letter"
+        h = int(hashlib.sha256(text.encode()).hexdigest(), 16)
+        return str(h % 7) if "sum" in text[-200:] else "ABC"[h % 3]
 
 
 def element(i: int) -> dict[str, Any]:

@@ -1,9 +1,12 @@
-"""Deterministic stand-ins for the model and the embedder, for the durability/crash tests only.
+"""Deterministic stand-ins for the model and the embedder (tests only).
 
-``ArithmeticModel`` answers "What is A + B?" right when ``(A + B) % 3 != 0`` and off by one
-otherwise, so a run has verified and failed steps; its judge/distil replies are fixed.
-``HashEmbedder`` maps a text to a unit vector from its sha256 (no torch, fast to import).
-Neither is a product: the product runs the embedded model (``make demo``).
+``StubBackend`` is the backend boilerplate every test stub model shares (the
+:class:`~rizz.shell.models.ModelBackend` attributes, word-count tokens, the ``Generation``
+record): a stub writes only ``reply(messages)``. ``ArithmeticModel`` answers "What is A + B?"
+right when ``(A + B) % 3 != 0`` and off by one otherwise, so a run has verified and failed steps;
+its judge/distil replies are fixed. ``HashEmbedder`` maps a text to a unit vector from its
+sha256 (no torch, fast to import). None is a product: the product runs the embedded model
+(``make demo``).
 """
 
 from __future__ import annotations
@@ -12,32 +15,59 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
-from rizz.shell.models import Generation
+from rizz.shell.models import Generation, Message
 
 
-class ArithmeticModel:
-    name = "stub:arithmetic"
+class StubBackend:
+    """A test stub satisfying ``ModelBackend``; a subclass defines :meth:`reply`.
+
+    Tokens are whitespace-separated words (no tokenizer: tests only). ``generate`` returns
+    ``reply(messages)`` with the token counts of :meth:`usage`, ``latency_s`` seconds, no cost
+    (``None``) and finish reason ``"stop"``; ``max_tokens``, ``stop`` and ``rendering`` are
+    accepted and ignored. ``name``, ``context_window`` (tokens), ``temperature`` and
+    ``latency_s`` are class defaults a subclass or an instance may override.
+    """
+
+    name = "stub:backend"
     context_window = 4096
     temperature = 0.0
+    latency_s = 0.0
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
-    def generate(self, messages, *, max_tokens, stop=(), rendering="chat") -> Generation:
+    def reply(self, messages: Sequence[Message]) -> str:
+        """The answer text to ``messages`` (each stub its own script)."""
+        raise NotImplementedError(f"{type(self).__name__} defines no reply(messages)")
+
+    def usage(self, messages: Sequence[Message], text: str) -> tuple[int, int]:
+        """(prompt, completion) tokens reported: the last message's words, and 1."""
+        return self.count_tokens(messages[-1].content), 1
+
+    def generate(self, messages: Sequence[Message], *, max_tokens: int, stop: Sequence[str] = (),
+                 rendering: str = "chat") -> Generation:
+        text = self.reply(messages)
+        prompt_tokens, completion_tokens = self.usage(messages, text)
+        return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                          latency_s=self.latency_s, cost_usd=None, model=self.name, finish_reason="stop")
+
+
+class ArithmeticModel(StubBackend):
+    name = "stub:arithmetic"
+
+    def reply(self, messages: Sequence[Message]) -> str:
         prompt = messages[-1].content
         if "function" in prompt and "application" in prompt and "JSON" in prompt:
-            text = '{"function": "solve-math", "application": "arithmetic"'
-        elif "IF" in prompt and "THEN" in prompt:
-            text = "IF the question adds two numbers THEN answer with their sum"
-        else:
-            found = re.findall(r"What is (\d+) \+ (\d+)\?", prompt)
-            a, b = map(int, found[-1]) if found else (0, 0)
-            text = str(a + b if (a + b) % 3 else a + b + 1)
-        return Generation(text=text, prompt_tokens=self.count_tokens(prompt), completion_tokens=1,
-                          latency_s=0.0, cost_usd=None, model=self.name, finish_reason="stop")
+            return '{"function": "solve-math", "application": "arithmetic"'
+        if "IF" in prompt and "THEN" in prompt:
+            return "IF the question adds two numbers THEN answer with their sum"
+        found = re.findall(r"What is (\d+) \+ (\d+)\?", prompt)
+        a, b = map(int, found[-1]) if found else (0, 0)
+        return str(a + b if (a + b) % 3 else a + b + 1)
 
 
 class HashEmbedder:

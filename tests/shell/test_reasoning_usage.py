@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from rizz.core import Policy
@@ -127,23 +128,29 @@ def test_missing_usage_is_counted_and_flagged(http_server):
     assert (g2.prompt_tokens, g2.completion_tokens, g2.usage_estimated) == (30, 12, False)
 
 
+class OneHot:
+    """Embeds every text to the same unit vector (8 dims): one element, one branch, no hashing."""
+
+    name, dim = "onehot", 8
+
+    def embed(self, texts):
+        out = np.zeros((len(texts), self.dim), np.float32)
+        out[:, 0] = 1.0
+        return out
+
+
+def _answered(model, element: dict):
+    """(session, pending): a chat-rendering Session over ``model`` and :class:`OneHot` that has
+    answered ``element`` (one stream line's JSON object)."""
+    session = Session(Policy(), model, OneHot(), rendering="chat")
+    return session, session.answer(element_from_json(element))
+
+
 def test_summary_flags_estimated_usage_and_counts_every_call_kind(http_server, fake_model):
     srv = _chat_server(http_server, {"content": THINK_REPLY}, None)
     model = OpenAICompatModel(srv.url, max_retries=0)
-
-    class Emb:
-        name, dim = "onehot", 8
-
-        def embed(self, texts):
-            import numpy as np
-            out = np.zeros((len(texts), 8), np.float32)
-            out[:, 0] = 1.0
-            return out
-
-    session = Session(Policy(), model, Emb(), rendering="chat")
-    el = element_from_json({"id": "q1", "input": "Great film!", "metadata": {"shape": "label"},
-                            "reference": "positive", "verifier": "label_match"})
-    p = session.answer(el)
+    session, p = _answered(model, {"id": "q1", "input": "Great film!", "metadata": {"shape": "label"},
+                                   "reference": "positive", "verifier": "label_match"})
     assert p.answer == "positive" and p.raw_output == THINK_REPLY and p.reasoning
     verdict = session.verify(p)
     assert verdict.reward == 1.0
@@ -161,20 +168,8 @@ def test_summary_flags_estimated_usage_and_counts_every_call_kind(http_server, f
 
 def test_llm_judge_verifier_calls_are_counted(fake_model):
     model = fake_model(["Paris", "yes"])
-
-    class Emb:
-        name, dim = "onehot", 8
-
-        def embed(self, texts):
-            import numpy as np
-            out = np.zeros((len(texts), 8), np.float32)
-            out[:, 1] = 1.0
-            return out
-
-    session = Session(Policy(), model, Emb(), rendering="chat")
-    el = element_from_json({"id": "q", "input": "Capital of France?", "metadata": {"shape": "span"},
-                            "reference": "Paris", "verifier": "llm_judge"})
-    p = session.answer(el)
+    session, p = _answered(model, {"id": "q", "input": "Capital of France?", "metadata": {"shape": "span"},
+                                   "reference": "Paris", "verifier": "llm_judge"})
     v = session.verify(p)
     _, _, calls = session.fold(p, v)
     assert v.reward == 1.0

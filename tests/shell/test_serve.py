@@ -20,30 +20,27 @@ import pytest
 pytest.importorskip("fastapi", reason="rizz[serve] not installed")
 pytest.importorskip("prometheus_client", reason="rizz[serve] not installed (prometheus-client)")
 import uvicorn  # noqa: E402
+from stubs import StubBackend  # noqa: E402
 
-from rizz.shell.models import Generation, Message, ModelError  # noqa: E402
+from rizz.shell.models import Message, ModelError  # noqa: E402
 from rizz.shell.serve.run import build  # noqa: E402
 from rizz.shell.serve.tenants import FairModel, ModelQueueTimeout  # noqa: E402
 
 KEY_A, KEY_A2, KEY_B = "a" * 20, "a2-" + "x" * 20, "b" * 20
 
 
-class Model:
-    """Scripted model: 'FAIL' in the prompt -> ModelError, 'SLOW' -> sleeps 1 s."""
+class Model(StubBackend):
+    """Scripted model: 'FAIL' in the prompt -> ModelError, 'SLOW' -> sleeps 1 s, else "B"."""
 
-    name, context_window = "double:model", 4096
+    name = "double:model"
 
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def generate(self, messages, *, max_tokens, stop=(), rendering="chat") -> Generation:
+    def reply(self, messages) -> str:
         text = messages[-1].content
         if "FAIL" in text:
             raise ModelError("backend said 500")
         if "SLOW" in text:
             time.sleep(1.0)
-        return Generation(text="B", prompt_tokens=len(text.split()), completion_tokens=1, latency_s=0.0, cost_usd=None,
-                          model=self.name, finish_reason="stop")
+        return "B"
 
 
 class _Branch:

@@ -15,27 +15,21 @@ from pathlib import Path
 import pytest
 
 from rizz.core import Policy
-from rizz.shell.models import Generation
 from rizz.shell.session import Session
 from rizz.shell.streams import StreamElement, StreamError, read_stream, write_stream
+from tests.shell.stubs import StubBackend  # by package path: the TZ test imports this module in a child
 from tests.shell.test_walls import BowEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class _Echo:
-    """Minimal backend: answers "6" and records nothing (importable without fixtures)."""
+class _Echo(StubBackend):
+    """Minimal backend: labels every input answer-question/work-history and answers "6"."""
 
     name = "fake:echo"
-    context_window = 4096
-    temperature = 0.0
 
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def generate(self, messages, *, max_tokens, stop=(), rendering="chat") -> Generation:
-        text = '{"function": "answer-question", "application": "work-history"}' if '"function"' in messages[-1].content else "6"
-        return Generation(text=text, prompt_tokens=1, completion_tokens=1, latency_s=0.0, cost_usd=None, model=self.name, finish_reason="stop")
+    def reply(self, messages) -> str:
+        return '{"function": "answer-question", "application": "work-history"}' if '"function"' in messages[-1].content else "6"
 
 
 def _ctx(i: str, text: str, time, scope: str = "bo") -> StreamElement:
