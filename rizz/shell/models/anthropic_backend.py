@@ -67,12 +67,12 @@ and the field the API names.
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from typing import Any, Sequence
 
 from rizz.shell.models.anthropic_params import MIN_THINKING_TOKENS, rejected_parameter, request_options
+from rizz.shell.models.anthropic_params import table_row as _row
 from rizz.shell.models.base import (
     Generation,
     Message,
@@ -127,19 +127,6 @@ _DEFAULT_CONTEXT = 200_000
 
 _COUNT_MEMO_MAX = 4096  # texts whose API token count is memoised (bounded memory)
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
-
-
-_SNAPSHOT = re.compile(r"-(?:\d{8}|latest)")
-
-
-def _row(model_id: str, table: dict[str, Any]) -> str | None:
-    """The ``table`` key for ``model_id``: the key itself, or it + ``-YYYYMMDD`` / ``-latest``."""
-    if model_id in table:
-        return model_id
-    for key in sorted(table, key=len, reverse=True):
-        if model_id.startswith(key) and _SNAPSHOT.fullmatch(model_id[len(key):]):
-            return key
-    return None
 
 
 def _price_row(model_id: str) -> str | None:

@@ -68,7 +68,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-__all__ = ["Rules", "REQUEST_RULES", "MIN_THINKING_TOKENS", "rules_row", "request_options", "rejected_parameter"]
+__all__ = ["Rules", "REQUEST_RULES", "MIN_THINKING_TOKENS", "rules_row", "table_row", "request_options", "rejected_parameter"]
 
 MIN_THINKING_TOKENS = 1024  # the Messages API's lower bound on thinking.budget_tokens
 
@@ -107,14 +107,21 @@ REQUEST_RULES: dict[str, Rules] = {
 _SNAPSHOT = re.compile(r"-(?:\d{8}|latest)")
 
 
-def rules_row(model_id: str) -> str | None:
-    """The :data:`REQUEST_RULES` key for ``model_id`` (exact, ``-YYYYMMDD`` or ``-latest``)."""
-    if model_id in REQUEST_RULES:
+def table_row(model_id: str, table: dict[str, Any]) -> str | None:
+    """The ``table`` key for ``model_id``: the key itself, or it + ``-YYYYMMDD`` / ``-latest``
+    (the longest such key); None when no key fits. Shared by the request rules here and the
+    price and context-window tables of :mod:`rizz.shell.models.anthropic_backend`."""
+    if model_id in table:
         return model_id
-    for key in sorted(REQUEST_RULES, key=len, reverse=True):
+    for key in sorted(table, key=len, reverse=True):
         if model_id.startswith(key) and _SNAPSHOT.fullmatch(model_id[len(key):]):
             return key
     return None
+
+
+def rules_row(model_id: str) -> str | None:
+    """The :data:`REQUEST_RULES` key for ``model_id`` (exact, ``-YYYYMMDD`` or ``-latest``)."""
+    return table_row(model_id, REQUEST_RULES)
 
 
 def request_options(model_id: str, reasoning_tokens: int, temperature: float | None) -> dict[str, Any]:
