@@ -90,7 +90,7 @@ def run(
     Running the same command again on an unfinished RUN_DIR resumes it.
     """
     from rizz.shell.embed import Embedder
-    from rizz.shell.models import ModelRequestError, ModelUnavailableError, load_model
+    from rizz.shell.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
     from rizz.shell.run import run_stream
     from rizz.shell.runlog import RunDirBusy, RunDirMismatch
     from rizz.shell.streams import StreamError
@@ -128,7 +128,7 @@ def run(
             _fail(str(e))
         except KeyboardInterrupt:
             _fail(f"interrupted; every finished step is in {out}/log.jsonl; run the same command again to resume", 130)
-        except ModelRequestError as e:  # the API refused a field, the model id or the key: retrying cannot help
+        except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
             _fail(f"{e}\nevery finished step is in {out}/log.jsonl; run the same command again to resume")
         except Exception as e:  # a full disk stops cleanly (issue #12 §7); anything else propagates
             from rizz.shell.durable import EXIT_DISK_FULL, disk_full
@@ -213,7 +213,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
            budget: Optional[int] = None, ray_address: Optional[str] = None, user_model: Optional[str] = None) -> None:
     from rizz.shell.bench import run_bench
     from rizz.shell.embed import Embedder
-    from rizz.shell.models import ModelRequestError, ModelUnavailableError, load_model
+    from rizz.shell.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
     from rizz.shell.policy_file import PolicyError
     from rizz.shell.runlog import RunDirBusy, RunDirMismatch
     from rizz.shell.streams import StreamError
@@ -279,7 +279,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
                                 command=command, title=title, progress=prog, peer_model=pm, user_model=umodel)
     except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, PeerError) as e:
         _fail(str(e))
-    except ModelRequestError as e:  # the API refused a field, the model id or the key
+    except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
         _fail(f"{e}\nevery finished step is in {out}/<policy>/log.jsonl; run the same command again to resume")
     except KeyboardInterrupt:
         _fail(f"interrupted; every finished step is in {out}/<policy>/log.jsonl; run the same command again to resume", 130)

@@ -77,6 +77,7 @@ from rizz.shell.models.base import (
     Generation,
     Message,
     ModelRequestError,
+    ModelConnectionError,
     ModelUnavailableError,
     answer_and_reasoning,
     check_generate_args,
@@ -213,7 +214,7 @@ class AnthropicModel:
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
             raise ModelUnavailableError(
-                "no Anthropic API key: set ANTHROPIC_API_KEY (or pass api_key=...)"
+                "no Anthropic API key: set ANTHROPIC_API_KEY (Python API: AnthropicModel(api_key=...))"
             )
         self._client = anthropic.Anthropic(
             api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout_s
@@ -304,9 +305,17 @@ class AnthropicModel:
         Raises:
             ModelRequestError: HTTP 4xx other than 408/409/429 (the SDK retries those): the
                 message names the status, the model id and the field the API names.
+            ModelConnectionError: the API could not be reached or timed out after the SDK's
+                retries (``anthropic.APIConnectionError``, which includes its timeout error).
         """
+        import anthropic
+
         try:
             return self._client.messages.create(**kwargs)
+        except anthropic.APIConnectionError as err:
+            raise ModelConnectionError(
+                f"anthropic:{self.model_id}: cannot reach the Messages API ({type(err).__name__}:"
+                f" {err}; after the SDK's retries)") from err
         except Exception as err:
             status = getattr(err, "status_code", None)
             if not isinstance(status, int) or not 400 <= status < 500 or status in (408, 409, 429):

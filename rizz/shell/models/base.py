@@ -30,6 +30,7 @@ __all__ = [
     "ModelError",
     "ModelUnavailableError",
     "ModelRequestError",
+    "ModelConnectionError",
     "ContextWindowExceeded",
     "render_raw",
     "estimate_tokens",
@@ -157,6 +158,12 @@ class ModelRequestError(ModelError):
     """The model's API refused the request itself (HTTP 4xx other than 408/409/429, which are
     retried): a field the model does not take, an unknown model id, a bad key. Retrying the
     same request cannot help; the message names the model and, when the API does, the field."""
+
+
+class ModelConnectionError(ModelError):
+    """The model's server could not be reached, or did not answer in time, after the client's
+    own retries (DNS, refused connection, timeout). Nothing about the request is wrong: the
+    CLI stops with exit 2, keeps every finished step, and the same command resumes."""
 
 
 class ContextWindowExceeded(ModelError, ValueError):

@@ -43,6 +43,7 @@ from typing import Any, Sequence
 from rizz.shell.models.base import (
     Generation,
     Message,
+    ModelConnectionError,
     ModelUnavailableError,
     answer_and_reasoning,
     check_generate_args,
@@ -149,6 +150,21 @@ class OpenAICompatModel:
             raise ModelUnavailableError(f"{self.api_url}/models lists no model")
         return ids[0]
 
+    def _create(self, rendering: str, messages: Sequence[Message], kwargs: dict[str, Any]) -> Any:
+        """The chat or raw completion request (retried by the client); a transport failure
+        becomes :class:`ModelConnectionError` naming the server."""
+        import openai
+
+        try:
+            if rendering == "chat":
+                return self._client.chat.completions.create(
+                    messages=[{"role": m.role, "content": m.content} for m in messages], **kwargs)
+            return self._client.completions.create(prompt=render_raw(messages), **kwargs)
+        except openai.APIConnectionError as err:
+            raise ModelConnectionError(
+                f"{self.name}: cannot reach the server ({type(err).__name__}: {err};"
+                " after the client's retries)") from err
+
     def generate(
         self,
         messages: Sequence[Message],
@@ -161,7 +177,9 @@ class OpenAICompatModel:
 
         Raises:
             ValueError: bad arguments.
-            openai.APIError: the server still failed after the retries.
+            ModelConnectionError: the server could not be reached or timed out after the
+                retries (``openai.APIConnectionError``, which includes its timeout error).
+            openai.APIError: the server answered with an error after the retries.
         """
         check_generate_args(messages, max_tokens, stop, rendering)
         kwargs: dict[str, Any] = dict(
@@ -171,15 +189,12 @@ class OpenAICompatModel:
         if stop:
             kwargs["stop"] = list(stop)
         t0 = time.perf_counter()
+        resp = self._create(rendering, messages, kwargs)
         if rendering == "chat":
-            resp = self._client.chat.completions.create(
-                messages=[{"role": m.role, "content": m.content} for m in messages], **kwargs
-            )
             msg = resp.choices[0].message
             text = msg.content or ""
             reasoning = _field(msg, "reasoning_content") or _field(msg, "reasoning")
         else:
-            resp = self._client.completions.create(prompt=render_raw(messages), **kwargs)
             text = resp.choices[0].text or ""
             reasoning = _field(resp.choices[0], "reasoning_content")
         latency = time.perf_counter() - t0

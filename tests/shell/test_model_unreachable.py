@@ -1,0 +1,57 @@
+"""A model server that cannot be reached stops a run with one line and exit 2, not a traceback
+(found by a newcomer's try: an unresolvable API host printed ~200 lines and exited 1)."""
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from rizz.shell.models import ModelConnectionError
+from rizz.shell.models.base import Message
+
+MSGS = [Message("user", "Say yes.")]
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]   # closed again on exit: connecting is refused
+
+
+def test_openai_backend_unreachable_raises_model_connection_error():
+    from rizz.shell.models.openai_backend import OpenAICompatModel
+
+    m = OpenAICompatModel(f"http://127.0.0.1:{_closed_port()}/v1", "x", max_retries=0, timeout_s=5)
+    with pytest.raises(ModelConnectionError, match=r"openai:.*#x: cannot reach the server \(APIConnectionError"):
+        m.generate(MSGS, max_tokens=4)
+
+
+def test_anthropic_backend_unreachable_raises_model_connection_error():
+    from rizz.shell.models.anthropic_backend import AnthropicModel
+
+    m = AnthropicModel("claude-haiku-4-5", api_key="k", base_url=f"http://127.0.0.1:{_closed_port()}",
+                       max_retries=0, timeout_s=5, token_counting="estimate")
+    with pytest.raises(ModelConnectionError, match=r"anthropic:claude-haiku-4-5: cannot reach the Messages API"):
+        m.generate(MSGS, max_tokens=4)
+
+
+def test_cli_run_against_an_unreachable_server_exits_2_in_one_message(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from rizz.shell import cli
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stubs import HashEmbedder
+
+    monkeypatch.setattr("rizz.shell.embed.Embedder", HashEmbedder)
+    stream = tmp_path / "s.jsonl"
+    stream.write_text(json.dumps({"id": "r0", "input": "Review: a wonderful film.", "metadata": {"shape": "label"},
+                                  "reference": "positive", "verifier": "label_match"}) + "\n")
+    out = tmp_path / "run"
+    res = CliRunner().invoke(cli.app, ["run", str(stream), "--policy", "frozen", "--out", str(out),
+                                       "--model", f"openai:http://127.0.0.1:{_closed_port()}/v1#x"])
+    err = res.output + (res.stderr if res.stderr_bytes is not None else "")
+    assert res.exit_code == 2, (res.exception, err)
+    assert "cannot reach the server" in err and "run the same command again to resume" in err
+    assert "Traceback" not in err
