@@ -154,7 +154,7 @@ def log_diff(ref: Path, killed: Path) -> list[int]:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path)
     ap.add_argument("--stream", type=Path, default=ROOT / "data" / "trace-mini" / "test.jsonl")
     ap.add_argument("--elements", type=int, default=24)

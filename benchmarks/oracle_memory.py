@@ -47,7 +47,7 @@ def _offered(text: str) -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stream", default="data/interference-mini/test.jsonl")
     ap.add_argument("--pool", default="data/interference-mini/train.jsonl")
     ap.add_argument("--k", type=int, default=4)
