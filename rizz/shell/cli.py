@@ -70,6 +70,11 @@ def _check_out(out: Path, marker: str, what: str, also: tuple[str, ...] = ()) ->
                   f"and no {marker}; give a new folder for the {what}")
 
 
+def _resume_hint(log: Path) -> str:
+    """What a stopped run keeps and how to go on (the same words for every stop)."""
+    return f"every finished step is in {log}; run the same command again to resume"
+
+
 @app.command()
 def run(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
@@ -127,9 +132,9 @@ def run(
         except (StreamError, RunDirBusy, RunDirMismatch) as e:
             _fail(str(e))
         except KeyboardInterrupt:
-            _fail(f"interrupted; every finished step is in {out}/log.jsonl; run the same command again to resume", 130)
+            _fail(f"interrupted; {_resume_hint(out / 'log.jsonl')}", 130)
         except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
-            _fail(f"{e}\nevery finished step is in {out}/log.jsonl; run the same command again to resume")
+            _fail(f"{e}\n{_resume_hint(out / 'log.jsonl')}")
         except Exception as e:  # a full disk stops cleanly (issue #12 §7); anything else propagates
             from rizz.shell.durable import EXIT_DISK_FULL, disk_full
 
@@ -280,9 +285,9 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
     except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, PeerError) as e:
         _fail(str(e))
     except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
-        _fail(f"{e}\nevery finished step is in {out}/<policy>/log.jsonl; run the same command again to resume")
+        _fail(f"{e}\n{_resume_hint(out / '<policy>' / 'log.jsonl')}")
     except KeyboardInterrupt:
-        _fail(f"interrupted; every finished step is in {out}/<policy>/log.jsonl; run the same command again to resume", 130)
+        _fail(f"interrupted; {_resume_hint(out / '<policy>' / 'log.jsonl')}", 130)
     finally:
         ctx.__exit__(None, None, None)
     from rizz.shell.report import format_table

@@ -316,9 +316,9 @@ class AnthropicModel:
             raise ModelConnectionError(
                 f"anthropic:{self.model_id}: cannot reach the Messages API ({type(err).__name__}:"
                 f" {err}; after the SDK's retries)") from err
-        except Exception as err:
-            status = getattr(err, "status_code", None)
-            if not isinstance(status, int) or not 400 <= status < 500 or status in (408, 409, 429):
+        except anthropic.APIStatusError as err:
+            status = err.status_code
+            if not 400 <= status < 500 or status in (408, 409, 429):
                 raise
             body = getattr(err, "body", None)
             detail = body.get("error", {}) if isinstance(body, dict) else {}
