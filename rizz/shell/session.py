@@ -277,6 +277,7 @@ class Session:
             p = self._answer(el)
             rec = record_of(p, "step" if el.context_only else "answer", None, time.perf_counter() - t0, run_dir=self.run_dir)
             self._commit(rec, sync=False, inp=p.step_input, routed=p.routed)
+            self._expire_overdue()  # at once: pending ids never depend on whether the next call is a reopen
             ticket = self._ticket
             if el.context_only:
                 self._close_id(el.id, "context-only: stored when answered, no verdict to fold")
