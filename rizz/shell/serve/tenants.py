@@ -65,6 +65,17 @@ class FairModel:
         return float(getattr(self.backend, "temperature", 0.0))
 
     @property
+    def reasoning_tokens(self) -> int:
+        """The backend's thinking allowance (``?reasoning=N``), so prompt budgets leave room."""
+        return int(getattr(self.backend, "reasoning_tokens", 0))
+
+    @property
+    def request_options(self) -> dict[str, Any] | None:
+        """The backend's per-model request fields (Anthropic), recorded in each ``run.json``."""
+        opts = getattr(self.backend, "request_options", None)
+        return opts if isinstance(opts, dict) else None
+
+    @property
     def waiting(self) -> int:
         """Calls queued or running now."""
         return len(self._queue)
