@@ -182,6 +182,11 @@ def test_policy_check_cli(tmp_path):
     assert ok.returncode == 0 and "ok (default)" in ok.stdout
     res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "policy", "check", str(bad)], capture_output=True, text=True)
     assert res.returncode == 1 and "$.routing.snap_threshold: expected a number in [0, 1], got 1.7" in res.stderr
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("extends: default\nrouting: {snap_treshold: 0.5}\n")
+    res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "policy", "check", str(typo)], capture_output=True, text=True)
+    assert res.returncode == 1
+    assert f"{typo}:2: $.routing.snap_treshold: unknown key; did you mean `snap_threshold`? (allowed: " in res.stderr
 
 
 def test_shared_cache_pays_each_prompt_once(tmp_path, stream, fake_model, embedder):
