@@ -53,6 +53,47 @@ def _run(stream, out, fake_model, embedder, policy="default", **kw):
     return run_stream(stream, pol, policy, out, fake_model(_answer), embedder, log=lambda m: None, **kw)
 
 
+def test_a_refused_resume_names_the_policy_and_says_what_to_do(tmp_path, stream, fake_model, embedder):
+    out = tmp_path / "r"
+    _run(stream, out, fake_model, embedder, limit=2)
+    with pytest.raises(RunDirMismatch) as info:
+        _run(stream, out, fake_model, embedder, policy="frozen")
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"{out} was started with different settings; resume refused:"
+    assert lines[1].startswith("  policy_digest: run has 'sha256:")
+    assert lines[2].startswith("  policy: run has 'default', this command has 'frozen' (differing fields: ")
+    assert "name 'default' -> 'frozen'" in lines[2] and " more)" in lines[2]
+    assert lines[3] == ("To resume, give the policy the run started with, unchanged; to run this policy,"
+                        " use a new --out directory.")
+    # the same file, edited since the run started
+    pfile = tmp_path / "mine.yaml"
+    pfile.write_text("extends: default\nrouting: {snap_threshold: 0.5}\n")
+    _run(stream, tmp_path / "m", fake_model, embedder, policy=str(pfile), limit=1)
+    pfile.write_text("extends: default\nrouting: {snap_threshold: 0.6}\n")
+    with pytest.raises(RunDirMismatch) as info:
+        _run(stream, tmp_path / "m", fake_model, embedder, policy=str(pfile))
+    assert str(info.value).splitlines()[2] == (f"  policy: {str(pfile)!r} both times, but it changed since the run started"
+                                               " (differing fields: routing.snap_threshold 0.5 -> 0.6)")
+
+
+def test_cli_run_refused_resume_names_the_policy(tmp_path, stream, fake_model, monkeypatch):
+    from typer.testing import CliRunner
+
+    from rizz.shell import cli
+    from stubs import HashEmbedder
+
+    monkeypatch.setattr("rizz.shell.models.load_model", lambda spec, **kw: fake_model(_answer))
+    monkeypatch.setattr("rizz.shell.embed.Embedder", HashEmbedder)
+    out = tmp_path / "run"
+    args = ["run", str(stream), "--out", str(out), "--limit", "1", "--policy"]
+    assert CliRunner().invoke(cli.app, args + ["default"]).exit_code == 0
+    res = CliRunner().invoke(cli.app, args + ["frozen"])
+    err = res.output + (res.stderr if res.stderr_bytes is not None else "")
+    assert res.exit_code == 2 and "Traceback" not in err
+    assert "  policy: run has 'default', this command has 'frozen' (differing fields:" in err
+    assert "To resume, give the policy the run started with, unchanged; to run this policy, use a new --out directory." in err
+
+
 def test_run_writes_log_summary_and_replays_to_the_same_digest(tmp_path, stream, fake_model, embedder):
     out = tmp_path / "run"
     s = _run(stream, out, fake_model, embedder, snapshot_every=5)
