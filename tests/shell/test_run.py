@@ -323,6 +323,17 @@ def test_model_help_shows_the_optional_model_name():
     assert code == 0 and "openai:BASE_URL[#MODEL]" in text
 
 
+def test_counts_of_one_are_singular(tmp_path, stream, fake_model, embedder):
+    out = tmp_path / "one"
+    _run(stream, out, fake_model, embedder, limit=1)
+    assert diff_run(out, 0).endswith("\nafter step 0: 1 branch (1 active)")
+    with pytest.raises(ValueError, match=r"step 1 is not in the log of .* \(it has step 0 only\)$"):
+        diff_run(out, 1)
+    said: list[str] = []
+    run_stream(stream, load_policy("default"), "default", out, fake_model(_answer), embedder, limit=1, log=said.append)
+    assert said == [f"{out}: already finished (1 step); nothing to run"]
+
+
 def test_diff_refuses_steps_past_the_end_and_an_empty_log(tmp_path, stream, fake_model, embedder):
     out = tmp_path / "d"
     _run(stream, out, fake_model, embedder, limit=3)

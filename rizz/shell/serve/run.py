@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from rizz.shell.serve.app import Metrics, create_app, load_keys
 from rizz.shell.serve.tenants import FairModel, LockedEmbedder, Tenants
+from rizz.shell.wording import plural
 
 __all__ = ["LOOPBACK", "build", "is_loopback", "live_opener", "serve"]
 
@@ -101,7 +102,7 @@ def serve(data: str | Path, policy: Any, backend: Any, *, host: str = LOOPBACK, 
         say(f"rizz serve: no --keys, so no authentication: listening on loopback only ({host}:{port}); "
             "every local user can reach every tenant")
     else:
-        say(f"rizz serve: API keys from {keys_file} ({len(set(load_keys(keys_file).values()))} tenants); listening on {host}:{port}")
+        say(f"rizz serve: API keys from {keys_file} ({plural(len(set(load_keys(keys_file).values())), 'tenant')}); listening on {host}:{port}")
     say(f"rizz serve: tenants under {Path(data).resolve()}/<tenant>/, OpenAPI page at http://{host}:{port}/docs")
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

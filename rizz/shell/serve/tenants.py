@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rizz.shell.models.base import Generation, Message, ModelError
+from rizz.shell.wording import plural
 
 __all__ = ["FairModel", "LockedEmbedder", "ModelQueueTimeout", "TENANT_RE", "Tenants", "UnknownId", "branch_rows"]
 
@@ -93,7 +94,7 @@ class FairModel:
             if not ok:
                 self._queue.remove(ticket)
                 self._cv.notify_all()
-                raise ModelQueueTimeout(f"the model stayed busy for {self.queue_timeout_s:g} s ({len(self._queue)} calls queued)")
+                raise ModelQueueTimeout(f"the model stayed busy for {self.queue_timeout_s:g} s ({plural(len(self._queue), 'call')} queued)")
         gen = None
         try:
             gen = self.backend.generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering)
