@@ -13,6 +13,7 @@ import typer
 
 from rizz.core.policy import CompilerPolicy
 from rizz.shell.cli_streams import app as streams_app
+from rizz.shell.models.spec import spec_help
 from rizz.shell.policy_file import PolicyError, dump_policy, load_policy
 from rizz.shell.progress import StepProgress, new_progress
 
@@ -26,7 +27,7 @@ DEMO_LIMIT = 84
 DEMO_BUDGET = 2048
 
 #: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
-MODEL_HELP = "embedded | gguf:PATH | anthropic:MODEL_ID | openai:BASE_URL\\[#MODEL]"
+MODEL_HELP = spec_help().replace("[", "\\[")  # every spec form and option (rizz/shell/models/spec.py)
 #: Smallest prompt budget a policy accepts (the ``compiler.token_budget`` minimum).
 MIN_BUDGET = int(attrs.fields(CompilerPolicy).token_budget.metadata["min"])
 
@@ -324,7 +325,7 @@ def bench(
 def demo(
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where to write the bench."),
     limit: int = typer.Option(DEMO_LIMIT, "--limit", "-n", min=1, help="Stream elements per policy."),
-    model: str = typer.Option("embedded", "--model", "-m", help="Model spec (default: the embedded offline model)."),
+    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP + " (default: the embedded offline model)"),
     budget: int = typer.Option(DEMO_BUDGET, "--budget", min=MIN_BUDGET, help="Prompt budget cap in tokens, for both policies."),
 ) -> None:
     """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model."""

@@ -8,13 +8,13 @@ from typing import Optional
 
 import typer
 
-from rizz.shell.models.spec import SPEC_FORMS
+from rizz.shell.models.spec import spec_help
 from rizz.shell.policy_file import PolicyError
 
 __all__ = ["register", "serve", "sweep"]
 
 #: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
-MODEL_HELP = " | ".join(SPEC_FORMS).replace("[", "\\[")
+MODEL_HELP = spec_help().replace("[", "\\[")
 
 
 def register(app: typer.Typer) -> None:

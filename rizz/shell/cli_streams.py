@@ -19,6 +19,7 @@ import typer
 
 from rizz.shell.builders import BENCHES, BuildError, BuildOptions, build, prompt_chars
 from rizz.shell.streams import StreamElement, StreamError, count_tasks, read_stream, write_stream
+from rizz.shell.wording import plural as _plural
 
 __all__ = ["app", "resolve_data_root", "DEFAULT_DATA_ROOT", "DATA_ROOT_ENV"]
 
@@ -55,11 +56,6 @@ def resolve_data_root(option: Optional[Path]) -> Path:
             "data/streambench-mini, data/locomo-mini, data/interference-mini, data/bfcl-mini, "
             "data/tau-bench-mini).")
     return root
-
-
-def _plural(n: int, word: str) -> str:
-    """``1 element``, ``2 elements``."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _task_counts(elements: Iterable[StreamElement]) -> str:

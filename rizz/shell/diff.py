@@ -16,6 +16,7 @@ from rizz.shell.logfold import LogFold
 from rizz.shell.logrecord import parse
 from rizz.shell.policy_file import parse_policy
 from rizz.shell.runlog import RunDir
+from rizz.shell.wording import plural
 
 __all__ = ["describe_event", "diff_run", "inspect_run"]
 
@@ -99,7 +100,7 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
         raise ValueError(f"the log of {run_dir} has no steps yet")
     for flag, step in (("--at", at), ("--to", to)):
         if step >= n:
-            raise ValueError(f"{flag} {step}: step {step} is not in the log of {run_dir} (it has steps 0..{n - 1})")
+            raise ValueError(f"{flag} {step}: step {step} is not in the log of {run_dir} (it has {'step 0 only' if n == 1 else f'steps 0..{n - 1}'})")
     state, kept = _fold_until(rd, to, at)
     lines = []
     for rec, events in kept:
@@ -117,7 +118,7 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
                 lines.append("  " + d)
         p = rec.get("prompt")
         if p:
-            lines.append(f"  prompt: {p['tokens']} of {p['budget']} tokens, {len(p['rule_ids'])} rules, {len(p['episode_keys'])} examples")
+            lines.append(f"  prompt: {p['tokens']} of {p['budget']} tokens, {plural(len(p['rule_ids']), 'rule')}, {plural(len(p['episode_keys']), 'example')}")
             for block, item, tokens, reason in p["dropped"]:
                 lines.append(f"  compiler dropped {block}/{item} ({tokens} tokens, {reason})")
         if rec.get("overflow"):
@@ -131,7 +132,7 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
             lines.append(f"  expired: {rec['reason']}")
         if rec.get("episode"):
             lines += episode_lines(rec["episode"])
-    lines.append(f"after step {to}: {len(state.branches)} branches ({len(state.active_branches())} active)")
+    lines.append(f"after step {to}: {plural(len(state.branches), 'branch', 'branches')} ({len(state.active_branches())} active)")
     return "\n".join(lines)
 
 

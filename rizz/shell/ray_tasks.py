@@ -40,6 +40,8 @@ from typing import Any, Callable, Sequence
 
 import attrs
 
+from rizz.shell.wording import plural
+
 __all__ = ["RunSpec", "TaskResult", "driver_torch_threads", "merge_cache_rows", "model_from_spec", "pinned_embedder", "ray_session", "run_specs_on_ray"]
 
 #: RUN_DIR entries never shipped back (the lock belongs to the worker's process).
@@ -301,7 +303,7 @@ def run_specs_on_ray(specs: Sequence[RunSpec], cache: Path, *, model_factory: Ca
             _untar(out["run_tar"], spec.out)
             added = merge_cache_rows(cache, out["rows"])
             results[spec.label] = TaskResult(spec.label, out["summary"], round(out["wall_s"], 3), out["steps_run"], out["node"], added)
-            log(f"{spec.label}: {out['summary']['steps']} steps ({out['steps_run']} run here) in {out['wall_s']:.1f} s on {out['node']}")
+            log(f"{spec.label}: {plural(out['summary']['steps'], 'step')} ({out['steps_run']} run here) in {out['wall_s']:.1f} s on {out['node']}")
         if first_error is not None:
             raise first_error
     return [results[s.label] for s in specs]

@@ -30,6 +30,7 @@ import numpy as np
 from rizz.shell.labels import label_markdown, label_quality
 from rizz.shell.logfold import views
 from rizz.shell.runlog import RunDir, write_json_atomic
+from rizz.shell.wording import plural
 
 __all__ = ["BASELINES", "N_RESAMPLES", "PLOTS", "bootstrap_ci", "build_report", "format_table", "paired_delta"]
 
@@ -136,7 +137,7 @@ def _check_same_stream(runs: dict[str, list[dict[str, Any]]]) -> None:
         if ids == ref:
             continue
         if len(ids) != len(ref):
-            why = f"{len(ids)} steps vs {len(ref)}"
+            why = f"{plural(len(ids), 'step')} vs {len(ref)}"
         else:
             i = next(i for i, (a, b) in enumerate(zip(ids, ref)) if a != b)
             why = f"step {i} is {ids[i]!r} vs {ref[i]!r}"
@@ -369,7 +370,7 @@ def _markdown(results: dict[str, Any]) -> str:
         out += ["## Δ by half of the stream (pp)", ""] + _md_table(["policy vs baseline", *cols], rows) + [""]
     bad = [p for p in pols if res[p]["budget_exceeded"]]
     if bad:
-        over = ", ".join(f"{p} ({res[p]['budget_exceeded']} steps)" for p in bad)
+        over = ", ".join(f"{p} ({plural(res[p]['budget_exceeded'], 'step')})" for p in bad)
         out += [f"**Warning: the token budget was exceeded** by {over}.", ""]
     if results.get("peers"):
         from rizz.shell.peers.report import peer_markdown

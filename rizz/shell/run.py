@@ -21,6 +21,7 @@ from rizz.shell.policy_file import policy_data
 from rizz.shell.runlog import RunDir, write_json_atomic
 from rizz.shell.session import Session, default_rendering
 from rizz.shell.streams import StreamElement, read_stream
+from rizz.shell.wording import plural
 
 __all__ = ["episode_summary", "replay", "run_stream", "summarise"]
 
@@ -131,7 +132,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
         })
         if read.bad:  # written only once the run's settings are accepted (a refused resume writes nothing)
             write_json_atomic(rd.root / "bad_lines.json", [{"line": b.line, "field": b.field, "message": b.message} for b in read.bad])
-            log(f"skipped {len(read.bad)} bad line(s) of {stream}; see {rd.root / 'bad_lines.json'}")
+            log(f"skipped {plural(len(read.bad), 'bad line')} of {stream}; see {rd.root / 'bad_lines.json'}")
         if rd.repair():
             log(f"{rd.log_path}: dropped a partial last record left by an interrupted run")
         fold, records = restore_fold(rd, policy)
@@ -139,9 +140,9 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             log(f"{rd.snap_dir / f'{n:08d}.json'}: {why}; ignored and rebuilt from the log")
         done = fold.answers
         if done and done >= len(elements):
-            log(f"{rd.root}: already finished ({done} steps); nothing to run")
+            log(f"{rd.root}: already finished ({plural(done, 'step')}); nothing to run")
         elif done:
-            log(f"resuming {rd.root} after {done} finished steps")
+            log(f"resuming {rd.root} after {plural(done, 'finished step')}")
         session = Session(policy, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget,
                           run_dir=rd, snapshot_every=snapshot_every, fold=fold, user_model=user_model)
         records.extend(session.recover(records[-1] if records else None))  # a distillation a kill interrupted

@@ -125,7 +125,12 @@ class RunDir:
             diffs.remove("policy_digest")  # written before a policy field was added (its default keeps the old behaviour)
         if diffs:
             lines = [f"  {k}: run has {old.get(k)!r}, this command has {meta.get(k)!r}" for k in diffs]
-            raise RunDirMismatch(f"{self.root} was started with different settings; resume refused:\n" + "\n".join(lines) + "\nUse a new --out directory.")
+            todo = "Use a new --out directory."
+            if "policy_digest" in diffs:
+                lines.append(_policy_line(old, meta))
+                todo = ("To resume, give the policy the run started with, unchanged; to run this policy,"
+                        " use a new --out directory.")
+            raise RunDirMismatch(f"{self.root} was started with different settings; resume refused:\n" + "\n".join(lines) + "\n" + todo)
         return old
 
     def meta(self) -> dict[str, Any]:
@@ -307,6 +312,29 @@ class RunDir:
 def _fdatasync(fd: int) -> None:
     """``os.fdatasync`` where there is one (Linux; the file's size is data), else ``os.fsync``."""
     getattr(os, "fdatasync", os.fsync)(fd)
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"routing.snap_threshold": 0.92, ...}`` of nested policy data."""
+    out: dict[str, Any] = {}
+    for k, v in (data.items() if isinstance(data, dict) else ()):
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def _policy_line(old: dict[str, Any], meta: dict[str, Any], shown: int = 5) -> str:
+    """The policy ``run.json`` recorded vs the one given now (name or path), and the first
+    ``shown`` fields whose values differ (``policy_data``; short values shown old -> new)."""
+    was, now = old.get("policy"), meta.get("policy")
+    line = (f"  policy: {now!r} both times, but it changed since the run started" if was == now
+            else f"  policy: run has {was!r}, this command has {now!r}")
+    a, b = _flat(old.get("policy_data")), _flat(meta.get("policy_data"))
+    if a and b:
+        changed = [k if len(repr(a.get(k))) + len(repr(b.get(k))) > 40 else f"{k} {a.get(k)!r} -> {b.get(k)!r}"
+                   for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]  # long values (lists): the name only
+        more = f" and {len(changed) - shown} more" if len(changed) > shown else ""
+        line += f" (differing fields: {'; '.join(changed[:shown])}{more})" if changed else ""
+    return line
 
 
 def _same_policy(a: Any, b: Any) -> bool:

@@ -41,6 +41,7 @@ import numpy as np
 import yaml
 
 from rizz.shell.policy_file import PolicyError, load_policy, parse_policy, policy_data
+from rizz.shell.wording import plural
 
 __all__ = ["SweepError", "SweepSpec", "expand", "load_sweep", "run_sweep"]
 
@@ -203,7 +204,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, model: str | None = None, mod
     factory = model_factory or partial(model_from_spec, model or spec.model)
     runs = [RunSpec(f"{cell}/{pol.name}", stream, pol, source, out / "cells" / cell / pol.name, limit, None, spec.budget)
             for cell, stream, limit in cells for source, pol, _ in policies]
-    log(f"sweep: {len(policies)} policies x {len(cells)} cells = {len(runs)} runs")
+    log(f"sweep: {plural(len(policies), 'policy', 'policies')} x {plural(len(cells), 'cell')} = {plural(len(runs), 'run')}")
     if ray_address is not None:
         from rizz.shell.ray_tasks import driver_torch_threads, pinned_embedder, run_specs_on_ray
 
@@ -218,7 +219,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, model: str | None = None, mod
         embedder = embedder_factory() if embedder_factory else Embedder()
         for r in runs:
             s = run_stream(r.stream, r.policy, r.policy_source, r.out, backend, embedder, limit=r.limit, budget=r.budget, log=log)
-            log(f"{r.label}: {s['steps']} steps, mean reward {s['mean_reward']:.3f}")
+            log(f"{r.label}: {plural(s['steps'], 'step')}, mean reward {s['mean_reward']:.3f}")
     names = [pol.name for _, pol, _ in policies]
     for cell, _, _ in cells:
         build_report(out / "cells" / cell, names, title=f"rizz sweep cell {cell}", command=command)

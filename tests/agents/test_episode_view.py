@@ -45,7 +45,7 @@ def test_inspect_episodes_reads_request_calls_results_final_answer(tmp_path, emb
     # a parallel BFCL reply: one agent line per call, then no tool results (single-turn), final (none)
     i = lines.index(f"step 1 [{par.id}] task parallel: reward 1.000 (bfcl_ast)")
     n_par = len(json.loads(par.reference))
-    assert lines[i + 1] == "  episode: 1 agent calls, 0 tool errors, 1 user turns, stop done"
+    assert lines[i + 1] == "  episode: 1 agent call, 0 tool errors, 1 user turn, stop done"
     assert [ln.startswith("    agent: ") for ln in lines[i + 3: i + 3 + n_par]] == [True] * n_par
     assert lines[i + 3 + n_par] == "    final answer: (none)"
     # the CLI prints the same text; --json gives the rows

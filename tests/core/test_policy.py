@@ -79,6 +79,18 @@ def test_every_bad_field_is_reported_at_once():
     assert paths == ["$.routing.snap_threshold", "$.routing.w_anchor", "$.rules.enabled"]
 
 
+def test_a_misspelt_key_gets_the_closest_valid_key_at_its_level():
+    with pytest.raises(PolicyError) as info:
+        parse_policy({"routing": {"snap_treshold": 0.5}, "lifecycle": {"max_brnches": 4},
+                      "write": {"thresholds": {"rouge": 0.3}}, "zzz": 1})
+    by_path = {e.split(":")[0]: e for e in info.value.errors}
+    assert by_path["$.routing.snap_treshold"].startswith(
+        "$.routing.snap_treshold: unknown key; did you mean `snap_threshold`? (allowed: confident_margin,")
+    assert "did you mean `max_branches`?" in by_path["$.lifecycle.max_brnches"]
+    assert by_path["$.write.thresholds.rouge"].startswith("$.write.thresholds.rouge: unknown verifier; did you mean `rouge_l`?")
+    assert by_path["$.zzz"].startswith("$.zzz: unknown key (allowed: ")  # nothing close: no guess
+
+
 def test_yaml_syntax_error_names_the_line(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("routing:\n  snap_threshold: [0.9\n")

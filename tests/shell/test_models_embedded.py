@@ -48,6 +48,29 @@ def test_bad_spec_names_the_accepted_forms(spec):
         assert form in str(info.value)
 
 
+def test_every_model_option_help_lists_every_spec_form_and_option():
+    import typer.main
+
+    from rizz.shell import cli
+
+    root = typer.main.get_command(cli.app)
+    helps = {}
+    for name, cmd in root.commands.items():
+        for p in cmd.params:
+            if "--model" in p.opts:
+                helps[name] = p.help.replace("\\[", "[")
+    assert {"run", "bench", "demo", "sweep", "serve"} <= set(helps)
+    for name, text in helps.items():
+        for form in ("embedded", "gguf:PATH", "anthropic[:MODEL_ID]", "openai:BASE_URL[#MODEL]", "oracle", "?reasoning=N"):
+            assert form in text, (name, form)
+    assert set(SPEC_FORMS) == {"embedded", "gguf:PATH", "anthropic[:MODEL_ID]", "openai:BASE_URL[#MODEL]", "oracle"}
+
+
+def test_bare_anthropic_is_the_default_model_id(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    assert load_model("anthropic").name == "anthropic:claude-haiku-4-5"
+
+
 def test_render_raw_and_estimate():
     assert render_raw([Message("system", "S"), Message("user", "U")]) == "S\n\nU"
     assert render_raw([Message("user", "only")]) == "only"

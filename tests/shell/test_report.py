@@ -197,7 +197,7 @@ def test_report_md_and_terminal_table(hand_bench):
     assert "| frozen | 0.500 [0.500, 0.500] | (baseline) | 1.25 | 50 | 50 | 1/1 | 2.5 |" in md
     assert "| A | 0.500 (n=2) | 0.500 (n=2) | 0.250 (n=2) |" in md
     assert "| B | 1.000 (n=2) | 0.500 (n=2) | 0.750 (n=2) |" in md
-    assert "token budget was exceeded** by default (1 steps)" in md
+    assert "token budget was exceeded** by default (1 step)" in md
     for name in PLOTS:
         assert f"]({name})" in md
     table = format_table(res).splitlines()

@@ -53,6 +53,47 @@ def _run(stream, out, fake_model, embedder, policy="default", **kw):
     return run_stream(stream, pol, policy, out, fake_model(_answer), embedder, log=lambda m: None, **kw)
 
 
+def test_a_refused_resume_names_the_policy_and_says_what_to_do(tmp_path, stream, fake_model, embedder):
+    out = tmp_path / "r"
+    _run(stream, out, fake_model, embedder, limit=2)
+    with pytest.raises(RunDirMismatch) as info:
+        _run(stream, out, fake_model, embedder, policy="frozen")
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"{out} was started with different settings; resume refused:"
+    assert lines[1].startswith("  policy_digest: run has 'sha256:")
+    assert lines[2].startswith("  policy: run has 'default', this command has 'frozen' (differing fields: ")
+    assert "name 'default' -> 'frozen'" in lines[2] and " more)" in lines[2]
+    assert lines[3] == ("To resume, give the policy the run started with, unchanged; to run this policy,"
+                        " use a new --out directory.")
+    # the same file, edited since the run started
+    pfile = tmp_path / "mine.yaml"
+    pfile.write_text("extends: default\nrouting: {snap_threshold: 0.5}\n")
+    _run(stream, tmp_path / "m", fake_model, embedder, policy=str(pfile), limit=1)
+    pfile.write_text("extends: default\nrouting: {snap_threshold: 0.6}\n")
+    with pytest.raises(RunDirMismatch) as info:
+        _run(stream, tmp_path / "m", fake_model, embedder, policy=str(pfile))
+    assert str(info.value).splitlines()[2] == (f"  policy: {str(pfile)!r} both times, but it changed since the run started"
+                                               " (differing fields: routing.snap_threshold 0.5 -> 0.6)")
+
+
+def test_cli_run_refused_resume_names_the_policy(tmp_path, stream, fake_model, monkeypatch):
+    from typer.testing import CliRunner
+
+    from rizz.shell import cli
+    from stubs import HashEmbedder
+
+    monkeypatch.setattr("rizz.shell.models.load_model", lambda spec, **kw: fake_model(_answer))
+    monkeypatch.setattr("rizz.shell.embed.Embedder", HashEmbedder)
+    out = tmp_path / "run"
+    args = ["run", str(stream), "--out", str(out), "--limit", "1", "--policy"]
+    assert CliRunner().invoke(cli.app, args + ["default"]).exit_code == 0
+    res = CliRunner().invoke(cli.app, args + ["frozen"])
+    err = res.output + (res.stderr if res.stderr_bytes is not None else "")
+    assert res.exit_code == 2 and "Traceback" not in err
+    assert "  policy: run has 'default', this command has 'frozen' (differing fields:" in err
+    assert "To resume, give the policy the run started with, unchanged; to run this policy, use a new --out directory." in err
+
+
 def test_run_writes_log_summary_and_replays_to_the_same_digest(tmp_path, stream, fake_model, embedder):
     out = tmp_path / "run"
     s = _run(stream, out, fake_model, embedder, snapshot_every=5)
@@ -182,6 +223,11 @@ def test_policy_check_cli(tmp_path):
     assert ok.returncode == 0 and "ok (default)" in ok.stdout
     res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "policy", "check", str(bad)], capture_output=True, text=True)
     assert res.returncode == 1 and "$.routing.snap_threshold: expected a number in [0, 1], got 1.7" in res.stderr
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("extends: default\nrouting: {snap_treshold: 0.5}\n")
+    res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "policy", "check", str(typo)], capture_output=True, text=True)
+    assert res.returncode == 1
+    assert f"{typo}:2: $.routing.snap_treshold: unknown key; did you mean `snap_threshold`? (allowed: " in res.stderr
 
 
 def test_shared_cache_pays_each_prompt_once(tmp_path, stream, fake_model, embedder):
@@ -275,6 +321,17 @@ def test_run_and_bench_refuse_an_out_that_is_not_theirs(tmp_path, stream):
 def test_model_help_shows_the_optional_model_name():
     code, text = _cli("run", "--help")
     assert code == 0 and "openai:BASE_URL[#MODEL]" in text
+
+
+def test_counts_of_one_are_singular(tmp_path, stream, fake_model, embedder):
+    out = tmp_path / "one"
+    _run(stream, out, fake_model, embedder, limit=1)
+    assert diff_run(out, 0).endswith("\nafter step 0: 1 branch (1 active)")
+    with pytest.raises(ValueError, match=r"step 1 is not in the log of .* \(it has step 0 only\)$"):
+        diff_run(out, 1)
+    said: list[str] = []
+    run_stream(stream, load_policy("default"), "default", out, fake_model(_answer), embedder, limit=1, log=said.append)
+    assert said == [f"{out}: already finished (1 step); nothing to run"]
 
 
 def test_diff_refuses_steps_past_the_end_and_an_empty_log(tmp_path, stream, fake_model, embedder):

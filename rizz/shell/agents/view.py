@@ -19,6 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rizz.shell.wording import plural
+
 __all__ = ["HEAD", "MAX_EVENTS", "TAIL", "WIDTH", "episode_lines", "episode_rows", "episodes_text"]
 
 #: Characters per printed text (user turn, call, tool result, final answer); rizz's choice: one
@@ -55,15 +57,15 @@ def episode_lines(ep: dict[str, Any], *, full: bool = False, indent: str = "  ")
     """``ep`` (a log record's ``episode`` part) as lines (see the module docstring)."""
     events = list(ep["transcript"])
     users = sum(1 for e in events if e["role"] == "user")
-    out = [f"{indent}episode: {ep['model_calls']} agent calls, {ep['tool_errors']} tool errors, "
-           f"{users} user turns, stop {ep['stop']}"]
+    out = [f"{indent}episode: {plural(ep['model_calls'], 'agent call')}, {plural(ep['tool_errors'], 'tool error')}, "
+           f"{plural(users, 'user turn')}, stop {ep['stop']}"]
     inner = indent + "  "
     shown: list[Any] = events
     if not full and len(events) > MAX_EVENTS:
         shown = events[:HEAD] + [len(events) - HEAD - TAIL] + events[-TAIL:]
     for e in shown:
         if isinstance(e, int):
-            out.append(f"{inner}… {e} events not shown (--full shows them)")
+            out.append(f"{inner}… {plural(e, 'event')} not shown (--full shows them)")
         else:
             out += _event_lines(e, inner)
     finals = [e["text"] for e in events if e["role"] == "assistant" and not e.get("calls") and not e.get("malformed")]

@@ -10,6 +10,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import attrs
 
 from rizz.shell.streams import StreamElement, count_tasks
+from rizz.shell.wording import plural
 
 __all__ = [
     "SPLITS", "ORDERS", "BuildError", "BuildOptions", "BuildResult", "fraction_split",
@@ -125,7 +126,7 @@ def select(elements: Sequence[StreamElement], opts: BuildOptions, label: str,
         before = len(kept)
         kept = [el for el in kept if prompt_chars(el) <= opts.max_input_chars]
         if len(kept) < before:
-            notes.append(f"{label}: dropped {before - len(kept)} of {before} elements longer than "
+            notes.append(f"{label}: dropped {before - len(kept)} of {plural(before, 'element')} longer than "
                          f"--max-input-chars {opts.max_input_chars}")
     if cap and opts.per_task is not None:
         kept = kept[: opts.per_task]
@@ -155,7 +156,7 @@ def finish(elements: Sequence[StreamElement], opts: BuildOptions, notes: list[st
     long = [el for el in elements if prompt_chars(el) > opts.warn_chars]
     if long:
         ids = ", ".join(el.id for el in long[:5]) + (", ..." if len(long) > 5 else "")
-        notes.append(f"{len(long)} elements exceed {opts.warn_chars} prompt chars (kept, not cut): {ids}")
+        notes.append(f"{plural(len(long), 'element')} {'exceeds' if len(long) == 1 else 'exceed'} {opts.warn_chars} prompt chars (kept, not cut): {ids}")
     longest = max(elements, key=prompt_chars)
     notes.append(f"longest element: {longest.id} with {prompt_chars(longest)} prompt chars")
     return BuildResult(tuple(elements), tuple(notes))

@@ -27,6 +27,12 @@ gets its tokens counted with :meth:`OpenAICompatModel.count_tokens` (the server'
 else the estimate): prompt = the rendered prompt (raw) or the sum over message contents
 (chat; the template's few tokens are not seen), completion = answer + reasoning. Such a
 ``Generation`` has ``usage_estimated=True``.
+
+Refusals: an HTTP 4xx other than 408/409/429 (a model id the server does not serve, a field
+it does not take, a prompt longer than its context) raises
+:class:`~rizz.shell.models.base.ModelRequestError` with one line naming the model, the status
+and the server's message, as the Anthropic backend does; the SDK retries 408/409/429/5xx
+(``max_retries``) and then raises its own ``openai.APIStatusError``.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from rizz.shell.models.base import (
     Generation,
     Message,
     ModelConnectionError,
+    ModelRequestError,
     ModelUnavailableError,
     answer_and_reasoning,
     check_generate_args,
@@ -71,6 +78,27 @@ def api_base_url(base_url: str) -> str:
     if not path:
         path = "/v1"
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def _server_message(err: Any) -> tuple[str, str]:
+    """``(type, message)`` of an ``openai.APIStatusError``'s body, for the shapes local servers
+    send: OpenAI/llama.cpp/Ollama ``{"error": {"message", "type"}}`` (the SDK keeps the inner
+    dict), vLLM's flat ``{"object": "error", "message", "type"}``, FastAPI's ``{"detail": ...}``
+    (422) and plain text. The message is folded onto one line."""
+    body = getattr(err, "body", None)
+    kind, message = "", ""
+    if isinstance(body, dict):
+        inner = body.get("error")
+        if isinstance(inner, dict):
+            body = inner
+        elif isinstance(inner, str):
+            message = inner
+        kind = str(body.get("type") or "")
+        message = message or str(body.get("message") or body.get("detail") or "")
+    elif isinstance(body, str):
+        message = body
+    message = message or str(getattr(err, "message", "") or err)
+    return kind or type(err).__name__, " ".join(message.split())
 
 
 def _field(obj: Any, name: str) -> str:
@@ -152,7 +180,8 @@ class OpenAICompatModel:
 
     def _create(self, rendering: str, messages: Sequence[Message], kwargs: dict[str, Any]) -> Any:
         """The chat or raw completion request (retried by the client); a transport failure
-        becomes :class:`ModelConnectionError` naming the server."""
+        becomes :class:`ModelConnectionError` naming the server, a refusal (HTTP 4xx other
+        than 408/409/429) :class:`ModelRequestError` naming the model, status and message."""
         import openai
 
         try:
@@ -164,6 +193,14 @@ class OpenAICompatModel:
             raise ModelConnectionError(
                 f"{self.name}: cannot reach the server ({type(err).__name__}: {err};"
                 " after the client's retries)") from err
+        except openai.APIStatusError as err:
+            status = err.status_code
+            if not 400 <= status < 500 or status in (408, 409, 429):
+                raise
+            kind, message = _server_message(err)
+            raise ModelRequestError(
+                f"{self.name}: the server refused the request (HTTP {status} {kind}: {message})"
+            ) from err
 
     def generate(
         self,
@@ -179,7 +216,9 @@ class OpenAICompatModel:
             ValueError: bad arguments.
             ModelConnectionError: the server could not be reached or timed out after the
                 retries (``openai.APIConnectionError``, which includes its timeout error).
-            openai.APIError: the server answered with an error after the retries.
+            ModelRequestError: the server refused the request (HTTP 4xx other than
+                408/409/429: unknown model id, unsupported field, prompt too long).
+            openai.APIStatusError: HTTP 408/409/429/5xx after the retries.
         """
         check_generate_args(messages, max_tokens, stop, rendering)
         kwargs: dict[str, Any] = dict(

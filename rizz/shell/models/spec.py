@@ -9,7 +9,7 @@ Accepted forms (specs/stream-format.md, "Commands"):
 * ``oracle`` -- validation only: a scripted agent that replays each episode's gold actions
   (:class:`rizz.shell.agents.oracle.OracleModel`; never cached, it calls no model).
 
-Any form takes options after a ``?`` (``name=value`` joined by ``&``):
+Any form but ``oracle`` takes options after a ``?`` (``name=value`` joined by ``&``):
 
 * ``reasoning=N`` (int, 0..131072 tokens; default 0) -- a thinking allowance for reasoning
   models: ``N`` tokens are added to every call's answer budget (``max_tokens``), and the
@@ -29,18 +29,29 @@ from typing import Any
 
 from rizz.shell.models.base import ModelBackend
 
-__all__ = ["SPEC_FORMS", "SPEC_OPTIONS", "MAX_REASONING_TOKENS", "load_model", "split_options"]
+__all__ = ["SPEC_FORMS", "SPEC_OPTIONS", "MAX_REASONING_TOKENS", "load_model", "spec_help", "split_options"]
 
 SPEC_FORMS = (
     "embedded",
     "gguf:PATH",
-    "anthropic:MODEL_ID",
+    "anthropic[:MODEL_ID]",
     "openai:BASE_URL[#MODEL]",
     "oracle",
 )
 #: Options accepted after ``?`` in any spec.
 SPEC_OPTIONS = ("reasoning",)
 MAX_REASONING_TOKENS = 131_072  # 128K: the largest thinking budget of current open servers
+
+
+def spec_help() -> str:
+    """The ``--model`` help text: every form of :data:`SPEC_FORMS` and every option of
+    :data:`SPEC_OPTIONS` (plain text; a rich-markup CLI escapes its ``[``)."""
+    from rizz.shell.models.anthropic_backend import DEFAULT_MODEL_ID
+
+    return (f"{' | '.join(SPEC_FORMS)}. anthropic alone = anthropic:{DEFAULT_MODEL_ID}; oracle replays each"
+            f" episode's gold actions (validation only, no model). Any form but oracle takes"
+            f" ?{'&'.join(o + '=N' for o in SPEC_OPTIONS)} (0..{MAX_REASONING_TOKENS}): N thinking tokens added to every call's answer"
+            f" budget, e.g. openai:http://127.0.0.1:8000#qwen3?reasoning=1024.")
 
 
 def split_options(spec: str) -> tuple[str, dict[str, int]]:

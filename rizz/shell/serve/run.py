@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from rizz.shell.serve.app import Metrics, create_app, load_keys
 from rizz.shell.serve.tenants import FairModel, LockedEmbedder, Tenants
+from rizz.shell.wording import plural
 
 __all__ = ["LOOPBACK", "build", "is_loopback", "live_opener", "serve"]
 
@@ -40,9 +41,27 @@ def live_opener(policy: Any, model: FairModel, embedder: Any) -> Callable[[Path]
 
     def open_(path: Path) -> Any:
         path.mkdir(parents=True, exist_ok=True)
-        return Session.open(path, policy=policy, model=CachedModel(model, ResponseCache(path / "responses.sqlite")), embedder=embedder)
+        session = Session.open(path, policy=policy, model=CachedModel(model, ResponseCache(path / "responses.sqlite")), embedder=embedder)
+        _record_request_options(session, model)
+        return session
 
     return open_
+
+
+def _record_request_options(session: Any, model: Any) -> None:
+    """Add ``request_options`` (the fields every call adds per model: the Anthropic backend's)
+    to the tenant's ``run.json``, as ``rizz run`` records them. Written once, when absent (a
+    resumed tenant keeps what it started with, as a resumed run does); atomically, so the rest
+    of ``run.json`` is never lost."""
+    opts = getattr(model, "request_options", None)
+    rd = getattr(session, "run_dir", None)
+    if not isinstance(opts, dict) or rd is None:
+        return
+    from rizz.shell.runlog import write_json_atomic
+
+    meta = rd.meta()
+    if "request_options" not in meta:
+        write_json_atomic(rd.meta_path, {**meta, "request_options": opts})
 
 
 def build(data: str | Path, policy: Any, backend: Any, *, embedder: Any = None, keys_file: str | None = None,
@@ -83,7 +102,7 @@ def serve(data: str | Path, policy: Any, backend: Any, *, host: str = LOOPBACK, 
         say(f"rizz serve: no --keys, so no authentication: listening on loopback only ({host}:{port}); "
             "every local user can reach every tenant")
     else:
-        say(f"rizz serve: API keys from {keys_file} ({len(set(load_keys(keys_file).values()))} tenants); listening on {host}:{port}")
+        say(f"rizz serve: API keys from {keys_file} ({plural(len(set(load_keys(keys_file).values())), 'tenant')}); listening on {host}:{port}")
     say(f"rizz serve: tenants under {Path(data).resolve()}/<tenant>/, OpenAPI page at http://{host}:{port}/docs")
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

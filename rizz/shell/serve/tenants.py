@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rizz.shell.models.base import Generation, Message, ModelError
+from rizz.shell.wording import plural
 
 __all__ = ["FairModel", "LockedEmbedder", "ModelQueueTimeout", "TENANT_RE", "Tenants", "UnknownId", "branch_rows"]
 
@@ -65,6 +66,17 @@ class FairModel:
         return float(getattr(self.backend, "temperature", 0.0))
 
     @property
+    def reasoning_tokens(self) -> int:
+        """The backend's thinking allowance (``?reasoning=N``), so prompt budgets leave room."""
+        return int(getattr(self.backend, "reasoning_tokens", 0))
+
+    @property
+    def request_options(self) -> dict[str, Any] | None:
+        """The backend's per-model request fields (Anthropic), recorded in each ``run.json``."""
+        opts = getattr(self.backend, "request_options", None)
+        return opts if isinstance(opts, dict) else None
+
+    @property
     def waiting(self) -> int:
         """Calls queued or running now."""
         return len(self._queue)
@@ -82,7 +94,7 @@ class FairModel:
             if not ok:
                 self._queue.remove(ticket)
                 self._cv.notify_all()
-                raise ModelQueueTimeout(f"the model stayed busy for {self.queue_timeout_s:g} s ({len(self._queue)} calls queued)")
+                raise ModelQueueTimeout(f"the model stayed busy for {self.queue_timeout_s:g} s ({plural(len(self._queue), 'call')} queued)")
         gen = None
         try:
             gen = self.backend.generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering)
