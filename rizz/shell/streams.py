@@ -356,7 +356,7 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
     if not elements and not bad:
         raise StreamError(name, "no stream elements (the file is empty or has only blank lines)")
     if not elements:
-        raise StreamError(name, f"no stream elements: the only non-blank line is bad" if len(bad) == 1 else f"no stream elements: all {len(bad)} non-blank lines are bad", bad)
+        raise StreamError(name, "no stream elements: the only non-blank line is bad" if len(bad) == 1 else f"no stream elements: all {len(bad)} non-blank lines are bad", bad)
     return StreamRead(tuple(elements), tuple(bad))
 
 
