@@ -18,7 +18,7 @@ from rizz.shell.logfold import restore_fold, views
 from rizz.shell.durable import fault_point
 from rizz.shell.logrecord import LOG_VERSION
 from rizz.shell.policy_file import policy_data
-from rizz.shell.runlog import RunDir, write_json_atomic
+from rizz.shell.runlog import RunDir, model_meta, write_json_atomic
 from rizz.shell.session import Session, default_rendering
 from rizz.shell.streams import StreamElement, read_stream
 from rizz.shell.wording import plural
@@ -97,13 +97,6 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
     }
 
 
-def _request_options(model: Any) -> dict[str, Any]:
-    """``{"request_options": ...}`` when the backend (under a cache) records what each call
-    adds per model (the Anthropic backend: sampling/thinking fields), else ``{}``."""
-    opts = getattr(getattr(model, "backend", model), "request_options", None)
-    return {"request_options": opts} if isinstance(opts, dict) else {}
-
-
 def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str | Path, model: Any, embedder: Any, *,
                limit: int | None = None, skip_bad: bool = False, rendering: str | None = None, snapshot_every: int = 50,
                budget: int | None = None, user_model: Any = None, durability: str = "disk",
@@ -125,10 +118,9 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
             "policy_data": policy_data(policy),
             "model": model.name, "embedder": embedder.name, "embedder_dim": embedder.dim,
             "rendering": rendering or default_rendering(model),
-            "reasoning_tokens": int(getattr(model, "reasoning_tokens", 0)),
             "budget_cap": budget, "log_version": LOG_VERSION,
             **({"user_model": user_model.name} if user_model is not None else {}),
-            **_request_options(model),
+            **model_meta(model),
         })
         if read.bad:  # written only once the run's settings are accepted (a refused resume writes nothing)
             write_json_atomic(rd.root / "bad_lines.json", [{"line": b.line, "field": b.field, "message": b.message} for b in read.bad])

@@ -309,6 +309,18 @@ class RunDir:
 
 
 
+def model_meta(model: Any) -> dict[str, Any]:
+    """The ``run.json`` fields that say what each call of ``model`` sends beyond the prompt:
+    ``reasoning_tokens`` (the thinking allowance, ``?reasoning=N``; 0 without) and, when the
+    backend (under a cache, or :class:`~rizz.shell.serve.tenants.FairModel`) has them,
+    ``request_options`` (the Anthropic backend's sampling/thinking fields per model).
+    Recorded, not compared on resume."""
+    inner = getattr(model, "backend", model)
+    opts = getattr(inner, "request_options", None)
+    return {"reasoning_tokens": int(getattr(model, "reasoning_tokens", 0)),
+            **({"request_options": opts} if isinstance(opts, dict) else {})}
+
+
 def _fdatasync(fd: int) -> None:
     """``os.fdatasync`` where there is one (Linux; the file's size is data), else ``os.fsync``."""
     getattr(os, "fdatasync", os.fsync)(fd)

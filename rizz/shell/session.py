@@ -173,7 +173,7 @@ class Session:
           RunDirMismatch: the directory was started with another policy, model or embedder.
         """
         from rizz.shell.policy_file import load_policy, policy_data
-        from rizz.shell.runlog import RunDir
+        from rizz.shell.runlog import RunDir, model_meta
 
         pol = policy if isinstance(policy, Policy) else load_policy(policy)
         source = pol.name if isinstance(policy, Policy) else str(policy)
@@ -199,7 +199,7 @@ class Session:
                 "policy_digest": "sha256:" + hashlib.sha256(canonical_json(pol).encode()).hexdigest(),
                 "policy_data": policy_data(pol), "model": model.name, "embedder": embedder.name,
                 "embedder_dim": embedder.dim, "rendering": rendering or default_rendering(model), "budget_cap": budget_cap,
-                **({"user_model": user_model.name} if user_model is not None else {}),
+                **({"user_model": user_model.name} if user_model is not None else {}), **model_meta(model),
             })
             rd.repair()
             fold, records = restore_fold(rd, pol)

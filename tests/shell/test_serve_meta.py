@@ -1,4 +1,4 @@
-"""``rizz serve``'s per-tenant ``run.json`` records what ``rizz run``'s does about the model."""
+"""``rizz serve``'s per-tenant ``run.json`` (and any ``Session.open``'s) records what ``rizz run``'s does about the model."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from stubs import HashEmbedder
 from rizz.shell.models.anthropic_backend import AnthropicModel
 from rizz.shell.serve.run import live_opener
 from rizz.shell.serve.tenants import FairModel
+from rizz.shell.session import Session
 
 
 def _backend(model_id: str = "claude-haiku-4-5", **kw) -> AnthropicModel:
@@ -37,3 +38,14 @@ def test_fair_model_passes_the_thinking_allowance_and_request_options_through():
     assert fair.reasoning_tokens == 2048 and fair.request_options == backend.request_options
     plain = FairModel(type("M", (), {"name": "m", "context_window": 8})())
     assert plain.reasoning_tokens == 0 and plain.request_options is None
+
+
+def test_a_library_session_records_the_thinking_allowance_and_request_options(tmp_path):
+    backend = _backend("claude-sonnet-4-5", reasoning_tokens=1024)
+    Session.open(tmp_path / "app", policy="default", model=backend, embedder=HashEmbedder()).close()
+    meta = json.loads((tmp_path / "app" / "run.json").read_text())
+    assert meta["reasoning_tokens"] == 1024 and meta["request_options"] == backend.request_options
+    Session.open(tmp_path / "plain", policy="default", model=FairModel(type("M", (), {"name": "m", "context_window": 8})()),
+                 embedder=HashEmbedder()).close()
+    meta = json.loads((tmp_path / "plain" / "run.json").read_text())
+    assert meta["reasoning_tokens"] == 0 and "request_options" not in meta

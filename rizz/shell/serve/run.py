@@ -41,27 +41,9 @@ def live_opener(policy: Any, model: FairModel, embedder: Any) -> Callable[[Path]
 
     def open_(path: Path) -> Any:
         path.mkdir(parents=True, exist_ok=True)
-        session = Session.open(path, policy=policy, model=CachedModel(model, ResponseCache(path / "responses.sqlite")), embedder=embedder)
-        _record_request_options(session, model)
-        return session
+        return Session.open(path, policy=policy, model=CachedModel(model, ResponseCache(path / "responses.sqlite")), embedder=embedder)
 
     return open_
-
-
-def _record_request_options(session: Any, model: Any) -> None:
-    """Add ``request_options`` (the fields every call adds per model: the Anthropic backend's)
-    to the tenant's ``run.json``, as ``rizz run`` records them. Written once, when absent (a
-    resumed tenant keeps what it started with, as a resumed run does); atomically, so the rest
-    of ``run.json`` is never lost."""
-    opts = getattr(model, "request_options", None)
-    rd = getattr(session, "run_dir", None)
-    if not isinstance(opts, dict) or rd is None:
-        return
-    from rizz.shell.runlog import write_json_atomic
-
-    meta = rd.meta()
-    if "request_options" not in meta:
-        write_json_atomic(rd.meta_path, {**meta, "request_options": opts})
 
 
 def build(data: str | Path, policy: Any, backend: Any, *, embedder: Any = None, keys_file: str | None = None,
