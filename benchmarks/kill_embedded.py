@@ -221,7 +221,7 @@ def main(argv: list[str]) -> int:
     if final is not None and rows:
         rows[-1]["resume_s"] = final["resume_s"]
 
-    print(f"\n| kill | fault point (RIZZ_FAULT) | steps done when killed | trace left | resume s (next process) | process s |")
+    print("\n| kill | fault point (RIZZ_FAULT) | steps done when killed | trace left | resume s (next process) | process s |")
     print("|---|---|---|---|---|---|")
     for r in rows:
         trace = "-" if r["trace"] is None else (TRACES[r["site"]] if r["trace"] else "NONE")

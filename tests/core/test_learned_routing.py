@@ -11,7 +11,6 @@ from rizz.core import Label, Policy, StepInput, Verdict, digest, from_data, rizz
 from rizz.core.bandit import FEATURES, choose
 from rizz.core.evidence import withheld
 from rizz.core.records import Evidence
-from rizz.core.retrieval import retrieve
 from rizz.core.routing import route
 from rizz.core.sketch import energy, merge_sketches, overlap, update_sketch
 

@@ -98,3 +98,24 @@ def arithmetic_stream(path: Path, n: int) -> Path:
                           "verifier": "exact_match", "metadata": {"shape": "number", "task": "sum", "scope": "u1"}})
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return path
+
+
+def run_refused_second(tmp_path: Path, monkeypatch, model_spec: str) -> tuple[int, str, list[dict]]:
+    """``rizz run`` (in-process, policy ``frozen``, :class:`HashEmbedder`) over two label
+    elements ("Review 0/1: a wonderful film.", reference ``positive``) whose server refuses
+    the second's calls: ``(exit code, stdout + stderr, the log's records)``; the run is
+    ``tmp_path / "run"``."""
+    from typer.testing import CliRunner
+
+    from rizz.shell import cli
+
+    monkeypatch.setattr("rizz.shell.embed.Embedder", HashEmbedder)
+    stream = tmp_path / "s.jsonl"
+    stream.write_text("".join(json.dumps({"id": f"r{i}", "input": f"Review {i}: a wonderful film.",
+                                          "metadata": {"shape": "label", "task": "sst"},
+                                          "reference": "positive", "verifier": "label_match"}) + "\n" for i in range(2)))
+    out = tmp_path / "run"
+    res = CliRunner().invoke(cli.app, ["run", str(stream), "--policy", "frozen", "--out", str(out), "--model", model_spec])
+    err = res.output + (res.stderr if res.stderr_bytes is not None else "")
+    log = out / "log.jsonl"
+    return res.exit_code, err, [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []

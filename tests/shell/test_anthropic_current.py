@@ -129,12 +129,8 @@ def test_a_404_for_an_unknown_model_id_is_a_clear_refusal(http_server):
 
 
 def test_cli_run_stops_on_a_400_without_a_traceback_and_keeps_finished_steps(tmp_path, http_server, monkeypatch):
-    from typer.testing import CliRunner
-
-    from rizz.shell import cli
-
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from stubs import HashEmbedder
+    from stubs import run_refused_second
 
     def route(method, path, body):
         if path.startswith("/v1/messages/count_tokens"):
@@ -149,19 +145,10 @@ def test_cli_run_stops_on_a_400_without_a_traceback_and_keeps_finished_steps(tmp
     srv = http_server(route)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.url)
-    monkeypatch.setattr("rizz.shell.embed.Embedder", HashEmbedder)
-    stream = tmp_path / "s.jsonl"
-    stream.write_text("".join(json.dumps({"id": f"r{i}", "input": f"Review {i}: a wonderful film.",
-                                          "metadata": {"shape": "label", "task": "sst"},
-                                          "reference": "positive", "verifier": "label_match"}) + "\n" for i in range(2)))
-    out = tmp_path / "run"
-    res = CliRunner().invoke(cli.app, ["run", str(stream), "--policy", "frozen", "--out", str(out),
-                                       "--model", "anthropic:claude-nova-7"])
-    err = res.output + (res.stderr if res.stderr_bytes is not None else "")
-    assert res.exit_code == 2, (res.exception, err)
+    code, err, steps = run_refused_second(tmp_path, monkeypatch, "anthropic:claude-nova-7")
+    assert code == 2, err
     assert "anthropic:claude-nova-7: the Messages API rejected `temperature`" in err
     assert "run the same command again to resume" in err and "Traceback" not in err
-    steps = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
     assert [s.get("id") for s in steps if s.get("kind", "step") == "step"][:1] == ["r0"]
-    meta = json.loads((out / "run.json").read_text())
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["request_options"] == {"max_tokens_added": 0, "rules": None, "send": {"temperature": 0.0}}

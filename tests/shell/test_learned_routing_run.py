@@ -4,7 +4,6 @@ learned-routing policies refolds from its log to its digest (fake model, real em
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

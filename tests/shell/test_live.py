@@ -18,7 +18,6 @@ import pytest
 
 from livekit import HashEmbedder, StubModel, element
 from rizz import Session, Verdict
-from rizz.core import digest
 from rizz.shell.policy_file import load_policy
 from rizz.shell.run import replay
 from rizz.shell.runlog import RunDirBusy

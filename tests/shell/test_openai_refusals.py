@@ -78,12 +78,8 @@ def test_429_and_5xx_are_retried_then_raised_as_the_sdk_error(http_server, statu
 
 
 def test_cli_run_stops_on_a_400_with_one_line_and_exit_2(tmp_path, http_server, monkeypatch):
-    from typer.testing import CliRunner
-
-    from rizz.shell import cli
-
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from stubs import HashEmbedder
+    from stubs import run_refused_second
 
     def route(method, path, body):
         if not path.startswith(("/v1/chat/completions", "/v1/completions")):
@@ -93,18 +89,9 @@ def test_cli_run_stops_on_a_400_with_one_line_and_exit_2(tmp_path, http_server, 
         return 200, _completion(body), {}
 
     srv = http_server(route)
-    monkeypatch.setattr("rizz.shell.embed.Embedder", HashEmbedder)
-    stream = tmp_path / "s.jsonl"
-    stream.write_text("".join(json.dumps({"id": f"r{i}", "input": f"Review {i}: a wonderful film.",
-                                          "metadata": {"shape": "label", "task": "sst"},
-                                          "reference": "positive", "verifier": "label_match"}) + "\n" for i in range(2)))
-    out = tmp_path / "run"
-    res = CliRunner().invoke(cli.app, ["run", str(stream), "--policy", "frozen", "--out", str(out),
-                                       "--model", f"openai:{srv.url}#m9"])
-    err = res.output + (res.stderr if res.stderr_bytes is not None else "")
-    assert res.exit_code == 2, (res.exception, err)
+    code, err, steps = run_refused_second(tmp_path, monkeypatch, f"openai:{srv.url}#m9")
+    assert code == 2, err
     first = f"openai:{srv.url}/v1#m9: the server refused the request (HTTP 400 invalid_request_error: unsupported parameter: seed)"
     assert first in err.splitlines()  # the whole message on one line of its own
     assert "run the same command again to resume" in err and "Traceback" not in err
-    steps = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
     assert [s.get("id") for s in steps if s.get("kind", "step") == "step"][:1] == ["r0"]

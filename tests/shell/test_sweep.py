@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from rizz.shell.policy_file import load_policy
-from rizz.shell.sweep import SweepError, expand, load_sweep, run_sweep
+from rizz.shell.sweep import expand, load_sweep, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_MINI = ROOT / "data" / "trace-mini" / "test.jsonl"

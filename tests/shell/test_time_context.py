@@ -129,7 +129,6 @@ def test_a_snapshot_written_before_instants_is_rebuilt_from_the_log(tmp_path) ->
     """The core cannot parse a time, so a snapshot whose context items carry a time but no
     ``instant_us`` (written before the shell parsed instants) is ignored and rebuilt from the
     log, and the run reaches the uninterrupted digest (the instant is not in the digest)."""
-    import json
 
     from rizz.shell import durable
     from rizz.shell.models.cache import CachedModel, ResponseCache
