@@ -166,3 +166,25 @@ def test_a_server_whose_window_fills_ends_the_episode_as_overflow(tmp_path, http
     assert rec["episode"]["stop"] == "overflow" and rec["episode"]["model_calls"] == 1
     assert len([b for b in seen if "tools" in b]) == 1
     assert replay(out)["state_digest"] == s["state_digest"]
+
+
+def test_under_serve_the_shared_queue_carries_native_tool_calls(tmp_path, http_server) -> None:
+    """``rizz serve`` wraps every tenant's model as CachedModel(FairModel(backend)): episodes
+    still use the API's native tool calling, each request waits its turn in the shared queue,
+    and the queue's metrics hook sees every call with its tokens."""
+    from rizz.shell.agents.native import native_kind
+    from rizz.shell.models.cache import CachedModel, ResponseCache
+    from rizz.shell.serve.tenants import FairModel
+
+    seen: list = []
+    calls: list = []
+    srv = http_server(_anthropic_route(seen))
+    fair = FairModel(AnthropicModel(api_key="sk-ant-test", base_url=srv.url),
+                     on_call=lambda tenant, gen, s: calls.append(None if gen is None else (gen.prompt_tokens, gen.completion_tokens)))
+    model = CachedModel(fair, ResponseCache(tmp_path / "responses.sqlite"))
+    assert native_kind(model) == "anthropic"
+    s, rec, _ = _run(tmp_path, model)
+    assert s["mean_reward"] == 1.0
+    agent = [b for b in seen if "tools" in b]
+    assert len(agent) == rec["episode"]["model_calls"] == len(GOLD["actions"]) + 1
+    assert calls.count((11, 5)) == len(seen) and fair.waiting == 0  # every request went through the queue

@@ -77,10 +77,20 @@ def json_schema(schema: Any) -> Any:
     return schema
 
 
-def native_kind(model: Any) -> str | None:
-    """``anthropic`` / ``openai`` when ``model`` (or the backend a cache wraps) has a native
-    tool-calling API rizz drives, else None."""
+def _layers(model: Any) -> tuple[Any, Any]:
+    """``(queue, api backend)`` of ``model``: under a cache (``.backend``) and, in ``rizz
+    serve``, the shared queue (:class:`~rizz.shell.serve.tenants.FairModel`, which has
+    ``native``), the backend whose client the agent calls; queue None outside serve."""
     inner = getattr(model, "backend", model)
+    if callable(getattr(inner, "native", None)) and hasattr(inner, "backend"):
+        return inner, inner.backend
+    return None, inner
+
+
+def native_kind(model: Any) -> str | None:
+    """``anthropic`` / ``openai`` when ``model`` (or the backend a cache, or serve's shared
+    queue, wraps) has a native tool-calling API rizz drives, else None."""
+    _, inner = _layers(model)
     name = getattr(inner, "name", "")
     if name.startswith("anthropic:") and hasattr(inner, "_client"):
         return "anthropic"
@@ -103,8 +113,12 @@ class NativeToolAgent(PromptedAgent):
 
     def __init__(self, model: Any, policy: Policy, retrieved: Any, budget: int) -> None:
         super().__init__(model, policy, retrieved, budget)
-        self.inner = getattr(model, "backend", model)
+        self.queue, self.inner = _layers(model)  # under serve, every request waits its turn in the queue
         self.kind = native_kind(model)
+
+    def _send(self, request: Any) -> Any:
+        """``request()`` now, or in its turn in serve's shared queue."""
+        return request() if self.queue is None else self.queue.native(request)
 
     def _tools(self, el: StreamElement) -> list[dict[str, Any]]:
         tools = [plain(t) for t in el.tools or ()]
@@ -118,7 +132,7 @@ class NativeToolAgent(PromptedAgent):
 
     def _anthropic(self, prompt: CompiledPrompt, el: StreamElement, max_tokens: int, thinking: int) -> tuple[Any, ...]:
         fields = self.inner.request_fields(max_tokens - thinking)  # as generate: what this model takes
-        resp = self.inner.create(messages=[{"role": "user", "content": prompt.text}], tools=self._tools(el), **fields)
+        resp = self._send(lambda: self.inner.create(messages=[{"role": "user", "content": prompt.text}], tools=self._tools(el), **fields))
         text = "".join(b.text for b in resp.content if b.type == "text")
         reasoning = "\n\n".join((getattr(b, "thinking", None) or "") if b.type == "thinking" else "[redacted thinking]"
                                  for b in resp.content if b.type in ("thinking", "redacted_thinking"))
@@ -128,10 +142,10 @@ class NativeToolAgent(PromptedAgent):
         return text, reasoning, calls, None, usage, "stop"
 
     def _openai(self, prompt: CompiledPrompt, el: StreamElement, max_tokens: int) -> tuple[Any, ...]:
-        resp = self.inner._client.chat.completions.create(
+        resp = self._send(lambda: self.inner._client.chat.completions.create(
             model=self.inner.model, max_tokens=max_tokens, tools=self._tools(el), tool_choice="auto",
             temperature=self.inner.temperature, seed=0,  # as the backend's generate: greedy and seeded by default
-            messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt.text}])
+            messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt.text}]))
         msg = resp.choices[0].message
         reasoning = getattr(msg, "reasoning_content", None) or getattr(msg, "reasoning", None) or ""
         calls, error = [], None

@@ -22,6 +22,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 from rizz.shell.models.base import Generation, Message, ModelError
@@ -85,6 +86,20 @@ class FairModel:
         return self.backend.count_tokens(text)
 
     def generate(self, messages: Sequence[Message], *, max_tokens: int, stop: Sequence[str] = (), rendering: str = "chat") -> Generation:
+        return self._in_turn(lambda: self.backend.generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering),
+                             lambda gen: gen)
+
+    def native(self, request: Callable[[], Any]) -> Any:
+        """Run ``request`` (a native tool-calling request of
+        :class:`~rizz.shell.agents.native.NativeToolAgent` on :attr:`backend`'s client) in
+        the same queue as :meth:`generate`; its response's ``usage`` (Anthropic
+        ``input_tokens``/``output_tokens``, OpenAI ``prompt_tokens``/``completion_tokens``)
+        is counted in the metrics. Raises :class:`ModelQueueTimeout` as :meth:`generate` does."""
+        return self._in_turn(request, _usage)
+
+    def _in_turn(self, call: Callable[[], Any], usage: Callable[[Any], Any]) -> Any:
+        """``call()`` once every earlier call finished (first come, first served); tells
+        ``on_call`` (with ``usage(result)``, or None if it raised)."""
         ticket = object()
         tenant = getattr(_local, "tenant", "-")
         t0 = time.perf_counter()
@@ -95,15 +110,28 @@ class FairModel:
                 self._queue.remove(ticket)
                 self._cv.notify_all()
                 raise ModelQueueTimeout(f"the model stayed busy for {self.queue_timeout_s:g} s ({plural(len(self._queue), 'call')} queued)")
-        gen = None
+        counted = None
         try:
-            gen = self.backend.generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering)
-            return gen
+            out = call()
+            counted = usage(out)
+            return out
         finally:
             with self._cv:
                 self._queue.popleft()
                 self._cv.notify_all()
-            self.on_call(tenant, gen, time.perf_counter() - t0)
+            self.on_call(tenant, counted, time.perf_counter() - t0)
+
+
+def _usage(resp: Any) -> Any:
+    """``prompt_tokens``/``completion_tokens`` of a native API response (Anthropic or OpenAI)."""
+    u = getattr(resp, "usage", None)
+    prompt = getattr(u, "input_tokens", None)
+    if prompt is None:
+        prompt = getattr(u, "prompt_tokens", 0)
+    completion = getattr(u, "output_tokens", None)
+    if completion is None:
+        completion = getattr(u, "completion_tokens", 0)
+    return SimpleNamespace(prompt_tokens=int(prompt or 0), completion_tokens=int(completion or 0))
 
 
 class LockedEmbedder:
