@@ -15,7 +15,6 @@ Raises :class:`PolicyError` (a ``ValueError``) carrying ``errors`` (list of str)
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import sys
@@ -28,6 +27,7 @@ import yaml
 
 from rizz.core.policy import Policy, policy_schema
 from rizz.shell.streams import VERIFIERS, non_finite
+from rizz.shell.wording import did_you_mean
 
 #: Verifier names (specs/stream-format.md); thresholds may only name these.
 VERIFIER_NAMES = VERIFIERS
@@ -81,13 +81,6 @@ def _describe(schema: dict[str, Any]) -> str:
     return str(t)
 
 
-def _did_you_mean(key: str, allowed: Any) -> str:
-    """``"; did you mean `x`?"`` for the closest of ``allowed`` to a misspelt ``key``
-    (:func:`difflib.get_close_matches`, its default cutoff 0.6), else ``""``."""
-    close = difflib.get_close_matches(key, list(allowed), n=1)
-    return f"; did you mean `{close[0]}`?" if close else ""
-
-
 def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
     # NaN/inf (YAML .nan/.inf) first: every range check would let them through
     out = [f"{path}: expected a finite number, got {number!r}" for path, number in non_finite(data, "$")]
@@ -98,7 +91,7 @@ def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
             allowed = sorted(err.schema.get("properties", {}))
             extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
             for key in extra:
-                out.append(f"{path}.{key}: unknown key{_did_you_mean(str(key), allowed)} (allowed: {', '.join(allowed)})")
+                out.append(f"{path}.{key}: unknown key{did_you_mean(str(key), allowed)} (allowed: {', '.join(allowed)})")
         elif err.validator == "uniqueItems":
             out.append(f"{path}: expected distinct values, got {err.instance!r}")
         else:
@@ -202,7 +195,7 @@ def _threshold_name_errors(data: Any) -> list[str]:
     thresholds = write.get("thresholds") if isinstance(write, dict) else None
     if not isinstance(thresholds, dict):
         return []
-    return [f"$.write.thresholds.{name}: unknown verifier{_did_you_mean(name, VERIFIER_NAMES)} (expected one of {', '.join(VERIFIER_NAMES)})"
+    return [f"$.write.thresholds.{name}: unknown verifier{did_you_mean(name, VERIFIER_NAMES)} (expected one of {', '.join(VERIFIER_NAMES)})"
             for name in sorted(map(str, thresholds)) if name not in VERIFIER_NAMES]
 
 

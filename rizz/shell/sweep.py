@@ -41,7 +41,7 @@ import numpy as np
 import yaml
 
 from rizz.shell.policy_file import PolicyError, load_policy, parse_policy, policy_data
-from rizz.shell.wording import plural
+from rizz.shell.wording import did_you_mean, plural
 
 __all__ = ["SweepError", "SweepSpec", "expand", "load_sweep", "run_sweep"]
 
@@ -82,7 +82,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
     for k in data:
         if k not in _KEYS:
-            raise bad(str(k), f"unknown key (allowed: {', '.join(sorted(_KEYS))})")
+            raise bad(str(k), f"unknown key{did_you_mean(str(k), _KEYS)} (allowed: {', '.join(sorted(_KEYS))})")
     for k in ("base", "grid", "streams"):
         if k not in data:
             raise bad(k, "required")

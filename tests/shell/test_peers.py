@@ -184,6 +184,24 @@ def test_mem0_without_infer_stores_the_verified_interaction_as_it_is(http_server
 
 
 @pytest.mark.slow
+def test_resume_with_other_settings_is_refused_naming_each_one(http_server, tmp_path):
+    _need("mem0")
+    from rizz.shell.runlog import RunDirMismatch
+
+    srv = _stub(http_server, lambda msgs, body: "4")
+    _run(tmp_path, srv, "mem0", options={"infer": False})
+    before = (tmp_path / "peer:mem0" / "log.jsonl").read_bytes()
+    with pytest.raises(RunDirMismatch) as err:
+        _run(tmp_path, srv, "mem0", options={"infer": True})
+    msg = str(err.value)
+    line = next(x for x in msg.splitlines() if x.strip().startswith("peer_options:"))
+    assert "resume refused" in msg and "run has {" in line and "'infer': False" in line.split("this command has")[0]
+    assert "'infer': True" in line.split("this command has")[1] and "stream_sha256" not in msg  # only what differs
+    assert "use a new --out" in msg
+    assert (tmp_path / "peer:mem0" / "log.jsonl").read_bytes() == before  # nothing recorded was touched
+
+
+@pytest.mark.slow
 def test_mem0_unparseable_extraction_is_a_counted_failure_not_a_crash(http_server, tmp_path):
     _need("mem0")
     srv = _stub(http_server, lambda msgs, body: "not json {" if body.get("response_format") else "4")

@@ -47,7 +47,7 @@ def test_expand_sets_the_fields_and_validates(tmp_path):
     ({"grid": {"retrieval.examples_k": []}}, r"\$\.grid\.retrieval\.examples_k: expected a non-empty list"),
     ({"streams": ["nope.jsonl"]}, r"\$\.streams\[0\]: stream file not found"),
     ({"seeds": [-1]}, r"\$\.seeds: expected a non-empty list of integers"),
-    ({"limt": 3}, r"\$\.limt: unknown key"),
+    ({"limt": 3}, r"\$\.limt: unknown key; did you mean `limit`\?"),
     ({"base": "no-such-policy"}, r"no-such-policy"),
 ])
 def test_bad_specs_name_the_field(tmp_path, over, msg):

@@ -184,7 +184,9 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
             old = json.loads(rd.meta_path.read_text(encoding="utf-8"))
             diffs = [k for k in ("stream_sha256", "model", "rendering", "peer_options") if old.get(k) != meta.get(k)]
             if diffs:
-                raise RunDirMismatch(f"{out} was started with different settings ({', '.join(diffs)}); use a new --out")
+                lines = "".join(f"\n  {k}: run has {old.get(k)!r}, this command has {meta.get(k)!r}" for k in diffs)
+                raise RunDirMismatch(f"{out} was started with different settings; resume refused:{lines}\n"
+                                     "Give the settings the run started with, or use a new --out directory.")
             if len(list(rd.records())) >= len(elements) and rd.summary_path.exists():
                 log(f"{out}: already finished; nothing to run")
                 return json.loads(rd.summary_path.read_text(encoding="utf-8"))
