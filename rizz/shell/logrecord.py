@@ -151,7 +151,9 @@ class CallPart:
     is this class): ``kind`` judge / answer / distill / verify (an ``llm_judge`` verdict) / user
     (τ-bench's simulated customer); tokens; seconds (rounded to 0.1 ms); USD (None: unknown);
     ``cached``: served by the response cache; ``usage_estimated``: the backend reported no
-    usage, tokens counted by the tokenizer (issue #12 §3)."""
+    usage, tokens counted by the tokenizer (issue #12 §3); ``attempts``: HTTP requests the
+    call took, the API client's retries included (written only when above 1, so a log of
+    calls that needed no retry is byte for byte what it was before the field existed)."""
 
     kind: str
     prompt_tokens: int
@@ -160,11 +162,13 @@ class CallPart:
     cost_usd: float | None
     cached: bool
     usage_estimated: bool = False
+    attempts: int = 1
 
     @classmethod
     def of(cls, kind: str, g: Any) -> "CallPart":
         """The call that produced ``g`` (a ``rizz.shell.models.Generation``)."""
-        return cls(kind, g.prompt_tokens, g.completion_tokens, round(g.latency_s, 4), g.cost_usd, g.cached, g.usage_estimated)
+        return cls(kind, g.prompt_tokens, g.completion_tokens, round(g.latency_s, 4), g.cost_usd, g.cached, g.usage_estimated,
+                   getattr(g, "attempts", 1))
 
 
 @frozen
@@ -281,6 +285,9 @@ def unstructure(rec: LogRecord) -> dict[str, Any]:
     raw = _conv.unstructure(rec)
     episode = raw.pop("episode", None)  # written as it is: tool arguments may hold nulls
     out = _drop_none(raw)
+    for call in out.get("calls") or ():
+        if call.get("attempts") == 1:
+            del call["attempts"]
     if episode is not None:
         if episode.get("wrong_call") is None:
             episode.pop("wrong_call", None)

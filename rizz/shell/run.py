@@ -82,6 +82,8 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
         "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,
         "calls_by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in ("judge", "answer", "distill", "verify", "user")},
         "usage_estimated": any(c.get("usage_estimated", False) for c in calls),
+        "retried_calls": sum(1 for c in calls if c.get("attempts", 1) > 1),
+        "model_requests": sum(c.get("attempts", 1) for c in calls if not c["cached"]),
         "answer_prompt_tokens_max": max((r["prompt"]["tokens"] for r in records if "prompt" in r), default=0),
         "budget_exceeded": sum(1 for r in records if "prompt" in r and r["prompt"]["tokens"] > r["prompt"]["budget"]),
         "overflow": sum(1 for r in records if r.get("overflow")),

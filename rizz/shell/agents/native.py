@@ -46,7 +46,7 @@ from rizz.shell.agents.env import plain
 from rizz.shell.agents.loop import AgentReply
 from rizz.shell.agents.model_agent import PromptedAgent
 from rizz.shell.agents.prompt import NATIVE_PROTOCOL
-from rizz.shell.models.base import Generation, answer_and_reasoning
+from rizz.shell.models.base import Generation, answer_and_reasoning, sdk_create
 from rizz.shell.streams import StreamElement
 
 __all__ = ["SYSTEM", "NativeToolAgent", "api_name", "json_schema", "native_kind"]
@@ -132,18 +132,19 @@ class NativeToolAgent(PromptedAgent):
 
     def _anthropic(self, prompt: CompiledPrompt, el: StreamElement, max_tokens: int, thinking: int) -> tuple[Any, ...]:
         fields = self.inner.request_fields(max_tokens - thinking)  # as generate: what this model takes
-        resp = self._send(lambda: self.inner.create(messages=[{"role": "user", "content": prompt.text}], tools=self._tools(el), **fields))
+        resp, attempts = self._send(lambda: self.inner.create_counted(
+            messages=[{"role": "user", "content": prompt.text}], tools=self._tools(el), **fields))
         text = "".join(b.text for b in resp.content if b.type == "text")
         reasoning = "\n\n".join((getattr(b, "thinking", None) or "") if b.type == "thinking" else "[redacted thinking]"
                                  for b in resp.content if b.type in ("thinking", "redacted_thinking"))
         calls = [(b.name, dict(b.input)) for b in resp.content if b.type == "tool_use"]
         u = getattr(resp, "usage", None)
         usage = (int(getattr(u, "input_tokens", 0) or 0), int(getattr(u, "output_tokens", 0) or 0))
-        return text, reasoning, calls, None, usage, "stop"
+        return text, reasoning, calls, None, usage, "stop", attempts
 
     def _openai(self, prompt: CompiledPrompt, el: StreamElement, max_tokens: int) -> tuple[Any, ...]:
-        resp = self._send(lambda: self.inner._client.chat.completions.create(
-            model=self.inner.model, max_tokens=max_tokens, tools=self._tools(el), tool_choice="auto",
+        resp, attempts = self._send(lambda: sdk_create(
+            self.inner._client.chat.completions, model=self.inner.model, max_tokens=max_tokens, tools=self._tools(el), tool_choice="auto",
             temperature=self.inner.temperature, seed=0,  # as the backend's generate: greedy and seeded by default
             messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt.text}]))
         msg = resp.choices[0].message
@@ -160,17 +161,17 @@ class NativeToolAgent(PromptedAgent):
         u = resp.usage
         usage = (int(getattr(u, "prompt_tokens", 0) or 0), int(getattr(u, "completion_tokens", 0) or 0)) if u else (0, 0)
         return (msg.content or "", reasoning if isinstance(reasoning, str) else "", calls, error, usage,
-                str(resp.choices[0].finish_reason or "stop"))
+                str(resp.choices[0].finish_reason or "stop"), attempts)
 
     def ask(self, el: StreamElement, prompt: CompiledPrompt) -> AgentReply:
         t0 = time.perf_counter()
         thinking = int(getattr(self.inner, "reasoning_tokens", 0))
         max_tokens = self.policy.agents.reply_tokens + thinking
         if self.kind == "anthropic":
-            text, reasoning, raw_calls, error, usage, finish = self._anthropic(prompt, el, max_tokens, thinking)
+            text, reasoning, raw_calls, error, usage, finish, attempts = self._anthropic(prompt, el, max_tokens, thinking)
         else:
             try:
-                text, reasoning, raw_calls, error, usage, finish = self._openai(prompt, el, max_tokens)
+                text, reasoning, raw_calls, error, usage, finish, attempts = self._openai(prompt, el, max_tokens)
             except Exception as err:  # noqa: BLE001 - only the server's own window overflow is caught
                 if _WINDOW_FULL not in str(err):
                     raise
@@ -190,7 +191,7 @@ class NativeToolAgent(PromptedAgent):
             cost = price_usd(self.inner.model_id, usage[0], usage[1])
         self.generations.append(Generation(prompt_tokens=usage[0], completion_tokens=usage[1], latency_s=latency, cost_usd=cost,
                                            model=self.model.name, finish_reason=finish, usage_estimated=estimated,
-                                           **parts))  # type: ignore[arg-type]
+                                           attempts=attempts, **parts))  # type: ignore[arg-type]
         if error is not None:
             return AgentReply(text, error=error, prompt_tokens=prompt.token_count)
         return AgentReply(text.strip(), calls, prompt_tokens=prompt.token_count)

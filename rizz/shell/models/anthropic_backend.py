@@ -83,6 +83,7 @@ from rizz.shell.models.base import (
     check_generate_args,
     estimate_tokens,
     render_raw,
+    sdk_create,
 )
 
 __all__ = [
@@ -258,7 +259,7 @@ class AnthropicModel:
         if stops:
             kwargs["stop_sequences"] = stops
         t0 = time.perf_counter()
-        resp = self.create(**kwargs)
+        resp, attempts = self.create_counted(**kwargs)
         latency = time.perf_counter() - t0
         text = "".join(getattr(b, "text", "") or "" for b in resp.content if b.type == "text")
         thinking = "\n\n".join(  # an empty block is thinking the API left out (display "omitted")
@@ -284,6 +285,7 @@ class AnthropicModel:
             model=self.name,
             finish_reason=finish,
             usage_estimated=estimated,
+            attempts=attempts,
             **parts,  # type: ignore[arg-type]
         )
 
@@ -300,7 +302,12 @@ class AnthropicModel:
         return kwargs
 
     def create(self, **kwargs: Any) -> Any:
-        """``messages.create(**kwargs)`` (retried by the SDK).
+        """``messages.create(**kwargs)`` (retried by the SDK): the reply of :meth:`create_counted`."""
+        return self.create_counted(**kwargs)[0]
+
+    def create_counted(self, **kwargs: Any) -> tuple[Any, int]:
+        """``messages.create(**kwargs)`` (retried by the SDK) and the HTTP requests it took
+        (:func:`~rizz.shell.models.base.sdk_create`).
 
         Raises:
             ModelRequestError: HTTP 4xx other than 408/409/429 (the SDK retries those): the
@@ -311,7 +318,7 @@ class AnthropicModel:
         import anthropic
 
         try:
-            return self._client.messages.create(**kwargs)
+            return sdk_create(self._client.messages, **kwargs)
         except anthropic.APIConnectionError as err:
             raise ModelConnectionError(
                 f"anthropic:{self.model_id}: cannot reach the Messages API ({type(err).__name__}:"

@@ -36,6 +36,7 @@ __all__ = [
     "estimate_tokens",
     "check_generate_args",
     "answer_and_reasoning",
+    "sdk_create",
 ]
 
 ROLES = ("system", "user", "assistant")
@@ -84,6 +85,11 @@ class Generation:
             differs from ``text``; ``None`` otherwise. :attr:`reply` gives either.
         usage_estimated: True when the backend reported no usage and the token counts were
             counted with its tokenizer (or :func:`estimate_tokens`) instead.
+        attempts: HTTP requests the call took, the API client's retries included (issue #12
+            §3: retried calls are counted); 1 for in-process backends and for cache hits (a hit
+            makes no request). A failed attempt (HTTP 408/409/429/5xx,
+            a dropped connection) returns no usage, so tokens and ``cost_usd`` are the
+            successful attempt's: the providers do not bill refused requests.
     """
 
     text: str
@@ -97,6 +103,7 @@ class Generation:
     reasoning: str = ""
     raw: str | None = None
     usage_estimated: bool = False
+    attempts: int = attrs.field(default=1, validator=attrs.validators.ge(1))
 
     @property
     def reply(self) -> str:
@@ -168,6 +175,22 @@ class ModelConnectionError(ModelError):
 
 class ContextWindowExceeded(ModelError, ValueError):
     """Prompt tokens plus ``max_tokens`` do not fit the model's context window."""
+
+
+def sdk_create(resource: object, **kwargs: object) -> tuple[object, int]:
+    """``resource.create(**kwargs)`` of an ``openai`` / ``anthropic`` SDK resource (e.g.
+    ``client.messages``), and how many HTTP requests it took: ``(reply, 1 + retries)``.
+
+    Goes through the SDK's ``with_raw_response`` layer, whose response carries
+    ``retries_taken`` (both SDKs, Stainless-generated); a stand-in resource without that
+    layer (a test double, a caller's own client) is called directly and counts 1. Raises what
+    ``create`` raises (the SDK's errors after its retries).
+    """
+    raw_api = getattr(resource, "with_raw_response", None)
+    if raw_api is None:
+        return resource.create(**kwargs), 1  # type: ignore[attr-defined]
+    raw = raw_api.create(**kwargs)
+    return raw.parse(), 1 + int(getattr(raw, "retries_taken", 0) or 0)
 
 
 def render_raw(messages: Sequence[Message]) -> str:

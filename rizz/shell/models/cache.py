@@ -1,7 +1,8 @@
 """Persistent response cache (one sqlite3 file) and a backend wrapper that uses it.
 
 Key: sha256 hex of the canonical JSON of ``(model name, [(role, content), ...], rendering,
-max_tokens, [stop, ...], temperature)``. The stored value is the full :class:`Generation`.
+max_tokens, [stop, ...], temperature)``. The stored value is the full :class:`Generation`
+but its ``attempts`` (a hit makes no request: it comes back with ``attempts`` 1).
 A hit returns the stored text, token counts, model and finish reason with ``cached=True``,
 ``latency_s`` = the lookup time and ``cost_usd`` = ``0.0`` (``None`` stays ``None``): a hit
 costs nothing and makes no model call.
@@ -157,7 +158,9 @@ class ResponseCache:
 
     def put(self, key: str, generation: Generation) -> None:
         """Store ``generation`` under ``key`` (replacing any previous value)."""
-        data = json.dumps(attrs.asdict(attrs.evolve(generation, cached=False)))
+        fields = attrs.asdict(attrs.evolve(generation, cached=False))
+        fields.pop("attempts")  # how the request went, not the answer: a hit makes no request
+        data = json.dumps(fields)
         row = (key, generation.model, data, time.time())
         sql = "INSERT OR REPLACE INTO responses (key, model, generation, created) VALUES (?, ?, ?, ?)"
         fault_point("cache.put")

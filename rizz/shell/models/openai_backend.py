@@ -56,6 +56,7 @@ from rizz.shell.models.base import (
     check_generate_args,
     estimate_tokens,
     render_raw,
+    sdk_create,
 )
 
 __all__ = ["OpenAICompatModel", "DEFAULT_CONTEXT_WINDOW", "api_base_url"]
@@ -178,17 +179,18 @@ class OpenAICompatModel:
             raise ModelUnavailableError(f"{self.api_url}/models lists no model")
         return ids[0]
 
-    def _create(self, rendering: str, messages: Sequence[Message], kwargs: dict[str, Any]) -> Any:
-        """The chat or raw completion request (retried by the client); a transport failure
+    def _create(self, rendering: str, messages: Sequence[Message], kwargs: dict[str, Any]) -> tuple[Any, int]:
+        """The chat or raw completion request (retried by the client) and the HTTP requests it
+        took (:func:`~rizz.shell.models.base.sdk_create`); a transport failure
         becomes :class:`ModelConnectionError` naming the server, a refusal (HTTP 4xx other
         than 408/409/429) :class:`ModelRequestError` naming the model, status and message."""
         import openai
 
         try:
             if rendering == "chat":
-                return self._client.chat.completions.create(
-                    messages=[{"role": m.role, "content": m.content} for m in messages], **kwargs)
-            return self._client.completions.create(prompt=render_raw(messages), **kwargs)
+                return sdk_create(self._client.chat.completions,
+                                  messages=[{"role": m.role, "content": m.content} for m in messages], **kwargs)
+            return sdk_create(self._client.completions, prompt=render_raw(messages), **kwargs)
         except openai.APIConnectionError as err:
             raise ModelConnectionError(
                 f"{self.name}: cannot reach the server ({type(err).__name__}: {err};"
@@ -228,7 +230,7 @@ class OpenAICompatModel:
         if stop:
             kwargs["stop"] = list(stop)
         t0 = time.perf_counter()
-        resp = self._create(rendering, messages, kwargs)
+        resp, attempts = self._create(rendering, messages, kwargs)
         if rendering == "chat":
             msg = resp.choices[0].message
             text = msg.content or ""
@@ -257,6 +259,7 @@ class OpenAICompatModel:
             model=self.name,
             finish_reason=str(resp.choices[0].finish_reason or "stop"),
             usage_estimated=estimated,
+            attempts=attempts,
             **parts,  # type: ignore[arg-type]
         )
 

@@ -92,7 +92,7 @@ class FairModel:
     def native(self, request: Callable[[], Any]) -> Any:
         """Run ``request`` (a native tool-calling request of
         :class:`~rizz.shell.agents.native.NativeToolAgent` on :attr:`backend`'s client) in
-        the same queue as :meth:`generate`; its response's ``usage`` (Anthropic
+        the same queue as :meth:`generate`; its ``(response, attempts)``'s ``usage`` (Anthropic
         ``input_tokens``/``output_tokens``, OpenAI ``prompt_tokens``/``completion_tokens``)
         is counted in the metrics. Raises :class:`ModelQueueTimeout` as :meth:`generate` does."""
         return self._in_turn(request, _usage)
@@ -122,8 +122,10 @@ class FairModel:
             self.on_call(tenant, counted, time.perf_counter() - t0)
 
 
-def _usage(resp: Any) -> Any:
-    """``prompt_tokens``/``completion_tokens`` of a native API response (Anthropic or OpenAI)."""
+def _usage(result: Any) -> Any:
+    """``prompt_tokens``/``completion_tokens`` of a native API response (Anthropic or OpenAI),
+    given as the agent's request returns it: ``(response, attempts)``."""
+    resp = result[0] if isinstance(result, tuple) else result
     u = getattr(resp, "usage", None)
     prompt = getattr(u, "input_tokens", None)
     if prompt is None:
