@@ -148,6 +148,8 @@ def test_a_clear_leading_answer_wins(raw: str, shape: str, answer: str) -> None:
     ("1. Compute 6 * 7\n2. So the answer is 42", "number", "42"),           # a numbered list
     ("In 2019 there were 3 cats. The answer is 42", "number", "42"),
     ("Let me think.\nAnswer: Paris", "span", "Paris"),
+    ("E.g., the policy was tightened, so the answer is C.", "letter", "C"),  # an abbreviation, not "E."
+    ("A.M. trading fell; the stance is B.", "letter", "B"),
 ])
 def test_no_leading_answer_keeps_the_later_reading(raw: str, shape: str, answer: str) -> None:
     assert extract_answer(raw, shape).answer == answer

@@ -60,8 +60,9 @@ _LETTER_AFTER_KEYWORD = re.compile(
     _KEYWORDS + r"\s*(?i:is|was|would\s+be|should\s+be)?\s*[:：=\-]?\s*[\*\"'`]*\(?([A-E])\)?[\*\"'`]*"
     r"(?![A-Za-z0-9])"
 )
-# "B", "B.", "(B)", "B)", "B: hawkish", "B - hawkish", "B\nBecause ..." at the start of the text
-_LEADING_LETTER = re.compile(r"^[\*\"'`]*\(?([A-E])\)?[\*\"'`]*(?=$|[.):：,\n]|\s+[-–—:])")
+# "B", "B.", "(B)", "B)", "B: hawkish", "B - hawkish", "B\nBecause ..." at the start of the text;
+# not an abbreviation that starts with a letter and a dot ("E.g., ... the answer is C", "A.M.")
+_LEADING_LETTER = re.compile(r"^[\*\"'`]*\(?([A-E])\)?[\*\"'`]*(?=$|\.(?![A-Za-z])|[):：,\n]|\s+[-–—:])")
 # "The stance is B." / "is (C)," (a letter followed by punctuation or the end)
 # "Answer: B.", "**Final answer:** (C)", "The answer is B." at the very start of the reply
 _LEADING_KEYWORD_LETTER = re.compile(
