@@ -143,3 +143,32 @@ def test_a_price_back_to_10_retires_the_rule_and_turns_of_12(fake_model) -> None
     assert stores == ["anti_patterns", "episodes", "rules", "working_memory", "working_memory", "working_memory"]
     b = _blocks(prompts[8])
     assert "Answer: 12" not in prompts[8].text and "THEN Answer: 10" in b["rules"] and "Answer: 10" in b["working_memory"]
+
+
+def test_the_retirement_and_its_reason_are_in_the_run_and_rizz_diff_shows_them(fake_model, tmp_path) -> None:
+    """§5's "with a logged reason": a durable session's log refolds to the retirement, and
+    ``rizz diff`` of the step that contradicted the stored answer prints it with its reason."""
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    said = iter(SAID)
+
+    def reply(messages) -> str:
+        text = messages[-1].content
+        if text.endswith("Reply with the final number only."):
+            return next(said)
+        return '{"function": "answer-question", "application": "plan-prices"}' if '"function"' in text else "no rules"
+
+    base = load_policy("default")
+    policy = attrs.evolve(base, write=attrs.evolve(base.write, supersede=True, supersede_derived=False))
+    s = Session.open(tmp_path / "run", policy, fake_model(reply), embedder=BowEmbedder(), durability="os")
+    for i, ref in enumerate(REFS):
+        p = s.answer(StreamElement(f"q{i}", Q, metadata={"shape": "number"}, reference=ref, verifier="exact_match"))
+        s.fold(p, s.verify(p))
+    s.close()
+    res = CliRunner().invoke(app, ["diff", str(tmp_path / "run"), "--at", "3"])
+    assert res.exit_code == 0, res.output
+    assert "episodes" in res.output and "retired (superseded: answer '10' failed verification at step 3)" in res.output
+    before = CliRunner().invoke(app, ["diff", str(tmp_path / "run"), "--at", "2"])
+    assert before.exit_code == 0 and "retired" not in before.output  # nothing was contradicted before step 3
