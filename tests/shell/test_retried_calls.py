@@ -118,3 +118,47 @@ def test_run_summary_and_log_count_retried_calls(http_server, tmp_path):
     from rizz.shell.logrecord import parse
 
     assert [c.attempts for r in recs for c in parse(r).calls] == [1, 2, 1]
+
+
+def test_a_priced_run_counts_and_prices_judge_distill_and_retried_calls(http_server, tmp_path):
+    """§3 "judge, distillation and retried calls are all counted": a default-policy run over the
+    Anthropic SDK (loopback Messages server, a priced model id). Every call kind appears in
+    ``calls_by_kind``, and ``cost_usd`` is the price of every call's tokens, retried ones included."""
+    from stubs import ArithmeticModel, arithmetic_stream
+
+    from rizz.shell.policy_file import load_policy
+    from rizz.shell.run import run_stream
+
+    script = ArithmeticModel()
+    seen: dict[str, int] = {}
+
+    def route(method, path, body):
+        if "count_tokens" in path:
+            return 200, {"input_tokens": 7}, {}
+        text = body["messages"][-1]["content"]
+        text = text if isinstance(text, str) else " ".join(b.get("text", "") for b in text)
+        seen[text] = seen.get(text, 0) + 1
+        if len(seen) % 5 == 0 and seen[text] == 1:  # every fifth distinct request is refused once
+            return 529, {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}, BUSY
+        reply = script.reply([Message("user", text)])
+        return 200, {"id": "m", "type": "message", "role": "assistant", "model": body["model"],
+                     "content": [{"type": "text", "text": reply}], "stop_reason": "end_turn", "stop_sequence": None,
+                     "usage": {"input_tokens": 10 + len(text) // 4, "output_tokens": 3}}, {}
+
+    srv = http_server(route)
+    model = AnthropicModel("claude-haiku-4-5", api_key="k", base_url=srv.url, max_retries=2)
+    summary = run_stream(arithmetic_stream(tmp_path / "s.jsonl", 21), load_policy("default"), "default", tmp_path / "run",
+                         model, HashEmbedder(), log=lambda m: None)
+    kinds = summary["calls_by_kind"]
+    assert kinds["judge"] >= 1 and kinds["distill"] >= 1 and kinds["answer"] == summary["answered"] == 18
+    assert summary["model_calls"] == sum(kinds.values())
+    recs = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    calls = [c for r in recs for c in r.get("calls", [])]
+    assert {c["kind"] for c in calls} >= {"judge", "answer", "distill"}
+    assert all(c["cost_usd"] == pytest.approx(price_usd("claude-haiku-4-5", c["prompt_tokens"], c["completion_tokens"]))
+               for c in calls)
+    assert summary["cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in calls)) and summary["cost_usd"] > 0
+    retried = [c for c in calls if c.get("attempts", 1) > 1]
+    assert retried and summary["retried_calls"] == len(retried)
+    assert summary["model_requests"] == summary["model_calls"] + sum(c["attempts"] - 1 for c in retried)
+    assert sum(seen.values()) == summary["model_requests"]  # the server saw exactly that many requests
