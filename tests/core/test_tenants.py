@@ -268,3 +268,30 @@ def test_the_bandit_learns_behind_a_wall_exactly_as_without() -> None:
     b, db = live(wall, "acme")
     assert isinstance(db, WalledDecision) and db.features == da.features != ()
     assert b.tenants["acme"] == a and a.router != plain.init().router
+
+
+def test_the_property_reaches_every_kind_of_memory_and_the_check_can_fail() -> None:
+    """The property above is not vacuous: on one fixed rich interleaving each tenant's own
+    sub-state holds episodes, anti-patterns, quarantine, scoped context and rules promoted to
+    the family and global tiers, and the walls hold; the same stream without walls (one
+    shared state, ``rizz`` alone) puts other tenants' text into a tenant's prompts, which the
+    check would catch."""
+    import random
+
+    spec = [(k, f, rw) for f in range(2) for k in (0, 1, 2, 2, 1) for rw in (1.0, 0.0, 0.5, 1.0)]
+    per = {t: [_element(t, i, k, f, rw) for i, (k, f, rw) in enumerate(spec)] for t in TENANTS}
+    mixed = _interleave(per, random.Random(7))
+    r = walled(rizz(POLICY))
+    state, prompts = _run(r, mixed)
+    for t in TENANTS:
+        mine = sub_state(state, t)
+        branches = list(mine.branches.values())
+        assert sum(len(b.episodes.records) for b in branches) > 0, t
+        assert sum(len(b.anti_patterns.records) for b in branches) > 0, t
+        assert sum(len(b.quarantine) for b in branches) > 0, t
+        assert len(mine.global_rules) > 0 and any(len(v) for v in mine.family_rules.values()), t
+        assert any(f"{t}-context-" in p for p in prompts.values() if f"{t}-" in p), t
+    _assert_each_tenant_as_alone(state, prompts, lambda t: _run(r, per[t]))
+    _, shared = _run(rizz(POLICY), mixed)
+    leaked = [k for k, p in shared.items() if any(o in p for o in TENANTS if not k.startswith(f"{o}-"))]
+    assert leaked  # without walls the same stream leaks: the assertion above has teeth
