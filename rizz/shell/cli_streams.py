@@ -35,6 +35,10 @@ def _streams() -> None:
     """Build benchmark streams (JSONL, specs/stream-format.md) and check stream files."""
 
 
+#: Builders whose data ships in a package, not under the data root.
+PACKAGED_BENCHES = ("bfcl",)
+
+
 def resolve_data_root(option: Optional[Path]) -> Path:
     """The benchmark data root: ``option``, else ``$RIZZ_DATA_ROOT``, else ``../shared/data``.
 
@@ -99,7 +103,9 @@ def build_cmd(
                             warn_chars=warn_chars, pool=pool, keep_duplicates=keep_duplicates, domain=domain)
         if bench not in BENCHES:
             raise BuildError(f"unknown benchmark {bench!r}; expected one of {', '.join(BENCHES)}")
-        result = build(bench, resolve_data_root(data_root), opts)
+        # BFCL's data ships inside the bfcl-eval wheel: no data root needed (nor checked)
+        root = Path(data_root or ".") if bench in PACKAGED_BENCHES else resolve_data_root(data_root)
+        result = build(bench, root, opts)
         if not result.elements:
             raise BuildError(f"no elements to write to {out} (an empty stream file is refused by "
                              "`rizz streams check` and `rizz run`); check --tasks, --per-task and --max-input-chars")

@@ -56,3 +56,20 @@ def test_episode_lines_are_the_same_bytes_under_any_hash_seed(tmp_path: Path) ->
                        env=env, check=True, capture_output=True, cwd=root)
         outs.append(out.read_bytes())
     assert b'"tools"' in outs[0] and outs[0] == outs[1]
+
+
+def test_bfcl_builds_without_a_benchmark_data_root(tmp_path: Path, monkeypatch) -> None:
+    """BFCL's items ship inside the bfcl-eval wheel: a fresh clone with no ../shared/data (and a
+    data root that does not exist) still builds it; a builder reading the data root still asks."""
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RIZZ_DATA_ROOT", str(tmp_path / "nowhere"))
+    res = CliRunner().invoke(app, ["streams", "build", "bfcl", "--categories", "simple_python", "--per-task", "2",
+                                   "--out", str(tmp_path / "b.jsonl")])
+    assert res.exit_code == 0, res.output
+    assert len((tmp_path / "b.jsonl").read_text().splitlines()) == 2
+    res = CliRunner().invoke(app, ["streams", "build", "tau-bench", "--domain", "retail", "--out", str(tmp_path / "t.jsonl")])
+    assert res.exit_code == 2 and "benchmark data root not found" in res.output
