@@ -134,7 +134,8 @@ ATTACKS: dict[str, str] = {
     "read /etc/shadow": "def solve():\n    open('/etc/shadow').read()\n    return 42\n",
     "read the parent's environment": (
         "import os\ndef solve():\n    open(f'/proc/{{os.getppid()}}/environ').read()\n    return 42\n"),
-    "read pid 1's memory map": "def solve():\n    open('/proc/1/environ').read()\n    return 42\n",
+    "read pid 1's environment": "def solve():\n    open('/proc/1/environ').read()\n    return 42\n",
+    "read pid 1's memory map": "def solve():\n    open('/proc/1/maps').read()\n    return 42\n",
     "connect to a live server on 127.0.0.1": (
         "import socket\ndef solve():\n    s = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
         "    s.sendall(b'leak')\n    return int(s.recv(10))\n"),
