@@ -20,6 +20,7 @@ from rizz.core.records import (
     Branch,
     ContextItem,
     Episode,
+    ROUTE_SCORE_DECIMALS,
     QuarantinedItem,
     Rule,
     RuleCounters,
@@ -216,7 +217,10 @@ def decide_memory(state: AdaptiveState, policy: Policy, inp: StepInput, verdict:
             scope = inp.scope if _derived(policy) else None  # kept only when supersede needs it (older digests unchanged)
             out.append(ev.TurnRemembered(Turn(inp.step, branch.id, inp.text, inp.answer, verdict.reward, scope), policy.write.working_memory_size))
     out += _new_rules(branch, policy, inp, written)
-    rec = StepRecord(inp.step, inp.item_id, branch.id, decision.score, decision.spawn is not None, reward, inp.prompt_tokens, inp.completion_tokens, inp.dropped)
+    # rounded (ROUTE_SCORE_DECIMALS): BLAS kernels differ in a float32 dot's last bits, so the raw
+    # score would make a refold's digest depend on the machine that refolds it
+    rec = StepRecord(inp.step, inp.item_id, branch.id, round(decision.score, ROUTE_SCORE_DECIMALS), decision.spawn is not None,
+                     reward, inp.prompt_tokens, inp.completion_tokens, inp.dropped)
     out.append(ev.StepRecorded(rec))
     return out
 

@@ -31,6 +31,7 @@ __all__ = [
     "Label",
     "MemoryStore",
     "QuarantinedItem",
+    "ROUTE_SCORE_DECIMALS",
     "RouterState",
     "Rule",
     "RuleCounters",
@@ -308,9 +309,19 @@ class Turn:
     scope: str | None = field(default=None, metadata={"omit_default": True})  # kept under write.supersede_derived
 
 
+#: Decimals of :attr:`StepRecord.route_score` (rizz's choice: float32 dot products agree to
+#: ~1e-7 across BLAS kernels; 6 decimals keep the score readable and the digest portable).
+ROUTE_SCORE_DECIMALS = 6
+
+
 @frozen
 class StepRecord:
-    """One line of history ``H``: the routing decision, reward and token counts."""
+    """One line of history ``H``: the routing decision, reward and token counts.
+
+    ``route_score`` is rounded to :data:`ROUTE_SCORE_DECIMALS` decimals: it comes from a float32
+    dot product, whose last bits depend on the BLAS kernel (OpenBLAS picks one per CPU, or by
+    ``OPENBLAS_CORETYPE``), and the state's digest must not depend on the machine.
+    """
 
     step: int
     item_id: str

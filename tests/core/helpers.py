@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rizz.core import Label, StepInput
@@ -16,16 +18,24 @@ FAMILIES = {
 }
 
 
+def unit(v: np.ndarray) -> np.ndarray:
+    """``v / |v|`` as float32, the norm from :func:`math.fsum` (exactly rounded). Not
+    ``np.linalg.norm``: its BLAS dot differs in the last bits between OpenBLAS kernels (one per
+    CPU, or ``OPENBLAS_CORETYPE``), which made golden digests depend on the machine."""
+    n = math.sqrt(math.fsum(x * x for x in np.asarray(v, np.float64).ravel().tolist()))
+    return np.asarray(v, np.float32) / np.float32(n) if n > 0 else np.asarray(v, np.float32)
+
+
 def centre(family: int) -> np.ndarray:
     v = np.zeros(DIM, dtype=np.float32)
     v[family * 4 : family * 4 + 4] = 1.0
-    return v / np.linalg.norm(v)
+    return unit(v)
 
 
 def embed(family: int, noise: float, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     v = centre(family) + rng.normal(0.0, noise, DIM).astype(np.float32)
-    return (v / np.linalg.norm(v)).astype(np.float32)
+    return unit(v)
 
 
 def label_vec(label: Label) -> np.ndarray:

@@ -11,6 +11,8 @@ import sys
 from typing import Any
 
 import numpy as np
+
+from tests.core.helpers import unit
 from stubs import StubBackend  # tests/shell is on sys.path (pytest, the child below, the benches)
 
 
@@ -27,7 +29,7 @@ class HashEmbedder:
             rng = np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little"))
             v = rng.standard_normal(self.dim).astype(np.float32) * 0.3
             v[0 if "sum" in t else 1 if "stance" in t else 2] += 3.0
-            rows.append(v / np.linalg.norm(v))
+            rows.append(unit(v))
         return np.stack(rows)
 
 

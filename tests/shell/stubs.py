@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from rizz.shell.models import Generation, Message
+from tests.core.helpers import unit
 
 
 class StubBackend:
@@ -81,7 +82,7 @@ class HashEmbedder:
             head = hashlib.sha256(t.split(" ")[0].encode()).digest()
             tail = hashlib.sha256(t.encode()).digest()
             v = np.frombuffer(head[:16], np.uint8).astype(np.float32) * 4 + np.frombuffer(tail[:16], np.uint8)
-            out[i] = v / np.linalg.norm(v)
+            out[i] = unit(v)
         return out
 
 

@@ -19,6 +19,7 @@ from rizz.shell.policy_file import load_policy
 from rizz.shell.run import replay, run_stream
 from rizz.shell.session import Session
 from rizz.shell.streams import StreamElement, write_stream
+from tests.core.helpers import unit
 
 
 class BowEmbedder:
@@ -33,7 +34,7 @@ class BowEmbedder:
             v = np.zeros(self.dim, dtype=np.float32)
             for w in re.findall(r"[a-z0-9]+", t.lower()):
                 v[int(hashlib.sha256(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-            rows.append(v / (np.linalg.norm(v) or 1.0))
+            rows.append(unit(v))
         return np.stack(rows)
 
 
