@@ -90,11 +90,28 @@ def _answer_branches(state: AdaptiveState, policy: Policy, shape: str | None) ->
     return out
 
 
+#: One-entry memo of the last anchor matrix: (the branches, their stacked anchors). Branches
+#: are immutable values, so the same branch objects always stack to the same matrix; one
+#: element's judge check and route round ask for the same branches (a pure cache: results are
+#: bit-identical with or without it).
+_ANCHORS: tuple[tuple[Branch, ...], np.ndarray] | None = None
+
+
+def _anchor_matrix(branches: list[Branch]) -> np.ndarray:
+    global _ANCHORS
+    memo = _ANCHORS
+    if memo is not None and len(memo[0]) == len(branches) and all(a is b for a, b in zip(memo[0], branches)):
+        return memo[1]
+    anchors = np.stack([as_vector(b.anchor) for b in branches])
+    anchors.flags.writeable = False
+    _ANCHORS = (tuple(branches), anchors)
+    return anchors
+
+
 def _anchor_cos(branches: list[Branch], embedding: bytes) -> np.ndarray:
     if not branches:
         return np.zeros(0, dtype=np.float32)
-    anchors = np.stack([as_vector(b.anchor) for b in branches])
-    return anchors @ as_vector(embedding)
+    return _anchor_matrix(branches) @ as_vector(embedding)
 
 
 def needs_label(state: AdaptiveState, policy: Policy, embedding: bytes, shape: str | None) -> bool:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -161,11 +163,17 @@ def _npy_bytes(vec: np.ndarray) -> bytes:
     return head + vec.tobytes()
 
 
-def _sync_and_rename(fd: int, tmp: str, path: Path) -> None:
-    """A deferred put's second half (on a pool thread): fsync and close the temp file, rename it into place."""
+def _write_and_rename(data: bytes, tmp: str, path: Path, sync: bool) -> None:
+    """A deferred put (on a pool thread): write the temp file, fsync it when ``sync``, close it,
+    rename it into place. A failure removes the temp file and is raised by the caller's ``flush``."""
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
-            os.fsync(fd)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         fault_point("embedding.write")  # crash tests: a kill before the rename
@@ -198,6 +206,11 @@ def _pool() -> Any:
 
 
 _POOL: Any = None
+_KEY = re.compile(r"[0-9a-f]{64}")
+#: Vectors kept in memory by :class:`EmbeddingStore` (the most recently put or read): a
+#: repeated text (a judge label, a rule, an instruction) is served without a file read.
+#: 4,096 × 384 float32 ≈ 6 MiB.
+VECTOR_CACHE_MAX = 4096
 _PENDING_MAX = 256  # deferred puts in flight before put() waits for them itself
 _UNSYNCED_MAX = 4096  # "os" durability: files written without fsync before sync() runs by itself
 
@@ -208,7 +221,10 @@ class EmbeddingStore:
     Layout: ``DIR/<key[:2]>/<key>.npy`` (one ``.npy`` file per key). Each file is written to
     a temporary file in the same directory, fsynced, then ``os.replace``d into place, so a
     process killed mid-write leaves earlier entries intact and never a partial entry.
-    Entries are immutable: putting an existing key keeps the stored vector.
+    Entries are immutable: putting an existing key keeps the stored vector. The
+    :data:`VECTOR_CACHE_MAX` most recently put or read vectors are also kept in memory, so a
+    repeated key costs neither a ``stat`` nor a read (entries never change, so the cache
+    cannot go stale while this process is the store's only writer, as the RUN_DIR's lock makes it).
 
     Args:
       root: directory (created if missing).
@@ -227,23 +243,31 @@ class EmbeddingStore:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.durability = durability
-        self._pending: dict[str, tuple[np.ndarray, Any]] = {}  # key -> (vector, future of fsync + rename)
+        self._pending: dict[str, tuple[np.ndarray, Any]] = {}  # key -> (vector, future of its write + rename)
         self._unsynced: list[Path] = []  # "os": files written since the last sync()
         self._dirs: set[str] = set()  # <key[:2]> subdirectories known to exist
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()  # key -> vector (read-only), LRU
 
     def _path(self, key: str) -> Path:
-        if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
+        if not isinstance(key, str) or _KEY.fullmatch(key) is None:
             raise ValueError(f"not an embedding key (64 lowercase hex): {key!r}")
         return self.root / key[:2] / f"{key}.npy"
 
+    def _remember(self, key: str, vec: np.ndarray) -> None:
+        vec.flags.writeable = False
+        self._cache[key] = vec
+        self._cache.move_to_end(key)
+        if len(self._cache) > VECTOR_CACHE_MAX:
+            self._cache.popitem(last=False)
+
     def __contains__(self, key: str) -> bool:
-        return key in self._pending or self._path(key).is_file()
+        return key in self._pending or key in self._cache or self._path(key).is_file()
 
     def put(self, key: str, vector: np.ndarray, *, defer: bool = False) -> str:
         """Store a 1-d vector (cast to float32) under ``key``; return ``key``.
 
-        ``defer``: with durability ``"disk"``, fsync and rename in the background (see the
-        class); :meth:`get` serves the vector meanwhile, :meth:`flush` waits for it.
+        ``defer``: with durability ``"disk"``, write, fsync and rename in the background (see
+        the class); :meth:`get` serves the vector meanwhile, :meth:`flush` waits for it.
 
         Raises:
           ValueError: bad key or a vector that is not 1-d.
@@ -253,45 +277,33 @@ class EmbeddingStore:
         if vec.ndim != 1:
             raise ValueError(f"expected a 1-d vector, got shape {vec.shape}")
         path = self._path(key)
-        if key in self._pending or path.is_file():
+        if key in self._pending or key in self._cache or path.is_file():
             return key
+        return self._put_new(key, vec, path, defer)
+
+    def _put_new(self, key: str, vec: np.ndarray, path: Path, defer: bool) -> str:
+        """:meth:`put` of a key known to be absent (``vec`` float32, 1-d, contiguous)."""
         if key[:2] not in self._dirs:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._dirs.add(key[:2])
         tmp = str(path.parent / f".tmp-{key}.npy")  # the RUN_DIR's lock makes this process its only writer
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
         sync = self.durability == "disk"
-        handed = False  # the fd went to the pool thread, which closes it
-        try:
-            data = memoryview(_npy_bytes(vec))
-            while data:
-                data = data[os.write(fd, data):]
-            if sync and defer:
-                self._pending[key] = (vec.copy(), _pool().submit(_sync_and_rename, fd, tmp, path))
-                handed = True
-                if len(self._pending) >= _PENDING_MAX:  # bounded, even for a caller that never flushes
-                    self.flush()
-                return key
-            if sync:
-                os.fsync(fd)
-            os.close(fd)
-            handed = True
-            fault_point("embedding.write")  # crash tests: a kill before the rename
-            os.replace(tmp, path)
-            if not sync:
-                self._unsynced.append(path)
-                if len(self._unsynced) >= _UNSYNCED_MAX:  # bounded: a long "os" session syncs in batches
-                    self.sync()
-        except BaseException:
-            if not handed:
-                os.close(fd)
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        if defer and sync:  # "os": inline (a pool thread's hand-off costs more than the write it moves)
+            self._pending[key] = (vec.copy(), _pool().submit(_write_and_rename, _npy_bytes(vec), tmp, path, sync))
+            self._remember(key, self._pending[key][0])
+            if len(self._pending) >= _PENDING_MAX:  # bounded, even for a caller that never flushes
+                self.flush()
+            return key
+        _write_and_rename(_npy_bytes(vec), tmp, path, sync)
+        self._remember(key, vec.copy())
+        if not sync:
+            self._unsynced.append(path)
+            if len(self._unsynced) >= _UNSYNCED_MAX:  # bounded: a long "os" session syncs in batches
+                self.sync()
         return key
 
     def flush(self) -> None:
-        """Wait until every deferred :meth:`put` is fsynced and in place.
+        """Wait until every deferred :meth:`put` is written (fsynced under ``"disk"``) and in place.
 
         Raises:
           OSError: the first failed write (e.g. ``ENOSPC``); its temp file is removed and
@@ -301,10 +313,11 @@ class EmbeddingStore:
             return
         pending, self._pending = self._pending, {}
         error: BaseException | None = None
-        for _, fut in pending.values():
+        for key, (_, fut) in pending.items():
             try:
                 fut.result()
             except BaseException as e:  # noqa: BLE001 - re-raised below, after every write finished
+                self._cache.pop(key, None)  # forgotten, as if never put
                 error = error or e
         if error is not None:
             raise error
@@ -326,14 +339,20 @@ class EmbeddingStore:
         Raises:
           KeyError: if the key is not stored.
         """
-        hit = self._pending.get(key)
+        pending = self._pending.get(key)
+        if pending is not None:
+            return pending[0].copy()
+        hit = self._cache.get(key)
         if hit is not None:
-            return hit[0].copy()
+            self._cache.move_to_end(key)
+            return hit.copy()
         path = self._path(key)
         try:
-            return np.load(path, allow_pickle=False)
+            vec = np.load(path, allow_pickle=False)
         except FileNotFoundError:
             raise KeyError(key) from None
+        self._remember(key, vec.copy())
+        return vec
 
     def get_many(self, keys: Sequence[str]) -> np.ndarray:
         """Stack stored vectors: ``(len(keys), dim)`` float32. Raises KeyError if one is missing."""
@@ -359,8 +378,11 @@ class EmbeddingStore:
         if todo:
             vecs = embedder.embed(list(todo.values()))
             for key, vec in zip(todo, vecs):
-                self.put(key, vec, defer=defer)
-                fresh[key] = np.ascontiguousarray(vec, dtype=np.float32)
+                v = np.ascontiguousarray(vec, dtype=np.float32)
+                if v.ndim != 1:
+                    raise ValueError(f"expected a 1-d vector, got shape {v.shape}")
+                self._put_new(key, v, self._path(key), defer)  # absent: checked just above
+                fresh[key] = v
         if not keys:
             return keys, np.zeros((0, embedder.dim), dtype=np.float32)
         return keys, np.stack([fresh[k] if k in fresh else self.get(k) for k in keys]).astype(np.float32, copy=False)

@@ -97,3 +97,21 @@ def test_single_branch_mode_routes_everything_to_one_branch():
     p = attrs.evolve(Policy(), routing=attrs.evolve(Policy().routing, mode="single"))
     r, s = _state_with([0, 1, 2, 3, 0], p)
     assert list(s.branches) == ["b0"] and s.branches["b0"].stats.traffic == 5
+
+
+def test_the_anchor_memo_never_serves_another_states_anchors():
+    """routing keeps the last stacked anchor matrix; a state whose branch has another anchor
+    (a new Branch value) must route by its own anchors, alternating states call after call."""
+    from rizz.core import routing
+    from rizz.core.vec import to_bytes
+
+    r, s = _state_with([0, 1])
+    x = make_input(2, 0, seed=99)
+    ids = sorted(s.branches)
+    flipped = attrs.evolve(s.branches[ids[0]], anchor=to_bytes(-np.frombuffer(s.branches[ids[0]].anchor, dtype=np.float32)))
+    moved = attrs.evolve(s, branches=s.branches.set(ids[0], flipped))
+    a, b = route(s, r.policy, x), route(moved, r.policy, x)
+    assert a.branch_id == ids[0] and b.branch_id != ids[0]
+    assert route(s, r.policy, x) == a and route(moved, r.policy, x) == b  # alternating: no stale matrix
+    routing._ANCHORS = None
+    assert route(moved, r.policy, x) == b and route(s, r.policy, x) == a  # the same without the memo

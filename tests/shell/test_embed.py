@@ -91,6 +91,30 @@ def test_store_round_trip_bit_exact(tmp_path) -> None:
     assert not list((tmp_path / "emb").rglob(".tmp-*"))
 
 
+def test_store_serves_recent_vectors_from_memory_bounded_and_unaliased(tmp_path, monkeypatch) -> None:
+    import rizz.shell.embed as embed_mod
+
+    monkeypatch.setattr(embed_mod, "VECTOR_CACHE_MAX", 2)
+    rng = np.random.default_rng(1)
+    vecs = rng.standard_normal((3, 8)).astype(np.float32)
+    store = EmbeddingStore(tmp_path)
+    keys = [store.put_text(f"t{i}", "e", v) for i, v in enumerate(vecs)]
+    reads: list[object] = []
+    real_load = np.load
+    monkeypatch.setattr(embed_mod.np, "load", lambda *a, **k: reads.append(a[0]) or real_load(*a, **k))
+    assert store.get(keys[2]).tobytes() == vecs[2].tobytes() and reads == []  # put last: in memory
+    assert store.get(keys[0]).tobytes() == vecs[0].tobytes() and len(reads) == 1  # evicted (cap 2): read back
+    assert store.get(keys[0]).tobytes() == vecs[0].tobytes() and len(reads) == 1  # now in memory again
+    got = store.get(keys[0])
+    got[:] = 0.0  # the caller's copy: the store's bytes do not change
+    assert store.get(keys[0]).tobytes() == vecs[0].tobytes()
+    assert len(store._cache) == 2  # bounded
+    fresh = np.ones(8, dtype=np.float32)
+    k = store.put_text("fresh", "e", fresh)
+    fresh[:] = 7.0  # nor does a later change to the array that was put
+    assert store.get(k).tolist() == [1.0] * 8 and len(reads) == 1  # served from memory
+
+
 def test_store_survives_partial_write(tmp_path) -> None:
     store = EmbeddingStore(tmp_path)
     key = store.put_text("kept", "e", np.arange(4, dtype=np.float32))
