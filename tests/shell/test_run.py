@@ -323,6 +323,17 @@ def test_model_help_shows_the_optional_model_name():
     assert code == 0 and "openai:BASE_URL[#MODEL]" in text
 
 
+def test_model_help_is_not_cut_at_80_columns(monkeypatch):
+    from rizz.shell.models.anthropic_backend import DEFAULT_MODEL_ID
+
+    monkeypatch.setenv("COLUMNS", "80")
+    for cmd in ("run", "bench"):
+        code, text = _cli(cmd, "--help")
+        assert code == 0 and DEFAULT_MODEL_ID in text and "?reasoning=1024" in text, text
+        model_part = text[text.index("--model"):text.index("--model") + 1500]
+        assert "…" not in model_part, model_part
+
+
 def test_counts_of_one_are_singular(tmp_path, stream, fake_model, embedder):
     out = tmp_path / "one"
     _run(stream, out, fake_model, embedder, limit=1)

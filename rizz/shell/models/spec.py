@@ -48,10 +48,11 @@ def spec_help() -> str:
     :data:`SPEC_OPTIONS` (plain text; a rich-markup CLI escapes its ``[``)."""
     from rizz.shell.models.anthropic_backend import DEFAULT_MODEL_ID
 
-    return (f"{' | '.join(SPEC_FORMS)}. anthropic alone = anthropic:{DEFAULT_MODEL_ID}; oracle replays each"
+    # No word longer than ~25 characters: rich cuts a word wider than the help column with "…".
+    return (f"{' | '.join(SPEC_FORMS)}. anthropic alone means the model {DEFAULT_MODEL_ID}; oracle replays each"
             f" episode's gold actions (validation only, no model). Any form but oracle takes"
             f" ?{'&'.join(o + '=N' for o in SPEC_OPTIONS)} (0..{MAX_REASONING_TOKENS}): N thinking tokens added to every call's answer"
-            f" budget, e.g. openai:http://127.0.0.1:8000#qwen3?reasoning=1024.")
+            f" budget, e.g. openai:BASE_URL#MODEL ?reasoning=1024 written as one word.")
 
 
 def split_options(spec: str) -> tuple[str, dict[str, int]]:
