@@ -247,18 +247,25 @@ class RunDir:
         self.sync_log(self.appended)
 
     _prompt_dir_made = False
+    _prompt_root = ""
 
     def save_prompt(self, sha: str, text: str) -> None:
         """Keep a compiled prompt's text as ``prompts/<sha>.txt`` (for reading; not synced: no
         refold needs it)."""
         if not self._prompt_dir_made:
             self.prompt_dir.mkdir(exist_ok=True)
+            self._prompt_root = os.fspath(self.prompt_dir)
             self._prompt_dir_made = True
-        p = os.path.join(self.prompt_dir, f"{sha}.txt")
+        p = f"{self._prompt_root}{os.sep}{sha}.txt"
         if not os.path.exists(p):
             tmp = p[:-4] + ".tmp"
-            with open(tmp, "wb") as f:
-                f.write(text.encode("utf-8"))
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+            try:
+                data = memoryview(text.encode("utf-8"))
+                while data:
+                    data = data[os.write(fd, data):]
+            finally:
+                os.close(fd)
             fault_point("prompt.write")
             os.replace(tmp, p)
 
