@@ -7,6 +7,8 @@ only reads them, so a logged stream refolds to the same state (STYLE.md §1).
 
 from __future__ import annotations
 
+import numbers
+
 from attrs import field, frozen
 
 from rizz.core.records import Label, check_time_pair
@@ -33,6 +35,8 @@ class Verdict:
 
     @reward.validator
     def _check(self, _att: object, value: float) -> None:
+        if not isinstance(value, numbers.Real):
+            raise ValueError(f"reward must be a number in [0, 1], got {value!r} ({type(value).__name__})")
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"reward must be in [0, 1], got {value!r}")
 

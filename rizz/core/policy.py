@@ -255,7 +255,7 @@ class CompilerPolicy:
 class FeedbackPolicy:
     """Late verdicts in a live session (specs/step-semantics.md, "Live sessions"). 0 = no limit."""
 
-    max_pending: int = _num(0, 0, 1_000_000_000, "rizz", "a pending answer expires once this many later answers were issued (0: never)", integer=True)
+    max_pending: int = _num(0, 0, 1_000_000_000, "rizz", "later answers a pending answer may wait for; it expires when one more is issued (0: never)", integer=True)
     max_pending_seconds: float = _num(0.0, 0.0, 1e9, "rizz", "a pending answer expires this many seconds after it was answered (0: never)")
 
 

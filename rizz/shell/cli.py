@@ -6,7 +6,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional, Sequence
 
 import attrs
 import typer
@@ -34,6 +34,7 @@ MIN_BUDGET = int(attrs.fields(CompilerPolicy).token_budget.metadata["min"])
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    rich_markup_mode="markdown",
     help="rizz: a frozen LLM that improves over a stream of mixed tasks through routed, verifier-gated memory (RIZZ).",
 )
 policy_app = typer.Typer(no_args_is_help=True, add_completion=False, help="Check, show and describe YAML policies.")
@@ -107,9 +108,11 @@ def run(
     from rizz.shell.streams import read_stream
 
     try:
-        n = len(read_stream(stream, skip_bad=skip_bad).elements)  # refuse a bad stream before writing anything
+        elements = read_stream(stream, skip_bad=skip_bad).elements  # refuse a bad stream before writing anything
     except StreamError as e:
         _fail(str(e))
+    n = len(elements)
+    _check_oracle(model, stream, elements, limit)
     _check_rendering(rendering)
     if durability not in ("disk", "os"):
         _fail(f"--durability must be disk or os, got {durability!r}")
@@ -215,6 +218,20 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
     Console(width=max(160, Console().width)).print(table)
 
 
+def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: Optional[int]) -> None:
+    """``--model oracle`` only replays episodes' gold actions: refuse a stream whose (first
+    ``limit``) elements include one that is not an episode (it would answer "" and score 0)."""
+    if model.strip() != "oracle":
+        return
+    from rizz.shell.wording import plural
+
+    plain = [el for el in elements[:limit] if not el.is_episode]
+    if plain:
+        _fail(f"--model oracle replays each episode's gold actions (validation only), but {plural(len(plain), 'element')} of "
+              f"{stream} {'is' if len(plain) == 1 else 'are'} not an episode (no 'tools'; the first: {plain[0].id!r}); "
+              "use a model (e.g. --model embedded), or an episode stream (rizz streams build bfcl)")
+
+
 def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Optional[int], rendering: Optional[str], command: str, title: str,
            budget: Optional[int] = None, ray_address: Optional[str] = None, user_model: Optional[str] = None) -> None:
     from rizz.shell.bench import run_bench
@@ -229,9 +246,10 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
     from rizz.shell.streams import read_stream
 
     try:
-        read_stream(stream)  # refuse a bad stream before writing anything
+        elements = read_stream(stream).elements  # refuse a bad stream before writing anything
     except StreamError as e:
         _fail(str(e))
+    _check_oracle(model, stream, elements, limit)
     from rizz.shell.peers.run_peer import PeerError, is_peer, peer_python
 
     for p in policies:  # and a bad policy name or file too

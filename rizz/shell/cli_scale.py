@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
 
 def sweep(
     spec: Path = typer.Argument(..., help="Sweep spec (YAML): base, grid, streams, seeds, baselines, limit, budget, model (rizz/shell/sweep.py)."),
-    out: Path = typer.Option(..., "--out", "-o", help="SWEEP_DIR: cells/<stream[.seed]>/<policy>/ runs, report.md, results.json, plots."),
+    out: Path = typer.Option(..., "--out", "-o", help="SWEEP_DIR: `cells/<stream[.seed]>/<policy>/` runs, report.md, results.json, plots."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP + " (default: the spec's model, else embedded)"),
     ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
                                       help="Run each (policy, cell) as a Ray task: a local Ray by default, or a cluster (auto | HOST:PORT | ray://HOST:10001)."),
@@ -62,7 +62,7 @@ def sweep(
 
 
 def serve(
-    data: Path = typer.Option(..., "--data", help="Folder of tenants: one durable live session per tenant in DATA/<tenant>/."),
+    data: Path = typer.Option(..., "--data", help="Folder of tenants: one durable live session per tenant in `DATA/<tenant>/`."),
     policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file or shipped name, for every tenant."),
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP + " (one instance, queued fairly between tenants)"),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; without --keys only loopback is accepted."),

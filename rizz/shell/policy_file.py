@@ -199,11 +199,29 @@ def _threshold_name_errors(data: Any) -> list[str]:
             for name in sorted(map(str, thresholds)) if name not in VERIFIER_NAMES]
 
 
+def _folder_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be one folder's name (inside BENCH_DIR), or None."""
+    if not name.strip():
+        return "expected a non-empty name"
+    if any(c in name for c in "/\\\0"):
+        return "expected no '/', '\\' or NUL in the name"
+    if name.startswith("."):
+        return "expected a name that does not start with '.'"
+    if name.startswith("peer:"):
+        return "expected a name that does not start with 'peer:' (bench entries peer:NAME are the peers)"
+    return None
+
+
 def _cross_field_errors(p: Policy) -> list[str]:
     """Checks that involve two fields (the schema checks one field at a time)."""
     from rizz.core.policy import PROTECTED_BLOCKS
 
     out = []
+    bad = _folder_name_problem(p.name)
+    if bad:
+        out.append(f"$.name: {bad}, got {p.name!r} (the name is the policy's run folder in a bench: BENCH_DIR/<name>)")
+    if p.retrieval.rule_m_min > p.retrieval.rule_m_max:
+        out.append(f"$.retrieval.rule_m_min: expected at most retrieval.rule_m_max ({p.retrieval.rule_m_max:g}), got {p.retrieval.rule_m_min:g}")
     if p.lifecycle.max_active > p.lifecycle.max_branches:
         out.append(f"$.lifecycle.max_active: expected at most lifecycle.max_branches ({p.lifecycle.max_branches}), got {p.lifecycle.max_active}")
     if p.quarantine.enabled and p.write.failure_threshold > p.quarantine.middling_min:

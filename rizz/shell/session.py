@@ -49,6 +49,14 @@ _CLOSED_IDS = 4096  # recently folded / expired ids kept for error messages (bou
 SNAPSHOT_RECORD_BYTES = 8192
 
 
+def _remove_if_only_cache(root: Path) -> None:
+    """Remove ``root`` when it holds nothing but an (unused) response cache."""
+    import shutil
+
+    if root.is_dir() and all(p.name.startswith("responses.sqlite") for p in root.iterdir()):
+        shutil.rmtree(root, ignore_errors=True)
+
+
 class SessionError(ValueError):
     """A call the session refused; nothing was written and the state is unchanged."""
 
@@ -175,19 +183,29 @@ class Session:
         from rizz.shell.policy_file import load_policy, policy_data
         from rizz.shell.runlog import RunDir, model_meta
 
+        from rizz.shell.embed import DURABILITY
+
+        if durability not in DURABILITY:
+            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
         pol = policy if isinstance(policy, Policy) else load_policy(policy)
         source = pol.name if isinstance(policy, Policy) else str(policy)
         root = Path(path)
-        if isinstance(model, str):
-            from rizz.shell.models import load_model
+        new_dir = not root.exists()
+        try:
+            if isinstance(model, str):
+                from rizz.shell.models import load_model
 
-            root.mkdir(parents=True, exist_ok=True)
-            model = load_model(model, cache=cache if cache is not None else root / "responses.sqlite")
-        if isinstance(user_model, str):
-            from rizz.shell.models import load_model
+                root.mkdir(parents=True, exist_ok=True)
+                model = load_model(model, cache=cache if cache is not None else root / "responses.sqlite")
+            if isinstance(user_model, str):
+                from rizz.shell.models import load_model
 
-            root.mkdir(parents=True, exist_ok=True)
-            user_model = load_model(user_model, cache=cache if cache is not None else root / "responses.sqlite")
+                root.mkdir(parents=True, exist_ok=True)
+                user_model = load_model(user_model, cache=cache if cache is not None else root / "responses.sqlite")
+        except BaseException:
+            if new_dir:  # a refused open leaves no directory behind (only what this call made: the cache file)
+                _remove_if_only_cache(root)
+            raise
         if embedder is None:
             from rizz.shell.embed import Embedder
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Mapping
 
 from rizz.shell.timekeys import TIME_EXPECTED, canonical_time
@@ -223,10 +224,42 @@ def _check_episode(obj: Mapping[str, Any], verifier: Any) -> None:
         raise _expect("verifier", "an episode verifier (" + ", ".join(EPISODE_VERIFIERS) + ") for an element with 'tools'", verifier)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_unicode(obj: Mapping[str, Any]) -> None:
+    """Raise :class:`_FieldError` for a lone UTF-16 surrogate (JSON ``"\\udc80"`` unpaired) in any
+    key or string of the line: it decodes, but no UTF-8 text (prompt, log, hash) can hold it."""
+
+    def find(value: Any, path: str) -> tuple[str, str] | None:
+        if isinstance(value, str):
+            m = _SURROGATE.search(value)
+            return (path, m.group()) if m else None
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                m = _SURROGATE.search(k)
+                if m:
+                    return (path or "<key>", m.group())
+                hit = find(v, f"{path}.{k}" if path else k)
+                if hit:
+                    return hit
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                hit = find(v, f"{path}[{i}]")
+                if hit:
+                    return hit
+        return None
+
+    hit = find(obj, "")
+    if hit is not None:
+        raise _FieldError(hit[0], f"a lone UTF-16 surrogate \\u{ord(hit[1]):04x} (an unpaired \\u escape); expected valid Unicode text")
+
+
 def _validate(obj: Any) -> None:
     """Raise :class:`_FieldError` for the first contract violation in a decoded line."""
     if not isinstance(obj, Mapping):
         raise _expect("<line>", "a JSON object", obj)
+    _check_unicode(obj)
     unknown = [k for k in obj if k not in FIELDS]
     if unknown:
         raise _FieldError(unknown[0], "unknown field; expected one of " + ", ".join(FIELDS))

@@ -322,6 +322,8 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
             raise StreamError(name, b)
         bad.append(b)
 
+    if os.path.isdir(path):
+        raise StreamError(name, "is a directory; expected a stream file (JSONL, one element a line)")
     with open(path, "rb") as fh:
         for lineno, raw_bytes in enumerate(fh, start=1):
             try:

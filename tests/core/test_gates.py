@@ -131,3 +131,16 @@ def test_merge_and_prune_lifecycle():
     for t in range(2, 7):
         s = r.step(s, make_input(t, 1, seed=t), Verdict(1.0))
     assert not s.branches["b0"].active or "b0" not in s.branches
+
+
+def test_a_verdict_names_a_reward_that_is_not_a_number():
+    import numpy as np
+    import pytest
+
+    from rizz.core import Verdict
+
+    with pytest.raises(ValueError, match=r"reward must be a number in \[0, 1\], got '1' \(str\)"):
+        Verdict("1", "exact_match")  # was a bare TypeError from the comparison
+    with pytest.raises(ValueError, match=r"reward must be in \[0, 1\], got 1.5"):
+        Verdict(1.5)
+    assert Verdict(np.float32(0.5)).reward == 0.5  # numpy scalars are numbers

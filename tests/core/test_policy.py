@@ -62,6 +62,13 @@ BAD = [
     ({"write": {"thresholds": {"rouge": 0.3}}}, "$.write.thresholds.rouge: unknown verifier"),
     ({"write": {"failure_threshold": 0.5}}, "$.write.failure_threshold: expected at most quarantine.middling_min (0.1), got 0.5"),
     ({"compiler": {"drop_order": ["input"]}}, "$.compiler.drop_order: 'input' is never dropped"),
+    ({"retrieval": {"rule_m_min": 3.0, "rule_m_max": 0.3}}, "$.retrieval.rule_m_min: expected at most retrieval.rule_m_max (0.3), got 3"),
+    # a bench writes BENCH_DIR/<name>: a name with a path in it escaped --out (a newcomer's report)
+    ({"name": "../../escaped"}, "$.name: expected no '/', '\\' or NUL in the name, got '../../escaped'"),
+    ({"name": "a\\b"}, "$.name: expected no '/', '\\' or NUL in the name"),
+    ({"name": ".."}, "$.name: expected a name that does not start with '.'"),
+    ({"name": " "}, "$.name: expected a non-empty name"),
+    ({"name": "peer:ace"}, "$.name: expected a name that does not start with 'peer:'"),
 ]
 
 

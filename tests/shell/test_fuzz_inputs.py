@@ -222,7 +222,8 @@ def test_no_valid_stream_is_rejected(tmp_path_factory, no_model_run, els, blank,
 SCHEMA = policy_schema()
 # fields whose valid range depends on another field (checked across fields): left to the examples below
 CROSS = {("lifecycle", "max_active"), ("lifecycle", "max_branches"), ("write", "failure_threshold"),
-         ("quarantine", "middling_min"), ("compiler", "drop_order"), ("compiler", "layout")}
+         ("quarantine", "middling_min"), ("compiler", "drop_order"), ("compiler", "layout"),
+         ("retrieval", "rule_m_min"), ("retrieval", "rule_m_max")}
 FIELDS = [(sec, name, spec) for sec, s in SCHEMA["properties"].items() if s.get("type") == "object"
           for name, spec in s["properties"].items() if (sec, name) not in CROSS]
 

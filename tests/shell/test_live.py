@@ -364,3 +364,26 @@ def test_an_answer_in_flight_follows_its_branch_into_a_merge(tmp_path):
     events = lf.apply(LogRecord(step=23, id="late", v=2, kind="verdict", verdict=VerdictPart(1.0, "exact_match")))
     assert [e.branch_id for e in events if isinstance(e, ev.EpisodeWritten)] == ["b0"]
     assert [e.input for e in lf.state.branches["b0"].episodes.records] == ["sum now", "sum late"]
+
+
+def test_answer_refuses_a_lone_surrogate_before_anything_is_written(tmp_path):
+    """A lone surrogate ("\\udc80" from a JSON escape) crashed the embedding key's hashing."""
+    s = _open(tmp_path / "app")
+    with pytest.raises(SessionError, match=r"field 'input': a lone UTF-16 surrogate \\udc80"):
+        s.answer({"id": "q", "input": "x\udc80"})
+    log = tmp_path / "app" / "log.jsonl"
+    assert s.pending_ids() == [] and s.step_index == 0 and (not log.exists() or not log.read_bytes())
+    s.close()
+
+
+def test_a_refused_open_leaves_no_directory_behind(tmp_path):
+    with pytest.raises(ValueError, match="durability must be one of disk, os, got 'fast'"):
+        Session.open(tmp_path / "d", model=StubModel(), embedder=HashEmbedder(), durability="fast")
+    with pytest.raises(ValueError, match="embeded"):
+        Session.open(tmp_path / "m", model="embeded", embedder=HashEmbedder())
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    with pytest.raises(ValueError):
+        Session.open(kept, model="embeded", embedder=HashEmbedder())
+    assert kept.is_dir()  # a directory the caller made is never removed

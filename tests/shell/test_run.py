@@ -361,3 +361,18 @@ def test_replay_under_another_policy_names_whose_answers_it_refolds(tmp_path, st
     other = replay(out, load_policy("frozen"), "frozen")
     assert other["answers_from"] == "default" and other["mean_reward"] == s["mean_reward"]
     assert "answers_from" not in replay(out, write_summary=False)
+
+
+def test_oracle_refuses_a_stream_that_is_not_episodes(tmp_path, stream):
+    """--model oracle answered "" (reward 0) to every plain element; it is refused up front."""
+    for cmd, flag in (("run", "--policy"), ("bench", "-P")):
+        out = tmp_path / cmd
+        code, text = _cli(cmd, str(stream), "--out", str(out), flag, "frozen", "--model", "oracle", "--limit", "2")
+        assert code == 2 and "--model oracle replays each episode's gold actions" in text, text
+        assert "2 elements of" in text and "are not an episode" in text and not out.exists()
+
+
+def test_a_directory_as_the_stream_is_one_line_not_a_traceback(tmp_path):
+    code, text = _cli("run", str(tmp_path), "--out", str(tmp_path / "r"))
+    assert code == 2 and text.endswith(f"{tmp_path}: is a directory; expected a stream file (JSONL, one element a line)"), text
+    assert not (tmp_path / "r").exists()

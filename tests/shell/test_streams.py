@@ -106,6 +106,13 @@ BAD_LINES = [
      "field 'metadata.time': expected " + TIME_EXPECTED + " or null, got -Infinity"),
     ("extra-nan", _line(metadata={"extra": [1, {"w": float("nan")}]}), "metadata.extra[1].w",
      "field 'metadata.extra[1].w': expected a finite number, got NaN"),
+    # a lone surrogate decodes from JSON but no UTF-8 text can hold it (it crashed the run's hashing)
+    ("lone-surrogate-input", '{"id": "b", "input": "x\\udc80"}', "input",
+     "field 'input': a lone UTF-16 surrogate \\udc80 (an unpaired \\u escape); expected valid Unicode text"),
+    ("lone-surrogate-deep", '{"id": "b", "input": "x", "metadata": {"extra": ["ok", "\\ud83d"]}}', "metadata.extra[1]",
+     "field 'metadata.extra[1]': a lone UTF-16 surrogate \\ud83d"),
+    ("lone-surrogate-key", '{"id": "b", "input": "x", "metadata": {"k\\udc80": 1}}', "metadata",
+     "field 'metadata': a lone UTF-16 surrogate \\udc80"),
 ]
 
 
@@ -123,6 +130,17 @@ def test_bad_line_names_file_line_field(tmp_path, name, line, field, message) ->
     assert [e.id for e in read.elements] == ["ok-1", "ok-2"]
     assert len(read.bad) == 1 and read.bad[0].line == 3 and read.bad[0].field == field
     assert read.bad[0].message.startswith(message)
+
+
+def test_a_paired_surrogate_escape_is_one_character_and_fine(tmp_path) -> None:
+    path = tmp_path / "emoji.jsonl"
+    path.write_text('{"id": "e", "input": "smile \\ud83d\\ude00"}\n', encoding="utf-8")
+    assert read_stream(path).elements[0].input == "smile \U0001f600"
+
+
+def test_a_directory_is_not_a_stream(tmp_path) -> None:
+    with pytest.raises(StreamError, match=r": is a directory; expected a stream file"):
+        read_stream(tmp_path)
 
 
 def test_duplicate_id_names_both_lines(tmp_path) -> None:

@@ -52,7 +52,7 @@ def spec_help() -> str:
     return (f"{' | '.join(SPEC_FORMS)}. anthropic alone means the model {DEFAULT_MODEL_ID}; oracle replays each"
             f" episode's gold actions (validation only, no model). Any form but oracle takes"
             f" ?{'&'.join(o + '=N' for o in SPEC_OPTIONS)} (0..{MAX_REASONING_TOKENS}): N thinking tokens added to every call's answer"
-            f" budget, e.g. openai:BASE_URL#MODEL ?reasoning=1024 written as one word.")
+            f" budget, e.g. anthropic?reasoning=1024.")
 
 
 def split_options(spec: str) -> tuple[str, dict[str, int]]:
