@@ -101,6 +101,11 @@ class Pending:
     def step(self) -> int:
         return self.step_input.step
 
+    def __repr__(self) -> str:  # the fields hold embeddings and the whole route round's state
+        d = self.routed.decision if self.routed is not None else None
+        return (f"Pending(id={self.id!r}, step={self.step}, answer={self.answer!r}, "
+                f"branch={getattr(d, 'branch_id', None)!r}, calls={len(self.calls)})")
+
 
 def embed_texts(embedder: Any, store: Any, texts: Sequence[str]) -> list[Embedded]:
     """Embed ``texts`` (through ``store.embed`` when there is a store, so the log holds keys).

@@ -136,7 +136,8 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     try:
         raw = path.read_bytes()
     except OSError as e:
-        hint = "" if path.exists() else f" (shipped names: {', '.join(sorted(q.stem for q in POLICY_DIR.glob('*.yaml')))})"
+        names = sorted(q.stem for q in POLICY_DIR.glob('*.yaml'))
+        hint = "" if path.exists() else f"{did_you_mean(path.stem, names)} (shipped names: {', '.join(names)})"
         raise PolicyError(shown, [f"cannot read: {e.strerror}{hint}"]) from None
     try:
         text = raw.decode("utf-8")
@@ -166,8 +167,9 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     if not base_path.exists() and not Path(parent).suffix and (POLICY_DIR / f"{parent}.yaml").exists():
         base_path = POLICY_DIR / f"{parent}.yaml"  # `extends: default` names a shipped policy
     if not base_path.exists():
-        raise PolicyError(shown, [f"$.extends: {parent!r} not found (looked for {_shown(base_path)}; shipped names: "
-                                  + ", ".join(sorted(p.stem for p in POLICY_DIR.glob('*.yaml'))) + ")"])
+        names = sorted(p.stem for p in POLICY_DIR.glob('*.yaml'))
+        raise PolicyError(shown, [f"$.extends: {parent!r} not found{did_you_mean(Path(parent).stem, names)} "
+                                  f"(looked for {_shown(base_path)}; shipped names: " + ", ".join(names) + ")"])
     base = _read(base_path, seen + (path,))
     base.pop("name", None)  # a name names one file; the child is named by its own `name` or stem
     return _merge(base, data)

@@ -93,6 +93,9 @@ class RunDir:
             self._lock.acquire()
         except Timeout:
             owner = (self.root / ".lock.pid").read_text().strip() if (self.root / ".lock.pid").exists() else "?"
+            if owner == str(os.getpid()):
+                raise RunDirBusy(f"{self.root} is already open in this process (a Session or a run holds it); "
+                                 "close that one first, or use another directory") from None
             raise RunDirBusy(f"{self.root} is in use by another rizz process (pid {owner}); wait for it or use another --out") from None
         (self.root / ".lock.pid").write_text(str(os.getpid()))
         return self

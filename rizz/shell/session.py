@@ -68,6 +68,10 @@ class Folded(NamedTuple):
     events: tuple[object, ...]
     calls: tuple[Call, ...]
 
+    def __repr__(self) -> str:  # the input holds embeddings; the events, whole records
+        kinds = ", ".join(type(e).__name__ for e in self.events)
+        return f"Folded(id={self.step_input.item_id!r}, step={self.step_input.step}, events=[{kinds}], calls={len(self.calls)})"
+
 
 def _element(obj: StreamElement | Mapping[str, Any]) -> StreamElement:
     if isinstance(obj, StreamElement):

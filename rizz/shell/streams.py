@@ -295,7 +295,8 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
     """Read and validate a stream file.
 
     Args:
-      path: a UTF-8 JSONL file, one element a line; blank lines are skipped.
+      path: a UTF-8 JSONL file, one element a line; blank lines are skipped, and so is a
+        UTF-8 byte-order mark at the start of the file.
       skip_bad: if False the first bad line raises; if True bad lines are collected in
         ``StreamRead.bad`` and the good ones returned.
 
@@ -326,6 +327,8 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
         raise StreamError(name, "is a directory; expected a stream file (JSONL, one element a line)")
     with open(path, "rb") as fh:
         for lineno, raw_bytes in enumerate(fh, start=1):
+            if lineno == 1 and raw_bytes.startswith(b"\xef\xbb\xbf"):
+                raw_bytes = raw_bytes[3:]  # a UTF-8 byte-order mark (Windows editors write one) is not content
             try:
                 raw = raw_bytes.decode("utf-8")
             except UnicodeDecodeError as err:  # a bad byte is this line's fault, not a crash

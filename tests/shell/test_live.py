@@ -387,3 +387,13 @@ def test_a_refused_open_leaves_no_directory_behind(tmp_path):
     with pytest.raises(ValueError):
         Session.open(kept, model="embeded", embedder=HashEmbedder())
     assert kept.is_dir()  # a directory the caller made is never removed
+
+
+def test_pending_and_folded_print_short(tmp_path):
+    """Their fields hold embeddings and states: the default repr was tens of KB at a REPL."""
+    s = _open(tmp_path / "app")
+    p = s.answer(element(0))
+    f = s.fold(p.id, 1.0)
+    assert repr(p).startswith("Pending(id='q0', step=0, answer=") and len(repr(p)) < 200, repr(p)
+    assert repr(f).startswith("Folded(id='q0', step=0, events=[") and len(repr(f)) < 400, repr(f)
+    s.close()

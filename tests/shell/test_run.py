@@ -148,8 +148,11 @@ def test_missing_policy_and_bench_folder_errors_name_what_to_use(tmp_path):
     from rizz.shell.policy_file import PolicyError
     from rizz.shell.runlog import RunDir
 
-    with pytest.raises(PolicyError, match=r"cannot read: .*shipped names: ace-style, default, evidence, frozen, .*learned-routing"):
+    with pytest.raises(PolicyError, match=r"cannot read: .*did you mean `default`\? \(shipped names: ace-style, default, evidence, frozen, .*learned-routing"):
         load_policy(tmp_path / "defualt")
+    (tmp_path / "child.yaml").write_text("extends: defualt\n")
+    with pytest.raises(PolicyError, match=r"\$\.extends: 'defualt' not found; did you mean `default`\?"):
+        load_policy(tmp_path / "child.yaml")
     (tmp_path / "bench" / "frozen").mkdir(parents=True)
     (tmp_path / "bench" / "frozen" / "run.json").write_text("{}")
     with pytest.raises(FileNotFoundError, match=r"a bench folder\? its runs: .*bench/frozen"):
@@ -162,8 +165,8 @@ def test_second_process_is_refused(tmp_path):
     with RunDir(out):
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
         assert res.stdout.startswith("BUSY") and "in use by another rizz process" in res.stdout
-        with pytest.raises(RunDirBusy):
-            RunDir(out).__enter__()
+        with pytest.raises(RunDirBusy, match=r"already open in this process \(a Session or a run holds it\)"):
+            RunDir(out).__enter__()  # not "another rizz process (pid <our own pid>)"
     with RunDir(out):  # released
         pass
 

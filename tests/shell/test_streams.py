@@ -138,6 +138,15 @@ def test_a_paired_surrogate_escape_is_one_character_and_fine(tmp_path) -> None:
     assert read_stream(path).elements[0].input == "smile \U0001f600"
 
 
+def test_a_byte_order_mark_at_the_start_is_not_content(tmp_path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + _line(id="a").encode() + b"\n" + _line(id="b").encode() + b"\n")
+    assert [e.id for e in read_stream(path).elements] == ["a", "b"]
+    path.write_bytes(_line(id="a").encode() + b"\n\xef\xbb\xbf" + _line(id="b").encode() + b"\n")
+    with pytest.raises(StreamError, match=r":2: invalid JSON"):  # only at the start of the file
+        read_stream(path)
+
+
 def test_a_directory_is_not_a_stream(tmp_path) -> None:
     with pytest.raises(StreamError, match=r": is a directory; expected a stream file"):
         read_stream(tmp_path)
