@@ -162,11 +162,15 @@ def replay(
     """
     from rizz.shell.run import replay as do_replay
 
+    from rizz.shell.runlog import RunDirBusy
+
     pol = _load_policy_or_exit(policy) if policy else None
     try:
         summary = do_replay(run_dir, pol, policy)
     except FileNotFoundError as e:
         _fail(str(e))
+    except RunDirBusy as e:  # replay writes summary.json, so it takes the lock a running run or server holds
+        _fail(f"{str(e).split(';')[0]}; replay it once that process has finished (replay writes summary.json)")
     typer.echo(summary["state_digest"])
 
 

@@ -69,6 +69,7 @@ def serve(
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
     keys: Optional[Path] = typer.Option(None, "--keys", help="YAML file: tenant -> API key (or list of keys), sent as 'Authorization: Bearer KEY'."),
     queue_timeout: float = typer.Option(300.0, "--queue-timeout", min=0.1, help="Longest wait (s) for the shared model before 504."),
+    max_body_kib: int = typer.Option(1024, "--max-body-kib", min=1, help="Largest request body (KiB); a larger one gets 413 unread."),
 ) -> None:
     """Serve one durable live session per tenant over HTTP (FastAPI): answer, verdict, state, branches, /metrics, /docs."""
     from rizz.shell.cli import _fail, _load_policy_or_exit
@@ -91,7 +92,7 @@ def serve(
     try:
         backend = load_model(model)
         do_serve(data, pol, backend, host=host, port=port, keys_file=str(keys) if keys else None, queue_timeout_s=queue_timeout,
-                 say=lambda m: typer.echo(m, err=True))
+                 say=lambda m: typer.echo(m, err=True), max_body_bytes=max_body_kib * 1024)
     except ImportError as e:
         _fail(f"rizz serve needs the serve extra (pip install 'rizz[serve]'): {e}")
     except (ValueError, ModelUnavailableError, RuntimeError) as e:

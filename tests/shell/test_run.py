@@ -379,3 +379,21 @@ def test_a_directory_as_the_stream_is_one_line_not_a_traceback(tmp_path):
     code, text = _cli("run", str(tmp_path), "--out", str(tmp_path / "r"))
     assert code == 2 and text.endswith(f"{tmp_path}: is a directory; expected a stream file (JSONL, one element a line)"), text
     assert not (tmp_path / "r").exists()
+
+
+def test_replay_of_a_run_dir_another_process_holds_is_one_line(tmp_path, stream, fake_model, embedder):
+    from rizz.shell.runlog import RunDir
+
+    out = tmp_path / "held"
+    _run(stream, out, fake_model, embedder, limit=1)
+    code = f"from rizz.shell.runlog import RunDir\nimport sys, time\nheld = RunDir({str(out)!r}).__enter__()\nprint('held', flush=True)\ntime.sleep(60)\n"
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        rc, text = _cli("replay", str(out))
+        assert rc == 2 and "is in use by another rizz process (pid" in text and "replay it once that process has finished" in text, text
+        assert "Traceback" not in text
+    finally:
+        holder.kill()
+        holder.wait()
+

@@ -116,7 +116,7 @@ class FakeSession:
 
 
 class Server:
-    def __init__(self, tmp: Path, keys: dict | None = None, queue_timeout_s: float | None = 30.0) -> None:
+    def __init__(self, tmp: Path, keys: dict | None = None, queue_timeout_s: float | None = 30.0, **build_kw: Any) -> None:
         keys_file = None
         if keys:
             keys_file = tmp / "keys.yaml"
@@ -132,7 +132,7 @@ class Server:
             return s
 
         self.app, self.tenants, self.fair = build(self.data, None, Model(), keys_file=str(keys_file) if keys_file else None,
-                                                  queue_timeout_s=queue_timeout_s, opener=opener)
+                                                  queue_timeout_s=queue_timeout_s, opener=opener, **build_kw)
         self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="error", access_log=False))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
@@ -142,11 +142,14 @@ class Server:
             time.sleep(0.02)
         self.port = self.server.servers[0].sockets[0].getsockname()[1]
 
-    def call(self, method: str, path: str, body: Any = None, key: str | None = None, raw: bytes | None = None) -> tuple[int, Any]:
+    def call(self, method: str, path: str, body: Any = None, key: str | None = None, raw: bytes | None = None,
+             headers: dict[str, str] | None = None) -> tuple[int, Any]:
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        headers = {"Content-Type": "application/json"}
+        given, headers = headers, {"Content-Type": "application/json"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        headers.update(given or {})
+        headers = {k: v for k, v in headers.items() if v is not None}  # None: leave the header out
         c.request(method, path, body=raw if raw is not None else (json.dumps(body) if body is not None else None), headers=headers)
         r = c.getresponse()
         data = r.read()
@@ -217,6 +220,9 @@ def test_bad_answer_input_is_422_with_the_field_and_changes_nothing(server, body
 @pytest.mark.parametrize("body, field", [
     ({"id": "q1", "reward": 1.5}, "$.reward"), ({"id": "q1", "reward": -0.1}, "$.reward"), ({"id": "q1"}, "$.reward"),
     ({"reward": 1.0}, "$.id"), ({"id": "q1", "reward": "high"}, "$.reward"), ({"id": "q1", "reward": 1, "x": 2}, "$.x"),
+    # strict: a string or a boolean is not a reward (both were folded, as 1.0)
+    ({"id": "q1", "reward": "1"}, "$.reward"), ({"id": "q1", "reward": True}, "$.reward"), ({"id": 5, "reward": 1.0}, "$.id"),
+    ([1, 2], "$"),
 ])
 def test_bad_verdict_is_422_and_the_answer_stays_pending(server, body, field):
     s = server()
@@ -246,7 +252,7 @@ def test_keys_401_403_and_nothing_of_b_is_touched(server, tmp_path):
     for method, path, body in [("POST", "/v1/tenants/b/answer", EL), ("POST", "/v1/tenants/b/verdict", {"id": "q1", "reward": 1}),
                                ("GET", "/v1/tenants/b/state", None), ("GET", "/v1/tenants/b/branches", None)]:
         st, err = s.call(method, path, body, key=KEY_A)
-        assert st == 403 and "not tenant 'b'" in err["error"]
+        assert st == 403 and err["error"] == "this key belongs to another tenant, not to 'b'"
     assert "b" not in s.sessions and not (s.data / "b").exists()
     assert s.call("GET", "/v1/tenants/b/state", key=KEY_B)[1]["steps"] == 0
     st, text = s.call("GET", "/metrics", key=KEY_B)
@@ -357,3 +363,47 @@ def test_openapi_lists_the_endpoints(server):
     assert st == 200
     assert {"/v1/tenants/{tenant}/answer", "/v1/tenants/{tenant}/verdict", "/v1/tenants/{tenant}/state",
             "/v1/tenants/{tenant}/branches", "/healthz", "/metrics"} <= set(spec["paths"])
+
+
+def test_a_verdict_is_read_as_json_whatever_its_content_type(server):
+    """The README's `curl ... -d '{...}'` sends application/x-www-form-urlencoded: /answer read it,
+    /verdict answered 422 ("Input should be a valid dictionary")."""
+    s = server()
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    assert s.call("POST", "/v1/tenants/acme/answer", raw=json.dumps(EL).encode(), headers=form)[0] == 200
+    st, out = s.call("POST", "/v1/tenants/acme/verdict", raw=b'{"id": "q1", "reward": 1.0}', headers=form)
+    assert st == 200 and out["folded"] is True, out
+    assert s.sessions["acme"].folded == [("q1", 1.0)]
+
+
+def test_a_body_over_the_limit_is_413_unread_and_changes_nothing(server):
+    s = server(max_body_bytes=4096)
+    big = dict(EL, input="x" * 5000)
+    st, err = s.call("POST", "/v1/tenants/acme/answer", big)
+    assert st == 413 and err == {"error": "request body over 4096 bytes (rizz serve --max-body-kib)", "field": "$"}
+    assert "acme" not in s.sessions
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)  # chunked: no Content-Length to refuse by
+    c.putrequest("POST", "/v1/tenants/acme/answer")
+    c.putheader("Transfer-Encoding", "chunked")
+    c.putheader("Content-Type", "application/json")
+    c.endheaders()
+    data = json.dumps(big).encode()
+    for i in range(0, len(data), 1000):
+        part = data[i:i + 1000]
+        c.send(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+    c.send(b"0\r\n\r\n")
+    r = c.getresponse()
+    assert r.status == 413 and "acme" not in s.sessions
+    c.close()
+    assert s.call("POST", "/v1/tenants/acme/answer", EL)[0] == 200  # a body under the limit goes through
+
+
+def test_the_bearer_scheme_is_case_insensitive_and_strangers_add_no_series(server):
+    s = server(keys={"a": KEY_A})
+    assert s.call("GET", "/v1/tenants/a/state", headers={"Authorization": f"bearer {KEY_A}"})[0] == 200
+    for name in ("initech", "umbrella", "zzz"):
+        assert s.call("GET", f"/v1/tenants/{name}/state")[0] == 401
+    assert s.call("GET", "/v1/tenants/a/nonsense-endpoint", key=KEY_A)[0] == 404
+    st, text = s.call("GET", "/metrics", key=KEY_A)
+    assert st == 200 and not any(n in text for n in ("initech", "umbrella", "zzz", "nonsense-endpoint")), text
+    assert 'rizz_requests_total{endpoint="state",status="401",tenant="-"} 3.0' in text

@@ -9,11 +9,15 @@ Endpoints (CONTRACT "Additions"; OpenAPI page at ``/docs``)::
     GET  /v1/tenants/{tenant}/pending   {"pending": [ids]}
     GET  /healthz                       {"ok": true, "tenants_open": n}
     GET  /metrics                       Prometheus text: requests, latency histograms, model calls and tokens per tenant
+                                        (the operator's view: with keys, any valid key reads every tenant's counters;
+                                        a request that fails authentication is counted under tenant "-")
 
 Errors are JSON ``{"error": message, "field": "$.path" | null}``:
 
-* 401 no or unknown ``Authorization: Bearer KEY`` (when keys are configured; also for /metrics);
-  403 a valid key of another tenant — the session of the tenant in the path is not touched;
+* 401 no or unknown ``Authorization: Bearer KEY`` (when keys are configured; also for /metrics;
+  the scheme's case does not matter); 403 a valid key of another tenant — the session of the
+  tenant in the path is not touched;
+* 413 a request body over ``max_body_bytes`` (default :data:`MAX_BODY_BYTES`), read no further;
 * 422 bad input (the field's path, as ``rizz run`` names it for a stream line), nothing changed;
 * 404 a verdict for an id that is not pending (unknown, expired or already folded);
 * 409 the tenant's folder was started with another policy/model; 503 it is held by another process;
@@ -29,7 +33,11 @@ from typing import Any, Callable
 
 from rizz.shell.serve.tenants import TENANT_RE, FairModel, ModelQueueTimeout, Tenants, UnknownId
 
-__all__ = ["create_app", "Metrics"]
+__all__ = ["MAX_BODY_BYTES", "create_app", "Metrics"]
+
+#: Largest request body accepted (bytes): 1 MiB, ≈ 46× the longest line of the shipped data
+#: (22,659 bytes); a larger body is answered 413 before it is read on (``rizz serve --max-body-kib``).
+MAX_BODY_BYTES = 1 << 20
 
 log = logging.getLogger("rizz.serve")
 
@@ -94,14 +102,23 @@ def load_keys(path: str) -> dict[str, str]:
 
 def _key_tenant(keys: dict[str, str], header: str | None) -> str | None:
     """The tenant whose key is in ``Authorization: Bearer KEY`` (constant-time compare), or None."""
-    if not header or not header.startswith("Bearer "):
+    scheme, _, token = (header or "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():  # RFC 9110 §11.1: the scheme is case-insensitive
         return None
-    given = header[len("Bearer "):].strip().encode()
+    given = token.strip().encode()
     found = None
     for k, t in keys.items():
         if hmac.compare_digest(k.encode(), given):
             found = t
     return found
+
+
+#: The endpoint label of the request counter: these, else "other" (an unknown path adds no series).
+ENDPOINTS = ("answer", "verdict", "state", "branches", "pending", "/healthz", "/metrics", "/docs", "/openapi.json")
+
+
+def _endpoint_label(endpoint: str) -> str:
+    return endpoint if endpoint in ENDPOINTS else "other"
 
 
 def _field_of(message: str) -> str | None:
@@ -112,10 +129,61 @@ def _field_of(message: str) -> str | None:
     return f"$.{m.group(1)}" if m else None
 
 
+class _BodyLimit:
+    """ASGI middleware: answer 413 to a request whose body is over ``max_bytes`` (by its
+    Content-Length, or by counting a body sent without one), before the app reads it."""
+
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, int(max_bytes)
+
+    async def _too_large(self, send: Any) -> None:
+        import json
+
+        body = json.dumps({"error": f"request body over {self.max_bytes} bytes (rizz serve --max-body-kib)", "field": "$"}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers", [])).get(b"content-length")
+        if length is not None:
+            if not length.isdigit() or int(length) > self.max_bytes:
+                await self._too_large(send)
+                return
+            await self.app(scope, receive, send)
+            return
+        chunks, size = [], 0  # no Content-Length (chunked): read up to the limit, then replay
+        while True:
+            msg = await receive()
+            if msg.get("type") != "http.request":
+                break
+            chunks.append(msg.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.max_bytes:
+                await self._too_large(send)
+                return
+            if not msg.get("more_body"):
+                break
+        body, sent = b"".join(chunks), False
+
+        async def replay() -> dict:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
 def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics: Metrics | None = None,
-               model: FairModel | None = None, title: str = "rizz serve") -> Any:
+               model: FairModel | None = None, title: str = "rizz serve", max_body_bytes: int = MAX_BODY_BYTES) -> Any:
     """The FastAPI app. ``keys``: ``{key: tenant}`` (:func:`load_keys`) or None (no auth: loopback only,
-    enforced by the CLI). ``model``: the shared FairModel (for the queue gauge)."""
+    enforced by the CLI). ``model``: the shared FairModel (for the queue gauge). ``max_body_bytes``:
+    larger request bodies get 413."""
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, PlainTextResponse
@@ -125,6 +193,7 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
 
     metrics = metrics or Metrics()
     app = FastAPI(title=title, description="A RIZZ live session per tenant (rizz/shell/serve/app.py).", version="1")
+    app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
 
     class VerdictIn(BaseModel):
         id: str = Field(..., min_length=1, description="the id of an answered element")
@@ -154,19 +223,19 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
                 resp = err(401, "missing or unknown API key (send Authorization: Bearer KEY)")
                 resp.headers["WWW-Authenticate"] = "Bearer"
             elif tenant != "-" and who != tenant:
-                resp = err(403, f"this key is not tenant {tenant!r}'s")
+                resp = err(403, f"this key belongs to another tenant, not to {tenant!r}")
             else:
                 who = "ok"
-            if who != "ok":
-                metrics.requests.labels(tenant if TENANT_RE.match(tenant) else "-", endpoint, str(resp.status_code)).inc()
+            if who != "ok":  # counted without the path's tenant: an unauthenticated caller adds no series
+                metrics.requests.labels("-", _endpoint_label(endpoint), str(resp.status_code)).inc()
                 return resp
         try:
             resp = await call_next(request)
         except Exception:  # noqa: BLE001 - the server never dies on a request
             log.exception("unhandled error on %s %s", request.method, route)
             resp = err(500, "internal error (logged by the server)")
-        metrics.latency.labels(endpoint).observe(time.perf_counter() - t0)
-        metrics.requests.labels(tenant if TENANT_RE.match(tenant) else "-", endpoint, str(resp.status_code)).inc()
+        metrics.latency.labels(_endpoint_label(endpoint)).observe(time.perf_counter() - t0)
+        metrics.requests.labels(tenant if TENANT_RE.match(tenant) else "-", _endpoint_label(endpoint), str(resp.status_code)).inc()
         return resp
 
     def guarded(fn: Callable[[], Any]) -> Any:
@@ -224,10 +293,24 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
             return bad
         return await anyio.to_thread.run_sync(lambda: guarded(lambda: tenants.answer(tenant, body)))
 
-    @app.post("/v1/tenants/{tenant}/verdict", summary="Fold the verdict of a pending answer, in any order")
-    async def verdict(tenant: str, body: VerdictIn) -> Any:
+    @app.post("/v1/tenants/{tenant}/verdict", summary="Fold the verdict of a pending answer, in any order",
+              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": VerdictIn.model_json_schema()}}}})
+    async def verdict(tenant: str, request: Request) -> Any:
         import anyio
+        from pydantic import ValidationError
 
+        try:  # read as JSON whatever the Content-Type (as /answer does; curl -d sends form-urlencoded)
+            raw = await request.json()
+        except ValueError:
+            return err(422, "body is not JSON", "$")
+        if not isinstance(raw, dict):
+            return err(422, "expected a JSON object {\"id\", \"reward\", \"verifier\"?}", "$")
+        try:
+            body = VerdictIn.model_validate(raw, strict=True)  # strict: "1" or true is not a reward
+        except ValidationError as e:
+            first = e.errors()[0]
+            loc = "".join(f".{x}" for x in first.get("loc", ()))
+            return err(422, f"field '{loc[1:] or '$'}': {first.get('msg')}", "$" + loc)
         if not TENANT_RE.match(tenant):
             return err(422, f"bad tenant name {tenant!r}", "$.tenant")
         return await anyio.to_thread.run_sync(lambda: guarded(lambda: tenants.verdict(tenant, body.id, body.reward, body.verifier)))

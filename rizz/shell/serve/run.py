@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from rizz.shell.serve.app import Metrics, create_app, load_keys
+from rizz.shell.serve.app import MAX_BODY_BYTES, Metrics, create_app, load_keys
 from rizz.shell.serve.tenants import FairModel, LockedEmbedder, Tenants
 from rizz.shell.wording import plural
 
@@ -47,7 +47,8 @@ def live_opener(policy: Any, model: FairModel, embedder: Any) -> Callable[[Path]
 
 
 def build(data: str | Path, policy: Any, backend: Any, *, embedder: Any = None, keys_file: str | None = None,
-          queue_timeout_s: float | None = 300.0, opener: Callable[[Path], Any] | None = None) -> tuple[Any, Tenants, FairModel]:
+          queue_timeout_s: float | None = 300.0, opener: Callable[[Path], Any] | None = None,
+          max_body_bytes: int = MAX_BODY_BYTES) -> tuple[Any, Tenants, FairModel]:
     """``(app, tenants, fair_model)`` for ``data`` (one folder per tenant), ``policy`` (a Policy),
     ``backend`` (a ModelBackend, shared fairly by all tenants).
 
@@ -65,12 +66,12 @@ def build(data: str | Path, policy: Any, backend: Any, *, embedder: Any = None, 
         embedder.embed(["warm-up"])  # load the weights now, not inside the first requests
         opener = live_opener(policy, fair, LockedEmbedder(embedder))
     tenants = Tenants(data, opener)
-    return create_app(tenants, keys=keys, metrics=metrics, model=fair), tenants, fair
+    return create_app(tenants, keys=keys, metrics=metrics, model=fair, max_body_bytes=max_body_bytes), tenants, fair
 
 
 def serve(data: str | Path, policy: Any, backend: Any, *, host: str = LOOPBACK, port: int = 8000, keys_file: str | None = None,
           queue_timeout_s: float | None = 300.0, embedder: Any = None, opener: Callable[[Path], Any] | None = None,
-          say: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> None:
+          say: Callable[[str], None] = lambda m: print(m, file=sys.stderr), max_body_bytes: int = MAX_BODY_BYTES) -> None:
     """Serve until interrupted; every tenant's session is closed (snapshotted) on the way out.
 
     Without ``keys_file`` only a loopback ``host`` is accepted (ValueError otherwise).
@@ -79,7 +80,8 @@ def serve(data: str | Path, policy: Any, backend: Any, *, host: str = LOOPBACK, 
 
     if keys_file is None and not is_loopback(host):
         raise ValueError(f"--host {host}: without --keys rizz serve listens on loopback only (127.0.0.1, ::1, localhost)")
-    app, tenants, _ = build(data, policy, backend, embedder=embedder, keys_file=keys_file, queue_timeout_s=queue_timeout_s, opener=opener)
+    app, tenants, _ = build(data, policy, backend, embedder=embedder, keys_file=keys_file, queue_timeout_s=queue_timeout_s, opener=opener,
+                            max_body_bytes=max_body_bytes)
     if keys_file is None:
         say(f"rizz serve: no --keys, so no authentication: listening on loopback only ({host}:{port}); "
             "every local user can reach every tenant")
