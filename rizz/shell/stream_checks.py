@@ -13,6 +13,7 @@ import re
 from typing import Any, Mapping
 
 from rizz.shell.timekeys import TIME_EXPECTED, canonical_time
+from rizz.shell.wording import did_you_mean
 
 #: Expected output shapes (``metadata.shape``; §3 step 4).
 SHAPES: tuple[str, ...] = ("letter", "number", "label", "span", "text", "code", "json")
@@ -271,7 +272,8 @@ def _validate(obj: Any) -> None:
     _check_str("instruction", obj.get("instruction"), optional=True)
     verifier = obj.get("verifier")
     if verifier is not None and verifier not in VERIFIERS:
-        raise _expect("verifier", "one of " + ", ".join(VERIFIERS) + " or null", verifier)
+        hint = did_you_mean(verifier, VERIFIERS) if isinstance(verifier, str) else ""
+        raise _FieldError("verifier", f"expected one of {', '.join(VERIFIERS)} or null, got {_describe(verifier)}{hint}")
     meta = obj.get("metadata")
     _check_metadata({} if meta is None else meta, verifier)
     _check_str_or_list("evidence", obj.get("evidence"), what="a string, a list of strings or null")

@@ -53,6 +53,7 @@ BAD_LINES = [
     ("time-list", _line(metadata={"time": [1]}), "metadata.time",
      "field 'metadata.time': expected " + TIME_EXPECTED + " or null, got a list"),
     ("verifier", _line(verifier="exact"), "verifier", "field 'verifier': expected one of exact_match, "),
+    ("verifier-typo", _line(verifier="exact_mtch"), "verifier", "field 'verifier': expected one of exact_match, "),
     ("code-exec-no-tests", _line(verifier="code_exec"), "metadata.tests",
      "field 'metadata.tests': expected a string, got null"),
     ("sari-no-source", _line(verifier="sari", metadata={"task": "20Minuten"}), "metadata.source",
@@ -136,6 +137,13 @@ def test_a_paired_surrogate_escape_is_one_character_and_fine(tmp_path) -> None:
     path = tmp_path / "emoji.jsonl"
     path.write_text('{"id": "e", "input": "smile \\ud83d\\ude00"}\n', encoding="utf-8")
     assert read_stream(path).elements[0].input == "smile \U0001f600"
+
+
+def test_a_misspelt_verifier_gets_the_closest_name(tmp_path) -> None:
+    path = tmp_path / "v.jsonl"
+    path.write_text(_line(verifier="exact_mtch") + "\n")
+    with pytest.raises(StreamError, match=r"got 'exact_mtch'; did you mean `exact_match`\?$"):
+        read_stream(path)
 
 
 def test_a_byte_order_mark_at_the_start_is_not_content(tmp_path) -> None:
