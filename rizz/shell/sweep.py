@@ -72,8 +72,13 @@ def load_sweep(path: str | Path) -> SweepSpec:
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
-        raise SweepError(f"{path}: cannot read the sweep spec ({e})") from None
+    except OSError as e:
+        raise SweepError(f"{path}: cannot read the sweep spec ({e.strerror or e})") from None
+    except yaml.YAMLError as e:  # name the file and line, not PyYAML's "<unicode string>"
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        what = " ".join(str(x) for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x) or type(e).__name__
+        raise SweepError(f"{path}{where}: not valid YAML: {what}") from None
     if not isinstance(data, dict):
         raise SweepError(f"{path}: $: expected a mapping with keys {', '.join(sorted(_KEYS))}")
 
@@ -146,7 +151,10 @@ def expand(spec: SweepSpec) -> list[tuple[str, Any, dict[str, Any]]]:
             for part in parts[:-1]:
                 node = node.get(part) if isinstance(node, dict) else None
             if not isinstance(node, dict) or parts[-1] not in node:
-                raise SweepError(f"{spec.source}: $.grid.{key}: no such policy field ($.{key})")
+                from rizz.shell.wording import did_you_mean
+
+                hint = did_you_mean(parts[-1], sorted(node)) if isinstance(node, dict) else ""
+                raise SweepError(f"{spec.source}: $.grid.{key}: no such policy field ($.{key}){hint}")
             node[parts[-1]] = value
         data["name"] = ",".join(f"{k}={_fmt_value(v)}" for k, v in fields.items())
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def test_expand_sets_the_fields_and_validates(tmp_path):
 
 
 @pytest.mark.parametrize("over, msg", [
-    ({"grid": {"retrieval.examples_kk": [1]}}, r"\$\.grid\.retrieval\.examples_kk: no such policy field"),
+    ({"grid": {"retrieval.examples_kk": [1]}}, r"\$\.grid\.retrieval\.examples_kk: no such policy field \(\$\.retrieval\.examples_kk\); did you mean `examples_k`\?"),
     ({"grid": {"routing.snap_threshold": [0.9, 1.7]}}, r"(?s)grid point routing\.snap_threshold=1\.7.*\$\.routing\.snap_threshold: expected a number in \[0, 1\]"),
     ({"grid": {"retrieval.examples_k": []}}, r"\$\.grid\.retrieval\.examples_k: expected a non-empty list"),
     ({"streams": ["nope.jsonl"]}, r"\$\.streams\[0\]: stream file not found"),
@@ -53,6 +54,13 @@ def test_expand_sets_the_fields_and_validates(tmp_path):
 def test_bad_specs_name_the_field(tmp_path, over, msg):
     with pytest.raises(ValueError, match=msg):
         expand(load_sweep(_spec(tmp_path, **over)))
+
+
+def test_a_yaml_error_names_the_file_and_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("streams: [a.jsonl]\nbase: default\ngrid:\n  routing.snap_threshold: [0.9\n")
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(bad))}:5: not valid YAML: "):
+        load_sweep(bad)
 
 
 def test_cli_refuses_a_bad_spec_before_writing(tmp_path):
