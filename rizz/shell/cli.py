@@ -214,6 +214,11 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
         return
+    if not rows:
+        typer.echo(f"{run_dir}: no branches yet (no step has been folded)")
+        return
+    if full:
+        typer.echo("(--full applies to --episodes only)", err=True)
     table = Table(title=f"branches of {run_dir}")
     for col in rows[0].keys() if rows else ["branch"]:
         table.add_column(col, justify="right" if col not in ("branch", "label", "shape") else "left")

@@ -397,3 +397,13 @@ def test_replay_of_a_run_dir_another_process_holds_is_one_line(tmp_path, stream,
         holder.kill()
         holder.wait()
 
+
+
+def test_inspect_of_a_run_with_no_step_says_so(tmp_path, stream, fake_model, embedder):
+    out = tmp_path / "empty"
+    _run(stream, out, fake_model, embedder, limit=1)
+    (out / "log.jsonl").write_text("")  # as killed before its first step: run.json, no records
+    for snap in (out / "snapshots").glob("*"):
+        snap.unlink()
+    code, text = _cli("inspect", str(out))
+    assert code == 0 and text == f"{out}: no branches yet (no step has been folded)", text
