@@ -223,7 +223,7 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
     for col in rows[0].keys() if rows else ["branch"]:
         table.add_column(col, justify="right" if col not in ("branch", "label", "shape") else "left")
     for r in rows:
-        table.add_row(*[str(v) for v in r.values()])
+        table.add_row(*["–" if v is None else str(v) for v in r.values()])
     Console(width=max(160, Console().width)).print(table)
 
 

@@ -18,7 +18,7 @@ from rizz.shell.policy_file import parse_policy
 from rizz.shell.runlog import RunDir
 from rizz.shell.wording import plural
 
-__all__ = ["describe_event", "diff_run", "inspect_run"]
+__all__ = ["branch_rows", "describe_event", "diff_run", "inspect_run"]
 
 
 def _clip(text: str, n: int = 60) -> str:
@@ -144,6 +144,13 @@ def inspect_run(run_dir: str | Path) -> list[dict[str, Any]]:
     rd = RunDir(run_dir)
     state, _ = _fold_until(rd, 10**12, 10**12)
     policy = parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data")
+    return branch_rows(state, policy)
+
+
+def branch_rows(state: Any, policy: Any = None) -> list[dict[str, Any]]:
+    """One row per branch of ``state`` (``rizz inspect``, ``rizz serve``'s ``/branches``):
+    label, shape, sizes, traffic, answered steps and their mean reward (None before the first
+    answered step); with an evidence-enabled ``policy`` also the blocks its evidence withholds."""
     rows = []
     for bid in state.branch_ids():
         b = state.branches[bid]
@@ -151,9 +158,10 @@ def inspect_run(run_dir: str | Path) -> list[dict[str, Any]]:
             "branch": bid, "label": str(b.label), "shape": b.shape or "-", "active": b.active,
             "episodes": len(b.episodes), "rules": len(b.rules), "anti_patterns": len(b.anti_patterns),
             "context": len(b.context), "quarantined": len(b.quarantine), "traffic": b.stats.traffic,
-            "answered": b.stats.answered, "mean_reward": round(b.stats.mean_reward, 4),
+            "answered": b.stats.answered,
+            "mean_reward": round(b.stats.mean_reward, 4) if b.stats.answered else None,
         }
-        if policy.evidence.enabled:  # issue #10: the blocks this branch's evidence withholds now
+        if policy is not None and policy.evidence.enabled:  # issue #10: the blocks this branch's evidence withholds now
             row["withheld"] = ",".join(k for k in ("examples", "rules", "mistakes", "scoped_context", "working_memory")
                                        if not block_shown(b, k, policy)) or "-"
         rows.append(row)

@@ -407,3 +407,11 @@ def test_the_bearer_scheme_is_case_insensitive_and_strangers_add_no_series(serve
     st, text = s.call("GET", "/metrics", key=KEY_A)
     assert st == 200 and not any(n in text for n in ("initech", "umbrella", "zzz", "nonsense-endpoint")), text
     assert 'rizz_requests_total{endpoint="state",status="401",tenant="-"} 3.0' in text
+
+
+def test_a_branch_with_no_answered_step_has_no_mean_reward():
+    """inspect and /branches showed 0.0 for a branch nothing was answered in (as if every answer failed)."""
+    from rizz.shell.serve.tenants import branch_rows
+
+    (row,) = branch_rows(_State())
+    assert row["answered"] == 0 and row["mean_reward"] is None

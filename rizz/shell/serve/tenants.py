@@ -154,17 +154,10 @@ class LockedEmbedder:
 
 
 def branch_rows(state: Any) -> list[dict[str, Any]]:
-    """One row per branch, the columns of ``rizz inspect`` (:func:`rizz.shell.diff.inspect_run`)."""
-    rows = []
-    for bid in state.branch_ids():
-        b = state.branches[bid]
-        rows.append({
-            "branch": bid, "label": str(b.label), "shape": b.shape or "-", "active": b.active,
-            "episodes": len(b.episodes), "rules": len(b.rules), "anti_patterns": len(b.anti_patterns),
-            "context": len(b.context), "quarantined": len(b.quarantine), "traffic": b.stats.traffic,
-            "answered": b.stats.answered, "mean_reward": round(b.stats.mean_reward, 4),
-        })
-    return rows
+    """One row per branch, the columns of ``rizz inspect`` (:func:`rizz.shell.diff.branch_rows`)."""
+    from rizz.shell.diff import branch_rows as rows_of
+
+    return rows_of(state)
 
 
 def _view(p: Any) -> dict[str, Any]:
