@@ -28,6 +28,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from rizz.shell.asgi import replay_body
+
 __all__ = ["MODEL_ALIAS", "PINNED", "LlamaServer"]
 
 MODEL_ALIAS = "smollm2"  # the model id the server answers to (GET /v1/models)
@@ -64,16 +66,7 @@ class _PinSampling:
             pass  # the server answers a malformed body itself
         headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
         scope = dict(scope, headers=headers + [(b"content-length", str(len(body)).encode())])
-        sent = False
-
-        async def replay() -> dict:
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replay_body(receive, body), send)
 
 
 def _free_port() -> int:

@@ -31,6 +31,7 @@ import logging
 import time
 from typing import Any, Callable
 
+from rizz.shell.asgi import replay_body
 from rizz.shell.serve.tenants import TENANT_RE, FairModel, ModelQueueTimeout, Tenants, UnknownId
 
 __all__ = ["MAX_BODY_BYTES", "create_app", "Metrics"]
@@ -167,16 +168,7 @@ class _BodyLimit:
                 return
             if not msg.get("more_body"):
                 break
-        body, sent = b"".join(chunks), False
-
-        async def replay() -> dict:
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replay_body(receive, b"".join(chunks)), send)
 
 
 def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics: Metrics | None = None,
