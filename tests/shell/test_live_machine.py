@@ -160,6 +160,8 @@ def test_policy_dump_then_load_equal(data):
             if "min" in md and data.draw(st.booleans()):
                 lo, hi = md["min"], md["max"]
                 changes[a.name] = data.draw(st.integers(int(lo), int(min(hi, lo + 50))) if md["integer"] else st.floats(lo, hi, allow_nan=False))
+        if sub == "retrieval" and changes.get("rule_m_min", rec.rule_m_min) > changes.get("rule_m_max", rec.rule_m_max):
+            changes["rule_m_max"] = changes.get("rule_m_min", rec.rule_m_min)  # a valid policy keeps m_min <= m_max
         pol = attrs.evolve(pol, **{sub: attrs.evolve(rec, **changes)})
     back = parse_policy(json.loads(json.dumps(policy_data(pol))), "<round trip>")
     assert back == pol
