@@ -415,3 +415,20 @@ def test_a_branch_with_no_answered_step_has_no_mean_reward():
 
     (row,) = branch_rows(_State())
     assert row["answered"] == 0 and row["mean_reward"] is None
+
+
+def test_a_tenant_folder_of_other_settings_names_data_not_out(tmp_path):
+    """The library's RunDirMismatch text tells a CLI user to pick another --out; serve's folders come from --data."""
+    from fastapi.testclient import TestClient
+
+    from rizz.shell.runlog import RunDirMismatch
+    from rizz.shell.serve.run import build
+
+    def opener(path):
+        raise RunDirMismatch(f"{path} was started with different settings; resume refused:\n  model: ...\n"
+                             "To resume, give the policy the run started with, unchanged; to run this policy, use a new --out directory.")
+
+    app, _, _ = build(tmp_path / "data", None, Model(), opener=opener)
+    r = TestClient(app).get("/v1/tenants/acme/state")
+    assert r.status_code == 409 and r.json()["error"].endswith("to run this policy, use another --data folder."), r.json()
+    assert "--out" not in r.json()["error"]

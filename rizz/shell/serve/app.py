@@ -28,6 +28,7 @@ Errors are JSON ``{"error": message, "field": "$.path" | null}``:
 # No `from __future__ import annotations`: FastAPI reads the handlers' annotations (Request, VerdictIn) at run time.
 import hmac
 import logging
+import re
 import time
 from typing import Any, Callable
 
@@ -124,8 +125,6 @@ def _endpoint_label(endpoint: str) -> str:
 
 def _field_of(message: str) -> str | None:
     """``$.path`` from a stream-format message ``field 'metadata.shape': ...``."""
-    import re
-
     m = re.search(r"field '([^']+)'", message)
     return f"$.{m.group(1)}" if m else None
 
@@ -246,10 +245,10 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
             if "timeout" in type(e).__name__.lower() or "timed out" in str(e).lower():
                 return err(504, f"model timeout: {e}")
             return err(502, f"model failed: {e}")
-        except RunDirMismatch as e:
-            return err(409, str(e))
+        except RunDirMismatch as e:  # the library's text names rizz run's --out; a server's folders come from --data
+            return err(409, re.sub(r"([Uu])se a new --out directory", r"\1se another --data folder", str(e)))
         except RunDirBusy as e:
-            return err(503, str(e))
+            return err(503, str(e).replace("use another --out", "use another --data folder"))
         except ValueError as e:  # refused input (SessionError is a ValueError); nothing changed
             return err(422, str(e), _field_of(str(e)))
         except Exception as e:  # noqa: BLE001
