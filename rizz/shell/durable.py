@@ -58,6 +58,28 @@ _counts: dict[str, int] = {}
 _counts_lock = threading.Lock()
 
 
+def write_then_rename(data: bytes, tmp: str, path: str, *, sync: bool, site: str) -> None:
+    """Write ``data`` to ``tmp`` (fsynced when ``sync``), then ``os.replace`` it onto ``path``,
+    so a reader sees the whole file or none; ``site`` is the crash tests' fault point before the
+    rename. A failure removes ``tmp`` and is raised (OSError)."""
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        fault_point(site)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def fsync_path(path: str | os.PathLike[str]) -> None:
     """Open ``path`` (a file or a directory) read-only and ``fsync`` it."""
     fd = os.open(path, os.O_RDONLY)

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rizz.shell.durable import fault_point, fsync_path
+from rizz.shell.durable import fsync_path, write_then_rename
 
 __all__ = ["DEFAULT_MODEL", "Embedder", "EmbeddingStore", "embedding_key"]
 
@@ -164,24 +164,8 @@ def _npy_bytes(vec: np.ndarray) -> bytes:
 
 
 def _write_and_rename(data: bytes, tmp: str, path: str, sync: bool) -> None:
-    """A deferred put (on a pool thread): write the temp file, fsync it when ``sync``, close it,
-    rename it into place. A failure removes the temp file and is raised by the caller's ``flush``."""
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        fault_point("embedding.write")  # crash tests: a kill before the rename
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """A vector's write (on a pool thread when deferred): see :func:`rizz.shell.durable.write_then_rename`."""
+    write_then_rename(data, tmp, path, sync=sync, site="embedding.write")
 
 
 def embedding_key(text: str, embedder_name: str) -> str:

@@ -31,7 +31,7 @@ from typing import Any, Iterator
 from filelock import FileLock, Timeout
 
 from rizz.core import AdaptiveState, StepInput, Verdict, from_data, to_data
-from rizz.shell.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes
+from rizz.shell.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes, write_then_rename
 from rizz.shell.embed import EmbeddingStore
 
 __all__ = ["RunDir", "RunDirBusy", "RunDirMismatch", "record_to_step", "write_json_atomic"]
@@ -261,16 +261,7 @@ class RunDir:
             self._prompt_dir_made = True
         p = f"{self._prompt_root}{os.sep}{sha}.txt"
         if not os.path.exists(p):
-            tmp = p[:-4] + ".tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
-            try:
-                data = memoryview(text.encode("utf-8"))
-                while data:
-                    data = data[os.write(fd, data):]
-            finally:
-                os.close(fd)
-            fault_point("prompt.write")
-            os.replace(tmp, p)
+            write_then_rename(text.encode("utf-8"), p[:-4] + ".tmp", p, sync=False, site="prompt.write")
 
     # -- snapshots --------------------------------------------------------------------
     def save_snapshot(self, steps_done: int, state: AdaptiveState) -> int:
