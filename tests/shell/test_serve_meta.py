@@ -49,3 +49,31 @@ def test_a_library_session_records_the_thinking_allowance_and_request_options(tm
                  embedder=HashEmbedder()).close()
     meta = json.loads((tmp_path / "plain" / "run.json").read_text())
     assert meta["reasoning_tokens"] == 0 and "request_options" not in meta
+
+
+def test_reading_a_tenant_that_has_no_folder_creates_nothing(tmp_path):
+    """GET state/branches/pending of a new tenant: the fresh state's view, and no folder made
+    (a newcomer's report: a read used to open, and so create, the tenant's session)."""
+    from stubs import ArithmeticModel
+
+    from rizz.shell.serve.run import build
+
+    data = tmp_path / "data"
+    _, tenants, fair = build(data, "default", ArithmeticModel(), embedder=HashEmbedder())
+    try:
+        fresh = tenants.state("newbie")
+        assert tenants.branches("newbie") == [] and tenants.pending("newbie") == []
+        assert not (data / "newbie").exists() and tenants.open_tenants() == []
+        assert fresh["steps"] == 0 and fresh["branches"] == 0 and fresh["pending"] == 0
+        opened = live_opener("default", fair, HashEmbedder())(tmp_path / "elsewhere")
+        try:  # the digest a fresh durable session starts from
+            assert fresh["digest"] == opened.digest()
+        finally:
+            opened.close()
+        tenants.answer("newbie", {"id": "q1", "input": "What is 2+2?"})  # a write creates the tenant
+        after = tenants.state("newbie")
+        assert (data / "newbie" / "log.jsonl").is_file() and tenants.open_tenants() == ["newbie"]
+        assert after["steps"] == 1 and after["pending"] == 1
+        assert tenants.state("other")["steps"] == 0 and not (data / "other").exists()
+    finally:
+        tenants.close()

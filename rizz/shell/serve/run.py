@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -46,14 +47,25 @@ def live_opener(policy: Any, model: FairModel, embedder: Any) -> Callable[[Path]
     return open_
 
 
+def _blank_session(policy: Any, model: FairModel, embedder: Any) -> Any:
+    """A fresh in-memory Session of ``policy``: what a tenant with no folder reads as (steps 0,
+    the initial state's digest, no branches, nothing pending)."""
+    from rizz import Session
+    from rizz.core import Policy
+    from rizz.shell.policy_file import load_policy
+
+    return Session(policy if isinstance(policy, Policy) else load_policy(policy), model, embedder)
+
+
 def build(data: str | Path, policy: Any, backend: Any, *, embedder: Any = None, keys_file: str | None = None,
           queue_timeout_s: float | None = 300.0, opener: Callable[[Path], Any] | None = None,
-          max_body_bytes: int = MAX_BODY_BYTES) -> tuple[Any, Tenants, FairModel]:
+          blank: Callable[[], Any] | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> tuple[Any, Tenants, FairModel]:
     """``(app, tenants, fair_model)`` for ``data`` (one folder per tenant), ``policy`` (a Policy),
     ``backend`` (a ModelBackend, shared fairly by all tenants).
 
-    ``opener`` replaces :func:`live_opener` (tests). Raises ValueError for a bad keys file,
-    RuntimeError without the live Session API.
+    ``opener`` replaces :func:`live_opener` and ``blank`` the in-memory fresh session that
+    answers reads (``GET``) of a tenant with no folder yet, so a read creates nothing (tests).
+    Raises ValueError for a bad keys file, RuntimeError without the live Session API.
     """
     keys = load_keys(keys_file) if keys_file else None
     metrics = Metrics()
@@ -64,8 +76,11 @@ def build(data: str | Path, policy: Any, backend: Any, *, embedder: Any = None, 
 
             embedder = Embedder()
         embedder.embed(["warm-up"])  # load the weights now, not inside the first requests
-        opener = live_opener(policy, fair, LockedEmbedder(embedder))
-    tenants = Tenants(data, opener)
+        locked = LockedEmbedder(embedder)
+        opener = live_opener(policy, fair, locked)
+        if blank is None:
+            blank = partial(_blank_session, policy, fair, locked)
+    tenants = Tenants(data, opener, blank=blank)
     return create_app(tenants, keys=keys, metrics=metrics, model=fair, max_body_bytes=max_body_bytes), tenants, fair
 
 

@@ -1,7 +1,8 @@
 """The one adapter between ``rizz serve`` and the live Session API (``rizz.Session``, issue #11).
 
 :class:`Tenants` keeps one durable Session per tenant under ``DATA/<tenant>/``, opened on first
-use through ``opener(path) -> session``. A session is used only through this API (the
+use through ``opener(path) -> session``; a read (state, branches, pending) of a tenant with
+no folder is answered by ``blank()``, a fresh in-memory session, and creates nothing. A session is used only through this API (the
 CONTRACT's live API)::
 
     s.answer(element_dict) -> pending   # .id, .answer; prompt tokens and routed branch (see _view)
@@ -181,9 +182,11 @@ def _view(p: Any) -> dict[str, Any]:
 class Tenants:
     """One Session per tenant under ``data_dir``, opened lazily; see the module docstring."""
 
-    def __init__(self, data_dir: str | Path, opener: Callable[[Path], Any]) -> None:
+    def __init__(self, data_dir: str | Path, opener: Callable[[Path], Any], *, blank: Callable[[], Any] | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.opener = opener
+        self.blank = blank  # () -> an in-memory fresh session, for reads of a tenant with no folder yet
+        self._blank: Any = None
         self._sessions: dict[str, Any] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._registry = threading.Lock()
@@ -199,12 +202,19 @@ class Tenants:
             self._sessions[tenant] = s
         return s
 
-    def _call(self, tenant: str, fn: Callable[[Any], Any]) -> Any:
+    def _call(self, tenant: str, fn: Callable[[Any], Any], *, read: bool = False) -> Any:
+        """``fn(session)`` under the tenant's lock. A read (``read=True``) of a tenant that has
+        no folder and no open session answers from the blank session, creating nothing."""
         if not TENANT_RE.match(tenant):
             raise ValueError(f"tenant {tenant!r}: expected 1-64 letters, digits, '_' or '-', not starting with '_' or '-'")
         with self._lock(tenant):
             _local.tenant = tenant
             try:
+                if read and self.blank is not None and tenant not in self._sessions and not (self.data_dir / tenant).exists():
+                    with self._registry:
+                        if self._blank is None:
+                            self._blank = self.blank()
+                    return fn(self._blank)
                 return fn(self._session(tenant))
             finally:
                 _local.tenant = "-"
@@ -232,13 +242,13 @@ class Tenants:
     def state(self, tenant: str) -> dict[str, Any]:
         """``{"steps", "digest", "branches", "pending"}`` (answers so far, state digest, branch count, pending count)."""
         return self._call(tenant, lambda s: {"steps": s.step_index, "digest": s.digest(), "branches": len(s.state.branches),
-                                             "pending": len(s.pending_ids())})
+                                             "pending": len(s.pending_ids())}, read=True)
 
     def branches(self, tenant: str) -> list[dict[str, Any]]:
-        return self._call(tenant, lambda s: branch_rows(s.state))
+        return self._call(tenant, lambda s: branch_rows(s.state), read=True)
 
     def pending(self, tenant: str) -> list[str]:
-        return self._call(tenant, lambda s: list(s.pending_ids()))
+        return self._call(tenant, lambda s: list(s.pending_ids()), read=True)
 
     def open_tenants(self) -> list[str]:
         with self._registry:
