@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+import attrs
 import typer
 
 from rizz.shell.models.spec import spec_help
@@ -27,6 +28,7 @@ def sweep(
     spec: Path = typer.Argument(..., help="Sweep spec (YAML): base, grid, streams, seeds, baselines, limit, budget, model (rizz/shell/sweep.py)."),
     out: Path = typer.Option(..., "--out", "-o", help="SWEEP_DIR: `cells/<stream[.seed]>/<policy>/` runs, report.md, results.json, plots."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP + " (default: the spec's model, else embedded)"),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="First N elements of each stream (overrides the spec's limit)."),
     ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
                                       help="Run each (policy, cell) as a Ray task: a local Ray by default, or a cluster (auto | HOST:PORT | ray://HOST:10001)."),
 ) -> None:
@@ -43,6 +45,8 @@ def sweep(
 
     try:
         parsed = load_sweep(spec)
+        if limit is not None:
+            parsed = attrs.evolve(parsed, limit=limit)
         expand(parsed)  # every grid point valid before anything is written
     except (SweepError, PolicyError) as e:
         _fail(str(e))

@@ -17,7 +17,8 @@ Every grid point is ``base`` with those fields set, validated like a policy file
 anything runs (a bad value fails with the grid key and the policy field's ``$.path``). A
 *cell* is one (stream, seed): with a seed the first ``limit`` lines of the stream are put in
 the order ``numpy.random.default_rng(seed).permutation`` gives and written to
-``SWEEP/streams/<stem>.seed<k>.jsonl`` (so runs resume and replay from a real file). Each
+``SWEEP/streams/<stem>.seed<k>.jsonl`` (so runs resume and replay from a real file; ``<stem>``
+is the stream's file stem, or ``<folder>-<stem>`` when two streams share a file name). Each
 cell is a bench folder ``SWEEP/cells/<cell>/`` with one RUN_DIR per policy and its own
 report; with ``--ray`` every (policy, cell) run is one Ray task (:mod:`rizz.shell.ray_tasks`).
 
@@ -43,7 +44,7 @@ import yaml
 from rizz.shell.policy_file import PolicyError, load_policy, parse_policy, policy_data
 from rizz.shell.wording import did_you_mean, plural
 
-__all__ = ["SweepError", "SweepSpec", "expand", "load_sweep", "run_sweep"]
+__all__ = ["SweepError", "SweepSpec", "cell_stems", "expand", "load_sweep", "run_sweep"]
 
 _KEYS = {"base", "grid", "streams", "seeds", "baselines", "limit", "budget", "model"}
 
@@ -106,8 +107,9 @@ def load_sweep(path: str | Path) -> SweepSpec:
     for i, s in enumerate(resolved):
         if not s.is_file():
             raise bad(f"streams[{i}]", f"stream file not found: {s}")
-    if len({s.stem for s in resolved}) != len(resolved):
-        raise bad("streams", "stream file names must differ (they name the cells)")
+    if len(set(cell_stems(resolved))) != len(resolved):
+        raise bad("streams", "two stream files share a folder name and a file name (the pair names the cells): "
+                  + ", ".join(str(s) for s in resolved))
     seeds = data.get("seeds")
     if seeds is not None and (not isinstance(seeds, list) or not seeds or not all(type(x) is int and x >= 0 for x in seeds)):
         raise bad("seeds", f"expected a non-empty list of integers >= 0, got {seeds!r}")
@@ -170,17 +172,24 @@ def expand(spec: SweepSpec) -> list[tuple[str, Any, dict[str, Any]]]:
     return out
 
 
+def cell_stems(streams: tuple[Path, ...] | list[Path]) -> list[str]:
+    """The name each stream gives its cells: its file stem (``test`` for ``…/test.jsonl``), or,
+    where two streams share a stem, ``<folder>-<stem>`` (``trace-mini-test``) for each of those."""
+    stems = [s.stem for s in streams]
+    return [f"{s.parent.name}-{stem}" if stems.count(stem) > 1 else stem for s, stem in zip(streams, stems)]
+
+
 def _cells(spec: SweepSpec, out: Path) -> list[tuple[str, Path, int | None]]:
     """``[(cell name, stream file, limit to pass)]``; seeded streams are written under ``out/streams``."""
     cells = []
-    for stream in spec.streams:
+    for stream, stem in zip(spec.streams, cell_stems(spec.streams)):
         for seed in spec.seeds:
             if seed is None:
-                cells.append((stream.stem, stream, spec.limit))
+                cells.append((stem, stream, spec.limit))
                 continue
             lines = [l for l in stream.read_text(encoding="utf-8").splitlines() if l.strip()][: spec.limit]
             order = np.random.default_rng(seed).permutation(len(lines))
-            target = out / "streams" / f"{stream.stem}.seed{seed}.jsonl"
+            target = out / "streams" / f"{stem}.seed{seed}.jsonl"
             text = "".join(lines[i] + "\n" for i in order)
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 target.parent.mkdir(parents=True, exist_ok=True)

@@ -73,6 +73,39 @@ def test_cli_refuses_a_bad_spec_before_writing(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_two_streams_of_one_file_name_make_two_cells_and_limit_overrides(tmp_path):
+    """Two ``test.jsonl`` in different folders sweep together (cells ``<folder>-test``), and
+    ``--limit`` overrides the spec's limit (a newcomer's report: both used to be refused/missing)."""
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+    from rizz.shell.sweep import cell_stems
+
+    lines = TRACE_MINI.read_text().splitlines()
+    for i, folder in enumerate(("a", "b")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "test.jsonl").write_text("\n".join(lines[3 * i:3 * i + 3]) + "\n")
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"base": "default", "grid": {"retrieval.examples_k": [0]},
+                                    "streams": ["a/test.jsonl", "b/test.jsonl"], "limit": 3}))
+    assert cell_stems(load_sweep(spec).streams) == ["a-test", "b-test"]
+    assert cell_stems([Path("x/test.jsonl"), Path("y/dev.jsonl")]) == ["test", "dev"]  # unique stems keep their names
+    res = CliRunner().invoke(app, ["sweep", str(spec), "--out", str(tmp_path / "o"), "--model", "oracle", "--limit", "2"])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert data["cells"] == ["a-test", "b-test"]
+    for cell, first in (("a-test", lines[0]), ("b-test", lines[3])):
+        log = (tmp_path / "o" / "cells" / cell / "retrieval.examples_k=0" / "log.jsonl").read_text().splitlines()
+        steps = [json.loads(l) for l in log if json.loads(l).get("kind", "step") == "step"]
+        assert len(steps) == 2 and steps[0]["id"] == json.loads(first)["id"]
+    same = tmp_path / "c"
+    same.mkdir()
+    spec.write_text(yaml.safe_dump({"base": "default", "grid": {"retrieval.examples_k": [0]},
+                                    "streams": ["a/test.jsonl", "c/../a/test.jsonl"]}))
+    with pytest.raises(ValueError, match=r"\$\.streams: two stream files share a folder name and a file name"):
+        load_sweep(spec)
+
+
 def _strip(x, drop=frozenset({"wall_s", "latency_s", "cached", "uncached", "cost_usd", "command"})):
     if isinstance(x, dict):
         return {k: _strip(v) for k, v in x.items() if k not in drop}
