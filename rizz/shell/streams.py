@@ -236,6 +236,11 @@ def element_from_json(obj: Any) -> StreamElement:
         _validate(obj)
     except _FieldError as err:
         raise ValueError(str(err)) from None
+    return _element_of(obj)
+
+
+def _element_of(obj: dict[str, Any]) -> StreamElement:
+    """:func:`element_from_json` of an object already validated (``read_stream`` checks each line once)."""
     return StreamElement(
         id=obj["id"], input=obj["input"], instruction=obj.get("instruction"),
         metadata=obj.get("metadata") or {}, evidence=obj.get("evidence"),
@@ -357,7 +362,7 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
                                              f"first used at line {first}"))
                 continue
             seen[obj["id"]] = lineno
-            elements.append(element_from_json(obj))
+            elements.append(_element_of(obj))
     if not elements and not bad:
         raise StreamError(name, "no stream elements (the file is empty or has only blank lines)")
     if not elements:
