@@ -148,6 +148,10 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
                 on_step(recs[0], session)
         summary = summarise(records, session.state, meta)
         write_json_atomic(rd.summary_path, summary)
+        stale = rd.root / "summary.replay.json"
+        if len(elements) > done and stale.exists():  # a counterfactual refold of fewer steps than the run now has
+            stale.unlink()
+            log(f"{stale}: removed (it refolded the run before these new steps); `rizz replay --policy` rebuilds it")
         return summary
 
 

@@ -116,6 +116,20 @@ def test_run_writes_log_summary_and_replays_to_the_same_digest(tmp_path, stream,
     assert stable | extra == set(s) | {"episodes"} and not stable & extra  # episodes: only runs with episode elements
 
 
+def test_extending_a_run_removes_its_stale_counterfactual_summary(tmp_path, stream, fake_model, embedder):
+    out = tmp_path / "run"
+    _run(stream, out, fake_model, embedder, limit=3)
+    assert replay(out, load_policy("single-branch"), "single-branch")["steps"] == 3
+    _run(stream, out, fake_model, embedder, limit=3)  # nothing new: the refold still describes the run
+    assert (out / "summary.replay.json").exists()
+    said: list[str] = []
+    pol = load_policy("default")
+    s = run_stream(stream, pol, "default", out, fake_model(_answer), embedder, limit=5, log=said.append)
+    assert s["steps"] == 5 and not (out / "summary.replay.json").exists()
+    assert any("summary.replay.json: removed" in m for m in said), said
+    assert replay(out, load_policy("single-branch"), "single-branch")["steps"] == 5  # rebuilt on demand
+
+
 def test_resume_equals_uninterrupted(tmp_path, stream, fake_model, embedder):
     full = _run(stream, tmp_path / "full", fake_model, embedder)
     out = tmp_path / "cut"
