@@ -99,7 +99,7 @@ def run_bench(
             from rizz.shell.peers.run_peer import run_peer
             from rizz.shell.policy_file import load_policy as _lp
 
-            proxy = proxy or CallProxy(peer_model.upstream, cache=out / "peer-responses.sqlite")
+            proxy = proxy or CallProxy(peer_model.upstream, cache=out / "peer-responses.sqlite", backend=peer_model.answer_with)
             on_peer = StepProgress(progress, f"{source:>22}", total, echo=log)
             default = _lp("default")
             try:

@@ -75,6 +75,79 @@ def test_proxy_passes_upstream_errors_through_and_counts_them(http_server):
         assert call["status"] == 500 and call["kind"] == "answer"
 
 
+def _anthropic_stub(http_server, reply):
+    """A Messages API stub: ``reply(body) -> text``; usage 11 in / 2 out."""
+
+    def route(method, path, body):
+        if path.startswith("/v1/messages/count_tokens"):
+            return 200, {"input_tokens": 7}, {}
+        if path.startswith("/v1/messages"):
+            return 200, {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+                         "content": [{"type": "text", "text": reply(body)}], "stop_reason": "end_turn",
+                         "stop_sequence": None, "usage": {"input_tokens": 11, "output_tokens": 2}}, {}
+        return 404, {"type": "error", "error": {"type": "not_found_error", "message": path}}, {}
+
+    return http_server(route)
+
+
+def test_proxy_answers_with_a_rizz_backend_when_there_is_no_upstream(http_server, tmp_path):
+    """``--model anthropic:``: the peers' OpenAI-shaped calls are answered by rizz's Anthropic backend."""
+    from rizz.shell.models.anthropic_backend import AnthropicModel, price_usd
+
+    srv = _anthropic_stub(http_server, lambda body: "echo " + body["messages"][-1]["content"])
+    backend = AnthropicModel("claude-haiku-4-5", api_key="sk-ant-test-key", base_url=srv.url)
+    with CallProxy(None, backend=backend, cache=tmp_path / "c.sqlite") as proxy:
+        body = {"model": "claude-haiku-4-5", "max_tokens": 7, "stop": ["\n\n"], "temperature": 0.9,
+                "messages": [{"role": "system", "content": "Be brief."},
+                             {"role": "user", "content": [{"type": "text", "text": "one "}, {"type": "text", "text": "two"}]}]}
+        a = _post(proxy.base_url("answer") + "/chat/completions", body)
+        assert a["object"] == "chat.completion" and a["choices"][0]["message"] == {"role": "assistant", "content": "echo one two"}
+        assert a["choices"][0]["finish_reason"] == "stop"
+        assert a["usage"] == {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}
+        b = _post(proxy.base_url("reflect") + "/chat/completions", body)  # the same body: from the cache
+        assert b == a
+        legacy = _post(proxy.base_url("memory") + "/completions", {"prompt": "three", "max_tokens": 3})
+        assert legacy["choices"][0]["text"] == "echo three"
+        with urllib.request.urlopen(proxy.base_url("answer") + "/models", timeout=10) as r:
+            assert json.loads(r.read())["data"][0]["id"] == backend.name
+        calls = proxy.take()
+        assert [c["kind"] for c in calls] == ["answer", "reflect", "memory"]
+        assert [c["cached"] for c in calls] == [False, True, False]
+        assert calls[0]["prompt_tokens"] == 11 and calls[0]["cost_usd"] == pytest.approx(price_usd("claude-haiku-4-5", 11, 2))
+        with pytest.raises(urllib.error.HTTPError) as e:  # not JSON a completion can be built from
+            _post(proxy.base_url("answer") + "/chat/completions", {"messages": "nope"})
+        assert e.value.code == 400
+    sent = [r for r in srv.requests if r["path"].startswith("/v1/messages") and "count_tokens" not in r["path"]]
+    assert len(sent) == 2  # the cached repeat never reached the API
+    assert sent[0]["body"]["system"] == "Be brief." and sent[0]["body"]["max_tokens"] == 7
+    assert sent[0]["body"]["messages"] == [{"role": "user", "content": "one two"}]
+    assert sent[0]["body"]["temperature"] == 0.0  # the backend's sampling, not the request's 0.9
+
+
+def test_proxy_turns_a_model_failure_into_502(http_server):
+    from rizz.shell.models.anthropic_backend import AnthropicModel
+
+    srv = http_server(lambda m, p, b: (400, {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}, {}))
+    backend = AnthropicModel("claude-haiku-4-5", api_key="sk-ant-test-key", base_url=srv.url)
+    with CallProxy(None, backend=backend) as proxy:
+        with pytest.raises(urllib.error.HTTPError) as e:
+            _post(proxy.base_url("answer") + "/chat/completions", {"messages": [{"role": "user", "content": "x"}]})
+        assert e.value.code == 502 and "anthropic:claude-haiku-4-5" in json.loads(e.value.read())["error"]["message"]
+        assert proxy.take()[0]["status"] == 502
+
+
+def test_peer_model_serves_anthropic_through_the_proxy(monkeypatch, tmp_path):
+    from rizz.shell.peers.setup import peer_model
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
+    with peer_model("anthropic:claude-haiku-4-5", tmp_path / "r.sqlite") as pm:
+        assert pm.upstream is None and pm.answer_with is pm.backend.backend and pm.model_id == "claude-haiku-4-5"
+        assert pm.rendering == "chat" and pm.backend.name == "anthropic:claude-haiku-4-5"
+    with pytest.raises(ValueError, match="peers need embedded, gguf:PATH, openai:BASE_URL"):
+        with peer_model("oracle", None):
+            pass
+
+
 # -- server's sampling pin (no model needed) -----------------------------------------------
 def test_sampling_pin_rewrites_completion_bodies_only():
     from rizz.shell.peers.server import PINNED, _PinSampling
@@ -284,6 +357,35 @@ def test_bench_with_a_peer_writes_the_peers_table(http_server, tmp_path):
     assert peers["peer:mem0"]["calls_by_kind"] == {"answer": 3, "memory": 1}
     report = (tmp_path / "b" / "report.md").read_text()
     assert "## Peers side by side" in report and "| peer:mem0 | 0.333" in report
+
+
+@pytest.mark.slow
+def test_bench_with_a_peer_on_anthropic_reaches_one_model(http_server, monkeypatch, tmp_path):
+    """--model anthropic:…: rizz's entries and mem0 are answered by the same Messages API."""
+    _need("mem0")
+    from rizz.shell.bench import run_bench
+    from rizz.shell.embed import Embedder
+    from rizz.shell.peers.setup import peer_model
+
+    def reply(body):  # mem0's fact extraction (its system prompt) gets its JSON, every answer "4"
+        return json.dumps({"memory": []}) if "memor" in str(body.get("system", "")).lower() else "4"
+
+    srv = _anthropic_stub(http_server, reply)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.url)
+    with peer_model("anthropic:claude-haiku-4-5", tmp_path / "b" / "responses.sqlite") as pm:
+        res = run_bench(_stream(tmp_path), ["frozen", "peer:mem0"], tmp_path / "b", pm.backend, Embedder(), peer_model=pm,
+                        title="t", command="c", log=lambda m: None)
+    peers = res["peers"]
+    assert peers["frozen"]["mean_reward"] == peers["peer:mem0"]["mean_reward"] == pytest.approx(1 / 3)
+    assert peers["peer:mem0"]["calls_by_kind"] == {"answer": 3, "memory": 1} and peers["peer:mem0"]["failures"]["total"] == 0
+    sent = [r for r in srv.requests if r["path"].startswith("/v1/messages") and "count_tokens" not in r["path"]]
+    # one model for all: frozen's 3 answers; mem0's extraction through the proxy; mem0's 3 answers
+    # (rizz's adapter asks rizz's backend, whose response cache already holds frozen's equal prompts)
+    assert len(sent) == 4 and sum("memor" in str(r["body"].get("system", "")).lower() for r in sent) == 1
+    assert all(r["body"]["model"] == "claude-haiku-4-5" for r in sent)
+    calls = [json.loads(l) for l in (tmp_path / "b" / "peer:mem0" / "calls.jsonl").read_text().splitlines()]
+    assert calls and all(c["cost_usd"] is not None for c in calls)
 
 
 def test_bench_refuses_an_unknown_peer_before_writing(tmp_path):

@@ -7,6 +7,15 @@ completion call to :attr:`CallProxy.calls`: kind, prompt and completion tokens (
 ``usage``), latency in seconds, whether it came from the cache, and the request's messages and
 the reply's text (kept for the report's evidence of what a peer saw and said).
 
+Without an OpenAI-compatible upstream (``--model anthropic:…``), ``backend`` (a rizz
+``ModelBackend``) answers instead: a ``/chat/completions`` request's ``messages`` (text parts
+of list contents joined), ``max_tokens`` (or ``max_completion_tokens``; 256 when absent) and
+``stop`` go to ``backend.generate``, and the reply comes back as an OpenAI ``chat.completion``
+with the backend's ``usage`` (and its price, ``rizz_cost_usd``, which the call record keeps
+as ``cost_usd``); a legacy ``/completions`` ``prompt`` is one user turn. Sampling
+fields (temperature, seed, …) and ``response_format`` are the backend's own, as the embedded
+path pins them. ``GET /v1/models`` lists the backend's name. A model failure is HTTP 502.
+
 Cache: with ``cache`` (a sqlite file), a request body already answered is served from it (the
 upstream decodes greedily, so the same body gives the same reply); a rerun of a bench pays once
 per prompt, as rizz's own response cache does. Only HTTP 200 replies are stored.
@@ -30,6 +39,13 @@ from typing import Any
 __all__ = ["CallProxy"]
 
 _COMPLETIONS = ("/chat/completions", "/completions")
+
+
+def _text(content: Any) -> str:
+    """A message's text: a string, or the ``text`` parts of an OpenAI content list joined."""
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
 
 
 class _Cache:
@@ -61,15 +77,20 @@ class CallProxy:
       upstream: e.g. ``http://127.0.0.1:8000/v1``.
       cache: optional sqlite file for replies (see module docstring).
       api_key: bearer token forwarded upstream (local servers ignore it).
+      backend: answer completion calls with this rizz ``ModelBackend`` instead of an upstream
+        (see module docstring); ``upstream`` is then unused.
 
     Attributes:
       url: ``http://127.0.0.1:PORT``; ``base_url(kind)`` gives a peer's OpenAI base URL.
       calls: list of call records (dicts), appended in arrival order; :meth:`take` empties it.
     """
 
-    def __init__(self, upstream: str, *, cache: str | Path | None = None, api_key: str | None = None,
-                 timeout_s: float = 600.0) -> None:
-        self.upstream = upstream.rstrip("/")
+    def __init__(self, upstream: str | None, *, cache: str | Path | None = None, api_key: str | None = None,
+                 timeout_s: float = 600.0, backend: Any = None) -> None:
+        if upstream is None and backend is None:
+            raise ValueError("CallProxy needs an OpenAI-compatible upstream or a backend to answer with")
+        self.upstream = (upstream or "").rstrip("/")
+        self.backend = backend
         self.api_key = api_key
         self.timeout_s = timeout_s
         self.calls: list[dict[str, Any]] = []
@@ -117,6 +138,10 @@ class CallProxy:
         cached = self._cache.get(key) if (self._cache is not None and key) else None
         if cached is not None:
             status, data = 200, cached
+        elif self.backend is not None:
+            status, data = self._answer(h.command, rest.split("?")[0], body)
+            if status == 200 and key and self._cache is not None:
+                self._cache.put(key, data)
         else:
             headers = {"Content-Type": "application/json"}
             if self.api_key:
@@ -135,6 +160,45 @@ class CallProxy:
             self._record(kind, body, status, data, time.perf_counter() - t0, cached is not None)
         self._reply(h, status, data)
 
+    def _answer(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+        """One OpenAI-shaped reply from :attr:`backend` (see module docstring)."""
+        from rizz.shell.models.base import Message, ModelError
+
+        name = getattr(self.backend, "name", "backend")
+        if method == "GET" and path == "/models":
+            return 200, json.dumps({"object": "list", "data": [{"id": name, "object": "model", "created": 0,
+                                                                "owned_by": "rizz"}]}).encode()
+        if method != "POST" or path not in _COMPLETIONS:
+            return 404, json.dumps({"error": {"message": f"{method} /v1{path}: not served over a rizz backend"}}).encode()
+        try:
+            req = json.loads(body)
+            if path == "/completions":
+                messages = [Message("user", str(req["prompt"]))]
+            else:
+                messages = [Message(m["role"] if m["role"] in ("system", "user", "assistant") else "user", _text(m.get("content")))
+                            for m in req["messages"]]
+            stop = req.get("stop") or ()
+            stop = (stop,) if isinstance(stop, str) else tuple(stop)
+            max_tokens = int(req.get("max_tokens") or req.get("max_completion_tokens") or 256)
+        except (ValueError, KeyError, TypeError) as e:
+            return 400, json.dumps({"error": {"message": f"bad completion request: {e}"}}).encode()
+        try:
+            gen = self.backend.generate(messages, max_tokens=max_tokens, stop=stop, rendering="chat")
+        except ModelError as e:
+            return 502, json.dumps({"error": {"message": f"{name}: {e}"}}).encode()
+        finish = gen.finish_reason if gen.finish_reason in ("stop", "length") else "stop"
+        choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
+        if path == "/completions":
+            choice["text"] = gen.text
+        else:
+            choice["message"] = {"role": "assistant", "content": gen.text}
+        return 200, json.dumps({
+            "id": "rizz-" + hashlib.sha256(body).hexdigest()[:16], "object": "chat.completion" if path != "/completions" else "text_completion",
+            "created": 0, "model": name, "choices": [choice],
+            "usage": {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
+                      "total_tokens": gen.prompt_tokens + gen.completion_tokens},
+            "rizz_cost_usd": gen.cost_usd}).encode()
+
     def _record(self, kind: str, body: bytes, status: int, data: bytes, latency: float, cached: bool) -> None:
         try:
             req = json.loads(body)
@@ -149,7 +213,7 @@ class CallProxy:
         text = (choice.get("message") or {}).get("content") if "message" in choice else choice.get("text")
         rec = {"kind": kind, "prompt_tokens": int(usage.get("prompt_tokens") or 0),
                "completion_tokens": int(usage.get("completion_tokens") or 0), "latency_s": round(latency, 4),
-               "cost_usd": None, "cached": cached, "status": status,
+               "cost_usd": resp.get("rizz_cost_usd"), "cached": cached, "status": status,
                "request": req.get("messages", req.get("prompt")), "reply": text if status == 200 else resp}
         with self._lock:
             self.calls.append(rec)

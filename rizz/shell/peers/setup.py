@@ -7,7 +7,10 @@ OpenAI-compatible upstream the peers call through the recording proxy:
   GGUF, greedy sampling pinned) and stops it afterwards; rizz's policies use
   ``openai:{server}#smollm2`` with the ``raw`` rendering they use in-process.
 - ``openai:BASE_URL[#MODEL]``: that server for every entry.
-- ``anthropic:…``: refused (the peers would need their own Anthropic clients; not built).
+- ``anthropic:MODEL``: rizz's Anthropic backend for rizz's entries, and the same backend
+  answers the peers' OpenAI-shaped calls inside the recording proxy
+  (:class:`~rizz.shell.peers.proxy.CallProxy` with ``backend``): the peers keep their own
+  OpenAI clients, every entry reaches one model.
 """
 
 from __future__ import annotations
@@ -25,20 +28,23 @@ __all__ = ["PeerModel", "peer_model"]
 
 @attrs.frozen
 class PeerModel:
-    """``backend``: rizz's (cached) model; ``upstream``: OpenAI API root for the peers;
-    ``model_id``: the id they send; ``rendering``: rizz's default rendering for this path."""
+    """``backend``: rizz's (cached) model; ``upstream``: OpenAI API root for the peers (None:
+    the proxy answers with ``answer_with``); ``model_id``: the id they send; ``rendering``:
+    rizz's default rendering for this path; ``answer_with``: the backend the proxy answers the
+    peers' calls with when there is no OpenAI-compatible upstream (``anthropic:``)."""
 
     backend: Any
-    upstream: str
+    upstream: str | None
     model_id: str
     rendering: str
+    answer_with: Any = None
 
 
 @contextlib.contextmanager
 def peer_model(spec: str, cache: str | Path | None) -> Iterator[PeerModel]:
     """Context manager yielding a :class:`PeerModel` for ``spec`` (see module docstring).
 
-    Raises ValueError (an ``anthropic:`` or malformed spec), ModelUnavailableError, RuntimeError
+    Raises ValueError (a spec of another kind, or malformed), ModelUnavailableError, RuntimeError
     (the llama server did not start).
     """
     kind = spec.strip().partition(":")[0]
@@ -62,4 +68,11 @@ def peer_model(spec: str, cache: str | Path | None) -> Iterator[PeerModel]:
         inner = getattr(backend, "backend", backend)  # CachedModel wraps the OpenAICompatModel
         yield PeerModel(backend, inner.api_url, inner.model, "chat")
         return
-    raise ValueError(f"--model {spec!r}: peers need an OpenAI-compatible path (embedded, gguf:PATH or openai:BASE_URL[#MODEL])")
+    if kind == "anthropic":
+        backend = load_model(spec, cache=cache)
+        inner = getattr(backend, "backend", backend)  # CachedModel wraps the AnthropicModel
+        # the peers get the uncached backend (the proxy keeps their own cache), as on the
+        # embedded path: a peer's prompt that equals a rizz entry's is paid for again
+        yield PeerModel(backend, None, inner.model_id, "chat", answer_with=inner)
+        return
+    raise ValueError(f"--model {spec!r}: peers need embedded, gguf:PATH, openai:BASE_URL[#MODEL] or anthropic:MODEL")
