@@ -148,6 +148,48 @@ def test_peer_model_serves_anthropic_through_the_proxy(monkeypatch, tmp_path):
             pass
 
 
+@pytest.mark.parametrize("rendering", ["raw", "chat"])
+def test_mem0_prompt_is_frozens_prompt_with_the_memories_above(rendering):
+    """Every element of the shipped TRACE and StreamBench-style slices (HotpotQA's evidence,
+    instructions, every shape): mem0's prompt without memories is exactly the prompt rizz's
+    ``frozen`` entry sends, under the same budget cap (a newcomer found HotpotQA's differed:
+    no ``Evidence:`` header, no budget)."""
+    from stubs import HashEmbedder, StubBackend
+
+    from rizz.shell.peers.run_peer import mem0_messages
+    from rizz.shell.session import Session
+    from rizz.shell.streams import read_stream
+
+    class Recorder(StubBackend):
+        name, context_window = "stub:recorder", 8192
+
+        def __init__(self):
+            self.sent = []
+
+        def reply(self, messages):
+            self.sent.append(list(messages))
+            return "A"
+
+    root = Path(__file__).resolve().parents[2] / "data"
+    elements = [el for f in ("trace-mini/test.jsonl", "streambench-mini/test.jsonl") for el in read_stream(root / f).elements
+                if not el.context_only and not el.is_episode]
+    assert any(el.evidence_items for el in elements) and len({el.task for el in elements}) >= 8
+    for cap in (None, 300):
+        model = Recorder()
+        session = Session(load_policy("frozen"), model, HashEmbedder(), rendering=rendering, budget_cap=cap)
+        for el in elements:
+            model.sent.clear()
+            p = session.answer(el)
+            session.fold(p.id, 0.0)
+            if not model.sent:  # the input alone overflows the cap: frozen sends nothing
+                with pytest.raises(ValueError):
+                    mem0_messages(el, [], rendering, model, cap)
+                continue
+            assert mem0_messages(el, [], rendering, model, cap) == model.sent[-1], (el.id, cap)
+            with_memories = mem0_messages(el, ["a fact", "another"], rendering, model, cap)
+            assert with_memories[0].content == "Memories:\n- a fact\n- another\n\n" + model.sent[-1][0].content
+
+
 # -- server's sampling pin (no model needed) -----------------------------------------------
 def test_sampling_pin_rewrites_completion_bodies_only():
     from rizz.shell.peers.server import PINNED, _PinSampling

@@ -16,9 +16,9 @@ How each peer learns online (issue #15):
   (``reflect``) → skill manager (``curate``) → skillbook update. Question = instruction +
   input; context = the element's evidence.
 - mem0 (``mem0ai``): before answering, ``search`` the top :data:`MEM0_TOP_K` memories; the
-  answer prompt is rizz's frozen prompt (same rendering, hint and answer budget) with the
-  memories above it (kind ``answer``); after the verdict, an interaction whose reward reaches
-  the ``default`` policy's write threshold for its verifier is added (``infer=True``: mem0's
+  answer prompt is rizz's frozen prompt, compiled and rendered by rizz's own code under the
+  bench's budget (:func:`mem0_messages`), with the memories above it (kind ``answer``); after
+  the verdict, an interaction whose reward reaches the ``default`` policy's write threshold for its verifier is added (``infer=True``: mem0's
   own extraction call, kind ``memory``); context-only input is added as it is.
 
 Resume: a finished folder is kept; an unfinished one is started again from scratch (a peer's
@@ -138,22 +138,30 @@ def _reference(el: StreamElement) -> str:
     return refs[0] if len(refs) == 1 else " | ".join(refs)
 
 
-def mem0_messages(el: StreamElement, memories: list[str], rendering: str) -> list[Message]:
-    """The mem0 entry's answer prompt: rizz's frozen prompt with the memories above it."""
-    hint = answer_settings(el.shape).hint
-    parts = []
-    if memories:
-        parts.append("Memories:\n" + "\n".join(f"- {m}" for m in memories))
-    if el.instruction:
-        parts.append(el.instruction)
-    if _evidence(el):
-        parts.append(_evidence(el))
-    pre = "\n\n".join(parts)
-    if rendering == "raw":
-        body = f"{pre}\n\nInput: {el.input}\n{hint}\nAnswer:" if pre else f"Input: {el.input}\n{hint}\nAnswer:"
-    else:
-        body = f"{pre}\n\n{el.input}\n\n{hint}" if pre else f"{el.input}\n\n{hint}"
-    return [Message("user", body)]
+def mem0_messages(el: StreamElement, memories: list[str], rendering: str, model: Any, budget_cap: int | None = None) -> list[Message]:
+    """The mem0 entry's answer prompt: rizz's ``frozen`` prompt for ``el`` (compiled under the
+    same budget and rendered as rizz's entries are, so with no memories it is frozen's prompt
+    exactly) with mem0's memories above it (``Memories:``, one ``- `` line each; outside the
+    budget: mem0 has none).
+
+    Raises PromptBudgetError when the instruction and input alone overflow the budget (frozen
+    then gives no answer either).
+    """
+    from rizz.core import compile_prompt, prompt_blocks
+    from rizz.core.retrieval import Retrieved
+    from rizz.shell.answering import budget
+    from rizz.shell.policy_file import load_policy
+    from rizz.shell.render import render
+
+    frozen = load_policy("frozen")
+    evidence = "\n\n".join(el.evidence_items) if el.evidence_items else None
+    prompt = compile_prompt(prompt_blocks(Retrieved(), el.input, el.instruction, evidence), frozen.compiler, model.count_tokens,
+                            budget(frozen, model, el.shape, budget_cap))
+    msgs = render(prompt, el.shape, rendering)
+    if not memories:
+        return msgs
+    first = msgs[0]
+    return [Message(first.role, "Memories:\n" + "\n".join(f"- {m}" for m in memories) + "\n\n" + first.content), *msgs[1:]]
 
 
 def _sha(path: Path) -> str:
@@ -162,7 +170,7 @@ def _sha(path: Path) -> str:
 
 def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: Any, model_id: str, *,
              limit: int | None = None, rendering: str = "chat", write_threshold: Callable[[str | None], float] = lambda v: 1.0,
-             embedder_path: str | None = None, options: dict[str, Any] | None = None,
+             embedder_path: str | None = None, options: dict[str, Any] | None = None, budget: int | None = None,
              on_step: Callable[[dict[str, Any]], None] | None = None, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
     """Run peer ``name`` over ``stream`` into ``out``; returns the summary (see module docstring).
 
@@ -171,6 +179,8 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
       proxy: a :class:`~rizz.shell.peers.proxy.CallProxy` in front of the same model.
       model_id: the model id the peers send (``smollm2`` for the bench's llama server).
       write_threshold: verifier name -> reward an interaction needs to be written (mem0).
+      budget: the bench's prompt budget cap (``--budget``), under which mem0's answer prompt
+        compiles rizz's frozen prompt (:func:`mem0_messages`); recorded as ``budget_cap``.
     Raises:
       PeerError (the peer cannot start), StreamError, RunDirBusy, RunDirMismatch.
     """
@@ -178,11 +188,12 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
     elements = list(read_stream(stream).elements)[: limit if limit is not None else None]
     options = dict(PEER_OPTIONS.get(name, {}), **(options or {}))
     meta = {"stream": str(stream), "stream_sha256": _sha(stream), "policy": f"peer:{name}", "model": model.name,
-            "rendering": rendering, "peer_options": options}
+            "rendering": rendering, "peer_options": options, "budget_cap": budget}
     with RunDir(out) as rd:
         if rd.meta_path.exists():
             old = json.loads(rd.meta_path.read_text(encoding="utf-8"))
-            diffs = [k for k in ("stream_sha256", "model", "rendering", "peer_options") if old.get(k) != meta.get(k)]
+            diffs = [k for k in ("stream_sha256", "model", "rendering", "peer_options", "budget_cap")
+                     if old.get(k) != meta.get(k) and (k in old or k != "budget_cap")]  # folders of before budget_cap: not compared
             if diffs:
                 lines = "".join(f"\n  {k}: run has {old.get(k)!r}, this command has {meta.get(k)!r}" for k in diffs)
                 raise RunDirMismatch(f"{out} was started with different settings; resume refused:{lines}\n"
@@ -208,7 +219,7 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
             records = []
             with open(out / "calls.jsonl", "a", encoding="utf-8") as calls_log:
                 for i, el in enumerate(elements):
-                    rec = _step(i, el, name, worker, model, proxy, rendering, write_threshold)
+                    rec = _step(i, el, name, worker, model, proxy, rendering, write_threshold, budget)
                     for c in rec.pop("_calls"):
                         calls_log.write(json.dumps({"step": i, "id": el.id, **c}, ensure_ascii=False) + "\n")
                     calls_log.flush()
@@ -224,7 +235,7 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
 
 
 def _step(i: int, el: StreamElement, name: str, worker: PeerWorker, model: Any, proxy: Any, rendering: str,
-          write_threshold: Callable[[str | None], float]) -> dict[str, Any]:
+          write_threshold: Callable[[str | None], float], budget_cap: int | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     proxy.take()
     failures: list[dict[str, str]] = []
@@ -241,15 +252,15 @@ def _step(i: int, el: StreamElement, name: str, worker: PeerWorker, model: Any, 
         else:
             r = worker.request({"op": "search", "query": _question(el), "top_k": MEM0_TOP_K})
             failures += r["failures"]
-            msgs = mem0_messages(el, r["memories"], rendering)
             s = answer_settings(el.shape)
             try:
+                msgs = mem0_messages(el, r["memories"], rendering, model, budget_cap)
                 g = model.generate(msgs, max_tokens=s.max_tokens, stop=s.stop if rendering == "raw" else (), rendering=rendering)
                 raw = g.text
                 own_calls.append({"kind": "answer", "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens,
                                   "latency_s": round(g.latency_s, 4), "cost_usd": g.cost_usd, "cached": g.cached,
                                   "request": [m.content for m in msgs], "reply": g.text})
-            except Exception as e:  # noqa: BLE001 - e.g. the memories overflow the window: a failure, reward 0
+            except Exception as e:  # noqa: BLE001 - e.g. the memories overflow the window, or the input the budget: a failure, reward 0
                 failures.append({"where": "mem0.answer", "error": f"{type(e).__name__}: {e}"[:2000]})
             rec["peer_memories"] = len(r["memories"])
         name_v = el.verifier or "exact_match"
