@@ -113,8 +113,10 @@ def _policy_stats(records: list[dict[str, Any]], summary: dict[str, Any], seed: 
         "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,
         "prompt_tokens": sum(int(c["prompt_tokens"]) for c in calls),
         "completion_tokens": sum(int(c["completion_tokens"]) for c in calls),
-        # a peer has no compiled prompt: its largest single call stands in (rizz.shell.peers)
-        "max_prompt_tokens": max((int(p["tokens"]) for p in prompts), default=max((int(c["prompt_tokens"]) for c in calls), default=0)),
+        # a peer has no compiled prompt: its largest answer call stands in (rizz.shell.peers), as
+        # the server counted it (chat template included); its other calls (ACE's reflector) are not answer prompts
+        "max_prompt_tokens": max((int(p["tokens"]) for p in prompts),
+                                 default=max((int(c["prompt_tokens"]) for c in calls if c["kind"] == "answer"), default=0)),
         "budget": max((int(p["budget"]) for p in prompts), default=None),
         "budget_exceeded": sum(1 for p in prompts if p["tokens"] > p["budget"]),
         "overflow": sum(1 for r in records if r.get("overflow")),
@@ -396,7 +398,9 @@ def _markdown(results: dict[str, Any]) -> str:
             "- *Δ by half* is the same paired difference over the first and the second half of the answered steps: "
             "memory accumulates along the stream, so a gain can appear late.",
             "- *calls/answered step* counts every model call (judge, answer, distill) per answered step; *prompt tokens* is their "
-            "total prompt size; *max prompt tokens* is the largest compiled answer prompt, which must stay within the token budget.",
+            "total prompt size; *max prompt tokens* is the largest compiled answer prompt, which must stay within the token budget "
+            "(for a `peer:` entry, which compiles none: its largest answer call's prompt as the model server counted it, chat "
+            "template included, so a few tokens above the same text compiled by rizz).",
             "- *branches* is the branch bank's final size (total/active, after merges and prunes); the branch plot counts spawns.",
             f"- The reward plot is a trailing mean over the last {results['window']} answered steps; early points average fewer steps.",
             "- Machine-readable numbers: `results.json`.", ""]

@@ -190,6 +190,25 @@ def test_mem0_prompt_is_frozens_prompt_with_the_memories_above(rendering):
             assert with_memories[0].content == "Memories:\n- a fact\n- another\n\n" + model.sent[-1][0].content
 
 
+def test_a_failure_a_peer_logs_and_raises_counts_once_and_max_prompt_is_the_answer_call():
+    """ACE's reflector: instructor logs the error it then raises (a newcomer saw totals 2x the
+    failures); and a peer's "max prompt tokens" is its largest answer call, not its reflector's."""
+    from rizz.shell.peers.report import distinct_failures, peer_results
+    from rizz.shell.report import _policy_stats
+
+    echo = [{"where": "ace.learn", "error": "IncompleteOutputException: The output is incomplete due to a max_tokens length limit."},
+            {"where": "ace.llm_providers.instructor_client",
+             "error": "Instructor validation failed: The output is incomplete due to a max_tokens length limit."}]
+    other = {"where": "ace.agent", "error": "ValidationError: no JSON"}
+    assert distinct_failures(echo) == echo[:1] and distinct_failures(echo + [other]) == [echo[0], other]
+    calls = [{"kind": "answer", "prompt_tokens": 900, "completion_tokens": 5}, {"kind": "reflect", "prompt_tokens": 3600, "completion_tokens": 256}]
+    recs = [{"id": f"q{i}", "verdict": {"reward": 0.0}, "answer": {"raw": "360"}, "calls": calls, "wall_s": 1.0,
+             "peer": {"failures": echo}} for i in range(3)]
+    f = peer_results({"peer:ace": recs})["peer:ace"]["failures"]
+    assert f["steps"] == 3 and f["total"] == 3 and f["by_where"] == {"ace.learn": 3, "ace.llm_providers.instructor_client": 3}
+    assert _policy_stats(recs, {}, 0)["max_prompt_tokens"] == 900  # the answer call, not the reflector's 3600
+
+
 # -- server's sampling pin (no model needed) -----------------------------------------------
 def test_sampling_pin_rewrites_completion_bodies_only():
     from rizz.shell.peers.server import PINNED, _PinSampling

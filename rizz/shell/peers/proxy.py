@@ -220,11 +220,14 @@ class CallProxy:
 
     @staticmethod
     def _reply(h: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+        try:
+            h.send_response(status)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the peer went away (Ctrl-C): its reply is cached already
+            pass
 
     def close(self) -> None:
         self._server.shutdown()

@@ -4,7 +4,9 @@ For every entry of a bench that has ``peer:NAME`` entries: mean reward with its 
 interval, Δ vs ``default`` paired by step (points, paired bootstrap 95%), model calls per
 answered step, prompt tokens per answered step (mean over answered steps of the sum over that
 step's calls) and the largest single call's prompt, wall time, and the peer's failures (steps
-with at least one; all failures; answered steps where the peer produced no answer at all).
+with at least one; all failures, an error the peer logs and raises counted once
+(:func:`distinct_failures`); answered steps where the peer produced no answer at all). The
+"by where" line counts every record, echoes included.
 """
 
 from __future__ import annotations
@@ -13,10 +15,24 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["peer_markdown", "peer_results"]
+__all__ = ["distinct_failures", "peer_markdown", "peer_results"]
 
 HEADERS = ("entry", "mean reward [95% CI]", "Δ vs default (pp) [95% CI]", "calls/answered step", "prompt tokens/step mean",
            "max call prompt tokens", "wall s", "peer failures (steps / total / no answer)")
+
+
+def distinct_failures(failures: list[dict[str, str]]) -> list[dict[str, str]]:
+    """One step's failures with echoes removed: two failures whose messages agree after their
+    first ``": "`` are one (ACE's instructor client logs ``Instructor validation failed:
+    <message>`` for the ``IncompleteOutputException: <message>`` it raises); the first is kept."""
+    seen: set[str] = set()
+    out = []
+    for f in failures:
+        msg = f["error"].partition(": ")[2] or f["error"]
+        if msg not in seen:
+            seen.add(msg)
+            out.append(f)
+    return out
 
 
 def peer_results(runs: dict[str, list[dict[str, Any]]], seed: int = 0) -> dict[str, Any]:
@@ -44,7 +60,8 @@ def peer_results(runs: dict[str, list[dict[str, Any]]], seed: int = 0) -> dict[s
         }
         if p.startswith("peer:"):
             fails = [f for r in recs for f in (r.get("peer") or {}).get("failures", [])]
-            entry["failures"] = {"steps": sum(1 for r in recs if (r.get("peer") or {}).get("failures")), "total": len(fails),
+            distinct = sum(len(distinct_failures((r.get("peer") or {}).get("failures", []))) for r in recs)
+            entry["failures"] = {"steps": sum(1 for r in recs if (r.get("peer") or {}).get("failures")), "total": distinct,
                                  "no_answer": sum(1 for r in answered if r["answer"]["raw"] is None),
                                  "by_where": {w: sum(1 for f in fails if f["where"] == w) for w in sorted({f["where"] for f in fails})}}
         if "default" in rew and p != "default":

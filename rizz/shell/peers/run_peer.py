@@ -289,7 +289,9 @@ def summarise_peer(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[
     answered = [r for r in records if "verdict" in r]
     calls = [c for r in records for c in r.get("calls", [])]
     kinds = sorted({c["kind"] for c in calls})
-    fails = [f for r in records for f in r["peer"]["failures"]]
+    from rizz.shell.peers.report import distinct_failures
+
+    fails = [f for r in records for f in distinct_failures(r["peer"]["failures"])]
     return {
         "steps": len(records), "answered": len(answered),
         "mean_reward": round(sum(r["verdict"]["reward"] for r in answered) / len(answered), 6) if answered else 0.0,
