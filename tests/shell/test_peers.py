@@ -336,6 +336,29 @@ def test_resume_with_other_settings_is_refused_naming_each_one(http_server, tmp_
 
 
 @pytest.mark.slow
+def test_a_restarted_peer_keeps_the_wall_time_of_the_steps_it_replays(http_server, tmp_path):
+    """A newcomer saw a resumed ACE report 2 steps in 0.5 s: replayed steps now keep the wall
+    time of the run that computed them."""
+    _need("mem0")
+    from rizz.shell.embed import _bundled_model_dir
+    from rizz.shell.models import load_model
+
+    srv = _stub(http_server, lambda msgs, body: json.dumps({"memory": []}) if body.get("response_format") else "4")
+    model = load_model(f"openai:{srv.url}#stub", cache=tmp_path / "responses.sqlite")
+    out = tmp_path / "peer:mem0"
+    kw = dict(write_threshold=load_policy("default").write_threshold, embedder_path=str(_bundled_model_dir()), log=lambda m: None)
+    with CallProxy(srv.url + "/v1", cache=tmp_path / "peer.sqlite") as proxy:
+        run_peer(_stream(tmp_path), "mem0", out, model, proxy, "stub", limit=2, **kw)
+        first = _records(out)
+        (out / "summary.json").unlink()  # as if stopped before its end
+        s = run_peer(_stream(tmp_path), "mem0", out, model, proxy, "stub", limit=3, **kw)
+    again = _records(out)
+    assert [r["wall_s"] for r in again[:2]] == [r["wall_s"] for r in first]
+    assert all("wall_s_replay" in r for r in again[:2]) and "wall_s_replay" not in again[2]  # step 2 was computed
+    assert s["wall_s"] == pytest.approx(sum(r["wall_s"] for r in again), abs=0.02)
+
+
+@pytest.mark.slow
 def test_mem0_unparseable_extraction_is_a_counted_failure_not_a_crash(http_server, tmp_path):
     _need("mem0")
     srv = _stub(http_server, lambda msgs, body: "not json {" if body.get("response_format") else "4")

@@ -22,7 +22,10 @@ How each peer learns online (issue #15):
   own extraction call, kind ``memory``); context-only input is added as it is.
 
 Resume: a finished folder is kept; an unfinished one is started again from scratch (a peer's
-state cannot be rebuilt from the log), and the replies come back from the response caches.
+state cannot be rebuilt from the log), and the replies come back from the response caches. A
+step whose every call comes back from the caches keeps the ``wall_s`` of the run that computed
+it (its replay's own time is ``wall_s_replay``), so a resumed peer's wall time adds up across
+runs as a resumed rizz run's does.
 """
 
 from __future__ import annotations
@@ -189,6 +192,7 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
     options = dict(PEER_OPTIONS.get(name, {}), **(options or {}))
     meta = {"stream": str(stream), "stream_sha256": _sha(stream), "policy": f"peer:{name}", "model": model.name,
             "rendering": rendering, "peer_options": options, "budget_cap": budget}
+    earlier: dict[int, tuple[str, float]] = {}
     with RunDir(out) as rd:
         if rd.meta_path.exists():
             old = json.loads(rd.meta_path.read_text(encoding="utf-8"))
@@ -201,6 +205,7 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
             if len(list(rd.records())) >= len(elements) and rd.summary_path.exists():
                 log(f"{out}: already finished; nothing to run")
                 return json.loads(rd.summary_path.read_text(encoding="utf-8"))
+            earlier = {r["step"]: (r["id"], r["wall_s"]) for r in rd.records() if "wall_s" in r}  # kept for replayed steps
             for p in (rd.log_path, rd.summary_path, out / "calls.jsonl"):
                 p.unlink(missing_ok=True)
             shutil.rmtree(out / "peer", ignore_errors=True)
@@ -220,6 +225,10 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
             with open(out / "calls.jsonl", "a", encoding="utf-8") as calls_log:
                 for i, el in enumerate(elements):
                     rec = _step(i, el, name, worker, model, proxy, rendering, write_threshold, budget)
+                    before = earlier.get(i)
+                    if before is not None and before[0] == el.id and rec["calls"] and all(c["cached"] for c in rec["calls"]):
+                        # replayed from the caches: the step's wall time is the run's that computed it
+                        rec["wall_s_replay"], rec["wall_s"] = rec["wall_s"], before[1]
                     for c in rec.pop("_calls"):
                         calls_log.write(json.dumps({"step": i, "id": el.id, **c}, ensure_ascii=False) + "\n")
                     calls_log.flush()
