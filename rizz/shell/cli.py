@@ -259,8 +259,10 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
     except StreamError as e:
         _fail(str(e))
     _check_oracle(model, stream, elements, limit)
-    from rizz.shell.peers.run_peer import PeerError, is_peer, peer_python
+    from rizz.shell.peers.run_peer import PEERS, PeerError, is_peer, peer_python
 
+    if not policies:
+        _fail("-P/--policies: give at least one policy or peer:NAME (comma-separated)")
     for p in policies:  # and a bad policy name or file too
         if is_peer(p):
             try:
@@ -268,12 +270,25 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
             except PeerError as e:
                 _fail(str(e))
         else:
-            _load_policy_or_exit(p)
+            try:
+                load_policy(p)
+            except PolicyError as e:
+                hint = f"\n(the peer {p.lower()} is the entry peer:{p.lower()})" if p.lower() in PEERS else ""
+                _fail(f"{e}{hint}")
     _check_rendering(rendering)
     if user_model is not None and ray_address is not None:
         _fail("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
     _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",))  # the cache comes first
+    made_out = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+
+    def fail_before_running(message: str) -> None:  # nothing ran: leave no folder behind that this command made
+        if made_out:
+            import shutil
+
+            shutil.rmtree(out, ignore_errors=True)
+        _fail(message)
+
     if ray_address is not None:  # the model is built on each Ray worker, not here
         if any(is_peer(p) for p in policies):
             _fail("peer:NAME entries cannot run with --ray (they share one in-process model server); run them without --ray")
@@ -305,7 +320,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
         backend = pm.backend if peers else load_model(model, cache=out / "responses.sqlite")
         umodel = load_model(user_model, cache=out / "responses.sqlite") if user_model else None
     except (ValueError, ModelUnavailableError, RuntimeError) as e:
-        _fail(str(e))
+        fail_before_running(str(e))
     try:
         with new_progress() as prog:
             results = run_bench(stream, policies, out, backend, Embedder(), limit=limit, rendering=rendering, budget=budget,

@@ -472,6 +472,29 @@ def test_bench_with_a_peer_on_anthropic_reaches_one_model(http_server, monkeypat
     assert calls and all(c["cost_usd"] is not None for c in calls)
 
 
+def test_bench_refusals_are_clear_and_leave_no_folder(tmp_path, monkeypatch):
+    """A newcomer's reports: `-P ""`, `-P mem0`, a model that cannot load, a server that is down."""
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    def bench(*args):
+        res = CliRunner().invoke(app, ["bench", str(_stream(tmp_path)), *args])
+        return res.exit_code, " ".join(res.output.replace("│", " ").split())
+
+    code, text = bench("-P", "", "--out", str(tmp_path / "a"))
+    assert code == 2 and "give at least one policy or peer:NAME" in text and not (tmp_path / "a").exists()
+    code, text = bench("-P", "frozen,mem0", "--out", str(tmp_path / "b"))
+    assert code == 2 and "the peer mem0 is the entry peer:mem0" in text and not (tmp_path / "b").exists()
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    code, text = bench("-P", "frozen,peer:mem0", "--model", "anthropic:claude-haiku-4-5", "--out", str(tmp_path / "c"))
+    assert code == 2 and "ANTHROPIC_API_KEY" in text and not (tmp_path / "c").exists()
+    kept = tmp_path / "d"
+    kept.mkdir()  # a folder the user made is not removed
+    code, text = bench("-P", "frozen", "--model", "openai:http://127.0.0.1:9", "--out", str(kept))
+    assert code == 2 and "cannot reach the server at http://127.0.0.1:9/v1" in text and kept.is_dir()
+
+
 def test_bench_refuses_an_unknown_peer_before_writing(tmp_path):
     from typer.testing import CliRunner
 

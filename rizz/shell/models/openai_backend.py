@@ -168,9 +168,15 @@ class OpenAICompatModel:
         self._lock = threading.Lock()
 
     def _discover_model(self) -> str:
+        import openai
+
         try:
             ids = [m.id for m in self._client.models.list()]
-        except Exception as exc:  # noqa: BLE001 - report any transport/API failure the same way
+        except openai.APIConnectionError as exc:  # nothing answered: the id would not help
+            raise ModelUnavailableError(
+                f"cannot reach the server at {self.api_url} ({exc}); is it running? (listing its models to find the id)"
+            ) from exc
+        except Exception as exc:  # noqa: BLE001 - report any other transport/API failure the same way
             raise ModelUnavailableError(
                 f"could not list models at {self.api_url}/models ({exc}); "
                 "give the id as openai:BASE_URL#MODEL"

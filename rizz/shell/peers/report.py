@@ -87,6 +87,10 @@ def peer_markdown(peers: dict[str, Any]) -> list[str]:
                      f"{f['steps']} / {f['total']} / {f['no_answer']}" if f else "–"])
     lines = ["## Peers side by side", "", "| " + " | ".join(HEADERS) + " |", "|" + "|".join("---" for _ in HEADERS) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows] + [""]
+    if "default" not in peers:
+        lines += ["Δ vs default is `–`: `default` is not among this bench's entries (add it to `-P` to pair every entry with it).", ""]
+    lines += ["*peer failures*: steps with at least one failure / failures (an error the peer both logs and raises counted once) / "
+              "answered steps where the peer gave no answer at all; each peer's `log.jsonl` has them under `peer.failures`.", ""]
     kinds = {p: e["calls_by_kind"] for p, e in peers.items()}
     lines += ["Model calls by kind: " + "; ".join(f"{p} " + ", ".join(f"{k} {n}" for k, n in v.items()) for p, v in kinds.items()), ""]
     where = {p: e["failures"]["by_where"] for p, e in peers.items() if e.get("failures", {}).get("by_where")}
