@@ -100,7 +100,8 @@ def _policy_stats(records: list[dict[str, Any]], summary: dict[str, Any], seed: 
     calls = [c for r in records for c in r.get("calls", [])]
     costs = [c["cost_usd"] for c in calls if c.get("cost_usd") is not None]
     prompts = [r["prompt"] for r in records if "prompt" in r]
-    kinds = sorted({c["kind"] for c in calls} | {"judge", "answer", "distill"})
+    peer = str(summary.get("policy") or "").startswith("peer:")  # a peer's kinds are its own (ACE: answer, reflect, curate)
+    kinds = sorted({c["kind"] for c in calls} | (set() if peer else {"judge", "answer", "distill"}))
     return {
         "steps": len(records),
         "n_answered": len(answered),

@@ -206,7 +206,9 @@ def test_a_failure_a_peer_logs_and_raises_counts_once_and_max_prompt_is_the_answ
              "peer": {"failures": echo}} for i in range(3)]
     f = peer_results({"peer:ace": recs})["peer:ace"]["failures"]
     assert f["steps"] == 3 and f["total"] == 3 and f["by_where"] == {"ace.learn": 3, "ace.llm_providers.instructor_client": 3}
-    assert _policy_stats(recs, {}, 0)["max_prompt_tokens"] == 900  # the answer call, not the reflector's 3600
+    stats = _policy_stats(recs, {"policy": "peer:ace"}, 0)
+    assert stats["max_prompt_tokens"] == 900  # the answer call, not the reflector's 3600
+    assert stats["model_calls"]["by_kind"] == {"answer": 3, "reflect": 3}  # a peer's own kinds, no rizz judge/distill zeros
 
 
 # -- server's sampling pin (no model needed) -----------------------------------------------

@@ -267,7 +267,7 @@ def _step(i: int, el: StreamElement, name: str, worker: PeerWorker, model: Any, 
                 g = model.generate(msgs, max_tokens=s.max_tokens, stop=s.stop if rendering == "raw" else (), rendering=rendering)
                 raw = g.text
                 own_calls.append({"kind": "answer", "prompt_tokens": g.prompt_tokens, "completion_tokens": g.completion_tokens,
-                                  "latency_s": round(g.latency_s, 4), "cost_usd": g.cost_usd, "cached": g.cached,
+                                  "latency_s": round(g.latency_s, 4), "cost_usd": g.cost_usd, "cached": g.cached, "status": 200,
                                   "request": [m.content for m in msgs], "reply": g.text})
             except Exception as e:  # noqa: BLE001 - e.g. the memories overflow the window, or the input the budget: a failure, reward 0
                 failures.append({"where": "mem0.answer", "error": f"{type(e).__name__}: {e}"[:2000]})
