@@ -87,7 +87,7 @@ def test_no_tokenizer_route_falls_back_to_the_estimate(http_server):
 
 
 def test_unreachable_server_without_model_id_is_a_clear_error(free_port):
-    with pytest.raises(ModelUnavailableError, match="openai:BASE_URL#MODEL"):
+    with pytest.raises(ModelUnavailableError, match=r"cannot reach the server at http://127\.0\.0\.1:\d+/v1 .*openai:BASE_URL#MODEL"):
         OpenAICompatModel(f"http://127.0.0.1:{free_port()}", max_retries=0, timeout_s=2)
 
 

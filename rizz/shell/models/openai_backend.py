@@ -174,7 +174,8 @@ class OpenAICompatModel:
             ids = [m.id for m in self._client.models.list()]
         except openai.APIConnectionError as exc:  # nothing answered: the id would not help
             raise ModelUnavailableError(
-                f"cannot reach the server at {self.api_url} ({exc}); is it running? (listing its models to find the id)"
+                f"cannot reach the server at {self.api_url} ({exc}): is it running? (rizz asked it for its "
+                "model list because the spec gives no id, as in openai:BASE_URL#MODEL)"
             ) from exc
         except Exception as exc:  # noqa: BLE001 - report any other transport/API failure the same way
             raise ModelUnavailableError(
