@@ -140,8 +140,6 @@ class CallProxy:
             status, data = 200, cached
         elif self.backend is not None:
             status, data = self._answer(h.command, rest.split("?")[0], body)
-            if status == 200 and key and self._cache is not None:
-                self._cache.put(key, data)
         else:
             headers = {"Content-Type": "application/json"}
             if self.api_key:
@@ -154,8 +152,8 @@ class CallProxy:
                 status, data = e.code, e.read()
             except OSError as e:
                 status, data = 502, json.dumps({"error": {"message": f"upstream unreachable: {e}"}}).encode()
-            if status == 200 and key and self._cache is not None:
-                self._cache.put(key, data)
+        if cached is None and status == 200 and key and self._cache is not None:
+            self._cache.put(key, data)
         if is_call:
             self._record(kind, body, status, data, time.perf_counter() - t0, cached is not None)
         self._reply(h, status, data)

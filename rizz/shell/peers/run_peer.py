@@ -18,8 +18,9 @@ How each peer learns online (issue #15):
 - mem0 (``mem0ai``): before answering, ``search`` the top :data:`MEM0_TOP_K` memories; the
   answer prompt is rizz's frozen prompt, compiled and rendered by rizz's own code under the
   bench's budget (:func:`mem0_messages`), with the memories above it (kind ``answer``); after
-  the verdict, an interaction whose reward reaches the ``default`` policy's write threshold for its verifier is added (``infer=True``: mem0's
-  own extraction call, kind ``memory``); context-only input is added as it is.
+  the verdict, an interaction whose reward reaches the ``default`` policy's write threshold
+  for its verifier is added (``infer=True``: mem0's own extraction call, kind ``memory``);
+  context-only input is added as it is.
 
 Resume: a finished folder is kept; an unfinished one is started again from scratch (a peer's
 state cannot be rebuilt from the log), and the replies come back from the response caches. A
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rizz.shell.models import Message
+from rizz.shell.peers.report import distinct_failures
 from rizz.shell.render import answer_settings
 from rizz.shell.runlog import RunDir, RunDirMismatch, write_json_atomic
 from rizz.shell.streams import StreamElement, read_stream
@@ -152,13 +154,13 @@ def mem0_messages(el: StreamElement, memories: list[str], rendering: str, model:
     """
     from rizz.core import compile_prompt, prompt_blocks
     from rizz.core.retrieval import Retrieved
+    from rizz.shell.answering import _evidence as step_evidence  # the evidence text rizz's own answer path compiles
     from rizz.shell.answering import budget
     from rizz.shell.policy_file import load_policy
     from rizz.shell.render import render
 
     frozen = load_policy("frozen")
-    evidence = "\n\n".join(el.evidence_items) if el.evidence_items else None
-    prompt = compile_prompt(prompt_blocks(Retrieved(), el.input, el.instruction, evidence), frozen.compiler, model.count_tokens,
+    prompt = compile_prompt(prompt_blocks(Retrieved(), el.input, el.instruction, step_evidence(el)), frozen.compiler, model.count_tokens,
                             budget(frozen, model, el.shape, budget_cap))
     msgs = render(prompt, el.shape, rendering)
     if not memories:
@@ -196,8 +198,8 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
     with RunDir(out) as rd:
         if rd.meta_path.exists():
             old = json.loads(rd.meta_path.read_text(encoding="utf-8"))
-            diffs = [k for k in ("stream_sha256", "model", "rendering", "peer_options", "budget_cap")
-                     if old.get(k) != meta.get(k) and (k in old or k != "budget_cap")]  # folders of before budget_cap: not compared
+            compared = ("stream_sha256", "model", "rendering", "peer_options") + (("budget_cap",) if "budget_cap" in old else ())
+            diffs = [k for k in compared if old.get(k) != meta.get(k)]  # a folder written before budget_cap was recorded: not compared
             if diffs:
                 lines = "".join(f"\n  {k}: run has {old.get(k)!r}, this command has {meta.get(k)!r}" for k in diffs)
                 raise RunDirMismatch(f"{out} was started with different settings; resume refused:{lines}\n"
@@ -298,8 +300,6 @@ def summarise_peer(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[
     answered = [r for r in records if "verdict" in r]
     calls = [c for r in records for c in r.get("calls", [])]
     kinds = sorted({c["kind"] for c in calls})
-    from rizz.shell.peers.report import distinct_failures
-
     fails = [f for r in records for f in distinct_failures(r["peer"]["failures"])]
     return {
         "steps": len(records), "answered": len(answered),
