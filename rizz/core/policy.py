@@ -205,6 +205,12 @@ class WritePolicy:
         "that carry it (a substantive failure's own turn is not remembered) and procedural rules distilled from a "
         "superseded episode (rizz/core/supersede.py)",
     ))
+    corrections: bool = _optional(_flag(
+        False,
+        "rizz (issue #24)",
+        "a failed answer whose verdict carries a correction (Verdict.correction: the user's right answer) is written as a "
+        "verified example of the corrected answer instead of an anti-pattern (a separately reported setting, not the paper's)",
+    ))
 
 
 @frozen

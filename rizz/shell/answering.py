@@ -43,7 +43,7 @@ from rizz.shell.judge import label_input
 from rizz.shell.models.base import Message, ModelBackend
 from rizz.shell.render import TEMPLATE_SLACK, answer_settings, render
 from rizz.shell.streams import StreamElement
-from rizz.shell.verifiers import extract_answer, verify
+from rizz.shell.verifiers import correction_of, extract_answer, verify
 
 __all__ = ["Call", "Embedded", "Pending", "answer_element", "budget", "default_rendering", "embed_texts", "record_of", "verify_pending"]
 
@@ -203,8 +203,12 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
 
 
 def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | None = None,
-                   calls: list[Call] | None = None, data_roots: tuple[Any, ...] = ()) -> Verdict | None:
+                   calls: list[Call] | None = None, data_roots: tuple[Any, ...] = (), corrections: bool = False) -> Verdict | None:
     """Score ``p`` with the element's own verifier (None for context-only input).
+
+    ``corrections``: a verdict below 1.0 carries the reference as its ``correction``
+    (:func:`~rizz.shell.verifiers.correction_of`), as a user who corrects the answer would
+    (the ``write.corrections`` policy setting, issue #24).
 
     ``calls``: where an ``llm_judge`` verifier's model calls are appended (kind ``verify``).
     An episode is scored by its episode verifier (``bfcl_ast``, ``bfcl_multi_turn``, ``tau_db``)
@@ -231,7 +235,8 @@ def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | 
             return g.text
 
     res = verify(name, p.raw_output or "", el.references or "", shape=el.shape, metadata=dict(el.metadata), judge=judge_fn)
-    return Verdict(float(res.reward), name, parsed=res.parsed)
+    fix = correction_of(el.references or "", el.shape) if corrections and res.reward < 1.0 else None
+    return Verdict(float(res.reward), name, parsed=res.parsed, correction=fix)
 
 
 def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, run_dir: Any = None) -> lr.LogRecord:
@@ -254,7 +259,7 @@ def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, 
         judge=lr.JudgePart(**p.judge, label_embedding=p.keys[1]) if p.judge is not None else None,
         prompt=prompt,
         answer=lr.AnswerPart(p.raw_output, p.answer, p.parsed, p.reasoning or None) if not el.context_only else None,
-        verdict=lr.VerdictPart(verdict.reward, verdict.verifier, verdict.parsed) if verdict is not None else None,
+        verdict=lr.VerdictPart(verdict.reward, verdict.verifier, verdict.parsed, verdict.correction) if verdict is not None else None,
         time=p.time if kind == "answer" else None,
         episode=lr.EpisodePart(**p.episode.to_json(), wrong_call=p.wrong_call) if p.episode is not None else None,
         declared_label=lr.LabelPart(inp.declared_label.function, inp.declared_label.application) if inp.declared_label is not None else None,

@@ -97,7 +97,7 @@ def record_inputs(rec: LogRecord, store: Any) -> tuple[StepInput, Verdict | None
 
 
 def _verdict(v: VerdictPart | None) -> Verdict | None:
-    return Verdict(v.reward, v.verifier, v.parsed) if v is not None else None
+    return Verdict(v.reward, v.verifier, v.parsed, correction=v.correction) if v is not None else None
 
 
 class LogFold:

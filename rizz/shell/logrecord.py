@@ -138,11 +138,14 @@ class AnswerPart:
 
 @frozen
 class VerdictPart:
-    """``reward`` in [0, 1] from ``verifier``; ``parsed`` False: the answer had no shape."""
+    """``reward`` in [0, 1] from ``verifier``; ``parsed`` False: the answer had no shape;
+    ``correction``: the right answer given with the verdict (written only when there is one,
+    under the ``write.corrections`` policy setting; issue #24)."""
 
     reward: float
     verifier: str
     parsed: bool = True
+    correction: str | None = None
 
 
 @frozen

@@ -328,7 +328,7 @@ class Session:
                                        f"answered again at step {w.step_input.step} (fold the newer answer)")
                 vcalls = self._verify_calls.pop((item_id, w.step_input.step), ())
                 rec = lr.LogRecord(step=w.step_input.step, id=item_id, v=lr.LOG_VERSION, kind="verdict",
-                                   verdict=lr.VerdictPart(v.reward, v.verifier, v.parsed), calls=list(vcalls))
+                                   verdict=lr.VerdictPart(v.reward, v.verifier, v.parsed, v.correction), calls=list(vcalls))
                 events = self._commit(rec, sync=False)
                 ticket = self._ticket
                 self._close_id(item_id, "already folded")
@@ -359,7 +359,7 @@ class Session:
             t0 = time.perf_counter()
             p = self._answer(el)
             vcalls: list[Call] = []
-            v = verify_pending(p, self.model, judge_model, vcalls, self.data_roots)
+            v = verify_pending(p, self.model, judge_model, vcalls, self.data_roots, self.policy.write.corrections)
             if vcalls:  # an llm_judge verifier's calls are counted with the step (issue #12 §3)
                 p = attrs.evolve(p, calls=p.calls + tuple(vcalls))
             rec = record_of(p, "step", v, time.perf_counter() - t0, run_dir=self.run_dir)
@@ -380,7 +380,7 @@ class Session:
         when ``p`` is folded, and returned in :attr:`Folded.calls` (issue #12 §3).
         """
         calls: list[Call] = []
-        v = verify_pending(p, self.model, judge_model, calls, self.data_roots)
+        v = verify_pending(p, self.model, judge_model, calls, self.data_roots, self.policy.write.corrections)
         if calls:
             with self._lock:
                 if len(self._verify_calls) >= _CLOSED_IDS:  # bounded: verified but never folded

@@ -144,3 +144,31 @@ def test_a_verdict_names_a_reward_that_is_not_a_number():
     with pytest.raises(ValueError, match=r"reward must be in \[0, 1\], got 1.5"):
         Verdict(1.5)
     assert Verdict(np.float32(0.5)).reward == 0.5  # numpy scalars are numbers
+
+
+def test_a_correction_is_written_as_a_verified_example_only_under_write_corrections():
+    """Issue #24: Verdict(reward, correction=…) — a failed answer with the user's right answer."""
+    x = make_input(0, 2, seed=5, answer="A")
+    v = Verdict(0.0, "exact_match", correction="C")
+    off = rizz(Policy())
+    s_off, evs_off = _events(off, off.init(), x, v)
+    assert len(s_off.branches["b0"].anti_patterns) == 1 and len(s_off.branches["b0"].episodes) == 0
+    # with the setting off the correction changes nothing: the same state as a bare verdict
+    assert s_off == off.step(off.init(), x, Verdict(0.0, "exact_match"))
+    on = rizz(attrs.evolve(Policy(), write=attrs.evolve(Policy().write, corrections=True)))
+    s_on, evs_on = _events(on, on.init(), x, v)
+    b = s_on.branches["b0"]
+    assert len(b.anti_patterns) == 0 and [(e.input, e.answer, e.reward) for e in b.episodes.records] == [(x.text, "C", 1.0)]
+    # a verified answer is written as it is, whatever correction rides along
+    s_ok = on.step(on.init(), attrs.evolve(x, answer="C"), Verdict(1.0, "exact_match", correction="C"))
+    assert [e.answer for e in s_ok.branches["b0"].episodes.records] == ["C"]
+    # an unparsed answer with a correction still teaches the right answer
+    s_un = on.step(on.init(), x, Verdict(0.0, "exact_match", parsed=False, correction="B"))
+    assert [e.answer for e in s_un.branches["b0"].episodes.records] == ["B"]
+
+
+def test_a_correction_must_be_text():
+    import pytest
+
+    with pytest.raises(ValueError, match="correction must be a str"):
+        Verdict(0.0, correction=3)  # type: ignore[arg-type]

@@ -49,9 +49,16 @@ def peer_model(spec: str, cache: str | Path | None) -> Iterator[PeerModel]:
     """
     kind = spec.strip().partition(":")[0]
     if kind in ("embedded", "gguf"):
+        from rizz.shell.models.shipped import shipped_model, shipped_path
         from rizz.shell.peers.server import MODEL_ALIAS, LlamaServer
 
-        gguf = spec.strip().partition(":")[2] or None
+        rest = spec.strip().partition(":")[2]
+        rendering = "raw"
+        if kind == "embedded":  # embedded[:NAME]: the shipped model's verified file and its rendering
+            rendering = shipped_model(rest or None).rendering
+            gguf: str | Path = shipped_path(rest or None)
+        else:
+            gguf = rest
         with LlamaServer(gguf) as server:
             backend = load_model(server.spec)
             # named by what it serves, not by its (free, changing) port: a rerun hits the
@@ -61,7 +68,7 @@ def peer_model(spec: str, cache: str | Path | None) -> Iterator[PeerModel]:
                 from rizz.shell.models import CachedModel, ResponseCache
 
                 backend = CachedModel(backend, ResponseCache(cache))
-            yield PeerModel(backend, server.url + "/v1", MODEL_ALIAS, "raw")
+            yield PeerModel(backend, server.url + "/v1", MODEL_ALIAS, rendering)
         return
     if kind == "openai":
         backend = load_model(spec, cache=cache)

@@ -9,7 +9,7 @@ Examples:
 """
 
 from rizz.shell.verifiers.extract import SHAPES, Extraction, extract_answer
-from rizz.shell.verifiers.metrics import VERIFIER_NAMES, VerifierResult, verify
+from rizz.shell.verifiers.metrics import VERIFIER_NAMES, VerifierResult, correction_of, verify
 from rizz.shell.verifiers.sandbox import Isolation, SandboxResult, isolation, run_untrusted
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "VERIFIER_NAMES",
     "Extraction",
     "Isolation",
+    "correction_of",
     "SandboxResult",
     "VerifierResult",
     "extract_answer",

@@ -30,6 +30,7 @@ from rizz.shell.verifiers.sari import sari
 __all__ = [
     "VERIFIER_NAMES",
     "VerifierResult",
+    "correction_of",
     "exact_match",
     "first_char",
     "fuzzy_ratio",
@@ -267,6 +268,25 @@ _PAIRWISE: dict[str, Callable[[str, str], float]] = {
     "fuzzy_ratio": fuzzy_ratio,
     "rouge_l": rouge_l,
 }
+
+
+def correction_of(reference: str | Sequence[str], shape: str | None) -> str | None:
+    """The right answer in the shape the model is asked for, for a verdict's correction
+    (``Verdict.correction``, issue #24): the first reference, through the same extractor as
+    answers (a ScienceQA reference ``"A\\nFigures of speech…"`` gives ``"A"``), else stripped;
+    None for an empty reference.
+
+    Examples:
+      >>> correction_of("A\\nFigures of speech are words", "letter")
+      'A'
+      >>> correction_of(["42", "42.0"], "number")
+      '42'
+    """
+    ref = reference if isinstance(reference, str) else (str(reference[0]) if len(reference) else "")
+    if not ref.strip():
+        return None
+    ex = extract_answer(ref, shape) if shape else None
+    return ex.answer if ex is not None and ex.parsed and ex.answer else ref.strip()
 
 
 def verify(
