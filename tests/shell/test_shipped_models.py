@@ -156,3 +156,25 @@ def test_module_main_reports_a_missing_part_in_one_line(monkeypatch, capsys, tmp
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no-such-dist-xyz==1, which is not installed" in err[0]
     assert sys.modules.get("no_such_dist_xyz") is None
+
+
+@pytest.mark.model
+def test_the_default_embedded_model_is_the_verified_qwen_05b_and_reads_its_chat_template(tmp_path):
+    """The real shipped default (make setup installs and assembles it): name, window, rendering,
+    a deterministic chat answer, and a Session over it."""
+    from rizz.shell.answering import default_rendering
+    from rizz.shell.models.base import Message
+
+    model = load_model("embedded", n_threads=1)
+    assert model.name == "embedded:Qwen2.5-Coder-0.5B-Instruct.Q4_K_M" and model.context_window == 32768
+    assert default_rendering(model) == "chat" and default_rendering(load_model("embedded:smollm2-135m-instruct", n_ctx=256)) == "raw"
+    q = [Message("user", "What is 12 + 30? Reply with the final number only.")]
+    first, second = model.generate(q, max_tokens=8), model.generate(q, max_tokens=8)
+    assert first.text == second.text == "42" and first.finish_reason == "stop"
+    from rizz.shell.session import Session
+    from tests.shell.test_walls import BowEmbedder
+
+    s = Session.open(tmp_path / "s", policy="frozen", model=model, embedder=BowEmbedder())
+    p = s.answer({"id": "q1", "input": "What is 12 + 30?", "metadata": {"shape": "number"}})
+    assert p.answer == "42"
+    s.close()
