@@ -14,6 +14,9 @@ and the model's raw answer and counts:
 * ``copied_header``: raw answers containing a block header ("Mistakes to avoid", "Wrong answer",
   "Solved examples", "Rules that helped");
 * ``copied_wrong_answer``: extracted answers equal to one of the prompt's "Wrong answer: X" lines;
+* ``copied_example_answer``: wrong extracted answers equal to one of the prompt's solved
+  examples' "Answer: X" lines (issue #24: the Qwen 0.5B answered "10", a lone NumGLUE
+  example's answer, to two other problems);
 * ``reward``: mean reward of those steps.
 
 Prints one table row per policy and a JSON summary on the last line. Reads logs only (no model).
@@ -30,10 +33,11 @@ from rizz.shell.logfold import views
 
 HEADERS = ("Mistakes to avoid", "Wrong answer", "Solved examples", "Rules that helped")
 WRONG = re.compile(r"^Wrong answer: (.*)$", re.M)
+SOLVED = re.compile(r"^Answer: (.*)$", re.M)
 
 
 def scan(run: Path, task: str | None) -> dict[str, float]:
-    n = mistakes = examples = bare = header = copied = 0
+    n = mistakes = examples = bare = header = copied = copied_example = 0
     reward = 0.0
     lines = (run / "log.jsonl").read_text(encoding="utf-8").splitlines()
     for rec in views([json.loads(line) for line in lines]):  # any log version (live answer + verdict joined)
@@ -53,8 +57,12 @@ def scan(run: Path, task: str | None) -> dict[str, float]:
         raw, extracted = ans.get("raw") or "", (ans.get("extracted") or "").strip()
         header += any(h in raw for h in HEADERS)
         copied += bool(extracted) and extracted in {w.strip() for w in WRONG.findall(prompt)}
+        solved = prompt.split("Solved examples:", 1)[1].split("\n\n\n", 1)[0] if has_e else ""
+        copied_example += (bool(extracted) and rec["verdict"]["reward"] < 1.0
+                           and extracted in {a.strip() for a in SOLVED.findall(solved)})
     return {"n": n, "reward": round(reward / n, 4) if n else 0.0, "mistakes_shown": mistakes, "examples_shown": examples,
-            "mistakes_without_examples": bare, "copied_header": header, "copied_wrong_answer": copied}
+            "mistakes_without_examples": bare, "copied_header": header, "copied_wrong_answer": copied,
+            "copied_example_answer": copied_example}
 
 
 def main() -> None:
@@ -65,7 +73,8 @@ def main() -> None:
     out = {}
     for run in sorted(d for d in args.bench_dir.iterdir() if (d / "log.jsonl").exists()):
         out[run.name] = scan(run, args.task)
-    cols = ["n", "reward", "mistakes_shown", "examples_shown", "mistakes_without_examples", "copied_header", "copied_wrong_answer"]
+    cols = ["n", "reward", "mistakes_shown", "examples_shown", "mistakes_without_examples", "copied_header", "copied_wrong_answer",
+            "copied_example_answer"]
     print("| policy | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
     for name, row in out.items():
