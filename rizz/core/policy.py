@@ -177,6 +177,14 @@ class RetrievalPolicy:
     zone: str = _optional(_choice("global", ("global", "family", "own_first"), "paper §4 (global); issue #10 (family, own_first)", "cross-branch examples and rules: from any branch ('global'), only branches of the routed branch's function ('family'), or the routed branch's own first, the rest filled from any branch ('own_first')"))
     zone_gate: bool = _optional(_flag(False, "issue #10", "another branch's examples and rules are admitted to a branch's prompt only while their evidence for that (source, reader) pair holds (zone_trials)"))
     zone_trials: int = _optional(_num(3, 0, 1_000_000, "rizz", "a (source, reader) pair is admitted for this many answered steps; then only while its shown mean reward ≥ the reader's mean reward", integer=True))
+    examples_min_distinct: int = _optional(_num(
+        1, 1, 1000, "rizz (issue #24)",
+        "the examples block is shown only when its examples carry at least this many distinct answers: one answer alone reads as a vote "
+        "(the Qwen 0.5B copied a lone NumGLUE example's '10' into two other problems, and its letter examples were all 'A')",
+        integer=True))
+    mistakes_min_distinct: int = _optional(_num(
+        1, 1, 1000, "rizz (issue #24)",
+        "the mistakes block is shown only when its anti-patterns carry at least this many distinct wrong answers", integer=True))
 
 
 @frozen

@@ -266,6 +266,11 @@ def _context(state: AdaptiveState, policy: Policy, inp: StepInput, branch: Branc
     return tuple(Scored(it, round(s, 6), bid) for s, _, bid, it in pool[: p.context_k])
 
 
+def _distinct(scored: tuple[Scored, ...]) -> int:
+    """Distinct answers (stripped) among retrieved episodes or anti-patterns."""
+    return len({str(s.item.answer).strip() for s in scored})  # type: ignore[attr-defined]
+
+
 def retrieve(state: AdaptiveState, policy: Policy, inp: StepInput, decision: RouteDecision) -> Retrieved:
     """Gather ``R_t`` for ``inp`` routed by ``decision`` (spec §4). Pure; (d,) query = ``inp.embedding``."""
     branch = state.branches.get(decision.branch_id)
@@ -274,10 +279,13 @@ def retrieve(state: AdaptiveState, policy: Policy, inp: StepInput, decision: Rou
     def shown(block: str) -> bool:
         return block_shown(branch, block, policy)
 
+    p = policy.retrieval
+    episodes = _episodes_zoned(state, policy, inp, decision.branch_id, decision.label.function) if shown("examples") else ()
+    anti = _anti_patterns(branch, policy, inp) if shown("mistakes") else ()
     return Retrieved(
-        episodes=_episodes_zoned(state, policy, inp, decision.branch_id, decision.label.function) if shown("examples") else (),
+        episodes=episodes if _distinct(episodes) >= p.examples_min_distinct else (),
         rules=_rules(state, policy, inp, decision.branch_id, decision.label.function) if shown("rules") else (),
-        anti_patterns=_anti_patterns(branch, policy, inp) if shown("mistakes") else (),
+        anti_patterns=anti if _distinct(anti) >= p.mistakes_min_distinct else (),
         context=_context(state, policy, inp, branch) if shown("scoped_context") else (),
         working=working if shown("working_memory") else (),
     )

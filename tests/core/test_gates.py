@@ -172,3 +172,27 @@ def test_a_correction_must_be_text():
 
     with pytest.raises(ValueError, match="correction must be a str"):
         Verdict(0.0, correction=3)  # type: ignore[arg-type]
+
+
+def test_an_examples_or_mistakes_block_of_one_answer_is_withheld_under_min_distinct():
+    """Issue #24: a block whose items all carry one answer reads as a vote; with
+    ``retrieval.examples_min_distinct`` / ``mistakes_min_distinct`` at 2 it is not shown."""
+    from rizz.core import retrieve, route
+
+    base = Policy()
+    r = rizz(base)
+    s = r.init()
+    for i in range(3):  # three verified "A" answers, two failures answering "B"
+        s = r.step(s, make_input(i, 2, seed=i, answer="A"), Verdict(1.0))
+    for i in range(3, 5):
+        s = r.step(s, make_input(i, 2, seed=i, answer="B"), Verdict(0.0))
+    x = make_input(9, 2, seed=99)
+    d = route(s, base, x)
+    plain = retrieve(s, base, x, d)
+    assert {e.item.answer for e in plain.episodes} == {"A"} and {e.item.answer for e in plain.anti_patterns} == {"B"}
+    strict = attrs.evolve(base, retrieval=attrs.evolve(base.retrieval, examples_min_distinct=2, mistakes_min_distinct=2))
+    got = retrieve(s, strict, x, d)
+    assert got.episodes == () and got.anti_patterns == ()
+    # a fourth, different verified answer makes the examples block a demonstration again
+    s = r.step(s, make_input(5, 2, seed=5, answer="C"), Verdict(1.0))
+    assert {e.item.answer for e in retrieve(s, strict, x, route(s, base, x)).episodes} >= {"A", "C"}
