@@ -26,6 +26,7 @@ import jsonschema
 import yaml
 
 from rizz.core.policy import Policy, policy_schema
+from rizz.errors import RizzError
 from rizz.shell.streams import VERIFIERS, non_finite
 from rizz.shell.wording import did_you_mean
 
@@ -47,7 +48,7 @@ POLICY_DIR = _policy_dir()
 _converter = cattrs.Converter(forbid_extra_keys=True)
 
 
-class PolicyError(ValueError):
+class PolicyError(ValueError, RizzError):
     """A policy file is unreadable or invalid; ``errors`` lists each problem with its path."""
 
     def __init__(self, path: str, errors: list[str], lines: list[int | None] | None = None) -> None:
