@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import cattrs
-import jsonschema
 import yaml
 
 from rizz.core.policy import Policy, policy_schema
 from rizz.errors import RizzError
+from rizz.shell.schema_check import schema_errors
 from rizz.shell.streams import VERIFIERS, non_finite
 from rizz.shell.wording import did_you_mean
 
@@ -85,15 +85,14 @@ def _describe(schema: dict[str, Any]) -> str:
 def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
     # NaN/inf (YAML .nan/.inf) first: every range check would let them through
     out = [f"{path}: expected a finite number, got {number!r}" for path, number in non_finite(data, "$")]
-    validator = jsonschema.Draft202012Validator(schema)
-    for err in sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
+    for err in sorted(schema_errors(data, schema), key=lambda e: list(map(str, e.path))):
         path = err.json_path
-        if err.validator == "additionalProperties":
+        if err.keyword == "additionalProperties":
             allowed = sorted(err.schema.get("properties", {}))
             extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
             for key in extra:
                 out.append(f"{path}.{key}: unknown key{did_you_mean(str(key), allowed)} (allowed: {', '.join(allowed)})")
-        elif err.validator == "uniqueItems":
+        elif err.keyword == "uniqueItems":
             out.append(f"{path}: expected distinct values, got {err.instance!r}")
         else:
             out.append(f"{path}: expected {_describe(err.schema)}, got {err.instance!r}")
