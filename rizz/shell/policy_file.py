@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +35,11 @@ VERIFIER_NAMES = VERIFIERS
 __all__ = ["PolicyError", "dump_policy", "load_policy", "parse_policy", "policy_data", "POLICY_DIR"]
 
 def _policy_dir() -> Path:
-    here = Path(__file__).resolve().parents[2] / "policies"  # a source checkout / editable install
-    if here.is_dir():
-        return here
-    return Path(sys.prefix) / "share" / "rizz" / "policies"  # a wheel install (pyproject data-files)
+    packaged = Path(__file__).resolve().parents[1] / "policies"  # a wheel install: package data (setup.py)
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "policies"  # a checkout
 
 
-#: The policies shipped with rizz (``policies/`` at the repository root).
+#: The policies shipped with rizz (``policies/`` at the repository root; ``rizz/policies/`` in a wheel).
 POLICY_DIR = _policy_dir()
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
