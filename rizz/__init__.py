@@ -25,7 +25,10 @@ __all__ = ["MissingExtraError", "RizzError", "Session", "Verdict", "load_policy"
 
 def __getattr__(name: str) -> Any:  # lazy: ``import rizz`` stays cheap (no model code loaded)
     if name == "Session":
-        from rizz.shell.session import Session
+        from rizz.shell.extras import extra_needed
+
+        with extra_needed("local", "rizz.Session"):  # or 'anthropic' / 'openai' (README "Install")
+            from rizz.shell.session import Session
 
         return Session
     if name == "Verdict":
