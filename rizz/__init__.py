@@ -9,21 +9,34 @@ The live API (specs/step-semantics.md, "Live sessions")::
     s = Session.open("runs/app", policy="default", model="embedded")
     p = s.answer({"id": "q1", "input": "...", "metadata": {"shape": "number"}})
     s.fold("q1", Verdict(1.0, "exact_match"))
+
+A plain ``pip install rizz`` (no extras) gives :mod:`rizz.core` and :func:`load_policy`; the
+shell's parts need extras (README "Quick start"). Every exception rizz defines is a
+:class:`RizzError`.
 """
 
 from typing import Any
 
+from rizz.errors import MissingExtraError, RizzError
+
 __version__ = "0.1.0"
-__all__ = ["Session", "Verdict"]
+__all__ = ["MissingExtraError", "RizzError", "Session", "Verdict", "load_policy"]
 
 
 def __getattr__(name: str) -> Any:  # lazy: ``import rizz`` stays cheap (no model code loaded)
     if name == "Session":
-        from rizz.shell.session import Session
+        from rizz.shell.extras import extra_needed
+
+        with extra_needed("local", "rizz.Session"):  # or 'anthropic' / 'openai' (README "Quick start")
+            from rizz.shell.session import Session
 
         return Session
     if name == "Verdict":
         from rizz.core import Verdict
 
         return Verdict
+    if name == "load_policy":  # needs only the base install (pyyaml, cattrs)
+        from rizz.shell.policy_file import load_policy
+
+        return load_policy
     raise AttributeError(f"module 'rizz' has no attribute {name!r}")

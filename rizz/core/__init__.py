@@ -29,6 +29,7 @@ from rizz.core.routing import RouteDecision, jaccard, needs_label, normalise_lab
 from rizz.core.serialize import digest, from_data, to_data
 from rizz.core.transition import Plan, Rizz, RouteResult, StepResult, rizz
 from rizz.core.tenants import TenantStates, WalledDecision, sub_state, unwall, walled
+from rizz.errors import RizzError
 
 __all__ = [
     "BLOCKS",
@@ -46,6 +47,7 @@ __all__ = [
     "PromptSection",
     "Retrieved",
     "Rizz",
+    "RizzError",
     "RouteDecision",
     "RouteResult",
     "StepInput",

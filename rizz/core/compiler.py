@@ -26,6 +26,7 @@ from attrs import frozen
 
 from rizz.core.policy import PROTECTED_BLOCKS, CompilerPolicy
 from rizz.core.retrieval import Retrieved
+from rizz.errors import RizzError
 
 __all__ = [
     "HEADERS",
@@ -65,7 +66,7 @@ HEADERS = {
 }
 
 
-class PromptBudgetError(ValueError):
+class PromptBudgetError(ValueError, RizzError):
     """The instruction and the input alone need ``needed`` tokens, more than ``budget``."""
 
     def __init__(self, needed: int, budget: int) -> None:

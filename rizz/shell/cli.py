@@ -9,7 +9,11 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import attrs
-import typer
+
+from rizz.shell.extras import extra_needed
+
+with extra_needed("cli", "the rizz command"):
+    import typer
 
 from rizz.core.policy import CompilerPolicy
 from rizz.shell.cli_streams import app as streams_app

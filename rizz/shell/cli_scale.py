@@ -7,7 +7,11 @@ from pathlib import Path
 from typing import Optional
 
 import attrs
-import typer
+
+from rizz.shell.extras import MissingExtraError, extra_needed
+
+with extra_needed("cli", "the rizz command"):
+    import typer
 
 from rizz.shell.models.spec import spec_help
 from rizz.shell.policy_file import PolicyError
@@ -97,7 +101,7 @@ def serve(
         backend = load_model(model)
         do_serve(data, pol, backend, host=host, port=port, keys_file=str(keys) if keys else None, queue_timeout_s=queue_timeout,
                  say=lambda m: typer.echo(m, err=True), max_body_bytes=max_body_kib * 1024)
-    except ImportError as e:
-        _fail(f"rizz serve needs the serve extra (pip install 'rizz[serve]'): {e}")
+    except ImportError as e:  # a MissingExtraError names its extra itself
+        _fail(str(e) if isinstance(e, MissingExtraError) else f"rizz serve needs the serve extra (pip install 'rizz[serve]'): {e}")
     except (ValueError, ModelUnavailableError, RuntimeError) as e:
         _fail(str(e))

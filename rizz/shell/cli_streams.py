@@ -15,7 +15,10 @@ import os
 from pathlib import Path
 from typing import Iterable, Optional
 
-import typer
+from rizz.shell.extras import extra_needed
+
+with extra_needed("cli", "the rizz command"):
+    import typer
 
 from rizz.shell.builders import BENCHES, BuildError, BuildOptions, build, prompt_chars
 from rizz.shell.streams import StreamElement, StreamError, count_tasks, read_stream, write_stream

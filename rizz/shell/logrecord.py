@@ -37,6 +37,8 @@ import attrs
 import cattrs
 from attrs import field, frozen
 
+from rizz.errors import RizzError
+
 __all__ = [
     "KINDS",
     "LOG_VERSION",
@@ -61,7 +63,7 @@ LOG_VERSION = 2
 KINDS = ("step", "answer", "verdict", "expire", "distill")
 
 
-class LogRecordError(ValueError):
+class LogRecordError(ValueError, RizzError):
     """A log line that is not a valid record (the message names the field)."""
 
 

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import cattrs
-import jsonschema
 import yaml
 
 from rizz.core.policy import Policy, policy_schema
+from rizz.errors import RizzError
+from rizz.shell.schema_check import schema_errors
 from rizz.shell.streams import VERIFIERS, non_finite
 from rizz.shell.wording import did_you_mean
 
@@ -35,19 +35,17 @@ VERIFIER_NAMES = VERIFIERS
 __all__ = ["PolicyError", "dump_policy", "load_policy", "parse_policy", "policy_data", "POLICY_DIR"]
 
 def _policy_dir() -> Path:
-    here = Path(__file__).resolve().parents[2] / "policies"  # a source checkout / editable install
-    if here.is_dir():
-        return here
-    return Path(sys.prefix) / "share" / "rizz" / "policies"  # a wheel install (pyproject data-files)
+    packaged = Path(__file__).resolve().parents[1] / "policies"  # a wheel install: package data (setup.py)
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "policies"  # a checkout
 
 
-#: The policies shipped with rizz (``policies/`` at the repository root).
+#: The policies shipped with rizz (``policies/`` at the repository root; ``rizz/policies/`` in a wheel).
 POLICY_DIR = _policy_dir()
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
 
 
-class PolicyError(ValueError):
+class PolicyError(ValueError, RizzError):
     """A policy file is unreadable or invalid; ``errors`` lists each problem with its path."""
 
     def __init__(self, path: str, errors: list[str], lines: list[int | None] | None = None) -> None:
@@ -84,15 +82,14 @@ def _describe(schema: dict[str, Any]) -> str:
 def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
     # NaN/inf (YAML .nan/.inf) first: every range check would let them through
     out = [f"{path}: expected a finite number, got {number!r}" for path, number in non_finite(data, "$")]
-    validator = jsonschema.Draft202012Validator(schema)
-    for err in sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
+    for err in sorted(schema_errors(data, schema), key=lambda e: list(map(str, e.path))):
         path = err.json_path
-        if err.validator == "additionalProperties":
+        if err.keyword == "additionalProperties":
             allowed = sorted(err.schema.get("properties", {}))
             extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
             for key in extra:
                 out.append(f"{path}.{key}: unknown key{did_you_mean(str(key), allowed)} (allowed: {', '.join(allowed)})")
-        elif err.validator == "uniqueItems":
+        elif err.keyword == "uniqueItems":
             out.append(f"{path}: expected distinct values, got {err.instance!r}")
         else:
             out.append(f"{path}: expected {_describe(err.schema)}, got {err.instance!r}")

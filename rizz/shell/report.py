@@ -236,9 +236,12 @@ def _moving_average(x: list[float], window: int) -> np.ndarray:
 
 
 def _plots(bench_dir: Path, runs: dict[str, list[dict[str, Any]]], results: dict[str, Any], window: int) -> None:
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure  # no pyplot: no global backend or figure state is touched
+    from rizz.shell.extras import extra_needed
+
+    with extra_needed("lab", "the bench plots"):
+        import matplotlib
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure  # no pyplot: no global backend or figure state is touched
 
     def new(width: float = 8.0) -> tuple[Any, Any]:
         fig = Figure(figsize=(width, 4.5))

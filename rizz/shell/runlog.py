@@ -28,20 +28,23 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from filelock import FileLock, Timeout
-
 from rizz.core import AdaptiveState, StepInput, Verdict, from_data, to_data
+from rizz.errors import RizzError
 from rizz.shell.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes, write_then_rename
 from rizz.shell.embed import EmbeddingStore
+from rizz.shell.extras import extra_needed
+
+with extra_needed("lab", "the run log"):
+    from filelock import FileLock, Timeout
 
 __all__ = ["RunDir", "RunDirBusy", "RunDirMismatch", "record_to_step", "write_json_atomic"]
 
 
-class RunDirBusy(RuntimeError):
+class RunDirBusy(RuntimeError, RizzError):
     """Another process holds the RUN_DIR lock."""
 
 
-class RunDirMismatch(RuntimeError):
+class RunDirMismatch(RuntimeError, RizzError):
     """RUN_DIR was started with a different stream, policy, model or embedder."""
 
 

@@ -33,6 +33,7 @@ import attrs
 from rizz.core import AdaptiveState, CandidateRule, Policy, StepInput, Verdict, digest, distill_batch
 from rizz.core.tenants import AnyState, answers_after, fed_branch, locate
 from rizz.core.serialize import canonical_json
+from rizz.errors import RizzError
 from rizz.shell import logrecord as lr
 from rizz.shell.answering import Call, Pending, answer_element, default_rendering, embed_texts, record_of, verify_pending
 from rizz.shell.distill import distill_rules
@@ -57,7 +58,7 @@ def _remove_if_only_cache(root: Path) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-class SessionError(ValueError):
+class SessionError(ValueError, RizzError):
     """A call the session refused; nothing was written and the state is unchanged."""
 
 

@@ -12,6 +12,7 @@ import math
 import re
 from typing import Any, Mapping
 
+from rizz.errors import RizzError
 from rizz.shell.timekeys import TIME_EXPECTED, canonical_time
 from rizz.shell.wording import did_you_mean
 
@@ -38,7 +39,7 @@ METADATA_KEYS: tuple[str, ...] = ("task", "scope", "shape", "time")
 F1_VARIANTS: tuple[str, ...] = ("hotpotqa", "set", "stem")
 
 
-class _FieldError(Exception):
+class _FieldError(RizzError):
     """Internal: one field of one record is bad."""
 
     def __init__(self, field: str, message: str) -> None:

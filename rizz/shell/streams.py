@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping
 import attrs
 from pyrsistent import PMap, freeze, pmap, thaw
 
+from rizz.errors import RizzError
 from rizz.shell.timekeys import canonical_time, instant_us
 from rizz.shell.stream_checks import (  # noqa: F401 - the field table's names are part of this module's API
     EPISODE_FIELDS,
@@ -206,7 +207,7 @@ class StreamRead:
     bad: tuple[BadLine, ...] = ()
 
 
-class StreamError(Exception):
+class StreamError(RizzError):
     """A stream file breaks the contract.
 
     For a bad line ``str(err)`` is ``FILE:LINE: field 'F': ...`` and ``line``/``field`` name it;

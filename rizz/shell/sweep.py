@@ -41,6 +41,7 @@ import attrs
 import numpy as np
 import yaml
 
+from rizz.errors import RizzError
 from rizz.shell.policy_file import PolicyError, load_policy, parse_policy, policy_data
 from rizz.shell.wording import did_you_mean, plural
 
@@ -49,7 +50,7 @@ __all__ = ["SweepError", "SweepSpec", "cell_stems", "expand", "load_sweep", "run
 _KEYS = {"base", "grid", "streams", "seeds", "baselines", "limit", "budget", "model"}
 
 
-class SweepError(ValueError):
+class SweepError(ValueError, RizzError):
     """A bad sweep spec; the message names the file and the ``$.path`` of the field."""
 
 

@@ -133,8 +133,11 @@ def _markdown(data: dict[str, Any]) -> str:
 
 
 def _plots(out: Path, data: dict[str, Any]) -> None:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from rizz.shell.extras import extra_needed
+
+    with extra_needed("lab", "the sweep plots"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
 
     def fig_ax(width: float) -> tuple[Any, Any]:
         fig = Figure(figsize=(width, 4.5))

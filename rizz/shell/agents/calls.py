@@ -24,13 +24,15 @@ from typing import Any
 
 import attrs
 
+from rizz.errors import RizzError
+
 __all__ = ["CallSyntaxError", "ToolCall", "format_call", "looks_like_call", "parse_reply"]
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.S)
 _CALL_START = re.compile(r"^\s*(\[|[A-Za-z_][\w.]*\s*\()")
 
 
-class CallSyntaxError(ValueError):
+class CallSyntaxError(ValueError, RizzError):
     """A reply that tries to call a tool but is not a list of ``name(arg=literal, ...)`` calls."""
 
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Protocol
 
+from rizz.errors import RizzError
 from rizz.shell.streams import sorted_plain
 
 __all__ = ["Environment", "ToolError", "make_environment", "plain", "to_text"]
 
 
-class ToolError(Exception):
+class ToolError(RizzError):
     """A tool refused a call; ``str(err)`` is what the model sees after ``Error: ``."""
 
 

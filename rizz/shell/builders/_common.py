@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import attrs
 
+from rizz.errors import RizzError
 from rizz.shell.streams import StreamElement, count_tasks
 from rizz.shell.wording import plural
 
@@ -24,7 +25,7 @@ SPLIT_FRACTIONS: Mapping[str, tuple[float, float]] = {
     "train": (0.0, 0.2), "eval": (0.2, 0.3), "test": (0.3, 1.0)}
 
 
-class BuildError(Exception):
+class BuildError(RizzError):
     """A builder cannot produce the requested stream (missing file, bad option)."""
 
 

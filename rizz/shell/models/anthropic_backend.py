@@ -71,6 +71,7 @@ import threading
 import time
 from typing import Any, Sequence
 
+from rizz.shell.extras import needs_extra
 from rizz.shell.models.anthropic_params import MIN_THINKING_TOKENS, rejected_parameter, request_options
 from rizz.shell.models.anthropic_params import table_row as _row
 from rizz.shell.models.base import (
@@ -208,10 +209,8 @@ class AnthropicModel:
             return
         try:
             import anthropic
-        except ImportError:
-            raise ModelUnavailableError(
-                "the Anthropic backend needs the SDK: pip install anthropic"
-            ) from None
+        except ImportError as exc:
+            raise ModelUnavailableError(needs_extra("the Anthropic backend", "anthropic", exc)) from None
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
             raise ModelUnavailableError(

@@ -21,6 +21,8 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import attrs
 
+from rizz.errors import RizzError
+
 __all__ = [
     "ROLES",
     "RENDERINGS",
@@ -153,7 +155,7 @@ class ModelBackend(Protocol):
         ...
 
 
-class ModelError(RuntimeError):
+class ModelError(RuntimeError, RizzError):
     """A backend failed for a reason other than the caller's arguments."""
 
 

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from rizz.shell.extras import needs_extra
 from rizz.shell.models.base import (
     ContextWindowExceeded,
     Generation,
@@ -84,10 +85,7 @@ def _import_llama() -> Any:
     try:
         import llama_cpp
     except ImportError as exc:
-        raise ModelUnavailableError(
-            "GGUF backends need llama-cpp-python: pip install llama-cpp-python==0.3.36"
-            f" ({exc})"
-        ) from None
+        raise ModelUnavailableError(needs_extra("the GGUF backend (llama-cpp-python)", "local", exc)) from None
     return llama_cpp
 
 

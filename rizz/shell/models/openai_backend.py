@@ -46,6 +46,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Sequence
 
+from rizz.shell.extras import needs_extra
 from rizz.shell.models.base import (
     Generation,
     Message,
@@ -144,10 +145,8 @@ class OpenAICompatModel:
     ) -> None:
         try:
             import openai
-        except ImportError:
-            raise ModelUnavailableError(
-                "the OpenAI-compatible backend needs the SDK: pip install 'openai>=1.40'"
-            ) from None
+        except ImportError as exc:
+            raise ModelUnavailableError(needs_extra("the OpenAI-compatible backend", "openai", exc)) from None
         self.api_url = api_base_url(base_url)
         parts = urllib.parse.urlsplit(self.api_url)
         root_path = parts.path[: -len("/v1")] if parts.path.endswith("/v1") else parts.path

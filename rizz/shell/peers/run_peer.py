@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from rizz.errors import RizzError
 from rizz.shell.models import Message
 from rizz.shell.peers.report import distinct_failures
 from rizz.shell.render import answer_settings
@@ -66,7 +67,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 ACE_VENV = REPO_ROOT / ".venv-peers" / "ace"
 
 
-class PeerError(RuntimeError):
+class PeerError(RuntimeError, RizzError):
     """A peer cannot run here (its Python or package is missing, or its worker died)."""
 
 

@@ -33,6 +33,7 @@ import time
 from typing import Any, Callable
 
 from rizz.shell.asgi import replay_body
+from rizz.shell.extras import extra_needed
 from rizz.shell.serve.tenants import TENANT_RE, FairModel, ModelQueueTimeout, Tenants, UnknownId
 
 __all__ = ["MAX_BODY_BYTES", "create_app", "Metrics"]
@@ -48,7 +49,8 @@ class Metrics:
     """Prometheus metrics of one server (own registry, so several apps in one process stay apart)."""
 
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        with extra_needed("serve", "rizz serve's metrics"):
+            from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry = CollectorRegistry()
         self.requests = Counter("rizz_requests", "HTTP requests by tenant, endpoint and status", ["tenant", "endpoint", "status"],
@@ -175,10 +177,11 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
     """The FastAPI app. ``keys``: ``{key: tenant}`` (:func:`load_keys`) or None (no auth: loopback only,
     enforced by the CLI). ``model``: the shared FairModel (for the queue gauge). ``max_body_bytes``:
     larger request bodies get 413."""
-    from fastapi import FastAPI, Request
-    from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse, PlainTextResponse
-    from pydantic import BaseModel, Field
+    with extra_needed("serve", "rizz serve"):
+        from fastapi import FastAPI, Request
+        from fastapi.exceptions import RequestValidationError
+        from fastapi.responses import JSONResponse, PlainTextResponse
+        from pydantic import BaseModel, Field
 
     from rizz.shell.models.base import ModelError
 

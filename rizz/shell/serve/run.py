@@ -8,6 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
+from rizz.shell.extras import extra_needed
 from rizz.shell.serve.app import MAX_BODY_BYTES, Metrics, create_app, load_keys
 from rizz.shell.serve.tenants import FairModel, LockedEmbedder, Tenants
 from rizz.shell.wording import plural
@@ -91,7 +92,8 @@ def serve(data: str | Path, policy: Any, backend: Any, *, host: str = LOOPBACK, 
 
     Without ``keys_file`` only a loopback ``host`` is accepted (ValueError otherwise).
     """
-    import uvicorn
+    with extra_needed("serve", "rizz serve"):
+        import uvicorn
 
     if keys_file is None and not is_loopback(host):
         raise ValueError(f"--host {host}: without --keys rizz serve listens on loopback only (127.0.0.1, ::1, localhost)")

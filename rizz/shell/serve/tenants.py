@@ -26,6 +26,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
+from rizz.errors import RizzError
 from rizz.shell.models.base import Generation, Message, ModelError
 from rizz.shell.wording import plural
 
@@ -41,7 +42,7 @@ class ModelQueueTimeout(ModelError, TimeoutError):
     """The shared model stayed busy longer than the queue timeout (seconds)."""
 
 
-class UnknownId(LookupError):
+class UnknownId(LookupError, RizzError):
     """A verdict for an id that is not pending in the tenant's session (unknown, expired or folded)."""
 
 

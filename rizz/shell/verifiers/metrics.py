@@ -18,14 +18,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from rapidfuzz import fuzz
-from rouge_score import rouge_scorer
 
+from rizz.shell.extras import extra_needed
 from rizz.shell.streams import VERIFIERS
 from rizz.shell.models.reasoning import strip_reasoning
 from rizz.shell.verifiers.extract import Extraction, extract_answer
 from rizz.shell.verifiers.sandbox import run_untrusted
 from rizz.shell.verifiers.sari import sari
+
+with extra_needed("lab", "rizz.shell.verifiers"):
+    from rapidfuzz import fuzz
+    from rouge_score import rouge_scorer
 
 __all__ = [
     "VERIFIER_NAMES",

@@ -21,7 +21,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+from rizz.shell.extras import extra_needed
+
+with extra_needed("lab", "the SARI verifier"):
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
 __all__ = ["sari", "sari_normalize"]
 
