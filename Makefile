@@ -16,7 +16,7 @@ export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF
 PEERS_VENV ?= .venv-peers/ace
 ACE_PIN ?= ace-framework==0.7.1
 
-.PHONY: setup peers demo test fuzz bench-core bench-shell clean
+.PHONY: setup peers browser demo test fuzz bench-core bench-shell bench-view clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -42,7 +42,21 @@ peers: setup $(PEERS_VENV)/.installed
 demo: setup
 	$(BIN)/rizz demo
 
-test: setup peers
+# Headless Chromium for the browser test of `rizz view` (tests/shell/test_view_browser.py; Playwright,
+# from the test extra, only drives it): Debian's package, installed when missing where we are root
+# with apt-get (as CI is); elsewhere a message, and the test skips (under CI=true it fails instead).
+browser:
+	@if [ -n "$$RIZZ_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+	    || command -v google-chrome >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) \
+	    || echo "make browser: apt-get could not install chromium; the browser test of rizz view will skip (fail under CI=true)"; \
+	else \
+	  echo "make browser: no Chromium here and no root apt-get to install it: the browser test of rizz view will skip" \
+	       "(fail under CI=true); install Debian's chromium package, or set RIZZ_CHROMIUM=/path/to/chrome"; \
+	fi
+
+test: setup peers browser
 	$(BIN)/python -m pytest -q
 
 # Issue #12 §7: 10,000 Hypothesis-generated bad stream files and 10,000 bad policy files (fixed seed)
@@ -54,6 +68,10 @@ bench-core: setup
 
 bench-shell: setup
 	$(BIN)/python benchmarks/shell_overhead.py
+
+# rizz view of a 10^4-step run: file size and load time in headless Chromium (needs `make browser`)
+bench-view: setup browser
+	$(BIN)/python benchmarks/view_load.py
 
 clean:
 	rm -rf $(VENV) .venv-peers build *.egg-info
