@@ -49,7 +49,8 @@ class FamilyEmbedder:
         out = np.zeros((len(texts), self.dim), np.float32)
         for i, t in enumerate(texts):
             h = np.frombuffer(hashlib.sha256(t.encode()).digest()[: self.dim], np.uint8).astype(np.float32) / 255.0
-            out[i] = unit(h * 0.15 + 3.0 * np.eye(self.dim, dtype=np.float32)[_FAMILIES.get(t.split(":")[0], 4)])
+            family = t.split(":")[0].split(" ")[0].capitalize()  # an input's "Sum: ...", a label's "sum total"
+            out[i] = unit(h * 0.15 + 3.0 * np.eye(self.dim, dtype=np.float32)[_FAMILIES.get(family, 4)])
         return out
 
 
