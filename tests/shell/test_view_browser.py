@@ -185,6 +185,9 @@ def test_a_bench_shows_policies_side_by_side_and_two_prompts_of_one_step(pages, 
     assert page.locator("[data-testid=chart-reward] polyline").count() == 2
     assert page.locator("[data-testid=chart-tokens] polyline").count() == 2
     assert page.locator("[data-testid=per-task] thead th").count() == 3
+    page.select_option("[data-testid=compare-task]", "stance")  # the charts of one task
+    assert "task stance" in page.locator("[data-testid=tab-compare] figcaption").first.text_content()
+    assert page.locator("[data-testid=chart-reward] polyline").count() == 2
     page.fill("[data-testid=compare-step]", "20")
     page.press("[data-testid=compare-step]", "Enter")
     cols = page.locator("[data-testid=compare-col]")

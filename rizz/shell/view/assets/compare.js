@@ -80,22 +80,28 @@ function sideBySide(runs) {
     h('div', {class: 'cols'}, col(runs[a], a), col(runs[b], b)));
 }
 
+let TASK = '';  // the task the charts show ('' for all)
+
 function renderCompare(root) {
   const runs = DATA.runs;
   if (runs.length < 2) { root.append(h('p', {class: 'note'}, 'One run only: nothing to compare. Give rizz view a bench folder to see policies side by side.')); return; }
+  const tasks = [...new Set(runs.flatMap((r) => r.steps.map((st) => st.task).filter((t) => t)))].sort();
+  const ofTask = (st) => !TASK || st.task === TASK;
+  root.append(h('div', {class: 'toolbar'}, 'Charts of ', h('select', {'data-testid': 'compare-task', onchange: (ev) => { TASK = ev.target.value; show(); }},
+    h('option', {value: ''}, 'all tasks'), tasks.map((t) => { const o = h('option', {value: t}, 'task ' + t); o.selected = TASK === t; return o; }))));
   const rew = runs.map((r, i) => {
-    const done = r.steps.filter((st) => st.verdict);
+    const done = r.steps.filter((st) => st.verdict && ofTask(st));
     return {name: r.name, xs: done.map((st) => st.step), ys: trailingMean(done.map((st) => st.verdict.reward), WINDOW), color: COLORS[i % COLORS.length],
-      note: `(mean ${fmt(r.summary ? r.summary.mean_reward : null)})`};
+      note: `(mean ${fmt(done.length ? done.reduce((a, st) => a + st.verdict.reward, 0) / done.length : null)})`};
   });
   const tok = runs.map((r, i) => {
-    const ps = r.steps.filter((st) => st.prompt);
+    const ps = r.steps.filter((st) => st.prompt && ofTask(st));
     return {name: r.name, xs: ps.map((st) => st.step), ys: ps.map((st) => st.prompt.tokens), color: COLORS[i % COLORS.length],
       note: `(max ${Math.max(0, ...ps.map((st) => st.prompt.tokens))})`};
   });
   root.append(h('div', {class: 'charts'},
-    lineChart(rew, {title: `Reward over steps (trailing mean of ${WINDOW} answered steps)`, ymin: 0, ymax: 1, xlabel: 'step', ylabel: 'reward', testid: 'chart-reward'}),
-    lineChart(tok, {title: 'Answer prompt tokens per step', ymin: 0, xlabel: 'step', ylabel: 'tokens', yfmt: (v) => String(Math.round(v)), testid: 'chart-tokens'})));
+    lineChart(rew, {title: `Reward over steps${TASK ? ', task ' + TASK : ''} (trailing mean of ${WINDOW} answered steps)`, ymin: 0, ymax: 1, xlabel: 'step', ylabel: 'reward', testid: 'chart-reward'}),
+    lineChart(tok, {title: 'Answer prompt tokens per step' + (TASK ? ', task ' + TASK : ''), ymin: 0, xlabel: 'step', ylabel: 'tokens', yfmt: (v) => String(Math.round(v)), testid: 'chart-tokens'})));
   root.append(section('Reward per task', perTaskTable(runs)));
   root.append(section('Two runs, one step', sideBySide(runs)));
 }

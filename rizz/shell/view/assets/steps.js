@@ -62,6 +62,7 @@ function routePart(st, r) {
       h('td', {}, (branchOf(r, c[0]) || {}).label || '–'), h('td', {class: 'num'}, fmt(c[1])), h('td', {class: 'num'}, fmt(c[2]))));
     kids.push(h('table', {class: 'grid-table cands', 'data-testid': 'candidates'},
       h('thead', {}, h('tr', {}, ['candidate', 'label', 'anchor cosine', 'route score'].map((c) => h('th', {}, c)))), h('tbody', {}, rows)));
+    if (st.cands.every((c) => c[2] === null)) kids.push(h('p', {class: 'meta'}, 'No route score: the input had no label of its own (or a learned router chose), so the nearest anchor decided.'));
   } else if (!st.context_only) {
     kids.push(h('p', {class: 'meta'}, 'No branch to choose from: the bank had no compatible branch.'));
   }
