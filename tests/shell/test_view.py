@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from viewkit import HOSTILE, family_stream, make_bench, make_run, make_session, view_policy  # noqa: E402
+from viewkit import HOSTILE, add_fake_peer, family_stream, make_bench, make_run, make_session, view_policy  # noqa: E402
 
 from rizz.shell.runlog import RunDir  # noqa: E402
 from rizz.shell.view import view_data, write_view  # noqa: E402
@@ -156,6 +156,18 @@ def test_a_bench_folder_gives_its_policies_in_the_reports_order(tmp_path):
     assert [s["id"] for s in a["steps"]] == [s["id"] for s in b["steps"]]
     assert all(s["prompt"]["exact"] for r in data["runs"] for s in r["steps"] if s["prompt"])
     assert not b["items"] or all(not it["uses"] for it in b["items"])  # frozen shows no memory
+
+
+def test_a_peers_folder_in_a_bench_shows_its_answers_and_the_prompts_it_sent(tmp_path):
+    bench = make_bench(tmp_path / "bench", 12, ("frozen", "default"))
+    add_fake_peer(bench)
+    data = view_data(bench)
+    assert [r["name"] for r in data["runs"]] == ["frozen", "default", "peer:mem0"]
+    peer, frozen = data["runs"][2], data["runs"][0]
+    assert peer["kind"] == "peer" and peer["branches"] == [] and peer["items"] == []
+    assert [s["verdict"] for s in peer["steps"]] == [s["verdict"] for s in frozen["steps"]]
+    asked = [s for s in peer["steps"] if s["prompt"]]
+    assert asked and all(s["prompt"]["text"].startswith("user: Memories:") and s["prompt"]["tokens"] == 40 for s in asked)
 
 
 def test_a_live_session_shows_pending_expired_and_late_verdicts_and_refolds_to_its_digest(tmp_path):

@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from viewkit import HOSTILE, find_chromium, make_bench, make_run, make_session  # noqa: E402
+from viewkit import HOSTILE, add_fake_peer, find_chromium, make_bench, make_run, make_session  # noqa: E402
 
 from rizz.shell.view import view_data, write_view  # noqa: E402
 
@@ -55,6 +55,7 @@ def pages(tmp_path_factory):
     root = tmp_path_factory.mktemp("viewb")
     run = make_run(root / "run", 48)
     bench = make_bench(root / "bench", 24, ("frozen", "default"))
+    add_fake_peer(bench)
     make_session(root / "live", 16)
     return {k: (d, write_view(d, root / f"{k}.html")) for k, d in (("run", run), ("bench", bench), ("live", root / "live"))}
 
@@ -182,12 +183,12 @@ def test_a_bench_shows_policies_side_by_side_and_two_prompts_of_one_step(pages, 
     bench, html = pages["bench"]
     data = view_data(bench)
     page = open_page(html, "#tab=compare")
-    assert page.locator("[data-testid=chart-reward] polyline").count() == 2
-    assert page.locator("[data-testid=chart-tokens] polyline").count() == 2
-    assert page.locator("[data-testid=per-task] thead th").count() == 3
+    assert page.locator("[data-testid=chart-reward] polyline").count() == 3  # frozen, default and the peer
+    assert page.locator("[data-testid=chart-tokens] polyline").count() == 3
+    assert page.locator("[data-testid=per-task] thead th").count() == 4
     page.select_option("[data-testid=compare-task]", "stance")  # the charts of one task
     assert "task stance" in page.locator("[data-testid=tab-compare] figcaption").first.text_content()
-    assert page.locator("[data-testid=chart-reward] polyline").count() == 2
+    assert page.locator("[data-testid=chart-reward] polyline").count() == 3
     page.fill("[data-testid=compare-step]", "20")
     page.press("[data-testid=compare-step]", "Enter")
     cols = page.locator("[data-testid=compare-col]")
@@ -198,6 +199,11 @@ def test_a_bench_shows_policies_side_by_side_and_two_prompts_of_one_step(pages, 
     assert [blocks.nth(k).get_attribute("data-block") for k in range(blocks.count())] == [b for b, _ in st["prompt"]["sections"]]
     assert cols.nth(0).locator("[data-testid=prompt-block][data-block=examples]").count() == 0  # frozen has no memory
     _shot(page, tmp_path, "compare")
+    page.select_option("[data-testid=compare-b]", "2")  # default beside the peer, whose prompt is the one it sent
+    cols = page.locator("[data-testid=compare-col]")
+    assert cols.nth(1).get_attribute("data-run") == "peer:mem0"
+    assert "The answer prompt as the peer sent it" in cols.nth(1).text_content()
+    assert "Memories:" in cols.nth(1).locator("pre.logged").text_content()
     page.select_option("[data-testid=run-select]", "1")
     assert "default" in page.locator("#summary").text_content()
 

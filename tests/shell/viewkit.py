@@ -171,3 +171,32 @@ def find_chromium() -> str | None:
     if env:
         return env
     return next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")) if p), None)
+
+
+def add_fake_peer(bench: Path, name: str = "peer:mem0", source: str = "frozen") -> Path:
+    """A peer's folder in ``bench`` shaped as ``rizz bench -P peer:NAME`` writes it (run.json with
+    no policy_data, log.jsonl without inputs, calls.jsonl with each answer request), made from
+    ``source``'s answers; ``results.json`` lists it last. For the view only: no peer ran."""
+    from rizz.shell.logfold import views
+    from rizz.shell.runlog import RunDir
+
+    out = bench / name
+    out.mkdir()
+    recs = views(list(RunDir(bench / source).records()))
+    (out / "run.json").write_text(json.dumps({"policy": name, "model": FamilyModel.name, "rendering": "chat"}))
+    log, calls = [], []
+    for r in recs:
+        rec = {"step": r["step"], "id": r["id"], "task": r.get("task"), "context_only": r.get("context_only", False),
+               "calls": [], "peer": {"failures": [], "http_errors": 0}, "wall_s": 0.01}
+        if r.get("answer"):
+            rec.update(answer=r["answer"], verdict=r["verdict"])
+            rec["calls"] = [{"kind": "answer", "prompt_tokens": 40, "completion_tokens": 1, "latency_s": 0.01, "cost_usd": None, "cached": False}]
+            calls.append({"step": r["step"], "id": r["id"], "kind": "answer",
+                          "request": [{"role": "user", "content": f"Memories:\n- none\n\n{r['input']['text']}"}], "reply": r["answer"]["raw"]})
+        log.append(rec)
+    (out / "log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in log))
+    (out / "calls.jsonl").write_text("".join(json.dumps(x) + "\n" for x in calls))
+    results = json.loads((bench / "results.json").read_text())
+    results["policies"].append(name)
+    (bench / "results.json").write_text(json.dumps(results))
+    return out

@@ -57,7 +57,7 @@ def view_run(root: str | Path, name: str | None = None) -> dict[str, Any]:
     records = list(rd.records())
     head = dict(name=name or Path(root).name, path=str(root), policy=meta.get("policy"), model=meta.get("model"))
     if "policy_data" not in meta:
-        return dict(head, kind="peer", **_peer(records, meta))
+        return dict(head, kind="peer", **_peer(records, meta, rd.root / "calls.jsonl"))
     policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
     fold = LogFold(policy, rd.embeddings)
     led = Ledger()
@@ -247,17 +247,35 @@ def _finish(led: Ledger, state: Any, steps: list[dict[str, Any]]) -> None:
     led.finish(rows, ledgers)
 
 
-def _peer(records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    """A peer's folder: answers, verdicts and answer-prompt tokens per step (no state, no memory)."""
+def _request_text(request: Any) -> str | None:
+    """A logged model request as text: chat messages (``role: content``), message texts, or a prompt."""
+    if isinstance(request, str):
+        return request
+    if isinstance(request, list):
+        return "\n\n".join(f"{m.get('role')}: {m.get('content')}" if isinstance(m, dict) else str(m) for m in request)
+    return None
+
+
+def _peer(records: list[dict[str, Any]], meta: dict[str, Any], calls_log: Path) -> dict[str, Any]:
+    """A peer's folder: answers, verdicts and answer-prompt tokens per step (no state, no memory),
+    and each step's first answer prompt as the peer sent it (``calls.jsonl``, when there)."""
+    sent: dict[int, str | None] = {}
+    if calls_log.exists():
+        for line in calls_log.read_text(encoding="utf-8").splitlines():
+            c = json.loads(line)
+            if c.get("kind") == "answer" and c.get("step") not in sent:
+                sent[c.get("step")] = _request_text(c.get("request"))
     steps = []
     for r in views(records):
         answer_calls = [c["prompt_tokens"] for c in r.get("calls", []) if c.get("kind") == "answer"]
         v = r.get("verdict")
         a = r.get("answer") or {}
-        steps.append(dict(step=r["step"], id=r["id"], task=r.get("task"), kind="peer", input=(r.get("input") or {}).get("text"),
+        steps.append(dict(step=r["step"], id=r["id"], task=r.get("task"), kind="peer", context_only=r.get("context_only", False),
+                          input=(r.get("input") or {}).get("text"),
                           answer=dict(raw=a.get("raw"), extracted=a.get("extracted"), parsed=a.get("parsed")) if a else None,
                           verdict=dict(reward=_r(v["reward"]), verifier=v.get("verifier"), parsed=v.get("parsed", True)) if v else None,
-                          prompt=dict(tokens=max(answer_calls, default=0), budget=None, exact=None, sections=[], dropped=[]),
+                          prompt=dict(tokens=max(answer_calls, default=0), budget=None, exact=None, sections=[], dropped=[],
+                                      text=sent.get(r["step"])) if answer_calls else None,
                           changes=[], cands=[], calls=len(r.get("calls", []))))
     answered = [s["verdict"]["reward"] for s in steps if s["verdict"]]
     summary = dict(steps=len(steps), answered=len(answered), mean_reward=round(sum(answered) / len(answered), 6) if answered else 0.0)

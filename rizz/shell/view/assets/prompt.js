@@ -64,6 +64,7 @@ function renderPrompt(st, r) {
   out.append(h('p', {class: 'meta'}, head.join(''), ' ',
     p.exact === true ? chip('rebuilt = logged prompt (sha256)', 'ok', {'data-testid': 'prompt-exact', title: 'The blocks below were rebuilt from the refolded state and give exactly the logged prompt text'}) :
     p.exact === false ? chip('rebuild differs from the logged prompt', 'warn', {'data-testid': 'prompt-exact'}) : ''));
+  if (p.exact === null && p.text) out.append(h('p', {class: 'meta'}, 'The answer prompt as the peer sent it (calls.jsonl); a peer\'s memory has no rizz blocks.'), pre(p.text, 'text logged'));
   if (p.exact === false) {
     out.append(h('p', {class: 'note warn'}, 'The refold could not rebuild this prompt exactly (an older log or another policy); the logged text follows, and the blocks below are the rebuild\'s.'));
     if (p.text !== undefined && p.text !== null) out.append(pre(p.text, 'text logged'));

@@ -93,7 +93,7 @@ function answerPart(st) {
 function stepDetail(st, r) {
   const i = stepIndex(r, st.step);
   const nav = h('span', {class: 'stepnav'}, i > 0 ? stepLink(r.steps[i - 1].step, '‹ previous') : '', ' ', i + 1 < r.steps.length ? stepLink(r.steps[i + 1].step, 'next ›') : '');
-  const input = [pre(st.input, 'text input')];
+  const input = st.input === null || st.input === undefined ? [h('p', {class: 'note'}, 'This log keeps no input text (a peer\'s log).')] : [pre(st.input, 'text input')];
   if (st.instruction) input.unshift(h('p', {class: 'meta'}, 'Instruction:'), pre(st.instruction), h('p', {class: 'meta'}, 'Input:'));
   if (st.evidence) input.push(h('details', {}, h('summary', {}, 'Evidence'), pre(st.evidence)));
   const facts = [st.shape ? 'shape ' + st.shape : '', st.scope ? 'scope ' + st.scope : '', st.time ? 'time ' + st.time : '', st.calls !== undefined ? st.calls + ' model call(s)' : ''].filter((x) => x);
