@@ -12,7 +12,8 @@ state to refold; its steps keep their answers, verdicts and token counts only.
 
 :func:`view_run` returns one JSON-ready dict per RUN_DIR (the page's ``runs[i]``)::
 
-    name, path, kind ("run" | "live" | "peer"), policy, model, summary, digest_ok,
+    name, path, kind ("run" | "live" | "peer"), policy, model, digest_ok (the refold's digest is
+    summary.json's; None without one), summary (steps, answered, mean_reward, branches, state_digest),
     steps:    one per answered element, in answer order (see :func:`_answer`),
     items:    memory items (rizz.shell.view.ledger),
     branches: branches in creation order (rizz.shell.view.ledger)
@@ -25,7 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rizz.core import compile_prompt, prompt_blocks, retrieve, sub_state, unwall
+from rizz.core import compile_prompt, digest, prompt_blocks, retrieve, sub_state, unwall
 from rizz.core.routing import route_candidates
 from rizz.core.tenants import TenantStates, branch_key, decision_tenant, locate
 from rizz.shell.logfold import LogFold, record_inputs, views
@@ -88,11 +89,12 @@ def view_run(root: str | Path, name: str | None = None) -> dict[str, Any]:
         elif rec.kind == "expire":
             entry["expired"] = rec.reason
     _finish(led, fold.state, steps)
-    from rizz.shell.run import summarise
-
-    summary = summarise(records, fold.state, meta)
     logged = json.loads(rd.summary_path.read_text(encoding="utf-8")) if rd.summary_path.exists() else {}
-    return dict(head, kind="live" if live else "run", summary=_summary(summary),
+    rewards = [s["verdict"]["reward"] for s in steps if s["verdict"]]
+    summary = dict(steps=len(steps), answered=len(rewards), mean_reward=round(sum(rewards) / len(rewards), 6) if rewards else 0.0,
+                   branches={"total": len(fold.state.branches), "active": len(fold.state.active_branches())},
+                   state_digest=digest(fold.state))
+    return dict(head, kind="live" if live else "run", summary=summary,
                 digest_ok=None if "state_digest" not in logged else logged["state_digest"] == summary["state_digest"],
                 steps=steps, items=led.items, branches=[led.branches[k] for k in _creation(led.branches)])
 
@@ -103,12 +105,6 @@ def _creation(branches: dict[str, Any]) -> list[str]:
         tenant, _, bid = k.rpartition("/")
         return tenant, len(bid), bid
     return sorted(branches, key=order)
-
-
-def _summary(s: dict[str, Any]) -> dict[str, Any]:
-    keys = ("steps", "answered", "mean_reward", "per_task", "prompt_tokens", "completion_tokens", "model_calls", "branches",
-            "state_digest", "cost_usd", "wall_s")
-    return {k: s.get(k) for k in keys}
 
 
 def _tenant(fold: LogFold, rec: LogRecord) -> str | None:
@@ -175,9 +171,10 @@ def _prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: Any, led:
     """The prompt of ``rec`` rebuilt block by block (see the module docstring).
 
     Returns ``tokens``, ``budget``, ``rendering``, ``exact`` (the rebuilt text's sha256 is the
-    logged one), ``sections`` [[block, [item]]] — an item is ``{"id", "s": score}`` plus, for
-    memory, ``"m"`` (item index), ``"b"`` (the branch it was read from) and, for a rule, ``"c"``
-    [helpful, harmful, status] at that step; an evidence paragraph carries its ``"text"`` —,
+    logged one), ``sections`` [[block, [item]]] — an item is ``{"s": score}`` plus, for memory,
+    ``"m"`` (item index; the item's key is its id), ``"b"`` (the branch it was read from) and, for
+    a rule, ``"c"`` [helpful, harmful, status] at that step; other blocks' items carry their
+    ``"id"``, an evidence paragraph also its ``"text"`` —,
     ``dropped`` [[block, id, tokens, reason, item index | None]] and, when not exact, ``text``
     (the logged prompt, when its file is there).
     """
@@ -198,7 +195,7 @@ def _prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: Any, led:
     for sec in rebuilt.sections:
         items = []
         for it in sec.items:
-            item: dict[str, Any] = {"id": it.id, "s": _r(it.score)}
+            item: dict[str, Any] = {"s": _r(it.score)}
             kind = BLOCK_KIND.get(sec.block)
             if kind == "turn":
                 local = int(it.id.rpartition("-")[2])
@@ -211,8 +208,10 @@ def _prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: Any, led:
                 if kind == "rule":
                     c = own.rule_ledger.get(it.id)
                     item["c"] = [c.helpful, c.harmful, c.status] if c is not None else [0, 0, "candidate"]
-            elif sec.block == "evidence":
-                item["text"] = it.text
+            else:  # instruction, evidence, preamble, input: the element's own text or fixed text
+                item["id"] = it.id
+                if sec.block == "evidence":
+                    item["text"] = it.text
             if "m" in item and (exact or it.id in logged):
                 led.use(item["m"], rec.step)
             items.append(item)

@@ -74,7 +74,7 @@ function renderPrompt(st, r) {
     box.append(h('div', {class: 'block-head'}, chip(block, 'k-block'), ' ', h('span', {class: 'hdr'}, DATA.headers[block] || ''),
       items.length > 1 ? h('span', {class: 'count'}, ` ${items.length} items`) : ''));
     for (const pi of items) {
-      box.append(h('div', {class: 'item', 'data-testid': 'prompt-item', 'data-id': pi.id}, sourceLine(st, block, pi, r), pre(blockItemText(st, block, pi, r))));
+      box.append(h('div', {class: 'item', 'data-testid': 'prompt-item', 'data-id': pi.m !== undefined ? r.items[pi.m].key : pi.id}, sourceLine(st, block, pi, r), pre(blockItemText(st, block, pi, r))));
     }
     out.append(box);
   }
