@@ -96,7 +96,17 @@ def test_the_branch_tree_has_spawns_merges_and_prunes_with_traffic_and_reward(vi
     assert all(view["items"][i]["retired"] for i in pruned["items"])  # its memory left with it
 
 
-def test_route_candidates_carry_the_score_the_run_logged(run_dir, view):
+#: The judge's label differs from the branch it routes to (no snapping): a candidate's score is the input label's.
+UNSNAPPED = "extends: default\nrouting: {judge: always, snap_enabled: false, jaccard_enabled: false}\n"
+
+
+@pytest.mark.parametrize("policy", ["view", "unsnapped"])
+def test_route_candidates_carry_the_score_the_run_logged(run_dir, view, policy, tmp_path):
+    if policy == "unsnapped":
+        (tmp_path / "unsnapped.yaml").write_text(UNSNAPPED)
+        run_dir = make_run(tmp_path / "run", 40, policy=tmp_path / "unsnapped.yaml")
+        view = view_data(run_dir)["runs"][0]
+        assert any(s["judge"] and s["label"] != f"{s['judge']['function']}/{s['judge']['application']}" for s in view["steps"])
     logged = {r["step"]: r["route"] for r in _logged(run_dir) if r.get("route")}
     checked = 0
     for s in view["steps"]:

@@ -134,7 +134,8 @@ def _answer(fold: LogFold, rec: LogRecord, data: dict[str, Any], led: Ledger, tu
     bkey = routed.decision.branch_id
     turns[(tenant, local.step)] = rec.step
     declared = policy.routing.declared_label and inp.declared_label is not None
-    cands = route_candidates(sub_state(before, tenant), policy, local, inner.label if inp.label is not None and not declared else None)
+    label = None if declared or inp.label is None else inner.snapped.snapped if inner.snapped is not None else inp.label  # the input's, as scored
+    cands = route_candidates(sub_state(before, tenant), policy, local, label)
     cands.sort(key=lambda c: -(c[2] if c[2] is not None else c[1]))
     x = rec.input
     assert x is not None  # record_inputs refused a record without one

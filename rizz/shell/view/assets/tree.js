@@ -80,8 +80,9 @@ function renderTree(root, r) {
       t.append(tip(`step ${b.end.at}: ${b.id} ${b.end.how} (${b.end.reason || ''})`));
       g.append(t);
     }
+    const full = `${b.id} · ${b.label || '?'}`;
     const name = s('text', {x: LEFT - 8, y: yy + 4, class: 'lane-label', 'text-anchor': 'end', onclick: () => go({tab: 'memory', branch: b.id, item: null})},
-      `${b.id} · ${b.label || '?'}`);
+      full.length > 36 ? full.slice(0, 35) + '…' : full);
     name.append(tip(`${b.id}: ${b.label} — click for its memory`));
     g.append(name);
     g.append(s('text', {x: width - RIGHT + 10, y: yy + 4, class: 'lane-stats'}, `${b.traffic ?? 0} · ${fmt(b.mean_reward)}`));
