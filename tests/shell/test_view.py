@@ -198,6 +198,16 @@ def test_a_serve_data_folder_shows_one_run_per_tenant(tmp_path):
     assert data["kind"] == "tenants" and [r["name"] for r in data["runs"]] == ["alice", "bob"]
 
 
+def test_a_sweep_folder_shows_every_cells_runs(run_dir, tmp_path):
+    import shutil
+
+    for cell in ("test", "test.1"):
+        shutil.copytree(run_dir, tmp_path / "sweep" / "cells" / cell / "view-test")
+    (tmp_path / "sweep" / "results.json").write_text("{}")
+    data = view_data(tmp_path / "sweep")
+    assert data["kind"] == "sweep" and [r["name"] for r in data["runs"]] == ["test/view-test", "test.1/view-test"]
+
+
 def test_tenants_in_one_stream_get_walled_branch_keys(tmp_path):
     lines = [json.loads(x) for x in family_stream(tmp_path / "s.jsonl", 24, hostile=False).read_text().splitlines()]
     for i, el in enumerate(lines):

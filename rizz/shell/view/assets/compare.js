@@ -2,6 +2,7 @@
 // tokens over steps, per-task reward, and two runs' prompts for the same step next to each other.
 
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
+const DASHES = [null, '7 4', '2 3', '9 3 2 3'];  // overlapping lines stay visible (as in the bench's PNG plots)
 const WINDOW = 10;
 
 function trailingMean(ys, w) {
@@ -34,11 +35,12 @@ function lineChart(series, opt) {
   }
   svg.append(s('text', {x: (L + W - R) / 2, y: H - 6, class: 'axis', 'text-anchor': 'middle'}, opt.xlabel || ''));
   svg.append(s('text', {x: 12, y: (T + H - B) / 2, class: 'axis', 'text-anchor': 'middle', transform: `rotate(-90 12 ${(T + H - B) / 2})`}, opt.ylabel || ''));
+  series.forEach((q, k) => { q.dash = DASHES[k % DASHES.length]; });
   for (const q of series) {
     const step = Math.max(1, Math.floor(q.xs.length / (2 * (W - L - R))));
     const pts = [];
     for (let i = 0; i < q.xs.length; i += step) pts.push(X(q.xs[i]).toFixed(1) + ',' + Y(q.ys[i]).toFixed(1));
-    const line = s('polyline', {points: pts.join(' '), fill: 'none', stroke: q.color, 'stroke-width': 1.8, 'data-run': q.name});
+    const line = s('polyline', {points: pts.join(' '), fill: 'none', stroke: q.color, 'stroke-width': 1.8, 'stroke-dasharray': q.dash, 'data-run': q.name});
     line.append(tip(q.name));
     svg.append(line);
   }
