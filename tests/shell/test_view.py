@@ -232,3 +232,19 @@ def test_a_log_of_format_1_is_viewed_with_todays_refold(tmp_path):
     assert r["digest_ok"] is False and r["summary"]["state_digest"] == replay(FIXTURES / "v1-rundir", write_summary=False)["state_digest"]
     assert len(r["steps"]) == json.loads((FIXTURES / "v1-rundir" / "summary.json").read_text())["steps"] and r["branches"]
     assert all(s["prompt"]["exact"] for s in r["steps"] if s["prompt"])
+
+
+def test_a_log_that_does_not_fold_is_refused_with_its_line(run_dir, tmp_path):
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    bad = tmp_path / "bad"
+    shutil.copytree(run_dir, bad)
+    lines = (bad / "log.jsonl").read_text().splitlines()
+    lines.insert(3, json.dumps({"v": 2, "kind": "verdict", "step": 1, "id": "nobody", "verdict": {"reward": 1.0, "verifier": "exact_match"}}))
+    (bad / "log.jsonl").write_text("\n".join(lines) + "\n")
+    res = CliRunner().invoke(app, ["view", str(bad)])
+    assert res.exit_code == 2 and "log.jsonl:4" in res.output and "no such answer is pending" in res.output

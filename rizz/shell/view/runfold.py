@@ -29,7 +29,7 @@ from typing import Any
 from rizz.core import compile_prompt, digest, prompt_blocks, retrieve, sub_state, unwall
 from rizz.core.routing import route_candidates
 from rizz.core.tenants import TenantStates, branch_key, decision_tenant, locate
-from rizz.shell.logfold import LogFold, record_inputs, views
+from rizz.shell.logfold import LogFold, LogFoldError, record_inputs, views
 from rizz.shell.logrecord import LogRecord, parse
 from rizz.shell.policy_file import parse_policy
 from rizz.shell.runlog import RunDir
@@ -67,17 +67,21 @@ def view_run(root: str | Path, name: str | None = None) -> dict[str, Any]:
     turns: dict[tuple[str | None, int], int] = {}  # (tenant, its local step) -> global step
     live = False
     for n, data in enumerate(records, 1):
-        rec = parse(data, f"{rd.log_path}:{n}")
+        where = f"{rd.log_path}:{n}"
+        rec = parse(data, where)
         live = live or rec.kind in ("answer", "verdict", "expire")
-        if rec.kind in ("step", "answer"):
-            entry, events, tenant = _answer(fold, rec, data, led, turns, rd)
-            at_step[rec.step] = entry
-            steps.append(entry)
-            at = rec.step
-        else:
-            tenant = _tenant(fold, rec)
-            events = fold.apply(rec)
-            at = max(fold.answers - 1, 0)
+        try:
+            if rec.kind in ("step", "answer"):
+                entry, events, tenant = _answer(fold, rec, data, led, turns, rd)
+                at_step[rec.step] = entry
+                steps.append(entry)
+                at = rec.step
+            else:
+                tenant = _tenant(fold, rec)
+                events = fold.apply(rec)
+                at = max(fold.answers - 1, 0)
+        except LogFoldError as e:  # as rizz replay says it (rizz.shell.logfold.restore_fold)
+            raise LogFoldError(f"{where}: {e}") from None
         entry = at_step.get(rec.step)
         changes = led.apply(events, tenant, at)
         if entry is None:
