@@ -72,6 +72,7 @@ function readHash() {
     NAV[k] = ['run', 'step', 'item', 'page', 'a', 'b'].includes(k) ? Number(v) : v;
   }
   if (!(NAV.run >= 0 && NAV.run < DATA.runs.length)) NAV.run = 0;
+  if (!Object.hasOwn(RENDER, NAV.tab)) NAV.tab = 'branches';  // a hand-edited hash cannot name anything else
 }
 
 function writeHash() {
