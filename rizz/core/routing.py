@@ -27,6 +27,7 @@ __all__ = [
     "needs_label",
     "normalise_label",
     "route",
+    "route_candidates",
     "snap_label",
 ]
 
@@ -240,15 +241,7 @@ def route(state: AdaptiveState, policy: Policy, inp: StepInput) -> RouteDecision
             i = int(np.argmax(cos))
             return RouteDecision(cands[i].id, cands[i].label, float(cos[i]))
         label = Label("unknown", "unknown")
-    scores = [
-        r.w_function * (b.label.function == label.function)
-        + r.w_application * (b.label.application == label.application)
-        + r.w_anchor * float(c)
-        - r.score_offset
-        for b, c in zip(cands, cos)
-    ]
-    if sk.enabled and sk.w_energy > 0:
-        scores = [s + sk.w_energy * e for s, e in zip(scores, energies)]
+    scores = _label_scores(policy, cands, cos, energies, label)
     if scores:
         i = int(np.argmax(scores))
         novel = _novel(cands[i], energies[i], policy) and _can_spawn(state, policy)
@@ -260,6 +253,40 @@ def route(state: AdaptiveState, policy: Policy, inp: StepInput) -> RouteDecision
         return RouteDecision(actives[i].id, actives[i].label, 0.0, snapped=snapped_ev)
     d = _spawn(state, inp, label, inp.shape)
     return RouteDecision(d.branch_id, label, 0.0, spawn=d.spawn, snapped=snapped_ev)
+
+
+def _label_scores(policy: Policy, cands: list[Branch], cos: np.ndarray, energies: list[float], label: Label) -> list[float]:
+    """The routing score of each candidate for ``label`` (spec §3.4; plus the sketch energy term)."""
+    r, sk = policy.routing, policy.sketch
+    scores = [
+        r.w_function * (b.label.function == label.function)
+        + r.w_application * (b.label.application == label.application)
+        + r.w_anchor * float(c)
+        - r.score_offset
+        for b, c in zip(cands, cos)
+    ]
+    if sk.enabled and sk.w_energy > 0:
+        scores = [s + sk.w_energy * e for s, e in zip(scores, energies)]
+    return scores
+
+
+def route_candidates(state: AdaptiveState, policy: Policy, inp: StepInput, label: Label | None) -> list[tuple[str, float, float | None]]:
+    """The branches an answered input was scored against, for a person (``rizz view``).
+
+    Returns ``(branch id, anchor cosine, routing score)`` for each active, shape-compatible
+    answer branch of ``state`` (the state *before* the route round), in creation order. The
+    score is :func:`route`'s for ``label`` (the snapped label; None when the input had no
+    label, under ``routing.router: linucb`` or ``mode: single``, where the choice is not that
+    score). Context-only input has no candidates (it goes to the nearest anchor).
+    """
+    if inp.context_only or policy.routing.mode == "single":
+        return []
+    cands = _answer_branches(state, policy, inp.shape)
+    cos = _anchor_cos(cands, inp.embedding)
+    if label is None or policy.routing.router == "linucb":
+        return [(b.id, float(c), None) for b, c in zip(cands, cos)]
+    energies = [energy(b.sketch, inp.embedding) for b in cands] if policy.sketch.enabled else [0.0] * len(cands)
+    return [(b.id, float(c), float(s)) for b, c, s in zip(cands, cos, _label_scores(policy, cands, cos, energies, label))]
 
 
 def _novel(branch: Branch, e: float, policy: Policy) -> bool:

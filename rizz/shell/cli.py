@@ -1,4 +1,4 @@
-"""The ``rizz`` command line (specs/stream-format.md): run, replay, diff, inspect, policy, streams, bench, sweep, serve, demo."""
+"""The ``rizz`` command line (specs/stream-format.md): run, replay, diff, inspect, policy, streams, bench, sweep, serve, demo, view."""
 
 from __future__ import annotations
 
@@ -437,6 +437,11 @@ def ray_flag(argv: list[str]) -> list[str]:
 from rizz.shell.cli_scale import register as _register_scale  # noqa: E402
 
 _register_scale(app)
+
+# `rizz view` (issue #28) lives in its own package.
+from rizz.shell.view.command import register as _register_view  # noqa: E402
+
+_register_view(app)
 
 
 def main() -> None:

@@ -1,0 +1,221 @@
+"""``rizz view`` in a real browser (issue #28): headless Chromium, driven by Playwright, opens the
+file, and the tests read the rendered page, click through it and save screenshots.
+
+Chromium is Debian's ``chromium`` package (``make test`` installs it as root; ``$RIZZ_CHROMIUM``
+names another); Playwright only drives it (its own browser download is not used). Without a
+browser or Playwright these tests skip, except under ``CI=true``, where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from viewkit import HOSTILE, add_fake_peer, find_chromium, make_bench, make_run, make_session  # noqa: E402
+
+from rizz.shell.view import view_data, write_view  # noqa: E402
+
+CHROMIUM = find_chromium()
+
+
+def _missing() -> str | None:
+    if CHROMIUM is None:
+        return "no Chromium (apt-get install chromium, as `make test` does as root; or set RIZZ_CHROMIUM)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "no playwright (pip install -e '.[test]')"
+    return None
+
+
+if _missing():
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the browser test of rizz view needs a browser under CI: {_missing()}", pytrace=False)
+    pytest.skip(_missing(), allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    """A run (48 steps), a bench (frozen vs default) and a live session, with their views."""
+    root = tmp_path_factory.mktemp("viewb")
+    run = make_run(root / "run", 48)
+    bench = make_bench(root / "bench", 24, ("frozen", "default"))
+    add_fake_peer(bench)
+    make_session(root / "live", 16)
+    return {k: (d, write_view(d, root / f"{k}.html")) for k, d in (("run", run), ("bench", bench), ("live", root / "live"))}
+
+
+@pytest.fixture
+def open_page(browser, tmp_path):
+    opened = []
+
+    def go(html: Path, hash_: str = ""):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("request", lambda r: errors.append(f"request {r.url}") if not r.url.startswith(("file:", "data:")) else None)
+        page.goto(html.as_uri() + hash_)
+        page.wait_for_selector("body[data-ready='1']")
+        opened.append((page, errors))
+        return page
+
+    yield go
+    for page, errors in opened:
+        assert errors == [], errors  # no script error, no request off the file
+        page.close()
+
+
+def _shot(page, tmp_path: Path, name: str) -> Path:
+    out = tmp_path / f"{name}.png"
+    page.screenshot(path=str(out), full_page=True)
+    assert out.stat().st_size > 10_000
+    return out
+
+
+def test_the_branch_tree_shows_every_branch_with_label_traffic_reward_merges_and_prunes(pages, open_page, tmp_path):
+    run_dir, html = pages["run"]
+    data = view_data(run_dir)["runs"][0]
+    page = open_page(html)
+    lanes = page.locator("[data-testid=branch-lane]")
+    assert lanes.count() == len(data["branches"]) > 3
+    for b in data["branches"]:
+        lane = page.locator(f"[data-testid=branch-lane][data-branch='{b['id']}']")
+        assert f"{b['id']} · {b['label']}" in lane.text_content()
+        assert f"{b['traffic']} · " in lane.text_content()
+    assert page.locator("svg.tree path.merge").count() == sum(1 for b in data["branches"] if b["end"] and b["end"]["how"] == "merged")
+    assert page.locator("svg.tree text.prune").count() >= 1
+    assert page.locator("[data-testid=branch-table] tbody tr").count() == len(data["branches"])
+    _shot(page, tmp_path, "tree")
+
+
+def test_a_step_shows_its_route_prompt_blocks_with_sources_and_clicks_through_to_its_branch(pages, open_page, tmp_path):
+    run_dir, html = pages["run"]
+    data = view_data(run_dir)["runs"][0]
+    st = next(s for s in reversed(data["steps"]) if s["prompt"] and {"examples", "rules", "mistakes"} <= {b for b, _ in s["prompt"]["sections"]})
+    page = open_page(html)
+    page.click("[data-testid=tab-button-steps]")
+    page.fill("[data-testid=step-jump]", str(st["step"]))
+    page.press("[data-testid=step-jump]", "Enter")
+    detail = page.locator("[data-testid=step-detail]")
+    assert detail.get_attribute("data-step") == str(st["step"])
+    assert page.locator("[data-testid=prompt-exact]").text_content().startswith("rebuilt = logged prompt")
+    blocks = page.locator("[data-testid=prompt-block]")
+    assert [blocks.nth(i).get_attribute("data-block") for i in range(blocks.count())] == [b for b, _ in st["prompt"]["sections"]]
+    examples = page.locator("[data-testid=prompt-block][data-block=examples] [data-testid=prompt-item]")
+    n_ex = len(dict(st["prompt"]["sections"])["examples"])
+    assert examples.count() == n_ex
+    first = dict(st["prompt"]["sections"])["examples"][0]
+    item = data["items"][first["m"]]
+    src = examples.nth(0).locator("[data-testid=item-source]").text_content()
+    assert f"key {item['key'][:12]}" in src and f"from branch {first['b']}" in src and f"written at step {item['written']}" in src
+    assert item["input"] in examples.nth(0).locator("pre").text_content()
+    rule = page.locator("[data-testid=prompt-block][data-block=rules] [data-testid=item-source]").nth(0).text_content()
+    assert "helpful " in rule and "harmful " in rule
+    assert page.locator("[data-testid=candidates] tbody tr").count() == len(st["cands"])
+    assert page.locator("[data-testid=verdict]").text_content().startswith(f"Verdict: reward {st['verdict']['reward']:.3f}")
+    _shot(page, tmp_path, "step")
+    # from the step to its branch
+    page.locator(f"[data-testid=step-detail] p >> [data-testid=branch-link][data-branch='{st['branch']}']").first.click()
+    panel = page.locator("[data-testid=branch-panel]")
+    assert panel.get_attribute("data-branch") == st["branch"]
+    assert f"Branch {st['branch']}" in panel.locator("h2").text_content()
+    assert page.locator("[data-testid=tab-button-memory]").get_attribute("class") == "on"
+    _shot(page, tmp_path, "branch")
+
+
+def test_the_memory_browser_lists_an_items_later_uses_and_links_back_to_them(pages, open_page, tmp_path):
+    run_dir, html = pages["run"]
+    data = view_data(run_dir)["runs"][0]
+    i, it = max(((i, it) for i, it in enumerate(data["items"]) if it["kind"] == "episode" and it["branch"]), key=lambda p: len(p[1]["uses"]))
+    assert len(it["uses"]) >= 3
+    page = open_page(html, f"#tab=memory&branch={it['branch']}&item={i}")
+    card = page.locator(f"[data-testid=memory-item][data-item-index='{i}']")
+    uses = card.locator("[data-testid=item-uses]")
+    assert uses.get_attribute("data-count") == str(len(it["uses"]))
+    assert f"Used by {len(it['uses'])} later prompts" in uses.text_content()
+    links = uses.locator("a")
+    assert [int(links.nth(k).text_content()) for k in range(links.count())] == it["uses"][:40]
+    _shot(page, tmp_path, "memory")
+    links.nth(links.count() - 1).click()  # to the last prompt that used it: the item is in its prompt
+    detail = page.locator("[data-testid=step-detail]")
+    assert detail.get_attribute("data-step") == str(it["uses"][:40][-1])
+    assert page.locator(f"[data-testid=prompt-item] [data-item='{i}']").count() == 1
+
+
+def test_stream_text_with_html_or_script_shows_as_text_and_never_runs(pages, open_page, tmp_path):
+    run_dir, html = pages["run"]
+    data = view_data(run_dir)["runs"][0]
+    st = next(s for s in data["steps"] if HOSTILE in s["input"])
+    cap = next(s for s in data["steps"] if s["answer"] and HOSTILE in (s["answer"]["raw"] or ""))
+    page = open_page(html, f"#tab=steps&step={st['step']}")
+    assert HOSTILE in page.locator("[data-testid=step-detail] pre.input").text_content()
+    page.goto(html.as_uri() + f"#tab=steps&step={cap['step']}")
+    page.wait_for_selector("body[data-ready='1']")
+    page.locator("[data-testid=step-detail] details summary").first.click()
+    assert HOSTILE in page.locator("[data-testid=step-detail] details pre").first.text_content()
+    page.goto(html.as_uri() + "#tab=memory")  # the hostile answer is an anti-pattern of the capitals' branch
+    page.wait_for_selector("body[data-ready='1']")
+    for b in data["branches"]:
+        page.locator(f"[data-testid=branch-list] a[data-branch='{b['id']}']").click()
+    assert page.evaluate("window.__pwned") is None
+    assert page.evaluate("document.querySelectorAll('img').length") == 0
+    assert page.evaluate("document.scripts.length") == 2
+    _shot(page, tmp_path, "hostile")
+
+
+def test_a_bench_shows_policies_side_by_side_and_two_prompts_of_one_step(pages, open_page, tmp_path):
+    bench, html = pages["bench"]
+    data = view_data(bench)
+    page = open_page(html, "#tab=compare")
+    assert page.locator("[data-testid=chart-reward] polyline").count() == 3  # frozen, default and the peer
+    assert page.locator("[data-testid=chart-tokens] polyline").count() == 3
+    assert page.locator("[data-testid=per-task] thead th").count() == 4
+    page.select_option("[data-testid=compare-task]", "stance")  # the charts of one task
+    assert "task stance" in page.locator("[data-testid=tab-compare] figcaption").first.text_content()
+    assert page.locator("[data-testid=chart-reward] polyline").count() == 3
+    page.fill("[data-testid=compare-step]", "20")
+    page.press("[data-testid=compare-step]", "Enter")
+    cols = page.locator("[data-testid=compare-col]")
+    assert [cols.nth(k).get_attribute("data-run") for k in range(2)] == ["frozen", "default"]
+    default = next(r for r in data["runs"] if r["name"] == "default")
+    st = default["steps"][20]
+    blocks = cols.nth(1).locator("[data-testid=prompt-block]")
+    assert [blocks.nth(k).get_attribute("data-block") for k in range(blocks.count())] == [b for b, _ in st["prompt"]["sections"]]
+    assert cols.nth(0).locator("[data-testid=prompt-block][data-block=examples]").count() == 0  # frozen has no memory
+    _shot(page, tmp_path, "compare")
+    page.select_option("[data-testid=compare-b]", "2")  # default beside the peer, whose prompt is the one it sent
+    cols = page.locator("[data-testid=compare-col]")
+    assert cols.nth(1).get_attribute("data-run") == "peer:mem0"
+    assert "The answer prompt as the peer sent it" in cols.nth(1).text_content()
+    assert "Memories:" in cols.nth(1).locator("pre.logged").text_content()
+    page.select_option("[data-testid=run-select]", "1")
+    assert "default" in page.locator("#summary").text_content()
+
+
+def test_a_live_session_opens_with_pending_and_expired_steps(pages, open_page, tmp_path):
+    live, html = pages["live"]
+    r = view_data(live)["runs"][0]
+    exp = next(s for s in r["steps"] if s["expired"])
+    page = open_page(html, f"#tab=steps&step={exp['step']}")
+    assert "Expired before a verdict came" in page.locator("[data-testid=step-detail]").text_content()
+    pend = [s for s in r["steps"] if not s["context_only"] and not s["verdict"] and not s["expired"]][-1]
+    page.goto(html.as_uri() + f"#tab=steps&step={pend['step']}")
+    page.wait_for_selector("body[data-ready='1']")
+    assert "No verdict in the log yet" in page.locator("[data-testid=step-detail]").text_content()
+    _shot(page, tmp_path, "live")
