@@ -397,3 +397,22 @@ def test_pending_and_folded_print_short(tmp_path):
     assert repr(p).startswith("Pending(id='q0', step=0, answer=") and len(repr(p)) < 200, repr(p)
     assert repr(f).startswith("Folded(id='q0', step=0, events=[") and len(repr(f)) < 400, repr(f)
     s.close()
+
+
+def test_what_a_pending_repr_shows_are_its_attributes_and_no_state(tmp_path):
+    """Issue #29 §4: the repr showed branch='b0' but ``p.branch`` raised; ``p.routed`` printed the
+    whole state with raw embedding bytes (tens of thousands of characters)."""
+    import re
+
+    s = _open(tmp_path / "app")
+    p = s.answer(element(0))
+    assert p.branch == "b0" and p.prompt_tokens == p.prompt.token_count > 0
+    shown = dict(re.findall(r"(\w+)=('[^']*'|\d+|None)", repr(p)))
+    assert set(shown) == {"id", "step", "answer", "branch", "prompt_tokens"}
+    assert all(shown[k] == repr(getattr(p, k)) for k in shown), (repr(p), shown)
+    for value in (p.routed, p.step_input, p.routed.decision, p.routed.events):
+        text = repr(value)
+        assert len(text) < 1000 and "\\x" not in text and "working_memory" not in text, text[:300]
+    assert "<(16,) float32>" in repr(p.step_input) and "state=<AdaptiveState, 1 branch>" in repr(p.routed)
+    s.close()
+

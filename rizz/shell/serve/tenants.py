@@ -5,7 +5,7 @@ use through ``opener(path) -> session``; a read (state, branches, pending) of a 
 no folder is answered by ``blank()``, a fresh in-memory session, and creates nothing. A session is used only through this API (the
 CONTRACT's live API)::
 
-    s.answer(element_dict) -> pending   # .id, .answer; prompt tokens and routed branch (see _view)
+    s.answer(element_dict) -> pending   # .id, .answer, .prompt_tokens, .branch (see _view)
     s.fold(id, Verdict | float)         # raises (nothing changed) for unknown/expired/folded ids
     s.digest(); s.pending_ids(); s.step_index; s.state; s.close()
 
@@ -162,21 +162,8 @@ def branch_rows(state: Any) -> list[dict[str, Any]]:
 
 
 def _view(p: Any) -> dict[str, Any]:
-    """``{"id", "answer", "prompt_tokens", "branch"}`` of a pending answer.
-
-    Reads ``p.prompt_tokens`` / ``p.branch`` when the Pending has them, else the compiled
-    prompt's ``token_count`` and the route round's branch id (``p.routed``), as #11 builds it.
-    """
-    tokens = getattr(p, "prompt_tokens", None)
-    if tokens is None:
-        prompt = getattr(p, "prompt", None)
-        tokens = prompt.token_count if prompt is not None else 0
-    branch = getattr(p, "branch", None)
-    if branch is None:
-        routed = getattr(p, "routed", None)
-        decision = getattr(routed, "decision", None)
-        branch = getattr(decision, "branch_id", None)
-    return {"id": p.id, "answer": p.answer, "prompt_tokens": int(tokens), "branch": branch}
+    """``{"id", "answer", "prompt_tokens", "branch"}`` of a :class:`~rizz.shell.answering.Pending`."""
+    return {"id": p.id, "answer": p.answer, "prompt_tokens": p.prompt_tokens, "branch": p.branch}
 
 
 class Tenants:
