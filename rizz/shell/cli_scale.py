@@ -75,7 +75,11 @@ def serve(
     queue_timeout: float = typer.Option(300.0, "--queue-timeout", min=0.1, help="Longest wait (s) for the shared model before 504."),
     max_body_kib: int = typer.Option(1024, "--max-body-kib", min=1, help="Largest request body (KiB); a larger one gets 413 unread."),
 ) -> None:
-    """Serve one durable live session per tenant over HTTP (FastAPI): answer, verdict, state, branches, /metrics, /docs."""
+    """Serve one durable live session per tenant over HTTP (FastAPI): answer, verdict, state, branches, /metrics, /docs.
+
+    Each id is answered once per tenant: an answer for an id already answered (pending,
+    folded or expired) is refused with 409.
+    """
     from rizz.shell.cli import _fail, _load_policy_or_exit
     from rizz.shell.models import ModelUnavailableError, load_model
     from rizz.shell.serve.app import load_keys

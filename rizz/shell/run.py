@@ -138,7 +138,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
         elif done:
             log(f"resuming {rd.root} after {plural(done, 'finished step')}")
         session = Session(policy, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget,
-                          run_dir=rd, snapshot_every=snapshot_every, fold=fold, user_model=user_model)
+                          run_dir=rd, snapshot_every=snapshot_every, fold=fold, user_model=user_model, history=records)
         records.extend(session.recover(records[-1] if records else None))  # a distillation a kill interrupted
         for el in elements[done:]:
             fault_point("step")

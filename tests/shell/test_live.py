@@ -416,3 +416,18 @@ def test_what_a_pending_repr_shows_are_its_attributes_and_no_state(tmp_path):
     assert "<(16,) float32>" in repr(p.step_input) and "state=<AdaptiveState, 1 branch>" in repr(p.routed)
     s.close()
 
+
+def test_used_id_says_what_became_of_an_earlier_answer_across_a_restart(tmp_path):
+    """Issue #29 §10: ``rizz serve`` refuses a re-used id; the session says whether and how an id was used."""
+    s = _open(tmp_path / "app")
+    assert s.used_id("q0") is None
+    s.answer(element(0))
+    s.answer(element(1))
+    assert s.used_id("q0") == "answered at step 0, pending"
+    s.fold("q0", 1.0)
+    assert s.used_id("q0") == "answered at step 0, already folded" and s.used_id("q1") == "answered at step 1, pending"
+    s.close()
+    s2 = _open(tmp_path / "app")  # known from the log after a restart
+    assert s2.used_id("q0") == "answered at step 0, already folded" and s2.used_id("q1") == "answered at step 1, pending"
+    assert s2.used_id("q2") is None
+    s2.close()

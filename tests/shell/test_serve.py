@@ -69,6 +69,7 @@ class FakeSession:
         self.path, self.model = path, model
         self.pending: dict[str, str] = {}
         self.folded: list[tuple[str, float]] = []
+        self.answered: dict[str, int] = {}
         self.step_index = 0
         self.state = _State()
         self.inside = 0
@@ -90,6 +91,7 @@ class FakeSession:
                 raise RuntimeError("a bug")
             gen = self.model.generate([Message("user", el["input"])], max_tokens=4)
             self.pending[el["id"]] = gen.text
+            self.answered[el["id"]] = self.step_index
             self.step_index += 1
 
             class P:
@@ -107,6 +109,11 @@ class FakeSession:
 
     def pending_ids(self):
         return list(self.pending)
+
+    def used_id(self, item_id):
+        if item_id not in self.answered:
+            return None
+        return f"answered at step {self.answered[item_id]}, {'pending' if item_id in self.pending else 'already folded'}"
 
     def digest(self) -> str:
         return "sha256:" + hashlib.sha256(json.dumps(self.folded).encode()).hexdigest()
@@ -432,3 +439,31 @@ def test_a_tenant_folder_of_other_settings_names_data_not_out(tmp_path):
     r = TestClient(app).get("/v1/tenants/acme/state")
     assert r.status_code == 409 and r.json()["error"].endswith("to run this policy, use another --data folder."), r.json()
     assert "--out" not in r.json()["error"]
+
+
+def test_a_reposted_id_is_refused_with_409_and_answered_once(server):
+    """Issue #29 §10: re-posting an id that was already folded was accepted as a new pending answer."""
+    s = server()
+    assert s.call("POST", "/v1/tenants/acme/answer", EL)[0] == 200
+    st, err = s.call("POST", "/v1/tenants/acme/answer", EL)  # a retry while the answer is pending
+    assert st == 409 and err["field"] == "$.id" and err["error"].startswith("id 'q1' was already answered at step 0, pending;"), err
+    assert s.call("POST", "/v1/tenants/acme/verdict", {"id": "q1", "reward": 1.0})[0] == 200
+    st, err = s.call("POST", "/v1/tenants/acme/answer", dict(EL, input="Is it dovish?"))  # the id again, after its verdict
+    assert st == 409 and "'q1' was already answered at step 0, already folded" in err["error"] and "new id" in err["error"], err
+    assert s.sessions["acme"].step_index == 1 and s.sessions["acme"].pending_ids() == []  # nothing answered again
+    assert s.call("POST", "/v1/tenants/acme/answer", dict(EL, id="q2"))[0] == 200  # a new id goes through
+
+
+def test_404_and_405_have_the_documented_error_shape(server):
+    """Issue #29 §10: they were FastAPI's ``{"detail": ...}``."""
+    s = server()
+    st, err = s.call("GET", "/v1/nothing-here")
+    assert (st, err) == (404, {"error": "GET /v1/nothing-here: Not Found", "field": None})
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+    c.request("GET", "/v1/tenants/acme/answer")
+    r = c.getresponse()
+    body = json.loads(r.read())
+    c.close()
+    assert r.status == 405 and r.getheader("Allow") == "POST"
+    assert body == {"error": "GET /v1/tenants/acme/answer: Method Not Allowed (allowed: POST)", "field": None}
+
