@@ -467,3 +467,52 @@ def test_404_and_405_have_the_documented_error_shape(server):
     assert r.status == 405 and r.getheader("Allow") == "POST"
     assert body == {"error": "GET /v1/tenants/acme/answer: Method Not Allowed (allowed: POST)", "field": None}
 
+
+def test_serve_answers_with_the_rendering_it_is_given(tmp_path):
+    """Issue #29 §2: the README's serve example answered "" (a GGUF model's default raw rendering);
+    ``rizz serve --rendering chat`` reaches every tenant's session and is recorded in its run.json."""
+    import sys as _sys
+
+    from fastapi.testclient import TestClient
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from livekit import HashEmbedder, StubModel
+
+    from rizz.shell.policy_file import load_policy
+    from rizz.shell.serve.run import build
+
+    class LocalStub(StubModel):
+        name = "gguf:stub.gguf"  # a local model: raw by default
+
+        def __init__(self):
+            self.renderings = []
+
+        def generate(self, messages, *, max_tokens, stop=(), rendering="chat"):
+            self.renderings.append(rendering)
+            return super().generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering)
+
+    for given, expected in ((None, "raw"), ("chat", "chat")):
+        model = LocalStub()
+        app, tenants, _ = build(tmp_path / f"data-{given}", load_policy("default"), model, embedder=HashEmbedder(), rendering=given)
+        with TestClient(app) as client:
+            r = client.post("/v1/tenants/acme/answer", json={"id": "q1", "input": "What is the sum of 12 and 30?", "metadata": {"shape": "number"}})
+        tenants.close()
+        assert r.status_code == 200, r.json()
+        assert model.renderings[-1] == expected  # the answer call (the judge's call is always chat)
+        assert json.loads((tmp_path / f"data-{given}" / "acme" / "run.json").read_text())["rendering"] == expected
+
+
+def test_cli_serve_takes_rendering_and_refuses_a_bad_one(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    got = {}
+    monkeypatch.setattr("rizz.shell.models.load_model", lambda spec, **kw: Model())
+    monkeypatch.setattr("rizz.shell.serve.run.serve", lambda *a, **kw: got.update(kw))
+    res = CliRunner().invoke(app, ["serve", "--data", str(tmp_path / "d"), "--rendering", "chat"])
+    assert res.exit_code == 0 and got["rendering"] == "chat", res.output
+    res = CliRunner().invoke(app, ["serve", "--data", str(tmp_path / "d"), "--rendering", "fancy"])
+    assert res.exit_code == 2 and "--rendering 'fancy': expected one of raw, chat, chat-turns" in res.output
+    help_text = " ".join(CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "--rendering" in help_text and "answered once" in help_text
