@@ -131,7 +131,7 @@ def run(
         on_step = StepProgress(prog, pol.name, min(n, limit) if limit is not None else n, echo=lambda m: typer.echo(m, err=True))
         try:
             summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
-                                 rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, budget=budget,
+                                 rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, on_resume=on_step.resume, budget=budget,
                                  user_model=umodel, durability=durability)
         except (StreamError, RunDirBusy, RunDirMismatch) as e:
             _fail(str(e))

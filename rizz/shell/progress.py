@@ -26,12 +26,13 @@ def new_progress() -> Any:
 
 
 class StepProgress:
-    """The ``on_step`` callback of :func:`rizz.shell.run.run_stream` for one run.
+    """The ``on_step`` (and ``on_resume``) callback of :func:`rizz.shell.run.run_stream` for one run.
 
-    Keeps the running mean reward (over answered steps) and prompt tokens (all calls), and
-    shows them with the branch count on ``progress``'s bar ``label``; without a terminal it
-    calls ``echo`` with ``"<label> step N/T: reward … | branches … | tokens …"`` every
-    ``LINE_EVERY`` steps.
+    Keeps the running mean reward (over answered steps) and prompt tokens (all calls) of the
+    whole run, the steps a resumed run had finished included (:meth:`resume`), so the figures
+    equal ``summary.json``'s ``mean_reward`` and ``prompt_tokens``; shows them with the branch
+    count on ``progress``'s bar ``label``; without a terminal it calls ``echo`` with
+    ``"<label> step N/T: reward … | branches … | tokens …"`` every ``LINE_EVERY`` steps.
     """
 
     def __init__(self, progress: Any, label: str, total: int | None,
@@ -44,11 +45,24 @@ class StepProgress:
     def mean_reward(self) -> float:
         return self.reward_sum / self.answered if self.answered else 0.0
 
-    def __call__(self, rec: dict[str, Any], session: Any) -> None:
+    def _count(self, rec: dict[str, Any]) -> None:
         if "verdict" in rec:
             self.reward_sum += rec["verdict"]["reward"]
             self.answered += 1
         self.tokens += sum(c["prompt_tokens"] for c in rec["calls"])
+
+    def resume(self, records: list[dict[str, Any]]) -> None:
+        """Count the steps a resumed run had finished (one record per element, as
+        :func:`rizz.shell.logfold.views` joins them) and start the bar there; its time
+        estimate then uses only the steps run from now on."""
+        for rec in records:
+            self._count(rec)
+        if self.progress is not None:
+            self.progress.reset(self.task, completed=len(records),
+                                info=f"reward {self.mean_reward:.3f} | branches – | tokens {self.tokens}")
+
+    def __call__(self, rec: dict[str, Any], session: Any) -> None:
+        self._count(rec)
         info = f"reward {self.mean_reward:.3f} | branches {len(session.state.branches) if session is not None else '–'} | tokens {self.tokens}"
         done = rec["step"] + 1
         if self.progress is None:

@@ -102,8 +102,15 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
 def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str | Path, model: Any, embedder: Any, *,
                limit: int | None = None, skip_bad: bool = False, rendering: str | None = None, snapshot_every: int = 50,
                budget: int | None = None, user_model: Any = None, durability: str = "disk",
-               on_step: Callable[[dict[str, Any], Session], None] | None = None, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
+               on_step: Callable[[dict[str, Any], Session], None] | None = None,
+               on_resume: Callable[[list[dict[str, Any]]], None] | None = None,
+               log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
     """Run (or resume) ``stream`` into ``out``; returns the summary. See module docstring.
+
+    ``on_resume(records)``: called once before the first new step with the elements already
+    finished (one record per element, :func:`~rizz.shell.logfold.views`; [] for a new run);
+    ``on_step(record, session)``: after each new element, its record with the calls of the
+    distillation it made due (so the two add up to ``summary.json``'s figures).
 
     ``durability``: ``"disk"`` (each element's records fsynced before the next element) or
     ``"os"`` (handed to the OS; fsynced when the run ends): :class:`~rizz.shell.runlog.RunDir`.
@@ -140,12 +147,14 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
         session = Session(policy, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget,
                           run_dir=rd, snapshot_every=snapshot_every, fold=fold, user_model=user_model, history=records)
         records.extend(session.recover(records[-1] if records else None))  # a distillation a kill interrupted
+        if on_resume is not None:
+            on_resume(views(records))
         for el in elements[done:]:
             fault_point("step")
             recs = session.run_element(el)
             records.extend(recs)
             if on_step is not None:
-                on_step(recs[0], session)
+                on_step(views(recs)[0], session)
         summary = summarise(records, session.state, meta)
         write_json_atomic(rd.summary_path, summary)
         stale = rd.root / "summary.replay.json"

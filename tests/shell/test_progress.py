@@ -36,3 +36,32 @@ def test_no_progress_object_is_silent():
     for i in range(30):
         sp(_rec(i, 1.0, 1), SimpleNamespace(state=SimpleNamespace(branches={})))
     assert said == [] and sp.mean_reward == 1.0 and sp.tokens == 30
+
+
+def test_after_a_resume_the_figures_are_the_whole_runs_as_in_the_summary(tmp_path, monkeypatch):
+    """Issue #29 §5: at 20/20 a resumed run said "reward 0.103" (its resumed steps only) while
+    summary.json said 0.083093."""
+    from pathlib import Path
+
+    from livekit import HashEmbedder
+    from test_run import _answer
+
+    from conftest import FakeModel
+    from rizz.shell.policy_file import load_policy
+    from rizz.shell.run import run_stream
+
+    monkeypatch.delenv("RIZZ_PROGRESS", raising=False)
+    src = Path(__file__).resolve().parents[2] / "data" / "trace-mini" / "test.jsonl"
+    stream = tmp_path / "s.jsonl"
+    stream.write_text("\n".join(src.read_text().splitlines()[:20]) + "\n")
+    out, emb = tmp_path / "run", HashEmbedder()
+    first = run_stream(stream, load_policy("default"), "default", out, FakeModel(_answer), emb, limit=10, log=lambda m: None)
+    said: list[str] = []
+    with new_progress() as prog:
+        sp = StepProgress(prog, "default", 20, echo=said.append)
+        summary = run_stream(stream, load_policy("default"), "default", out, FakeModel(_answer), emb, on_step=sp, on_resume=sp.resume,
+                             log=lambda m: None)
+    assert first["mean_reward"] != summary["mean_reward"]  # the resumed half differs, so a partial mean would show
+    assert said[-1] == (f"default step 20/20: reward {summary['mean_reward']:.3f} | branches {summary['branches']['total']}"
+                        f" | tokens {summary['prompt_tokens']}"), (said, summary["mean_reward"])
+    assert sp.answered == summary["answered"] and abs(sp.mean_reward - summary["mean_reward"]) < 1e-6
