@@ -72,9 +72,13 @@ def _check_out(out: Path, marker: str, what: str, also: tuple[str, ...] = ()) ->
                   f"and no {marker}; give a new folder for the {what}")
 
 
-def _resume_hint(log: Path) -> str:
-    """What a stopped run keeps and how to go on (the same words for every stop)."""
-    return f"every finished step is in {log}; run the same command again to resume"
+def _resume_hint(out: Path, per_policy: bool = False) -> str:
+    """What a stopped run (``per_policy``: a bench's runs, ``out/<policy>/``) keeps and how to
+    go on (the same words for every stop); names the log only once a step is in it."""
+    logs = list(out.glob("*/log.jsonl")) if per_policy else [out / "log.jsonl"]
+    if not any(p.is_file() and p.stat().st_size for p in logs):
+        return "no step had finished, so there is nothing to keep; run the same command again to start"
+    return f"every finished step is in {out / '<policy>' / 'log.jsonl' if per_policy else out / 'log.jsonl'}; run the same command again to resume"
 
 
 @app.command()
@@ -122,30 +126,30 @@ def run(
     try:
         backend = load_model(model, cache=cache or out / "responses.sqlite")
         umodel = load_model(user_model, cache=cache or out / "responses.sqlite") if user_model else None
-    except (ValueError, ModelUnavailableError) as e:
+    except (ValueError, ModelUnavailableError, KeyboardInterrupt) as e:
         if new_dir and not any(out.iterdir()):  # a refused command leaves no RUN_DIR behind
             out.rmdir()
-        _fail(str(e))
-    embedder = Embedder()
-    with new_progress() as prog:
-        on_step = StepProgress(prog, pol.name, min(n, limit) if limit is not None else n, echo=lambda m: typer.echo(m, err=True))
-        try:
+        _fail(f"interrupted; {_resume_hint(out)}" if isinstance(e, KeyboardInterrupt) else str(e), 130 if isinstance(e, KeyboardInterrupt) else 2)
+    try:  # outside the bar's `with`: the bar ends its line before any message is said
+        embedder = Embedder()
+        with new_progress() as prog:
+            on_step = StepProgress(prog, pol.name, min(n, limit) if limit is not None else n, echo=lambda m: typer.echo(m, err=True))
             summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
                                  rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, on_resume=on_step.resume, budget=budget,
                                  user_model=umodel, durability=durability)
-        except (StreamError, RunDirBusy, RunDirMismatch) as e:
-            _fail(str(e))
-        except KeyboardInterrupt:
-            _fail(f"interrupted; {_resume_hint(out / 'log.jsonl')}", 130)
-        except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
-            _fail(f"{e}\n{_resume_hint(out / 'log.jsonl')}")
-        except Exception as e:  # a full disk stops cleanly (issue #12 §7); anything else propagates
-            from rizz.shell.durable import EXIT_DISK_FULL, disk_full
+    except (StreamError, RunDirBusy, RunDirMismatch) as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        _fail(f"interrupted; {_resume_hint(out)}", 130)
+    except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
+        _fail(f"{e}\n{_resume_hint(out)}")
+    except Exception as e:  # a full disk stops cleanly (issue #12 §7); anything else propagates
+        from rizz.shell.durable import EXIT_DISK_FULL, disk_full
 
-            full = e if isinstance(e, OSError) and "disk full" in str(e) else disk_full(e, "the run", out)
-            if full is None:
-                raise
-            _fail(str(full), EXIT_DISK_FULL)
+        full = e if isinstance(e, OSError) and "disk full" in str(e) else disk_full(e, "the run", out)
+        if full is None:
+            raise
+        _fail(str(full), EXIT_DISK_FULL)
     typer.echo(json.dumps({k: summary[k] for k in ("steps", "answered", "mean_reward", "model_calls", "branches", "state_digest")}, indent=1))
 
 
@@ -328,9 +332,9 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
     except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, PeerError) as e:
         _fail(str(e))
     except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
-        _fail(f"{e}\n{_resume_hint(out / '<policy>' / 'log.jsonl')}")
+        _fail(f"{e}\n{_resume_hint(out, per_policy=True)}")
     except KeyboardInterrupt:
-        _fail(f"interrupted; {_resume_hint(out / '<policy>' / 'log.jsonl')}", 130)
+        _fail(f"interrupted; {_resume_hint(out, per_policy=True)}", 130)
     finally:
         ctx.__exit__(None, None, None)
     from rizz.shell.report import format_table

@@ -58,8 +58,8 @@ class StepProgress:
         for rec in records:
             self._count(rec)
         if self.progress is not None:
-            self.progress.reset(self.task, completed=len(records),
-                                info=f"reward {self.mean_reward:.3f} | branches – | tokens {self.tokens}")
+            info = f"reward {self.mean_reward:.3f} | branches – | tokens {self.tokens}" if records else ""
+            self.progress.reset(self.task, completed=len(records), info=info)
 
     def __call__(self, rec: dict[str, Any], session: Any) -> None:
         self._count(rec)

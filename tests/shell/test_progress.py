@@ -65,3 +65,60 @@ def test_after_a_resume_the_figures_are_the_whole_runs_as_in_the_summary(tmp_pat
     assert said[-1] == (f"default step 20/20: reward {summary['mean_reward']:.3f} | branches {summary['branches']['total']}"
                         f" | tokens {summary['prompt_tokens']}"), (said, summary["mean_reward"])
     assert sp.answered == summary["answered"] and abs(sp.mean_reward - summary["mean_reward"]) < 1e-6
+
+
+_SLOW_RUN = """
+import sys, time
+sys.path.insert(0, {shell!r})
+from livekit import HashEmbedder, StubModel
+class Slow(StubModel):
+    name = "fake:slow"
+    def generate(self, messages, **kw):
+        time.sleep(60)
+import rizz.shell.models, rizz.shell.embed
+rizz.shell.models.load_model = lambda spec, **kw: Slow()
+rizz.shell.embed.Embedder = HashEmbedder
+from rizz.shell.cli import main
+sys.argv = ["rizz", "run", {stream!r}, "--out", {out!r}, "--policy", "frozen"]
+main()
+"""
+
+
+def test_ctrl_c_before_the_first_step_says_so_on_its_own_line(tmp_path):
+    """Issue #29 §6: Ctrl-C before the first step said "every finished step is in runs/…/log.jsonl"
+    (a file that did not exist yet), appended to the progress bar's line. Run in a terminal (a pty)."""
+    import os
+    import pty
+    import re
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    stream = tmp_path / "s.jsonl"
+    stream.write_text("\n".join((root / "data" / "trace-mini" / "test.jsonl").read_text().splitlines()[:3]) + "\n")
+    code = _SLOW_RUN.format(shell=str(Path(__file__).resolve().parent), stream=str(stream), out=str(tmp_path / "run"))
+    master, slave = pty.openpty()  # the slave stays open here too, so no output is lost when the child exits
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=slave, stdout=slave, stderr=slave,
+                             env=dict(os.environ, COLUMNS="100", PYTHONPATH=str(root)))
+    seen, deadline, sent = b"", time.time() + 120, False
+    while time.time() < deadline:
+        if not sent and b"0/3" in seen:  # the bar is up: the first step is running
+            child.send_signal(signal.SIGINT)
+            sent = True
+        if select.select([master], [], [], 0.3)[0]:
+            seen += os.read(master, 65536)
+        elif child.poll() is not None:
+            break
+    child.wait(timeout=30)
+    os.close(master)
+    os.close(slave)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace"))
+    lines = [line.rstrip("\r").split("\r")[-1] for line in text.split("\n")]  # what each terminal line ends up showing
+    said = [line for line in lines if "interrupted" in line]
+    assert sent and child.returncode == 130, text[-500:]
+    assert said == ["interrupted; no step had finished, so there is nothing to keep; run the same command again to start"], lines[-4:]
+    assert not (tmp_path / "run" / "log.jsonl").exists()
