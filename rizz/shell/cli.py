@@ -181,10 +181,14 @@ def replay(
 @app.command()
 def diff(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR."),
-    at: int = typer.Option(..., "--at", min=0, help="First step (0-based) whose changes to show."),
+    at: int = typer.Option(..., "--at", min=0, help="First step whose changes to show. Steps are numbered from 0: step 0 is the first element (progress counts steps done: 10/84 means steps 0..9)."),
     to: Optional[int] = typer.Option(None, "--to", min=0, help="Last step to show (default: --at)."),
 ) -> None:
-    """What changed in the state between steps: spawns, merges, writes, quarantine, counters, drops."""
+    """What changed in the state between steps: spawns, merges, writes, quarantine, counters, drops.
+
+    Each step shows its prompt's tokens and budget, and which limit set the budget: the
+    policy's compiler.token_budget, --budget, or the model's window less the reply's tokens.
+    """
     from rizz.shell.diff import diff_run
 
     try:

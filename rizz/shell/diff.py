@@ -16,9 +16,9 @@ from rizz.shell.logfold import LogFold
 from rizz.shell.logrecord import parse
 from rizz.shell.policy_file import parse_policy
 from rizz.shell.runlog import RunDir
-from rizz.shell.wording import plural
+from rizz.shell.wording import ordinal, plural
 
-__all__ = ["branch_rows", "describe_event", "diff_run", "inspect_run"]
+__all__ = ["branch_rows", "budget_source", "describe_event", "diff_run", "inspect_run"]
 
 
 def _clip(text: str, n: int = 60) -> str:
@@ -83,8 +83,26 @@ def _fold_until(rd: RunDir, stop: int, keep_from: int) -> tuple[AdaptiveState, l
     return fold.state, kept
 
 
+def budget_source(budget: int, policy_budget: int, cap: int | None) -> str:
+    """Which limit set a prompt's token ``budget`` (:func:`rizz.shell.answering.budget`: the
+    smallest of the policy's ``compiler.token_budget``, the ``--budget`` cap and the model's
+    window less the reply's tokens), in words for ``rizz diff``.
+
+    Example:
+        >>> budget_source(2048, 8192, 2048), budget_source(8192, 8192, None), budget_source(8120, 16384, None)
+        ('--budget', "the policy's compiler.token_budget", "the model's window less the reply's tokens")
+    """
+    if cap is not None and budget == cap:
+        return "--budget"
+    if budget == policy_budget:
+        return "the policy's compiler.token_budget"
+    return "the model's window less the reply's tokens"
+
+
 def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
-    """Text describing what steps ``at``..``to`` (inclusive, 0-based) changed.
+    """Text describing what steps ``at``..``to`` (inclusive, 0-based: step 0 is the first
+    element) changed; each step's line also gives its element's place counted from 1, as
+    progress counts steps done.
 
     Raises ValueError when ``at`` or ``to`` is negative or past the end of the log, when
     ``to < at``, or when the log is empty.
@@ -102,10 +120,13 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
         if step >= n:
             raise ValueError(f"{flag} {step}: step {step} is not in the log of {run_dir} (it has {'step 0 only' if n == 1 else f'steps 0..{n - 1}'})")
     state, kept = _fold_until(rd, to, at)
+    meta = rd.meta()
+    policy_budget = int(meta["policy_data"]["compiler"]["token_budget"])
     lines = []
     for rec, events in kept:
         kind = rec.get("kind", "step")
-        head = f"step {rec['step']} [{rec['id']}]" + (f" {kind}" if kind != "step" else "") + (f" task {rec['task']}" if rec.get("task") else "")
+        head = (f"step {rec['step']} [{rec['id']}]" + (f" {kind}" if kind != "step" else "") + f" ({ordinal(rec['step'] + 1)} element)"
+                + (f" task {rec['task']}" if rec.get("task") else ""))
         if rec.get("answer"):
             head += f": answer {_clip(str(rec['answer']['extracted']), 40)!r}"
         lines.append(head)
@@ -118,7 +139,8 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
                 lines.append("  " + d)
         p = rec.get("prompt")
         if p:
-            lines.append(f"  prompt: {p['tokens']} of {p['budget']} tokens, {plural(len(p['rule_ids']), 'rule')}, {plural(len(p['episode_keys']), 'example')}")
+            lines.append(f"  prompt: {p['tokens']} tokens (budget {p['budget']}: {budget_source(p['budget'], policy_budget, meta.get('budget_cap'))}), "
+                         f"{plural(len(p['rule_ids']), 'rule')}, {plural(len(p['episode_keys']), 'example')}")
             for block, item, tokens, reason in p["dropped"]:
                 lines.append(f"  compiler dropped {block}/{item} ({tokens} tokens, {reason})")
         if rec.get("overflow"):

@@ -32,7 +32,8 @@ class StepProgress:
     whole run, the steps a resumed run had finished included (:meth:`resume`), so the figures
     equal ``summary.json``'s ``mean_reward`` and ``prompt_tokens``; shows them with the branch
     count on ``progress``'s bar ``label``; without a terminal it calls ``echo`` with
-    ``"<label> step N/T: reward … | branches … | tokens …"`` every ``LINE_EVERY`` steps.
+    ``"<label> N/T steps done: reward … | branches … | tokens …"`` every ``LINE_EVERY`` steps
+    (a count: ``rizz diff`` numbers steps from 0, so N steps done are steps 0..N-1).
     """
 
     def __init__(self, progress: Any, label: str, total: int | None,
@@ -70,7 +71,7 @@ class StepProgress:
         self.progress.update(self.task, completed=done, info=info)
         if self.progress.disable and done % LINE_EVERY == 0:
             of = f"/{self.total}" if self.total is not None else ""
-            self.echo(f"{self.label.strip()} step {done}{of}: {info}")
+            self.echo(f"{self.label.strip()} {done}{of} steps done: {info}")
 
     def finish(self, steps: int) -> None:
         if self.progress is not None:

@@ -25,8 +25,8 @@ def test_lines_without_a_terminal_carry_the_running_mean(monkeypatch):
         sp.finish(25)
     assert len(said) == 25 // LINE_EVERY == 2
     # steps 0..9: answered 0,1,2,3,5,6,7,8 → rewards 1,0,1,0,0,1,0,1 → 4/8
-    assert said[0] == "default step 10/25: reward 0.500 | branches 2 | tokens 1000"
-    assert said[1].startswith("default step 20/25: reward ") and said[1].endswith("| tokens 2000")
+    assert said[0] == "default 10/25 steps done: reward 0.500 | branches 2 | tokens 1000"
+    assert said[1].startswith("default 20/25 steps done: reward ") and said[1].endswith("| tokens 2000")
     assert sp.answered == 20 and abs(sp.mean_reward - sum(float(i % 2 == 0) for i in range(25) if i % 5 != 4) / 20) < 1e-12
 
 
@@ -62,7 +62,7 @@ def test_after_a_resume_the_figures_are_the_whole_runs_as_in_the_summary(tmp_pat
         summary = run_stream(stream, load_policy("default"), "default", out, FakeModel(_answer), emb, on_step=sp, on_resume=sp.resume,
                              log=lambda m: None)
     assert first["mean_reward"] != summary["mean_reward"]  # the resumed half differs, so a partial mean would show
-    assert said[-1] == (f"default step 20/20: reward {summary['mean_reward']:.3f} | branches {summary['branches']['total']}"
+    assert said[-1] == (f"default 20/20 steps done: reward {summary['mean_reward']:.3f} | branches {summary['branches']['total']}"
                         f" | tokens {summary['prompt_tokens']}"), (said, summary["mean_reward"])
     assert sp.answered == summary["answered"] and abs(sp.mean_reward - summary["mean_reward"]) < 1e-6
 

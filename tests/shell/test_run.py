@@ -219,6 +219,23 @@ def test_diff_and_inspect(tmp_path, stream, fake_model, embedder):
     assert sum(r["traffic"] for r in rows) == 14 and rows[0]["label"].startswith("classify/stance")
 
 
+def test_diff_gives_each_steps_place_and_where_its_budget_comes_from(tmp_path, stream, fake_model, embedder):
+    """Issue #29 §8: steps are 0-based while progress counts steps done from 1, and "prompt: 72 of
+    8120 tokens" named a budget nothing explained."""
+    from rizz.shell.diff import budget_source
+
+    _run(stream, tmp_path / "cap", fake_model, embedder, limit=3, budget=512)
+    text = diff_run(tmp_path / "cap", 0, 2)
+    heads = [l for l in text.splitlines() if l.startswith("step ")]
+    assert [h.split(" task ")[0].split("] ")[1] for h in heads] == ["(1st element)", "(2nd element)", "(3rd element)"], heads
+    prompts = [l for l in text.splitlines() if l.startswith("  prompt: ")]
+    assert len(prompts) == 3 and all(re.match(r"  prompt: \d+ tokens \(budget 512: --budget\), \d+ rules?, \d+ examples?$", l) for l in prompts), prompts
+    _run(stream, tmp_path / "window", fake_model, embedder, limit=1)  # the fake model's 4096-token window is below default's 65536
+    (line,) = [l for l in diff_run(tmp_path / "window", 0).splitlines() if l.startswith("  prompt: ")]
+    assert "(budget " in line and line.split("(budget ")[1].split(")")[0].endswith(": the model's window less the reply's tokens"), line
+    assert budget_source(65536, 65536, None) == "the policy's compiler.token_budget"
+
+
 def test_session_api_answers_then_folds_a_late_verdict(fake_model, embedder):
     el = read_stream(TRACE_MINI).elements[0]
     s = Session(load_policy("default"), fake_model(_answer), embedder)
