@@ -25,6 +25,9 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 DEMO_LIMIT = 84
 #: Demo prompt budget (tokens): keeps a step of the 135M model on 2 cores to seconds.
 DEMO_BUDGET = 2048
+#: Seconds per demo step of each policy with the embedded model on 2 idle cores: the README's
+#: "Quick start" table (frozen 141.0 s, default 251.1 s for the 84 steps at --budget 2048).
+DEMO_STEP_SECONDS = {"frozen": 141.0 / 84, "default": 251.1 / 84}
 
 #: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
 MODEL_HELP = spec_help().replace("[", "\\[")  # every spec form and option (rizz/shell/models/spec.py)
@@ -378,12 +381,37 @@ def demo(
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP + " (default: the embedded offline model)"),
     budget: int = typer.Option(DEMO_BUDGET, "--budget", min=MIN_BUDGET, help="Prompt budget cap in tokens, for both policies."),
 ) -> None:
-    """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model."""
+    """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model.
+
+    Says how long it should take before it starts (the README's measurement, scaled by the
+    load on the cores; a resumed demo counts only its steps left); each policy's progress
+    shows its time remaining.
+    """
     stream = DATA_DIR / "trace-mini" / "test.jsonl"
     if not stream.exists():
         _fail(f"shipped demo data not found at {stream}; run from a clone of the rizz repository")
+    typer.echo(_demo_estimate(out, limit, model, budget), err=True)
     _bench(stream, ["frozen", "default"], out, model, limit, None, "rizz " + " ".join(sys.argv[1:]),
            "rizz demo: frozen vs RIZZ on TRACE (interleaved, shipped slice)", budget)
+
+
+def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
+    """The line ``rizz demo`` says first: what it runs and how long that should take."""
+    import os
+
+    from rizz.shell.progress import time_estimate
+    from rizz.shell.runlog import RunDir
+
+    try:  # a resumed demo: only the steps left (a damaged log is the bench's to report)
+        left = {p: max(0, limit - sum(1 for r in RunDir(out / p).records() if r.get("kind", "step") == "step")) for p in DEMO_STEP_SECONDS}
+    except (ValueError, OSError):
+        left = dict.fromkeys(DEMO_STEP_SECONDS, limit)
+    head = f"rizz demo: frozen, then default, over the first {limit} elements of the shipped TRACE slice"
+    if model.strip() != "embedded":
+        return f"{head}; no time estimate for --model {model} (the measured figures are the embedded model's)"
+    threads = int(os.environ.get("RIZZ_THREADS", "2"))
+    guess = time_estimate(left, DEMO_STEP_SECONDS, os.getloadavg()[0], os.cpu_count() or 1, threads)
+    return f"{head}: {guess}" + (f" (measured at --budget {DEMO_BUDGET}; this is --budget {budget})" if budget != DEMO_BUDGET else "")
 
 
 @policy_app.command("check")
