@@ -264,6 +264,29 @@ def test_policy_check_cli(tmp_path):
     assert f"{typo}:2: $.routing.snap_treshold: unknown key; did you mean `snap_threshold`? (allowed: " in res.stderr
 
 
+def test_policy_check_lists_mistakes_in_line_order_as_written(tmp_path):
+    """Issue #29 §11: several mistakes came out of line order (sorted by path), and `write: yes`
+    was reported as "got True"."""
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("extends: default\nwrite: yes\nrouting:\n  snap_threshold: 1.7\n  judge: off\ncompiler:\n  token_budget: -5\n"
+                   "quarantine: ~\n")
+    res = CliRunner().invoke(app, ["policy", "check", str(bad)])
+    lines = res.output.strip().splitlines()
+    assert res.exit_code == 1 and lines[0].endswith("bad.yaml: invalid policy"), res.output
+    assert [l.split(": $", 1)[0].rsplit(":", 1)[1] for l in lines[1:]] == ["2", "4", "5", "7", "8"], lines
+    assert lines[1].endswith(":2: $.write: expected a mapping, got yes (YAML reads it as true)")
+    assert lines[3].endswith(":5: $.routing.judge: expected one of always, when_uncertain, got off (YAML reads it as false)")
+    assert lines[5].endswith(":8: $.quarantine: expected a mapping, got ~ (YAML reads it as null)")
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("extends: default\nwrite:\n  enabled: true\n  threshold: 2\n")
+    (line,) = CliRunner().invoke(app, ["policy", "check", str(ok)]).output.strip().splitlines()[1:]
+    assert line.endswith(":4: $.write.threshold: unknown key; did you mean `thresholds`? (allowed: " + line.split("(allowed: ")[1]), line
+
+
 def test_shared_cache_pays_each_prompt_once(tmp_path, stream, fake_model, embedder):
     from rizz.shell.models import CachedModel, ResponseCache
 
