@@ -161,24 +161,48 @@ def replay(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR written by `rizz run`."),
     policy: Optional[str] = typer.Option(None, "--policy", "-p", help="Refold under this policy instead of the run's own (writes summary.replay.json)."),
 ) -> None:
-    """Refold RUN_DIR's log with no model calls; print the final state's digest.
+    """Refold RUN_DIR's log with no model calls; print the final state's digest, and say
+    whether it equals the digest the run recorded (summary.json).
 
     Under another --policy the logged answers and rewards are refolded as they are: the
     memory and branches are that policy's, the rewards the run's (it is not a new run; use
-    `rizz run` or `rizz bench` to measure a policy).
+    `rizz run` or `rizz bench` to measure a policy); it writes summary.replay.json and says
+    what differs from the run's summary.json (branches, labels, digest).
     """
     from rizz.shell.run import replay as do_replay
+    from rizz.shell.run import replay_differences
 
     from rizz.shell.runlog import RunDirBusy
 
     pol = _load_policy_or_exit(policy) if policy else None
+    try:  # what the run recorded, read before a refold under its own policy rewrites summary.json
+        recorded = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = None
     try:
         summary = do_replay(run_dir, pol, policy)
     except FileNotFoundError as e:
         _fail(str(e))
     except RunDirBusy as e:  # replay writes summary.json, so it takes the lock a running run or server holds
         _fail(f"{str(e).split(';')[0]}; replay it once that process has finished (replay writes summary.json)")
-    typer.echo(summary["state_digest"])
+    typer.echo(summary["state_digest"])  # stdout: the digest alone (scripts read it); what it means goes to stderr
+
+    def say(message: str) -> None:
+        typer.echo(message, err=True)
+
+    if recorded is None:
+        say(f"no digest recorded to compare with: {run_dir / 'summary.json'} is missing or unreadable "
+            "(a run that has not finished; a live session's directory until its first replay)")
+    elif "answers_from" in summary:
+        say(f"wrote {run_dir / 'summary.replay.json'}: the run's answers and rewards refolded under {summary['policy']}")
+        changed = replay_differences(recorded, summary)
+        say(f"differs from the run's summary.json ({recorded.get('policy')}) in: " + "; ".join(changed) if changed
+            else f"the same branches, labels and digest as the run's summary.json ({recorded.get('policy')})")
+    elif recorded.get("state_digest") == summary["state_digest"]:
+        say(f"= the digest the run recorded in {run_dir / 'summary.json'}: its log replays to the same state")
+    else:
+        say(f"≠ the digest the run recorded in {run_dir / 'summary.json'} ({recorded.get('state_digest')}): its log refolds to "
+            "another state (was it written by another version of rizz?); summary.json now holds the refolded one")
 
 
 @app.command()

@@ -461,3 +461,32 @@ def test_inspect_of_a_run_with_no_step_says_so(tmp_path, stream, fake_model, emb
         snap.unlink()
     code, text = _cli("inspect", str(out))
     assert code == 0 and text == f"{out}: no branches yet (no step has been folded)", text
+
+
+def test_replay_says_whether_it_got_the_recorded_digest_and_what_another_policy_changed(tmp_path, stream, fake_model, embedder):
+    """Issue #29 §7: `rizz replay` printed only a digest."""
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    out = tmp_path / "r"
+    s = _run(stream, out, fake_model, embedder, limit=6)
+    res = CliRunner().invoke(app, ["replay", str(out)])
+    assert res.exit_code == 0 and res.stdout == s["state_digest"] + "\n"  # stdout: the digest alone
+    assert res.stderr == f"= the digest the run recorded in {out / 'summary.json'}: its log replays to the same state\n"
+    res = CliRunner().invoke(app, ["replay", str(out), "--policy", "single-branch"])
+    other = json.loads((out / "summary.replay.json").read_text())
+    assert res.exit_code == 0 and res.stdout == other["state_digest"] + "\n"
+    said = res.stderr.splitlines()
+    assert said[0] == f"wrote {out / 'summary.replay.json'}: the run's answers and rewards refolded under single-branch"
+    assert said[1].startswith("differs from the run's summary.json (default) in: branches ")
+    assert f"branches {s['branches']['total']} ({s['branches']['active']} active) → 1 (1 active)" in said[1]
+    assert f"state digest {s['state_digest']} → {other['state_digest']}" in said[1] and "labels " in said[1]
+    recorded = json.loads((out / "summary.json").read_text())
+    recorded["state_digest"] = "sha256:" + "0" * 64  # as if written by a rizz whose fold differed
+    (out / "summary.json").write_text(json.dumps(recorded))
+    res = CliRunner().invoke(app, ["replay", str(out)])
+    assert res.stderr.startswith(f"≠ the digest the run recorded in {out / 'summary.json'} (sha256:{'0' * 64}): its log refolds to another state")
+    (out / "summary.json").unlink()
+    res = CliRunner().invoke(app, ["replay", str(out)])
+    assert res.stderr.startswith(f"no digest recorded to compare with: {out / 'summary.json'} is missing")
