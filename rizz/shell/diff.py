@@ -11,6 +11,7 @@ from typing import Any
 
 from rizz.core import AdaptiveState
 from rizz.core import events as ev
+from rizz.core.evidence import block_shown
 from rizz.shell.agents.view import episode_lines
 from rizz.shell.logfold import LogFold
 from rizz.shell.logrecord import parse
@@ -161,8 +162,6 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
 def inspect_run(run_dir: str | Path) -> list[dict[str, Any]]:
     """One row per branch of the run's final state: id, label, active, sizes, traffic, reward
     (and, under ``evidence.enabled``, the blocks its evidence withholds now)."""
-    from rizz.core.evidence import block_shown
-
     rd = RunDir(run_dir)
     state, _ = _fold_until(rd, 10**12, 10**12)
     policy = parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data")

@@ -490,3 +490,11 @@ def test_replay_says_whether_it_got_the_recorded_digest_and_what_another_policy_
     (out / "summary.json").unlink()
     res = CliRunner().invoke(app, ["replay", str(out)])
     assert res.stderr.startswith(f"no digest recorded to compare with: {out / 'summary.json'} is missing")
+
+
+def test_inspect_of_an_evidence_policy_run_shows_what_evidence_withholds(tmp_path, stream, fake_model, embedder):
+    """`rizz inspect` of a run under an evidence-enabled policy raised NameError (block_shown was
+    imported inside inspect_run, not where branch_rows uses it)."""
+    _run(stream, tmp_path / "ev", fake_model, embedder, policy="evidence", limit=4)
+    rows = inspect_run(tmp_path / "ev")
+    assert rows and all(isinstance(r["withheld"], str) and r["withheld"] for r in rows), rows
