@@ -225,14 +225,20 @@ def diff(
 
 
 @app.command()
-def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", help="Machine-readable rows."),
+def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", help="Machine-readable rows (every field)."),
             episodes: bool = typer.Option(False, "--episodes", help="The run's agent episodes: request → calls → results → final answer."),
-            full: bool = typer.Option(False, "--full", help="With --episodes: every event of long episodes.")) -> None:
-    """Branches of the run's final state: labels, sizes, traffic and mean reward (--episodes: its episodes)."""
-    from rich.console import Console
-    from rich.table import Table
+            full: bool = typer.Option(False, "--full", help="With --episodes: every event of long episodes."),
+            wide: bool = typer.Option(False, "--wide", help="Every column, however wide the table (by default columns are dropped to fit the terminal).")) -> None:
+    """Branches of the run's final state: label, where the label came from (judge, fallback, snapped, declared,
+    context or placeholder, at which step), traffic, mean reward and memory sizes (--episodes: its episodes).
 
-    from rizz.shell.diff import inspect_run
+    The table fits the terminal: the least needed columns are left out and long labels fold
+    onto more lines; --wide shows every column, including how the inputs reached each branch
+    (by the judge's label, a snapped label, a declared one, or by anchor similarity alone).
+    """
+    from rich.console import Console
+
+    from rizz.shell.diff import branch_table, inspect_run
 
     if episodes:
         from rizz.shell.agents.view import episode_rows, episodes_text
@@ -254,12 +260,13 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
         return
     if full:
         typer.echo("(--full applies to --episodes only)", err=True)
-    table = Table(title=f"branches of {run_dir}")
-    for col in rows[0].keys() if rows else ["branch"]:
-        table.add_column(col, justify="right" if col not in ("branch", "label", "shape") else "left")
-    for r in rows:
-        table.add_row(*["–" if v is None else str(v) for v in r.values()])
-    Console(width=max(160, Console().width)).print(table)
+    console = Console()
+    table, dropped = branch_table(rows, console.width, wide=wide)
+    console.print(f"branches of {run_dir}", markup=False, highlight=False)
+    (Console(width=10_000) if wide else console).print(table)
+    if dropped:  # wrapped to the terminal like the table
+        console.print(f"(left out to fit {console.width} columns: {', '.join(dropped)}; --wide shows them, --json gives every field)",
+                      markup=False, highlight=False)
 
 
 def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: Optional[int]) -> None:

@@ -498,3 +498,69 @@ def test_inspect_of_an_evidence_policy_run_shows_what_evidence_withholds(tmp_pat
     _run(stream, tmp_path / "ev", fake_model, embedder, policy="evidence", limit=4)
     rows = inspect_run(tmp_path / "ev")
     assert rows and all(isinstance(r["withheld"], str) and r["withheld"] for r in rows), rows
+
+
+def _label_run(tmp_path, policy: str, judge_labels: list[str], n: int):
+    """``n`` stance elements (livekit's) through ``policy``; the judge answers ``judge_labels`` in turn."""
+    from livekit import HashEmbedder, StubModel, element
+
+    class Judge(StubModel):
+        asked = 0
+
+        def reply(self, messages):
+            if any('"function"' in m.content for m in messages):
+                Judge.asked += 1
+                f, a = judge_labels[min(Judge.asked, len(judge_labels)) - 1].split("/")
+                return json.dumps({"function": f, "application": a})
+            return super().reply(messages)
+
+    stream = tmp_path / f"{policy}.jsonl"
+    stream.write_text("".join(json.dumps(element(2 * i + 1)) + "\n" for i in range(n)))
+    out = tmp_path / policy
+    run_stream(stream, load_policy(policy), policy, out, Judge(), HashEmbedder(), log=lambda m: None)
+    return out
+
+
+def test_inspect_says_where_each_label_came_from_and_how_inputs_reached_it(tmp_path):
+    """Issue #29 §9: branch labels read as nonsense and nothing said where one came from."""
+    out = _label_run(tmp_path, "default", ["classify/stance"], 4)  # the judge names b0; the rest follow its anchor
+    (row,) = inspect_run(out)
+    assert (row["label"], row["label_from"], row["label_step"], row["label_proposed"]) == ("classify/stance", "judge", 0, None)
+    assert row["routed_by"] == {"judge": 1, "snapped": 0, "declared": 0, "anchor": 3, "context": 0}
+    out = _label_run(tmp_path, "judge-always", ["classify/stance", "classify/stance-detection"], 3)
+    (row,) = inspect_run(out)  # the judge's later labels snapped to the first
+    assert row["label_from"] == "judge" and row["routed_by"] == {"judge": 1, "snapped": 2, "declared": 0, "anchor": 0, "context": 0}
+    code, text = _cli("inspect", str(out), "--wide")
+    assert code == 0 and "judge @0" in text and "2 snapped, 1 judge" in text, text
+
+
+def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path, monkeypatch):
+    """Issue #29 §3: `rizz inspect` was at least 160 columns wide and wrapped on an 80-column
+    terminal, cutting labels."""
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    out = _label_run(tmp_path, "default", ["translate/reasons-compound-choices"], 3)
+    res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": "80"})
+    lines = res.output.splitlines()
+    assert res.exit_code == 0 and max(len(l) for l in lines) <= 80, "\n".join(lines)
+    assert any("translate/reasons-compound-choices" in l for l in lines)  # whole, on one line
+    assert "mean" in res.output and "traffic" in res.output and "judge @0" in res.output
+    footer = " ".join(res.output.split("(left out to fit ")[1].split())
+    assert footer.startswith("80 columns: label_proposed, shape, ") and footer.endswith("--wide shows them, --json gives every field)")
+    res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": "40"})  # narrower than the kept columns: labels fold
+    lines = res.output.splitlines()
+    assert res.exit_code == 0 and "…" not in res.output and max(len(l) for l in lines) <= 40, res.output
+    i = next(n for n, l in enumerate(lines) if l.split()[:1] == ["b0"])
+    parts = [lines[i].split()[1]]
+    for line in lines[i + 1:]:
+        if not line.strip():
+            break
+        parts.append(line.split()[0])
+    assert "".join(parts) == "translate/reasons-compound-choices", res.output  # folded, not cut
+    res = CliRunner().invoke(app, ["inspect", str(out), "--wide"], env={"COLUMNS": "80"})
+    header = " ".join(res.output.split())
+    for name in ("shape", "active", "answered", "episodes", "rules", "anti-", "patterns", "context", "quaran-", "tined", "inputs routed by"):
+        assert name in header, (name, res.output)
+    assert "left out" not in res.output
