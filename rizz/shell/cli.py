@@ -132,7 +132,9 @@ def run(
     except (ValueError, ModelUnavailableError, KeyboardInterrupt) as e:
         if new_dir and not any(out.iterdir()):  # a refused command leaves no RUN_DIR behind
             out.rmdir()
-        _fail(f"interrupted; {_resume_hint(out)}" if isinstance(e, KeyboardInterrupt) else str(e), 130 if isinstance(e, KeyboardInterrupt) else 2)
+        if isinstance(e, KeyboardInterrupt):
+            _fail(f"interrupted; {_resume_hint(out)}", 130)
+        _fail(str(e))
     try:  # outside the bar's `with`: the bar ends its line before any message is said
         embedder = Embedder()
         with new_progress() as prog:

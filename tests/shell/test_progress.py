@@ -171,3 +171,21 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
                          " 2 cores), so expect about 3.0× that: 6 min"), line
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d2"), "--model", "anthropic"]).output.splitlines()[0]
     assert line.endswith("; no time estimate for --model anthropic (the measured figures are the embedded model's)"), line
+
+
+def test_ctrl_c_while_the_model_loads_is_said_and_leaves_no_run_dir(tmp_path, monkeypatch):
+    """It exited 130 without a word (typer's default), before the bar even started."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from rizz.shell import cli
+
+    def interrupted(spec, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("rizz.shell.models.load_model", interrupted)
+    src = Path(__file__).resolve().parents[2] / "data" / "trace-mini" / "test.jsonl"
+    res = CliRunner().invoke(cli.app, ["run", str(src), "--out", str(tmp_path / "run"), "--limit", "2"])
+    assert res.exit_code == 130 and not (tmp_path / "run").exists()
+    assert res.output.strip() == "interrupted; no step had finished, so there is nothing to keep; run the same command again to start"
