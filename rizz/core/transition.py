@@ -54,6 +54,11 @@ class RouteResult(NamedTuple):
     decision: RouteDecision
     events: tuple[object, ...]
 
+    def __repr__(self) -> str:  # the state is the whole memory: its size only
+        n = len(self.state.branches)
+        return (f"RouteResult(state=<AdaptiveState, {n} branch{'es' if n != 1 else ''}>, "
+                f"decision={self.decision!r}, events={self.events!r})")
+
 
 def _route_events(decision: RouteDecision) -> list[object]:
     out: list[object] = []

@@ -14,7 +14,7 @@ from typing import Iterable
 
 import numpy as np
 
-__all__ = ["EmbeddingMatrix", "as_vector", "cosine", "row_dots", "to_bytes"]
+__all__ = ["EmbeddingMatrix", "as_vector", "cosine", "row_dots", "to_bytes", "vec_repr"]
 
 
 def to_bytes(vec: np.ndarray | bytes | Iterable[float]) -> bytes:
@@ -25,6 +25,16 @@ def to_bytes(vec: np.ndarray | bytes | Iterable[float]) -> bytes:
     if arr.ndim != 1 or not np.all(np.isfinite(arr)):
         raise ValueError(f"expected a finite 1-d vector, got shape {arr.shape}")
     return arr.tobytes()
+
+
+def vec_repr(data: bytes) -> str:
+    """What a record's ``repr`` shows for vector bytes: their shape, not the raw bytes.
+
+    Example:
+        >>> vec_repr(np.zeros(384, dtype=np.float32).tobytes()), vec_repr(b"")
+        ('<(384,) float32>', "b''")
+    """
+    return f"<({len(data) // 4},) float32>" if data else "b''"
 
 
 def as_vector(data: bytes) -> np.ndarray:

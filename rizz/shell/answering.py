@@ -106,10 +106,19 @@ class Pending:
     def step(self) -> int:
         return self.step_input.step
 
-    def __repr__(self) -> str:  # the fields hold embeddings and the whole route round's state
-        d = self.routed.decision if self.routed is not None else None
-        return (f"Pending(id={self.id!r}, step={self.step}, answer={self.answer!r}, "
-                f"branch={getattr(d, 'branch_id', None)!r}, calls={len(self.calls)})")
+    @property
+    def branch(self) -> str | None:
+        """The branch the answer was routed to (its verdict writes there), None without a route."""
+        return self.routed.decision.branch_id if self.routed is not None else None
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Tokens of the compiled prompt sent to the model (0 when none was sent)."""
+        return self.prompt.token_count if self.prompt is not None else 0
+
+    def __repr__(self) -> str:  # attributes only: the fields hold embeddings and the route round's state
+        return (f"Pending(id={self.id!r}, step={self.step}, answer={self.answer!r}, branch={self.branch!r}, "
+                f"prompt_tokens={self.prompt_tokens})")
 
 
 def embed_texts(embedder: Any, store: Any, texts: Sequence[str]) -> list[Embedded]:

@@ -116,7 +116,7 @@ def run_bench(
         on_step = StepProgress(progress, f"{pol.name:>22}", total, echo=log)
         summary = run_stream(stream, pol, source, out / pol.name, model, embedder, limit=limit,
                              rendering=rendering or (peer_model.rendering if peer_model is not None else None),
-                             budget=budget, on_step=on_step, log=log, user_model=user_model)
+                             budget=budget, on_step=on_step, on_resume=on_step.resume, log=log, user_model=user_model)
         on_step.finish(summary["steps"])
     if proxy is not None:
         proxy.close()

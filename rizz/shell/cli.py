@@ -29,6 +29,9 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 DEMO_LIMIT = 84
 #: Demo prompt budget (tokens): keeps a step of the 135M model on 2 cores to seconds.
 DEMO_BUDGET = 2048
+#: Seconds per demo step of each policy with the embedded model on 2 idle cores: the README's
+#: "Quick start" table (frozen 141.0 s, default 251.1 s for the 84 steps at --budget 2048).
+DEMO_STEP_SECONDS = {"frozen": 141.0 / 84, "default": 251.1 / 84}
 
 #: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
 MODEL_HELP = spec_help().replace("[", "\\[")  # every spec form and option (rizz/shell/models/spec.py)
@@ -76,9 +79,13 @@ def _check_out(out: Path, marker: str, what: str, also: tuple[str, ...] = ()) ->
                   f"and no {marker}; give a new folder for the {what}")
 
 
-def _resume_hint(log: Path) -> str:
-    """What a stopped run keeps and how to go on (the same words for every stop)."""
-    return f"every finished step is in {log}; run the same command again to resume"
+def _resume_hint(out: Path, per_policy: bool = False) -> str:
+    """What a stopped run (``per_policy``: a bench's runs, ``out/<policy>/``) keeps and how to
+    go on (the same words for every stop); names the log only once a step is in it."""
+    logs = list(out.glob("*/log.jsonl")) if per_policy else [out / "log.jsonl"]
+    if not any(p.is_file() and p.stat().st_size for p in logs):
+        return "no step had finished, so there is nothing to keep; run the same command again to start"
+    return f"every finished step is in {out / '<policy>' / 'log.jsonl' if per_policy else out / 'log.jsonl'}; run the same command again to resume"
 
 
 @app.command()
@@ -126,30 +133,32 @@ def run(
     try:
         backend = load_model(model, cache=cache or out / "responses.sqlite")
         umodel = load_model(user_model, cache=cache or out / "responses.sqlite") if user_model else None
-    except (ValueError, ModelUnavailableError) as e:
+    except (ValueError, ModelUnavailableError, KeyboardInterrupt) as e:
         if new_dir and not any(out.iterdir()):  # a refused command leaves no RUN_DIR behind
             out.rmdir()
+        if isinstance(e, KeyboardInterrupt):
+            _fail(f"interrupted; {_resume_hint(out)}", 130)
         _fail(str(e))
-    embedder = Embedder()
-    with new_progress() as prog:
-        on_step = StepProgress(prog, pol.name, min(n, limit) if limit is not None else n, echo=lambda m: typer.echo(m, err=True))
-        try:
+    try:  # outside the bar's `with`: the bar ends its line before any message is said
+        embedder = Embedder()
+        with new_progress() as prog:
+            on_step = StepProgress(prog, pol.name, min(n, limit) if limit is not None else n, echo=lambda m: typer.echo(m, err=True))
             summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
-                                 rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, budget=budget,
+                                 rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, on_resume=on_step.resume, budget=budget,
                                  user_model=umodel, durability=durability)
-        except (StreamError, RunDirBusy, RunDirMismatch) as e:
-            _fail(str(e))
-        except KeyboardInterrupt:
-            _fail(f"interrupted; {_resume_hint(out / 'log.jsonl')}", 130)
-        except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
-            _fail(f"{e}\n{_resume_hint(out / 'log.jsonl')}")
-        except Exception as e:  # a full disk stops cleanly (issue #12 §7); anything else propagates
-            from rizz.shell.durable import EXIT_DISK_FULL, disk_full
+    except (StreamError, RunDirBusy, RunDirMismatch) as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        _fail(f"interrupted; {_resume_hint(out)}", 130)
+    except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
+        _fail(f"{e}\n{_resume_hint(out)}")
+    except Exception as e:  # a full disk stops cleanly (issue #12 §7); anything else propagates
+        from rizz.shell.durable import EXIT_DISK_FULL, disk_full
 
-            full = e if isinstance(e, OSError) and "disk full" in str(e) else disk_full(e, "the run", out)
-            if full is None:
-                raise
-            _fail(str(full), EXIT_DISK_FULL)
+        full = e if isinstance(e, OSError) and "disk full" in str(e) else disk_full(e, "the run", out)
+        if full is None:
+            raise
+        _fail(str(full), EXIT_DISK_FULL)
     typer.echo(json.dumps({k: summary[k] for k in ("steps", "answered", "mean_reward", "model_calls", "branches", "state_digest")}, indent=1))
 
 
@@ -158,33 +167,61 @@ def replay(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR written by `rizz run`."),
     policy: Optional[str] = typer.Option(None, "--policy", "-p", help="Refold under this policy instead of the run's own (writes summary.replay.json)."),
 ) -> None:
-    """Refold RUN_DIR's log with no model calls; print the final state's digest.
+    """Refold RUN_DIR's log with no model calls; print the final state's digest, and say
+    whether it equals the digest the run recorded (summary.json).
 
     Under another --policy the logged answers and rewards are refolded as they are: the
     memory and branches are that policy's, the rewards the run's (it is not a new run; use
-    `rizz run` or `rizz bench` to measure a policy).
+    `rizz run` or `rizz bench` to measure a policy); it writes summary.replay.json and says
+    what differs from the run's summary.json (branches, labels, digest).
     """
     from rizz.shell.run import replay as do_replay
+    from rizz.shell.run import replay_differences
 
     from rizz.shell.runlog import RunDirBusy
 
     pol = _load_policy_or_exit(policy) if policy else None
+    try:  # what the run recorded, read before a refold under its own policy rewrites summary.json
+        recorded = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = None
     try:
         summary = do_replay(run_dir, pol, policy)
     except FileNotFoundError as e:
         _fail(str(e))
     except RunDirBusy as e:  # replay writes summary.json, so it takes the lock a running run or server holds
         _fail(f"{str(e).split(';')[0]}; replay it once that process has finished (replay writes summary.json)")
-    typer.echo(summary["state_digest"])
+    typer.echo(summary["state_digest"])  # stdout: the digest alone (scripts read it); what it means goes to stderr
+
+    def say(message: str) -> None:
+        typer.echo(message, err=True)
+
+    if recorded is None:
+        say(f"no digest recorded to compare with: {run_dir / 'summary.json'} is missing or unreadable "
+            "(a run that has not finished; a live session's directory until its first replay)")
+    elif "answers_from" in summary:
+        say(f"wrote {run_dir / 'summary.replay.json'}: the run's answers and rewards refolded under {summary['policy']}")
+        changed = replay_differences(recorded, summary)
+        say(f"differs from the run's summary.json ({recorded.get('policy')}) in: " + "; ".join(changed) if changed
+            else f"the same branches, labels and digest as the run's summary.json ({recorded.get('policy')})")
+    elif recorded.get("state_digest") == summary["state_digest"]:
+        say(f"= the digest the run recorded in {run_dir / 'summary.json'}: its log replays to the same state")
+    else:
+        say(f"≠ the digest the run recorded in {run_dir / 'summary.json'} ({recorded.get('state_digest')}): its log refolds to "
+            "another state (was it written by another version of rizz?); summary.json now holds the refolded one")
 
 
 @app.command()
 def diff(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR."),
-    at: int = typer.Option(..., "--at", min=0, help="First step (0-based) whose changes to show."),
+    at: int = typer.Option(..., "--at", min=0, help="First step whose changes to show. Steps are numbered from 0: step 0 is the first element (progress counts steps done: 10/84 means steps 0..9)."),
     to: Optional[int] = typer.Option(None, "--to", min=0, help="Last step to show (default: --at)."),
 ) -> None:
-    """What changed in the state between steps: spawns, merges, writes, quarantine, counters, drops."""
+    """What changed in the state between steps: spawns, merges, writes, quarantine, counters, drops.
+
+    Each step shows its prompt's tokens and budget, and which limit set the budget: the
+    policy's compiler.token_budget, --budget, or the model's window less the reply's tokens.
+    """
     from rizz.shell.diff import diff_run
 
     try:
@@ -194,14 +231,20 @@ def diff(
 
 
 @app.command()
-def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", help="Machine-readable rows."),
+def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", help="Machine-readable rows (every field)."),
             episodes: bool = typer.Option(False, "--episodes", help="The run's agent episodes: request → calls → results → final answer."),
-            full: bool = typer.Option(False, "--full", help="With --episodes: every event of long episodes.")) -> None:
-    """Branches of the run's final state: labels, sizes, traffic and mean reward (--episodes: its episodes)."""
-    from rich.console import Console
-    from rich.table import Table
+            full: bool = typer.Option(False, "--full", help="With --episodes: every event of long episodes."),
+            wide: bool = typer.Option(False, "--wide", help="Every column, however wide the table (by default columns are dropped to fit the terminal).")) -> None:
+    """Branches of the run's final state: label, where the label came from (judge, fallback, snapped, declared,
+    context or placeholder, at which step), traffic, mean reward and memory sizes (--episodes: its episodes).
 
-    from rizz.shell.diff import inspect_run
+    The table fits the terminal: the least needed columns are left out and long labels fold
+    onto more lines; --wide shows every column, including how the inputs reached each branch
+    (by the judge's label, a snapped label, a declared one, or by anchor similarity alone).
+    """
+    from rich.console import Console
+
+    from rizz.shell.diff import branch_table, inspect_run
 
     if episodes:
         from rizz.shell.agents.view import episode_rows, episodes_text
@@ -223,12 +266,13 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
         return
     if full:
         typer.echo("(--full applies to --episodes only)", err=True)
-    table = Table(title=f"branches of {run_dir}")
-    for col in rows[0].keys() if rows else ["branch"]:
-        table.add_column(col, justify="right" if col not in ("branch", "label", "shape") else "left")
-    for r in rows:
-        table.add_row(*["–" if v is None else str(v) for v in r.values()])
-    Console(width=max(160, Console().width)).print(table)
+    console = Console()
+    table, dropped = branch_table(rows, console.width, wide=wide)
+    console.print(f"branches of {run_dir}", markup=False, highlight=False)
+    (Console(width=10_000) if wide else console).print(table)
+    if dropped:  # wrapped to the terminal like the table
+        console.print(f"(left out to fit {console.width} columns: {', '.join(dropped)}; --wide shows them, --json gives every field)",
+                      markup=False, highlight=False)
 
 
 def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: Optional[int]) -> None:
@@ -332,9 +376,9 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
     except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, PeerError) as e:
         _fail(str(e))
     except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
-        _fail(f"{e}\n{_resume_hint(out / '<policy>' / 'log.jsonl')}")
+        _fail(f"{e}\n{_resume_hint(out, per_policy=True)}")
     except KeyboardInterrupt:
-        _fail(f"interrupted; {_resume_hint(out / '<policy>' / 'log.jsonl')}", 130)
+        _fail(f"interrupted; {_resume_hint(out, per_policy=True)}", 130)
     finally:
         ctx.__exit__(None, None, None)
     from rizz.shell.report import format_table
@@ -374,12 +418,37 @@ def demo(
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP + " (default: the embedded offline model)"),
     budget: int = typer.Option(DEMO_BUDGET, "--budget", min=MIN_BUDGET, help="Prompt budget cap in tokens, for both policies."),
 ) -> None:
-    """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model."""
+    """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model.
+
+    Says how long it should take before it starts (the README's measurement, scaled by the
+    load on the cores; a resumed demo counts only its steps left); each policy's progress
+    shows its time remaining.
+    """
     stream = DATA_DIR / "trace-mini" / "test.jsonl"
     if not stream.exists():
         _fail(f"shipped demo data not found at {stream}; run from a clone of the rizz repository")
+    typer.echo(_demo_estimate(out, limit, model, budget), err=True)
     _bench(stream, ["frozen", "default"], out, model, limit, None, "rizz " + " ".join(sys.argv[1:]),
            "rizz demo: frozen vs RIZZ on TRACE (interleaved, shipped slice)", budget)
+
+
+def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
+    """The line ``rizz demo`` says first: what it runs and how long that should take."""
+    import os
+
+    from rizz.shell.progress import time_estimate
+    from rizz.shell.runlog import RunDir
+
+    try:  # a resumed demo: only the steps left (a damaged log is the bench's to report)
+        left = {p: max(0, limit - sum(1 for r in RunDir(out / p).records() if r.get("kind", "step") == "step")) for p in DEMO_STEP_SECONDS}
+    except (ValueError, OSError):
+        left = dict.fromkeys(DEMO_STEP_SECONDS, limit)
+    head = f"rizz demo: frozen, then default, over the first {limit} elements of the shipped TRACE slice"
+    if model.strip() != "embedded":
+        return f"{head}; no time estimate for --model {model} (the measured figures are the embedded model's)"
+    threads = int(os.environ.get("RIZZ_THREADS", "2"))
+    guess = time_estimate(left, DEMO_STEP_SECONDS, os.getloadavg()[0], os.cpu_count() or 1, threads)
+    return f"{head}: {guess}" + (f" (measured at --budget {DEMO_BUDGET}; this is --budget {budget})" if budget != DEMO_BUDGET else "")
 
 
 @policy_app.command("check")

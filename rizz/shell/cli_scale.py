@@ -78,15 +78,22 @@ def serve(
     keys: Optional[Path] = typer.Option(None, "--keys", help="YAML file: tenant -> API key (or list of keys), sent as 'Authorization: Bearer KEY'."),
     queue_timeout: float = typer.Option(300.0, "--queue-timeout", min=0.1, help="Longest wait (s) for the shared model before 504."),
     max_body_kib: int = typer.Option(1024, "--max-body-kib", min=1, help="Largest request body (KiB); a larger one gets 413 unread."),
+    rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise); "
+                                            "a one-line question to a GGUF model needs chat for an answer. Fixed per tenant folder once it exists."),
 ) -> None:
-    """Serve one durable live session per tenant over HTTP (FastAPI): answer, verdict, state, branches, /metrics, /docs."""
-    from rizz.shell.cli import _fail, _load_policy_or_exit
+    """Serve one durable live session per tenant over HTTP (FastAPI): answer, verdict, state, branches, /metrics, /docs.
+
+    Each id is answered once per tenant: an answer for an id already answered (pending,
+    folded or expired) is refused with 409.
+    """
+    from rizz.shell.cli import _check_rendering, _fail, _load_policy_or_exit
     from rizz.shell.models import ModelUnavailableError, load_model
     from rizz.shell.serve.app import load_keys
     from rizz.shell.serve.run import is_loopback
     from rizz.shell.serve.run import serve as do_serve
 
     pol = _load_policy_or_exit(policy)
+    _check_rendering(rendering)
     if keys is None and not is_loopback(host):
         _fail(f"--host {host}: without --keys rizz serve listens on loopback only (127.0.0.1, ::1, localhost)")
     if keys is not None:
@@ -100,7 +107,7 @@ def serve(
     try:
         backend = load_model(model)
         do_serve(data, pol, backend, host=host, port=port, keys_file=str(keys) if keys else None, queue_timeout_s=queue_timeout,
-                 say=lambda m: typer.echo(m, err=True), max_body_bytes=max_body_kib * 1024)
+                 say=lambda m: typer.echo(m, err=True), max_body_bytes=max_body_kib * 1024, rendering=rendering)
     except ImportError as e:  # a MissingExtraError names its extra itself
         _fail(str(e) if isinstance(e, MissingExtraError) else f"rizz serve needs the serve extra (pip install 'rizz[serve]'): {e}")
     except (ValueError, ModelUnavailableError, RuntimeError) as e:

@@ -79,6 +79,13 @@ def _describe(schema: dict[str, Any]) -> str:
     return str(t)
 
 
+def _shown_value(value: Any) -> str:
+    """A bad value as YAML spells it (``true``, ``false``, ``null``; others by ``repr``)."""
+    if value is True or value is False:
+        return str(value).lower()
+    return "null" if value is None else repr(value)
+
+
 def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
     # NaN/inf (YAML .nan/.inf) first: every range check would let them through
     out = [f"{path}: expected a finite number, got {number!r}" for path, number in non_finite(data, "$")]
@@ -90,9 +97,9 @@ def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
             for key in extra:
                 out.append(f"{path}.{key}: unknown key{did_you_mean(str(key), allowed)} (allowed: {', '.join(allowed)})")
         elif err.keyword == "uniqueItems":
-            out.append(f"{path}: expected distinct values, got {err.instance!r}")
+            out.append(f"{path}: expected distinct values, got {_shown_value(err.instance)}")
         else:
-            out.append(f"{path}: expected {_describe(err.schema)}, got {err.instance!r}")
+            out.append(f"{path}: expected {_describe(err.schema)}, got {_shown_value(err.instance)}")
     return list(dict.fromkeys(out))  # one line per problem (an enum and a type check may both fire)
 
 
@@ -246,39 +253,49 @@ def load_policy(path: str | Path) -> Policy:
     data.setdefault("name", p.stem)
     try:
         return parse_policy(data, _shown(p.resolve()))
-    except PolicyError as e:  # say on which line of the file each bad field is (issue #12 §7)
-        raise PolicyError(e.path, e.errors, [_line_of(p.resolve(), err) for err in e.errors]) from None
+    except PolicyError as e:  # say on which line of the file each bad field is (issue #12 §7), in line order
+        try:
+            root = yaml.compose(p.resolve().read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+        except (OSError, yaml.YAMLError):
+            root = None
+        placed = [_as_written(err, root) for err in e.errors]
+        placed.sort(key=lambda lp: (lp[0] is None, lp[0] or 0))  # stable: one line's errors keep their order
+        raise PolicyError(e.path, [err for _, err in placed], [line for line, _ in placed]) from None
 
 
 _PATH_PART = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]")
+#: How ``_shown_value`` spells the YAML scalars that other spellings also mean (``yes``, ``off``, ``~``).
+_CANONICAL = ("true", "false", "null")
 
 
-def _line_of(path: Path, error: str) -> int | None:
-    """1-based line of the YAML node named by the ``$.a.b[2]`` path that starts ``error``.
-
-    The deepest node of the path that exists in the file (a missing key: its parent's line);
-    ``None`` when the path is not in this file (e.g. inherited through ``extends``).
-    """
+def _as_written(error: str, root: Any) -> tuple[int | None, str]:
+    """``(line, error)`` for an error whose ``$.a.b[2]`` path names a node of the file ``root``
+    (composed YAML): the 1-based line of the deepest node of the path that exists (a missing
+    key: its parent's line; ``None`` when the path is not in this file, e.g. inherited through
+    ``extends``), and the error saying a value as it is written when YAML read it as another
+    (``got yes (YAML reads it as true)``)."""
     head = error.split(":", 1)[0].split(" ", 1)[0]
-    if not head.startswith("$"):
-        return None
-    try:
-        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    except (OSError, yaml.YAMLError):
-        return None
-    line = None
+    if root is None or not head.startswith("$"):
+        return None, error
+    node, line, whole = root, None, True
     for key, index in _PATH_PART.findall(head[1:]):
         if isinstance(node, yaml.MappingNode) and key:
             match = [(k, v) for k, v in node.value if getattr(k, "value", None) == key]
             if not match:
+                whole = False
                 break
             line, node = match[0][0].start_mark.line + 1, match[0][1]
         elif isinstance(node, yaml.SequenceNode) and index and int(index) < len(node.value):
             node = node.value[int(index)]
             line = node.start_mark.line + 1
         else:
+            whole = False
             break
-    return line
+    if whole and isinstance(node, yaml.ScalarNode):
+        for canon in _CANONICAL:
+            if error.endswith(f", got {canon}") and node.value.lower() != canon:
+                return line, f"{error[: -len(canon)]}{node.value or '(nothing)'} (YAML reads it as {canon})"
+    return line, error
 
 
 def policy_data(policy: Policy) -> dict[str, Any]:

@@ -8,6 +8,7 @@ is deterministic (and cached), the final state equals an uninterrupted run's.
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -23,7 +24,7 @@ from rizz.shell.session import Session, default_rendering
 from rizz.shell.streams import StreamElement, read_stream
 from rizz.shell.wording import plural
 
-__all__ = ["episode_summary", "replay", "run_stream", "summarise"]
+__all__ = ["episode_summary", "replay", "replay_differences", "run_stream", "summarise"]
 
 
 def _sha256_file(path: Path) -> str:
@@ -102,8 +103,15 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
 def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str | Path, model: Any, embedder: Any, *,
                limit: int | None = None, skip_bad: bool = False, rendering: str | None = None, snapshot_every: int = 50,
                budget: int | None = None, user_model: Any = None, durability: str = "disk",
-               on_step: Callable[[dict[str, Any], Session], None] | None = None, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
+               on_step: Callable[[dict[str, Any], Session], None] | None = None,
+               on_resume: Callable[[list[dict[str, Any]]], None] | None = None,
+               log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
     """Run (or resume) ``stream`` into ``out``; returns the summary. See module docstring.
+
+    ``on_resume(records)``: called once before the first new step with the elements already
+    finished (one record per element, :func:`~rizz.shell.logfold.views`; [] for a new run);
+    ``on_step(record, session)``: after each new element, its record with the calls of the
+    distillation it made due (so the two add up to ``summary.json``'s figures).
 
     ``durability``: ``"disk"`` (each element's records fsynced before the next element) or
     ``"os"`` (handed to the OS; fsynced when the run ends): :class:`~rizz.shell.runlog.RunDir`.
@@ -138,14 +146,16 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
         elif done:
             log(f"resuming {rd.root} after {plural(done, 'finished step')}")
         session = Session(policy, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget,
-                          run_dir=rd, snapshot_every=snapshot_every, fold=fold, user_model=user_model)
+                          run_dir=rd, snapshot_every=snapshot_every, fold=fold, user_model=user_model, history=records)
         records.extend(session.recover(records[-1] if records else None))  # a distillation a kill interrupted
+        if on_resume is not None:
+            on_resume(views(records))
         for el in elements[done:]:
             fault_point("step")
             recs = session.run_element(el)
             records.extend(recs)
             if on_step is not None:
-                on_step(recs[0], session)
+                on_step(views(recs)[0], session)
         summary = summarise(records, session.state, meta)
         write_json_atomic(rd.summary_path, summary)
         stale = rd.root / "summary.replay.json"
@@ -182,3 +192,37 @@ def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str
         with rd:
             write_json_atomic(rd.root / ("summary.json" if policy_source == meta["policy"] else "summary.replay.json"), summary)
     return summary
+
+
+def replay_differences(run: dict[str, Any], refold: dict[str, Any]) -> list[str]:
+    """What a refold under another policy (``summary.replay.json``) changed against the run's
+    own ``summary.json``, one phrase per differing field (branches, their labels, the digest,
+    and any other field); [] when only the policy's name differs.
+
+    Example:
+        >>> replay_differences({"branches": {"total": 3, "active": 2}, "state_digest": "sha256:aa", "policy": "default",
+        ...                     "branch_labels": {"b0": {"label": "x/y"}, "b1": {"label": "p/q"}, "b2": {"label": "x/y"}}},
+        ...                    {"branches": {"total": 1, "active": 1}, "state_digest": "sha256:bb", "policy": "single-branch",
+        ...                     "branch_labels": {"b0": {"label": "any/global"}}, "answers_from": "default"})
+        ['branches 3 (2 active) → 1 (1 active)', 'labels p/q, x/y → any/global', 'state digest sha256:aa → sha256:bb']
+    """
+    out = []
+    for key in sorted(set(run) | set(refold)):
+        a, b = run.get(key), refold.get(key)
+        if a == b or key in ("policy", "answers_from"):
+            continue
+        if key == "branches":
+            out.append(f"branches {a['total']} ({a['active']} active) → {b['total']} ({b['active']} active)")
+        elif key == "branch_labels":
+            def labels(rows: dict[str, Any]) -> str:
+                names = sorted({r["label"] for r in rows.values()})
+                return ", ".join(names[:6]) + (f" (+{len(names) - 6} more)" if len(names) > 6 else "") if names else "none"
+
+            if labels(a) != labels(b):
+                out.append(f"labels {labels(a)} → {labels(b)}")
+        elif key == "state_digest":
+            out.append(f"state digest {a} → {b}")
+        else:
+            out.append(f"{key} {json.dumps(a)} → {json.dumps(b)}")
+    order = {"branches": 0, "labels": 1, "state": 2}
+    return sorted(out, key=lambda t: order.get(t.split(" ", 1)[0], 3))

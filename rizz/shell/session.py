@@ -26,7 +26,7 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import attrs
 
@@ -134,12 +134,15 @@ class Session:
       user_model: the simulated customer of τ-bench episodes (issue #13; None: ``model``).
       data_roots: directories where an episode's environment data (τ-bench databases) is
         looked up first (then ``$RIZZ_DATA_ROOT``, ``../shared/data``).
+      history: the log records so far (as JSON; ``Session.open`` and ``rizz run`` pass the
+        RUN_DIR's), so :meth:`used_id` knows the ids answered before this session.
     """
 
     def __init__(self, policy: Policy, model: ModelBackend, embedder: Any, *, state: AdaptiveState | None = None,
                  step: int = 0, rendering: str | None = None, embed_cache: Any = None, budget_cap: int | None = None,
                  run_dir: Any = None, snapshot_every: int = 0, fold: LogFold | None = None, keep_snapshots: int = 0,
-                 user_model: ModelBackend | None = None, data_roots: tuple[Any, ...] = ()) -> None:
+                 user_model: ModelBackend | None = None, data_roots: tuple[Any, ...] = (),
+                 history: Sequence[Mapping[str, Any]] = ()) -> None:
         self.policy = policy
         self.model = model
         self.embedder = embedder
@@ -155,6 +158,7 @@ class Session:
         self.core = self._fold.core
         self._lock = threading.RLock()
         self._closed: OrderedDict[str, str] = OrderedDict()  # id -> why it is no longer pending
+        self._answered: dict[str, int] = {r["id"]: r["step"] for r in history if r.get("kind", "step") in ("step", "answer")}
         self._open = True
         self._verify_calls: dict[tuple[str, int], tuple[Call, ...]] = {}  # llm_judge calls awaiting their fold
         self._snap_interval = snapshot_every  # records between snapshots (grows with the snapshot's size)
@@ -228,7 +232,7 @@ class Session:
             fold, records = restore_fold(rd, pol)
             s = cls(pol, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget_cap,
                     run_dir=rd, snapshot_every=snapshot_every, fold=fold, keep_snapshots=keep_snapshots, user_model=user_model,
-                    data_roots=data_roots)
+                    data_roots=data_roots, history=records)
             for r in records[-_CLOSED_IDS:]:  # why recent ids are no longer pending, for error messages
                 kind = r.get("kind")
                 if kind in ("verdict", "expire"):
@@ -280,6 +284,17 @@ class Session:
         """Ids of the answers waiting for a verdict, in answer order."""
         with self._lock:
             return [k for k, _ in sorted(self._fold.inflight.items(), key=lambda kv: kv[1].step_input.step)]
+
+    def used_id(self, item_id: str) -> str | None:
+        """None when ``item_id`` was never answered in this session's log; else what became of
+        its latest answer, e.g. ``"answered at step 3, pending"`` or ``"answered at step 3,
+        already folded"`` (``rizz serve`` refuses such an id with 409)."""
+        with self._lock:
+            step = self._answered.get(item_id)
+            if step is None:
+                return None
+            why = "pending" if item_id in self._fold.inflight else self._closed.get(item_id, "no longer pending")
+            return f"answered at step {step}, {why}"
 
     # -- the live API -------------------------------------------------------------------
     def answer(self, element: StreamElement | Mapping[str, Any]) -> Pending:
@@ -432,6 +447,8 @@ class Session:
         if self._collect is not None:
             self._collect.append(data)
         events = self._fold.apply(rec, **given)
+        if rec.kind in ("step", "answer"):
+            self._answered[rec.id] = rec.step
         if self.run_dir is not None and self.snapshot_every and self._fold.folded % self._snap_interval == 0:
             self._snapshot()
         return events

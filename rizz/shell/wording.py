@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 from typing import Iterable
 
-__all__ = ["did_you_mean", "plural"]
+__all__ = ["did_you_mean", "ordinal", "plural"]
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:
@@ -17,6 +17,17 @@ def plural(n: int, word: str, words: str | None = None) -> str:
         ('1 branch', '3 steps', '0 policies')
     """
     return f"{n} {word}" if n == 1 else f"{n} {words if words is not None else word + 's'}"
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ``11th``, ``21st``, ... (English ordinal of ``n ≥ 0``).
+
+    Example:
+        >>> [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 102, 111)]
+        ['1st', '2nd', '3rd', '4th', '11th', '12th', '13th', '21st', '102nd', '111th']
+    """
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def did_you_mean(key: str, allowed: Iterable[str]) -> str:

@@ -397,3 +397,37 @@ def test_pending_and_folded_print_short(tmp_path):
     assert repr(p).startswith("Pending(id='q0', step=0, answer=") and len(repr(p)) < 200, repr(p)
     assert repr(f).startswith("Folded(id='q0', step=0, events=[") and len(repr(f)) < 400, repr(f)
     s.close()
+
+
+def test_what_a_pending_repr_shows_are_its_attributes_and_no_state(tmp_path):
+    """Issue #29 §4: the repr showed branch='b0' but ``p.branch`` raised; ``p.routed`` printed the
+    whole state with raw embedding bytes (tens of thousands of characters)."""
+    import re
+
+    s = _open(tmp_path / "app")
+    p = s.answer(element(0))
+    assert p.branch == "b0" and p.prompt_tokens == p.prompt.token_count > 0
+    shown = dict(re.findall(r"(\w+)=('[^']*'|\d+|None)", repr(p)))
+    assert set(shown) == {"id", "step", "answer", "branch", "prompt_tokens"}
+    assert all(shown[k] == repr(getattr(p, k)) for k in shown), (repr(p), shown)
+    for value in (p.routed, p.step_input, p.routed.decision, p.routed.events):
+        text = repr(value)
+        assert len(text) < 1000 and "\\x" not in text and "working_memory" not in text, text[:300]
+    assert "<(16,) float32>" in repr(p.step_input) and "state=<AdaptiveState, 1 branch>" in repr(p.routed)
+    s.close()
+
+
+def test_used_id_says_what_became_of_an_earlier_answer_across_a_restart(tmp_path):
+    """Issue #29 §10: ``rizz serve`` refuses a re-used id; the session says whether and how an id was used."""
+    s = _open(tmp_path / "app")
+    assert s.used_id("q0") is None
+    s.answer(element(0))
+    s.answer(element(1))
+    assert s.used_id("q0") == "answered at step 0, pending"
+    s.fold("q0", 1.0)
+    assert s.used_id("q0") == "answered at step 0, already folded" and s.used_id("q1") == "answered at step 1, pending"
+    s.close()
+    s2 = _open(tmp_path / "app")  # known from the log after a restart
+    assert s2.used_id("q0") == "answered at step 0, already folded" and s2.used_id("q1") == "answered at step 1, pending"
+    assert s2.used_id("q2") is None
+    s2.close()

@@ -53,5 +53,6 @@ def test_cli_run_against_an_unreachable_server_exits_2_in_one_message(tmp_path, 
                                        "--model", f"openai:http://127.0.0.1:{_closed_port()}/v1#x"])
     err = res.output + (res.stderr if res.stderr_bytes is not None else "")
     assert res.exit_code == 2, (res.exception, err)
-    assert "cannot reach the server" in err and "run the same command again to resume" in err
+    assert "cannot reach the server" in err  # at the first element: no log to name (issue #29 §6)
+    assert "no step had finished, so there is nothing to keep; run the same command again to start" in err
     assert "Traceback" not in err

@@ -18,15 +18,17 @@ def test_lines_without_a_terminal_carry_the_running_mean(monkeypatch):
     session = SimpleNamespace(state=SimpleNamespace(branches={"b0": 0, "b1": 1}))
     with new_progress() as prog:  # pytest captures stderr: not a TTY, so the bar is disabled
         assert prog.disable
-        sp = StepProgress(prog, "  default", 25, echo=said.append)
+        now = [100.0]
+        sp = StepProgress(prog, "  default", 25, echo=said.append, clock=lambda: now[0])
         for i in range(25):
+            now[0] += 3.0  # each step takes 3 s
             # every 5th step is context-only (no verdict); rewards alternate 1, 0
             sp(_rec(i, None if i % 5 == 4 else float(i % 2 == 0), 100), session)
         sp.finish(25)
     assert len(said) == 25 // LINE_EVERY == 2
     # steps 0..9: answered 0,1,2,3,5,6,7,8 → rewards 1,0,1,0,0,1,0,1 → 4/8
-    assert said[0] == "default step 10/25: reward 0.500 | branches 2 | tokens 1000"
-    assert said[1].startswith("default step 20/25: reward ") and said[1].endswith("| tokens 2000")
+    assert said[0] == "default 10/25 steps done: reward 0.500 | branches 2 | tokens 1000 | ETA 0:00:45"  # 15 steps × 3 s
+    assert said[1].startswith("default 20/25 steps done: reward ") and said[1].endswith("| tokens 2000 | ETA 0:00:15")
     assert sp.answered == 20 and abs(sp.mean_reward - sum(float(i % 2 == 0) for i in range(25) if i % 5 != 4) / 20) < 1e-12
 
 
@@ -36,3 +38,154 @@ def test_no_progress_object_is_silent():
     for i in range(30):
         sp(_rec(i, 1.0, 1), SimpleNamespace(state=SimpleNamespace(branches={})))
     assert said == [] and sp.mean_reward == 1.0 and sp.tokens == 30
+
+
+def test_after_a_resume_the_figures_are_the_whole_runs_as_in_the_summary(tmp_path, monkeypatch):
+    """Issue #29 §5: at 20/20 a resumed run said "reward 0.103" (its resumed steps only) while
+    summary.json said 0.083093."""
+    from pathlib import Path
+
+    from livekit import HashEmbedder
+    from test_run import _answer
+
+    from conftest import FakeModel
+    from rizz.shell.policy_file import load_policy
+    from rizz.shell.run import run_stream
+
+    monkeypatch.delenv("RIZZ_PROGRESS", raising=False)
+    src = Path(__file__).resolve().parents[2] / "data" / "trace-mini" / "test.jsonl"
+    stream = tmp_path / "s.jsonl"
+    stream.write_text("\n".join(src.read_text().splitlines()[:20]) + "\n")
+    out, emb = tmp_path / "run", HashEmbedder()
+    first = run_stream(stream, load_policy("default"), "default", out, FakeModel(_answer), emb, limit=10, log=lambda m: None)
+    said: list[str] = []
+    with new_progress() as prog:
+        sp = StepProgress(prog, "default", 20, echo=said.append)
+        summary = run_stream(stream, load_policy("default"), "default", out, FakeModel(_answer), emb, on_step=sp, on_resume=sp.resume,
+                             log=lambda m: None)
+    assert first["mean_reward"] != summary["mean_reward"]  # the resumed half differs, so a partial mean would show
+    assert said[-1] == (f"default 20/20 steps done: reward {summary['mean_reward']:.3f} | branches {summary['branches']['total']}"
+                        f" | tokens {summary['prompt_tokens']} | ETA 0:00:00"), (said, summary["mean_reward"])
+    assert sp.answered == summary["answered"] and abs(sp.mean_reward - summary["mean_reward"]) < 1e-6
+
+
+_SLOW_RUN = """
+import sys, time
+sys.path.insert(0, {shell!r})
+from livekit import HashEmbedder, StubModel
+class Slow(StubModel):
+    name = "fake:slow"
+    def generate(self, messages, **kw):
+        time.sleep(60)
+import rizz.shell.models, rizz.shell.embed
+rizz.shell.models.load_model = lambda spec, **kw: Slow()
+rizz.shell.embed.Embedder = HashEmbedder
+from rizz.shell.cli import main
+sys.argv = ["rizz", "run", {stream!r}, "--out", {out!r}, "--policy", "frozen"]
+main()
+"""
+
+
+def test_ctrl_c_before_the_first_step_says_so_on_its_own_line(tmp_path):
+    """Issue #29 §6: Ctrl-C before the first step said "every finished step is in runs/…/log.jsonl"
+    (a file that did not exist yet), appended to the progress bar's line. Run in a terminal (a pty)."""
+    import os
+    import pty
+    import re
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    stream = tmp_path / "s.jsonl"
+    stream.write_text("\n".join((root / "data" / "trace-mini" / "test.jsonl").read_text().splitlines()[:3]) + "\n")
+    code = _SLOW_RUN.format(shell=str(Path(__file__).resolve().parent), stream=str(stream), out=str(tmp_path / "run"))
+    master, slave = pty.openpty()  # the slave stays open here too, so no output is lost when the child exits
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=slave, stdout=slave, stderr=slave,
+                             env=dict(os.environ, COLUMNS="100", PYTHONPATH=str(root)))
+    seen, deadline, sent = b"", time.time() + 120, False
+    while time.time() < deadline:
+        if not sent and b"0/3" in seen:  # the bar is up: the first step is running
+            child.send_signal(signal.SIGINT)
+            sent = True
+        if select.select([master], [], [], 0.3)[0]:
+            seen += os.read(master, 65536)
+        elif child.poll() is not None:
+            break
+    child.wait(timeout=30)
+    os.close(master)
+    os.close(slave)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace"))
+    lines = [line.rstrip("\r").split("\r")[-1] for line in text.split("\n")]  # what each terminal line ends up showing
+    said = [line for line in lines if "interrupted" in line]
+    assert sent and child.returncode == 130, text[-500:]
+    assert said == ["interrupted; no step had finished, so there is nothing to keep; run the same command again to start"], lines[-4:]
+    assert not (tmp_path / "run" / "log.jsonl").exists()
+
+
+def test_the_eta_of_a_resumed_run_uses_only_its_own_steps():
+    """Issue #29 §1: an ETA while it runs; a resumed run's finished steps took no time now."""
+    said: list[str] = []
+    now = [0.0]
+    with new_progress() as prog:
+        sp = StepProgress(prog, "frozen", 84, echo=said.append, clock=lambda: now[0])
+        now[0] = 50.0  # refolding the log took a while
+        sp.resume([_rec(i, 1.0, 10) for i in range(70)])
+        for i in range(70, 80):
+            now[0] += 2.0
+            sp(_rec(i, 0.0, 10), None)
+    assert said == ["frozen 80/84 steps done: reward 0.875 | branches – | tokens 800 | ETA 0:00:08"]  # 70 of 80 right; 4 left × 2 s
+
+
+def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatch):
+    """Issue #29 §1: the demo took 31:50 on a loaded machine against the README's 6 min 41 s, with
+    no estimate before it started."""
+    import json
+    import os
+
+    from typer.testing import CliRunner
+
+    from rizz.shell import cli
+
+    ran = []
+    monkeypatch.setattr(cli, "_bench", lambda *a, **kw: ran.append(a))
+    monkeypatch.delenv("RIZZ_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    out = tmp_path / "demo"
+    res = CliRunner().invoke(cli.app, ["demo", "--out", str(out)])
+    assert res.exit_code == 0 and len(ran) == 1, res.output
+    assert res.output.splitlines()[0] == ("rizz demo: frozen, then default, over the first 84 elements of the shipped TRACE slice: "
+                                          "about 7 min on idle cores (frozen 2 min, default 4 min)")
+    (out / "frozen").mkdir(parents=True)  # a resumed demo: frozen finished, default half done, the cores busy
+    (out / "frozen" / "log.jsonl").write_text("".join(json.dumps({"step": i, "kind": "step"}) + "\n" for i in range(84)))
+    (out / "default").mkdir()
+    (out / "default" / "log.jsonl").write_text("".join(json.dumps({"step": i, "kind": kind}) + "\n" for i in range(42)
+                                                       for kind in ("step", "distill")))
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.0, 4.0, 4.0))
+    line = CliRunner().invoke(cli.app, ["demo", "--out", str(out)]).output.splitlines()[0]
+    assert line.endswith(": about 2 min on idle cores (frozen done, default 2 min); the cores are busy now (load average 4.0 on"
+                         " 2 cores), so expect about 3.0× that: 6 min"), line
+    line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d2"), "--model", "anthropic"]).output.splitlines()[0]
+    assert line.endswith("; no time estimate for --model anthropic (the measured figures are the embedded model's)"), line
+
+
+def test_ctrl_c_while_the_model_loads_is_said_and_leaves_no_run_dir(tmp_path, monkeypatch):
+    """It exited 130 without a word (typer's default), before the bar even started."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from rizz.shell import cli
+
+    def interrupted(spec, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("rizz.shell.models.load_model", interrupted)
+    src = Path(__file__).resolve().parents[2] / "data" / "trace-mini" / "test.jsonl"
+    res = CliRunner().invoke(cli.app, ["run", str(src), "--out", str(tmp_path / "run"), "--limit", "2"])
+    assert res.exit_code == 130 and not (tmp_path / "run").exists()
+    assert res.output.strip() == "interrupted; no step had finished, so there is nothing to keep; run the same command again to start"

@@ -219,6 +219,23 @@ def test_diff_and_inspect(tmp_path, stream, fake_model, embedder):
     assert sum(r["traffic"] for r in rows) == 14 and rows[0]["label"].startswith("classify/stance")
 
 
+def test_diff_gives_each_steps_place_and_where_its_budget_comes_from(tmp_path, stream, fake_model, embedder):
+    """Issue #29 §8: steps are 0-based while progress counts steps done from 1, and "prompt: 72 of
+    8120 tokens" named a budget nothing explained."""
+    from rizz.shell.diff import budget_source
+
+    _run(stream, tmp_path / "cap", fake_model, embedder, limit=3, budget=512)
+    text = diff_run(tmp_path / "cap", 0, 2)
+    heads = [l for l in text.splitlines() if l.startswith("step ")]
+    assert [h.split(" task ")[0].split("] ")[1] for h in heads] == ["(1st element)", "(2nd element)", "(3rd element)"], heads
+    prompts = [l for l in text.splitlines() if l.startswith("  prompt: ")]
+    assert len(prompts) == 3 and all(re.match(r"  prompt: \d+ tokens \(budget 512: --budget\), \d+ rules?, \d+ examples?$", l) for l in prompts), prompts
+    _run(stream, tmp_path / "window", fake_model, embedder, limit=1)  # the fake model's 4096-token window is below default's 65536
+    (line,) = [l for l in diff_run(tmp_path / "window", 0).splitlines() if l.startswith("  prompt: ")]
+    assert "(budget " in line and line.split("(budget ")[1].split(")")[0].endswith(": the model's window less the reply's tokens"), line
+    assert budget_source(65536, 65536, None) == "the policy's compiler.token_budget"
+
+
 def test_session_api_answers_then_folds_a_late_verdict(fake_model, embedder):
     el = read_stream(TRACE_MINI).elements[0]
     s = Session(load_policy("default"), fake_model(_answer), embedder)
@@ -245,6 +262,29 @@ def test_policy_check_cli(tmp_path):
     res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "policy", "check", str(typo)], capture_output=True, text=True)
     assert res.returncode == 1
     assert f"{typo}:2: $.routing.snap_treshold: unknown key; did you mean `snap_threshold`? (allowed: " in res.stderr
+
+
+def test_policy_check_lists_mistakes_in_line_order_as_written(tmp_path):
+    """Issue #29 §11: several mistakes came out of line order (sorted by path), and `write: yes`
+    was reported as "got True"."""
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("extends: default\nwrite: yes\nrouting:\n  snap_threshold: 1.7\n  judge: off\ncompiler:\n  token_budget: -5\n"
+                   "quarantine: ~\n")
+    res = CliRunner().invoke(app, ["policy", "check", str(bad)])
+    lines = res.output.strip().splitlines()
+    assert res.exit_code == 1 and lines[0].endswith("bad.yaml: invalid policy"), res.output
+    assert [l.split(": $", 1)[0].rsplit(":", 1)[1] for l in lines[1:]] == ["2", "4", "5", "7", "8"], lines
+    assert lines[1].endswith(":2: $.write: expected a mapping, got yes (YAML reads it as true)")
+    assert lines[3].endswith(":5: $.routing.judge: expected one of always, when_uncertain, got off (YAML reads it as false)")
+    assert lines[5].endswith(":8: $.quarantine: expected a mapping, got ~ (YAML reads it as null)")
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("extends: default\nwrite:\n  enabled: true\n  threshold: 2\n")
+    (line,) = CliRunner().invoke(app, ["policy", "check", str(ok)]).output.strip().splitlines()[1:]
+    assert line.endswith(":4: $.write.threshold: unknown key; did you mean `thresholds`? (allowed: " + line.split("(allowed: ")[1]), line
 
 
 def test_shared_cache_pays_each_prompt_once(tmp_path, stream, fake_model, embedder):
@@ -421,3 +461,106 @@ def test_inspect_of_a_run_with_no_step_says_so(tmp_path, stream, fake_model, emb
         snap.unlink()
     code, text = _cli("inspect", str(out))
     assert code == 0 and text == f"{out}: no branches yet (no step has been folded)", text
+
+
+def test_replay_says_whether_it_got_the_recorded_digest_and_what_another_policy_changed(tmp_path, stream, fake_model, embedder):
+    """Issue #29 §7: `rizz replay` printed only a digest."""
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    out = tmp_path / "r"
+    s = _run(stream, out, fake_model, embedder, limit=6)
+    res = CliRunner().invoke(app, ["replay", str(out)])
+    assert res.exit_code == 0 and res.stdout == s["state_digest"] + "\n"  # stdout: the digest alone
+    assert res.stderr == f"= the digest the run recorded in {out / 'summary.json'}: its log replays to the same state\n"
+    res = CliRunner().invoke(app, ["replay", str(out), "--policy", "single-branch"])
+    other = json.loads((out / "summary.replay.json").read_text())
+    assert res.exit_code == 0 and res.stdout == other["state_digest"] + "\n"
+    said = res.stderr.splitlines()
+    assert said[0] == f"wrote {out / 'summary.replay.json'}: the run's answers and rewards refolded under single-branch"
+    assert said[1].startswith("differs from the run's summary.json (default) in: branches ")
+    assert f"branches {s['branches']['total']} ({s['branches']['active']} active) → 1 (1 active)" in said[1]
+    assert f"state digest {s['state_digest']} → {other['state_digest']}" in said[1] and "labels " in said[1]
+    recorded = json.loads((out / "summary.json").read_text())
+    recorded["state_digest"] = "sha256:" + "0" * 64  # as if written by a rizz whose fold differed
+    (out / "summary.json").write_text(json.dumps(recorded))
+    res = CliRunner().invoke(app, ["replay", str(out)])
+    assert res.stderr.startswith(f"≠ the digest the run recorded in {out / 'summary.json'} (sha256:{'0' * 64}): its log refolds to another state")
+    (out / "summary.json").unlink()
+    res = CliRunner().invoke(app, ["replay", str(out)])
+    assert res.stderr.startswith(f"no digest recorded to compare with: {out / 'summary.json'} is missing")
+
+
+def test_inspect_of_an_evidence_policy_run_shows_what_evidence_withholds(tmp_path, stream, fake_model, embedder):
+    """`rizz inspect` of a run under an evidence-enabled policy raised NameError (block_shown was
+    imported inside inspect_run, not where branch_rows uses it)."""
+    _run(stream, tmp_path / "ev", fake_model, embedder, policy="evidence", limit=4)
+    rows = inspect_run(tmp_path / "ev")
+    assert rows and all(isinstance(r["withheld"], str) and r["withheld"] for r in rows), rows
+
+
+def _label_run(tmp_path, policy: str, judge_labels: list[str], n: int):
+    """``n`` stance elements (livekit's) through ``policy``; the judge answers ``judge_labels`` in turn."""
+    from livekit import HashEmbedder, StubModel, element
+
+    class Judge(StubModel):
+        asked = 0
+
+        def reply(self, messages):
+            if any('"function"' in m.content for m in messages):
+                Judge.asked += 1
+                f, a = judge_labels[min(Judge.asked, len(judge_labels)) - 1].split("/")
+                return json.dumps({"function": f, "application": a})
+            return super().reply(messages)
+
+    stream = tmp_path / f"{policy}.jsonl"
+    stream.write_text("".join(json.dumps(element(2 * i + 1)) + "\n" for i in range(n)))
+    out = tmp_path / policy
+    run_stream(stream, load_policy(policy), policy, out, Judge(), HashEmbedder(), log=lambda m: None)
+    return out
+
+
+def test_inspect_says_where_each_label_came_from_and_how_inputs_reached_it(tmp_path):
+    """Issue #29 §9: branch labels read as nonsense and nothing said where one came from."""
+    out = _label_run(tmp_path, "default", ["classify/stance"], 4)  # the judge names b0; the rest follow its anchor
+    (row,) = inspect_run(out)
+    assert (row["label"], row["label_from"], row["label_step"], row["label_proposed"]) == ("classify/stance", "judge", 0, None)
+    assert row["routed_by"] == {"judge": 1, "snapped": 0, "declared": 0, "anchor": 3, "context": 0}
+    out = _label_run(tmp_path, "judge-always", ["classify/stance", "classify/stance-detection"], 3)
+    (row,) = inspect_run(out)  # the judge's later labels snapped to the first
+    assert row["label_from"] == "judge" and row["routed_by"] == {"judge": 1, "snapped": 2, "declared": 0, "anchor": 0, "context": 0}
+    code, text = _cli("inspect", str(out), "--wide")
+    assert code == 0 and "judge @0" in text and "2 snapped, 1 judge" in text, text
+
+
+def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path, monkeypatch):
+    """Issue #29 §3: `rizz inspect` was at least 160 columns wide and wrapped on an 80-column
+    terminal, cutting labels."""
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    out = _label_run(tmp_path, "default", ["translate/reasons-compound-choices"], 3)
+    res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": "80"})
+    lines = res.output.splitlines()
+    assert res.exit_code == 0 and max(len(l) for l in lines) <= 80, "\n".join(lines)
+    assert any("translate/reasons-compound-choices" in l for l in lines)  # whole, on one line
+    assert "mean" in res.output and "traffic" in res.output and "judge @0" in res.output
+    footer = " ".join(res.output.split("(left out to fit ")[1].split())
+    assert footer.startswith("80 columns: label_proposed, shape, ") and footer.endswith("--wide shows them, --json gives every field)")
+    res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": "40"})  # narrower than the kept columns: labels fold
+    lines = res.output.splitlines()
+    assert res.exit_code == 0 and "…" not in res.output and max(len(l) for l in lines) <= 40, res.output
+    i = next(n for n, l in enumerate(lines) if l.split()[:1] == ["b0"])
+    parts = [lines[i].split()[1]]
+    for line in lines[i + 1:]:
+        if not line.strip():
+            break
+        parts.append(line.split()[0])
+    assert "".join(parts) == "translate/reasons-compound-choices", res.output  # folded, not cut
+    res = CliRunner().invoke(app, ["inspect", str(out), "--wide"], env={"COLUMNS": "80"})
+    header = " ".join(res.output.split())
+    for name in ("shape", "active", "answered", "episodes", "rules", "anti-", "patterns", "context", "quaran-", "tined", "inputs routed by"):
+        assert name in header, (name, res.output)
+    assert "left out" not in res.output

@@ -69,6 +69,7 @@ class FakeSession:
         self.path, self.model = path, model
         self.pending: dict[str, str] = {}
         self.folded: list[tuple[str, float]] = []
+        self.answered: dict[str, int] = {}
         self.step_index = 0
         self.state = _State()
         self.inside = 0
@@ -90,6 +91,7 @@ class FakeSession:
                 raise RuntimeError("a bug")
             gen = self.model.generate([Message("user", el["input"])], max_tokens=4)
             self.pending[el["id"]] = gen.text
+            self.answered[el["id"]] = self.step_index
             self.step_index += 1
 
             class P:
@@ -107,6 +109,11 @@ class FakeSession:
 
     def pending_ids(self):
         return list(self.pending)
+
+    def used_id(self, item_id):
+        if item_id not in self.answered:
+            return None
+        return f"answered at step {self.answered[item_id]}, {'pending' if item_id in self.pending else 'already folded'}"
 
     def digest(self) -> str:
         return "sha256:" + hashlib.sha256(json.dumps(self.folded).encode()).hexdigest()
@@ -432,3 +439,80 @@ def test_a_tenant_folder_of_other_settings_names_data_not_out(tmp_path):
     r = TestClient(app).get("/v1/tenants/acme/state")
     assert r.status_code == 409 and r.json()["error"].endswith("to run this policy, use another --data folder."), r.json()
     assert "--out" not in r.json()["error"]
+
+
+def test_a_reposted_id_is_refused_with_409_and_answered_once(server):
+    """Issue #29 §10: re-posting an id that was already folded was accepted as a new pending answer."""
+    s = server()
+    assert s.call("POST", "/v1/tenants/acme/answer", EL)[0] == 200
+    st, err = s.call("POST", "/v1/tenants/acme/answer", EL)  # a retry while the answer is pending
+    assert st == 409 and err["field"] == "$.id" and err["error"].startswith("id 'q1' was already answered at step 0, pending;"), err
+    assert s.call("POST", "/v1/tenants/acme/verdict", {"id": "q1", "reward": 1.0})[0] == 200
+    st, err = s.call("POST", "/v1/tenants/acme/answer", dict(EL, input="Is it dovish?"))  # the id again, after its verdict
+    assert st == 409 and "'q1' was already answered at step 0, already folded" in err["error"] and "new id" in err["error"], err
+    assert s.sessions["acme"].step_index == 1 and s.sessions["acme"].pending_ids() == []  # nothing answered again
+    assert s.call("POST", "/v1/tenants/acme/answer", dict(EL, id="q2"))[0] == 200  # a new id goes through
+
+
+def test_404_and_405_have_the_documented_error_shape(server):
+    """Issue #29 §10: they were FastAPI's ``{"detail": ...}``."""
+    s = server()
+    st, err = s.call("GET", "/v1/nothing-here")
+    assert (st, err) == (404, {"error": "GET /v1/nothing-here: Not Found", "field": None})
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+    c.request("GET", "/v1/tenants/acme/answer")
+    r = c.getresponse()
+    body = json.loads(r.read())
+    c.close()
+    assert r.status == 405 and r.getheader("Allow") == "POST"
+    assert body == {"error": "GET /v1/tenants/acme/answer: Method Not Allowed (allowed: POST)", "field": None}
+
+
+def test_serve_answers_with_the_rendering_it_is_given(tmp_path):
+    """Issue #29 §2: the README's serve example answered "" (a GGUF model's default raw rendering);
+    ``rizz serve --rendering chat`` reaches every tenant's session and is recorded in its run.json."""
+    import sys as _sys
+
+    from fastapi.testclient import TestClient
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from livekit import HashEmbedder, StubModel
+
+    from rizz.shell.policy_file import load_policy
+    from rizz.shell.serve.run import build
+
+    class LocalStub(StubModel):
+        name = "gguf:stub.gguf"  # a local model: raw by default
+
+        def __init__(self):
+            self.renderings = []
+
+        def generate(self, messages, *, max_tokens, stop=(), rendering="chat"):
+            self.renderings.append(rendering)
+            return super().generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering)
+
+    for given, expected in ((None, "raw"), ("chat", "chat")):
+        model = LocalStub()
+        app, tenants, _ = build(tmp_path / f"data-{given}", load_policy("default"), model, embedder=HashEmbedder(), rendering=given)
+        with TestClient(app) as client:
+            r = client.post("/v1/tenants/acme/answer", json={"id": "q1", "input": "What is the sum of 12 and 30?", "metadata": {"shape": "number"}})
+        tenants.close()
+        assert r.status_code == 200, r.json()
+        assert model.renderings[-1] == expected  # the answer call (the judge's call is always chat)
+        assert json.loads((tmp_path / f"data-{given}" / "acme" / "run.json").read_text())["rendering"] == expected
+
+
+def test_cli_serve_takes_rendering_and_refuses_a_bad_one(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from rizz.shell.cli import app
+
+    got = {}
+    monkeypatch.setattr("rizz.shell.models.load_model", lambda spec, **kw: Model())
+    monkeypatch.setattr("rizz.shell.serve.run.serve", lambda *a, **kw: got.update(kw))
+    res = CliRunner().invoke(app, ["serve", "--data", str(tmp_path / "d"), "--rendering", "chat"])
+    assert res.exit_code == 0 and got["rendering"] == "chat", res.output
+    res = CliRunner().invoke(app, ["serve", "--data", str(tmp_path / "d"), "--rendering", "fancy"])
+    assert res.exit_code == 2 and "--rendering 'fancy': expected one of raw, chat, chat-turns" in res.output
+    help_text = " ".join(CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "--rendering" in help_text and "answered once" in help_text

@@ -19,8 +19,11 @@ Errors are JSON ``{"error": message, "field": "$.path" | null}``:
   tenant in the path is not touched;
 * 413 a request body over ``max_body_bytes`` (default :data:`MAX_BODY_BYTES`), read no further;
 * 422 bad input (the field's path, as ``rizz run`` names it for a stream line), nothing changed;
-* 404 a verdict for an id that is not pending (unknown, expired or already folded);
-* 409 the tenant's folder was started with another policy/model; 503 it is held by another process;
+* 404 a verdict for an id that is not pending (unknown, expired or already folded), or a path
+  that is no endpoint; 405 a method the endpoint does not take (the ``Allow`` header lists them);
+* 409 an answer for an id the tenant already answered (pending, folded or expired: a retried
+  request is refused, not answered twice; ``field`` ``$.id``), or the tenant's folder was started
+  with another policy/model; 503 it is held by another process;
 * 502 the model failed (the reason); 504 the model timed out or its queue did;
 * 500 anything else — the server logs it and goes on (it never dies on a request).
 """
@@ -34,7 +37,7 @@ from typing import Any, Callable
 
 from rizz.shell.asgi import replay_body
 from rizz.shell.extras import extra_needed
-from rizz.shell.serve.tenants import TENANT_RE, FairModel, ModelQueueTimeout, Tenants, UnknownId
+from rizz.shell.serve.tenants import TENANT_RE, FairModel, ModelQueueTimeout, ReusedId, Tenants, UnknownId
 
 __all__ = ["MAX_BODY_BYTES", "create_app", "Metrics"]
 
@@ -182,6 +185,7 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
         from fastapi.exceptions import RequestValidationError
         from fastapi.responses import JSONResponse, PlainTextResponse
         from pydantic import BaseModel, Field
+        from starlette.exceptions import HTTPException
 
     from rizz.shell.models.base import ModelError
 
@@ -197,6 +201,13 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
 
     def err(status: int, message: str, field: str | None = None) -> JSONResponse:
         return JSONResponse({"error": message, "field": field}, status_code=status)
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> JSONResponse:  # 404, 405: the same shape as every error
+        allowed = (exc.headers or {}).get("Allow")
+        resp = err(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}" + (f" (allowed: {allowed})" if allowed else ""))
+        resp.headers.update(exc.headers or {})
+        return resp
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -240,6 +251,8 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
             return fn()
         except UnknownId as e:
             return err(404, str(e), "$.id")
+        except ReusedId as e:
+            return err(409, str(e), "$.id")
         except ModelQueueTimeout as e:
             return err(504, f"model timeout: {e}")
         except TimeoutError as e:

@@ -28,8 +28,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def live_opener(policy: Any, model: FairModel, embedder: Any) -> Callable[[Path], Any]:
-    """``path -> rizz.Session.open(path, policy, model)``: each tenant's responses cached in its folder.
+def live_opener(policy: Any, model: FairModel, embedder: Any, rendering: str | None = None) -> Callable[[Path], Any]:
+    """``path -> rizz.Session.open(path, policy, model, rendering=rendering)``: each tenant's
+    responses cached in its folder (``rendering`` None: the model's default, as ``rizz run``'s).
 
     Raises RuntimeError when this build has no live Session API (``rizz.Session``, issue #11).
     """
@@ -43,26 +44,29 @@ def live_opener(policy: Any, model: FairModel, embedder: Any) -> Callable[[Path]
 
     def open_(path: Path) -> Any:
         path.mkdir(parents=True, exist_ok=True)
-        return Session.open(path, policy=policy, model=CachedModel(model, ResponseCache(path / "responses.sqlite")), embedder=embedder)
+        return Session.open(path, policy=policy, model=CachedModel(model, ResponseCache(path / "responses.sqlite")), embedder=embedder,
+                            rendering=rendering)
 
     return open_
 
 
-def _blank_session(policy: Any, model: FairModel, embedder: Any) -> Any:
+def _blank_session(policy: Any, model: FairModel, embedder: Any, rendering: str | None = None) -> Any:
     """A fresh in-memory Session of ``policy``: what a tenant with no folder reads as (steps 0,
     the initial state's digest, no branches, nothing pending)."""
     from rizz import Session
     from rizz.core import Policy
     from rizz.shell.policy_file import load_policy
 
-    return Session(policy if isinstance(policy, Policy) else load_policy(policy), model, embedder)
+    return Session(policy if isinstance(policy, Policy) else load_policy(policy), model, embedder, rendering=rendering)
 
 
 def build(data: str | Path, policy: Any, backend: Any, *, embedder: Any = None, keys_file: str | None = None,
           queue_timeout_s: float | None = 300.0, opener: Callable[[Path], Any] | None = None,
-          blank: Callable[[], Any] | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> tuple[Any, Tenants, FairModel]:
+          blank: Callable[[], Any] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
+          rendering: str | None = None) -> tuple[Any, Tenants, FairModel]:
     """``(app, tenants, fair_model)`` for ``data`` (one folder per tenant), ``policy`` (a Policy),
-    ``backend`` (a ModelBackend, shared fairly by all tenants).
+    ``backend`` (a ModelBackend, shared fairly by all tenants), ``rendering`` (raw / chat /
+    chat-turns; None: the backend's default, :func:`rizz.shell.answering.default_rendering`).
 
     ``opener`` replaces :func:`live_opener` and ``blank`` the in-memory fresh session that
     answers reads (``GET``) of a tenant with no folder yet, so a read creates nothing (tests).
@@ -78,16 +82,17 @@ def build(data: str | Path, policy: Any, backend: Any, *, embedder: Any = None, 
             embedder = Embedder()
         embedder.embed(["warm-up"])  # load the weights now, not inside the first requests
         locked = LockedEmbedder(embedder)
-        opener = live_opener(policy, fair, locked)
+        opener = live_opener(policy, fair, locked, rendering)
         if blank is None:
-            blank = partial(_blank_session, policy, fair, locked)
+            blank = partial(_blank_session, policy, fair, locked, rendering)
     tenants = Tenants(data, opener, blank=blank)
     return create_app(tenants, keys=keys, metrics=metrics, model=fair, max_body_bytes=max_body_bytes), tenants, fair
 
 
 def serve(data: str | Path, policy: Any, backend: Any, *, host: str = LOOPBACK, port: int = 8000, keys_file: str | None = None,
           queue_timeout_s: float | None = 300.0, embedder: Any = None, opener: Callable[[Path], Any] | None = None,
-          say: Callable[[str], None] = lambda m: print(m, file=sys.stderr), max_body_bytes: int = MAX_BODY_BYTES) -> None:
+          say: Callable[[str], None] = lambda m: print(m, file=sys.stderr), max_body_bytes: int = MAX_BODY_BYTES,
+          rendering: str | None = None) -> None:
     """Serve until interrupted; every tenant's session is closed (snapshotted) on the way out.
 
     Without ``keys_file`` only a loopback ``host`` is accepted (ValueError otherwise).
@@ -98,7 +103,7 @@ def serve(data: str | Path, policy: Any, backend: Any, *, host: str = LOOPBACK, 
     if keys_file is None and not is_loopback(host):
         raise ValueError(f"--host {host}: without --keys rizz serve listens on loopback only (127.0.0.1, ::1, localhost)")
     app, tenants, _ = build(data, policy, backend, embedder=embedder, keys_file=keys_file, queue_timeout_s=queue_timeout_s, opener=opener,
-                            max_body_bytes=max_body_bytes)
+                            max_body_bytes=max_body_bytes, rendering=rendering)
     if keys_file is None:
         say(f"rizz serve: no --keys, so no authentication: listening on loopback only ({host}:{port}); "
             "every local user can reach every tenant")

@@ -5,7 +5,8 @@ use through ``opener(path) -> session``; a read (state, branches, pending) of a 
 no folder is answered by ``blank()``, a fresh in-memory session, and creates nothing. A session is used only through this API (the
 CONTRACT's live API)::
 
-    s.answer(element_dict) -> pending   # .id, .answer; prompt tokens and routed branch (see _view)
+    s.used_id(id) -> str | None         # what became of an earlier answer of this id (None: never answered)
+    s.answer(element_dict) -> pending   # .id, .answer, .prompt_tokens, .branch (see _view)
     s.fold(id, Verdict | float)         # raises (nothing changed) for unknown/expired/folded ids
     s.digest(); s.pending_ids(); s.step_index; s.state; s.close()
 
@@ -30,7 +31,7 @@ from rizz.errors import RizzError
 from rizz.shell.models.base import Generation, Message, ModelError
 from rizz.shell.wording import plural
 
-__all__ = ["FairModel", "LockedEmbedder", "ModelQueueTimeout", "TENANT_RE", "Tenants", "UnknownId", "branch_rows"]
+__all__ = ["FairModel", "LockedEmbedder", "ModelQueueTimeout", "ReusedId", "TENANT_RE", "Tenants", "UnknownId", "branch_rows"]
 
 #: Tenant names: a path segment, no dots first (no ``..``), at most 64 characters.
 TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -44,6 +45,11 @@ class ModelQueueTimeout(ModelError, TimeoutError):
 
 class UnknownId(LookupError, RizzError):
     """A verdict for an id that is not pending in the tenant's session (unknown, expired or folded)."""
+
+
+class ReusedId(ValueError):
+    """An answer for an id the tenant's session already answered (pending, folded or expired):
+    a retried or duplicated request is refused, never answered a second time (HTTP 409)."""
 
 
 class FairModel:
@@ -163,21 +169,8 @@ def branch_rows(state: Any) -> list[dict[str, Any]]:
 
 
 def _view(p: Any) -> dict[str, Any]:
-    """``{"id", "answer", "prompt_tokens", "branch"}`` of a pending answer.
-
-    Reads ``p.prompt_tokens`` / ``p.branch`` when the Pending has them, else the compiled
-    prompt's ``token_count`` and the route round's branch id (``p.routed``), as #11 builds it.
-    """
-    tokens = getattr(p, "prompt_tokens", None)
-    if tokens is None:
-        prompt = getattr(p, "prompt", None)
-        tokens = prompt.token_count if prompt is not None else 0
-    branch = getattr(p, "branch", None)
-    if branch is None:
-        routed = getattr(p, "routed", None)
-        decision = getattr(routed, "decision", None)
-        branch = getattr(decision, "branch_id", None)
-    return {"id": p.id, "answer": p.answer, "prompt_tokens": int(tokens), "branch": branch}
+    """``{"id", "answer", "prompt_tokens", "branch"}`` of a :class:`~rizz.shell.answering.Pending`."""
+    return {"id": p.id, "answer": p.answer, "prompt_tokens": p.prompt_tokens, "branch": p.branch}
 
 
 class Tenants:
@@ -221,8 +214,17 @@ class Tenants:
                 _local.tenant = "-"
 
     def answer(self, tenant: str, element: dict[str, Any]) -> dict[str, Any]:
-        """Answer ``element`` in ``tenant``'s session; returns ``{"id", "answer", "prompt_tokens", "branch"}``."""
-        return self._call(tenant, lambda s: _view(s.answer(element)))
+        """Answer ``element`` in ``tenant``'s session; returns ``{"id", "answer", "prompt_tokens", "branch"}``.
+
+        Raises ReusedId (nothing written) when the session answered this id before."""
+        def answer(s: Any) -> dict[str, Any]:
+            used = s.used_id(element["id"])
+            if used is not None:
+                raise ReusedId(f"id {element['id']!r} was already {used}; each id is answered once (a retried request "
+                               "is not answered again): send its verdict, or post the element under a new id")
+            return _view(s.answer(element))
+
+        return self._call(tenant, answer)
 
     def verdict(self, tenant: str, item_id: str, reward: float, verifier: str | None) -> dict[str, Any]:
         """Fold ``reward`` into ``item_id``'s pending answer. Raises UnknownId when it is not pending."""
