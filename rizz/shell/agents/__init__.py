@@ -1,8 +1,11 @@
 """Tool-using episodes under RIZZ (issue #13): the loop, the environments, the oracle.
 
 * :mod:`~rizz.shell.agents.loop` -- one episode: bounded model replies and tool executions;
-* :mod:`~rizz.shell.agents.calls` -- the text call protocol (Python call syntax, ``ast``);
-* :mod:`~rizz.shell.agents.native` -- Anthropic ``tool_use`` / OpenAI ``tools`` calling;
+* :mod:`~rizz.shell.agents.calls` -- the text call protocol (Python call syntax, ``ast``; SmolLM2
+  and GGUF files whose template takes no tools);
+* :mod:`~rizz.shell.agents.native` -- Anthropic ``tool_use`` / OpenAI ``tools`` calling, and an
+  embedded GGUF's own chat-template tool calls (the shipped Qwen2.5-Coder models);
+* :mod:`~rizz.shell.agents.qwen_tools` -- reading Qwen's ``<tool_call>`` JSON blocks;
 * :mod:`~rizz.shell.agents.prompt` -- each step's prompt under the budget (transcript elided
   oldest tool result first);
 * :mod:`~rizz.shell.agents.bfcl_env`, :mod:`~rizz.shell.agents.tau_db` (+ ``tau_retail``,

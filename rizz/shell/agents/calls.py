@@ -1,4 +1,6 @@
-"""Tool calls as text: the embedded model's protocol (Python call syntax, BFCL's prompt format).
+"""Tool calls as text: the text protocol (Python call syntax, BFCL's prompt format) of GGUF models
+whose chat template takes no tools (SmolLM2; the Qwen models use their template's own format,
+:mod:`rizz.shell.agents.qwen_tools`) and of any backend without native tool calling.
 
 A reply is a *call attempt* when, after code fences are removed, it starts with ``[`` or with
 ``name(``: then it must parse (with :mod:`ast`, never ``eval``) as one call or a list of calls

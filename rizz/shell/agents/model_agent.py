@@ -1,5 +1,8 @@
 """The frozen model as an agent (text protocol), and an LLM-simulated user (τ-bench).
 
+The text protocol serves models without native tool calling: SmolLM2 and GGUF files whose chat
+template takes no tools (the rest: :class:`~rizz.shell.agents.native.NativeToolAgent`).
+
 :class:`ModelAgent` compiles each step's prompt (:func:`~rizz.shell.agents.prompt.episode_prompt`)
 with the episode's retrieved memory, calls the model, and parses the reply with
 :func:`~rizz.shell.agents.calls.parse_reply` (``ast``, never ``eval``). Every call is kept in

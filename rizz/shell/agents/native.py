@@ -1,4 +1,5 @@
-"""Native tool calling for API backends: Anthropic ``tool_use`` blocks, OpenAI ``tools``/``tool_calls``.
+"""Native tool calling: Anthropic ``tool_use`` blocks, OpenAI ``tools``/``tool_calls``, and an
+embedded GGUF's own chat-template format (Qwen2.5's ``<tool_call>`` blocks).
 
 The prompt is the same budgeted text as the text protocol's (:func:`~rizz.shell.agents.prompt.episode_prompt`:
 memory, task, transcript) with :data:`~rizz.shell.agents.prompt.NATIVE_PROTOCOL` in place of the
@@ -17,10 +18,21 @@ in the API's own structures:
   or names one, lists the tools in the system turn, and decodes the arguments under a grammar
   made from the tool's JSON schema (so they always parse); in that mode it ignores
   ``max_tokens`` for the call's arguments (bounded by the server's ``n_ctx``).
+* An embedded GGUF whose chat template writes ``tools`` and asks for ``<tool_call>`` blocks
+  (:func:`~rizz.shell.agents.qwen_tools.template_calls_tools` on
+  :attr:`~rizz.shell.models.embedded.EmbeddedModel.chat_template`: the shipped Qwen2.5-Coder
+  models, or a ``gguf:PATH`` with such a template), kind ``template``: the same OpenAI-style
+  tool list goes to :meth:`~rizz.shell.models.embedded.EmbeddedModel.generate_with_tools`
+  (greedy, no system turn: the template's own), and the reply's call blocks are read by
+  :func:`~rizz.shell.agents.qwen_tools.parse_tool_calls` into the same calls; a malformed block
+  is a malformed call as on the OpenAI path; a prompt that fills the window ends the episode
+  as ``overflow``. This path always renders through the chat template, whatever
+  ``--rendering`` (the episode's prompt record says ``chat``). SmolLM2 and template-less
+  files keep the text protocol (:class:`~rizz.shell.agents.model_agent.ModelAgent`).
 
 BFCL's schema types (``dict``, ``float``, ``tuple``, ``any``) are mapped to JSON-schema ones
 (``object``, ``number``, ``array``, ``string``) for the APIs. These calls bypass the response
-cache (a resumed episode asks again).
+cache (a resumed episode asks again; the embedded model answers it the same).
 
 As the backends' own ``generate`` (issue #12 §1 §3): a spec's ``?reasoning=N`` adds N tokens to
 each reply's ``max_tokens`` (Anthropic: the request fields of the backend's own calls,
@@ -46,7 +58,8 @@ from rizz.shell.agents.env import plain
 from rizz.shell.agents.loop import AgentReply
 from rizz.shell.agents.model_agent import PromptedAgent
 from rizz.shell.agents.prompt import NATIVE_PROTOCOL
-from rizz.shell.models.base import Generation, answer_and_reasoning, sdk_create
+from rizz.shell.agents.qwen_tools import parse_tool_calls, template_calls_tools
+from rizz.shell.models.base import ContextWindowExceeded, Generation, Message, answer_and_reasoning, sdk_create
 from rizz.shell.streams import StreamElement
 
 __all__ = ["SYSTEM", "NativeToolAgent", "api_name", "json_schema", "native_kind"]
@@ -89,8 +102,11 @@ def _layers(model: Any) -> tuple[Any, Any]:
 
 def native_kind(model: Any) -> str | None:
     """``anthropic`` / ``openai`` when ``model`` (or the backend a cache, or serve's shared
-    queue, wraps) has a native tool-calling API rizz drives, else None."""
+    queue, wraps) has a native tool-calling API rizz drives, ``template`` for an embedded GGUF
+    whose own chat template takes ``tools`` (see the module docstring), else None."""
     _, inner = _layers(model)
+    if callable(getattr(inner, "generate_with_tools", None)) and template_calls_tools(getattr(inner, "chat_template", "")):
+        return "template"
     name = getattr(inner, "name", "")
     if name.startswith("anthropic:") and hasattr(inner, "_client"):
         return "anthropic"
@@ -106,8 +122,17 @@ def api_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "_"
 
 
+def _element_calls(el: StreamElement, raw_calls: Any) -> tuple[ToolCall, ...]:
+    """``(name, arguments)`` pairs as the element's calls: names the model wrote in
+    :func:`api_name` form mapped back to the element's (``math_factorial`` -> ``math.factorial``);
+    other names kept as written (an unknown tool: the environment's error result)."""
+    names = {api_name(n): n for n in (plain(t)["name"] for t in el.tools or ())}
+    return tuple(ToolCall(names.get(n, n), a) for n, a in raw_calls)
+
+
 class NativeToolAgent(PromptedAgent):
-    """One episode's agent over an API backend's native tool calling (see the module docstring)."""
+    """One episode's agent over native tool calling: an API backend's, or an embedded GGUF's own
+    chat-template format (see the module docstring)."""
 
     protocol = NATIVE_PROTOCOL
 
@@ -163,7 +188,22 @@ class NativeToolAgent(PromptedAgent):
         return (msg.content or "", reasoning if isinstance(reasoning, str) else "", calls, error, usage,
                 str(resp.choices[0].finish_reason or "stop"), attempts)
 
+    def _template(self, prompt: CompiledPrompt, el: StreamElement) -> AgentReply:
+        """The embedded model's reply through its own chat template, its call blocks parsed."""
+        try:
+            gen = self._send(lambda: self.inner.generate_with_tools(
+                [Message("user", prompt.text)], self._tools(el), max_tokens=self.policy.agents.reply_tokens))
+        except ContextWindowExceeded:
+            return AgentReply("", overflow=True, prompt_tokens=prompt.token_count)
+        self.generations.append(gen)
+        parsed = parse_tool_calls(gen.text)
+        if parsed.error is not None:  # the reply as written, so the log shows the bad block
+            return AgentReply(gen.text, error=parsed.error, prompt_tokens=prompt.token_count)
+        return AgentReply(parsed.message, _element_calls(el, parsed.calls), prompt_tokens=prompt.token_count)
+
     def ask(self, el: StreamElement, prompt: CompiledPrompt) -> AgentReply:
+        if self.kind == "template":
+            return self._template(prompt, el)
         t0 = time.perf_counter()
         thinking = int(getattr(self.inner, "reasoning_tokens", 0))
         max_tokens = self.policy.agents.reply_tokens + thinking
@@ -176,8 +216,7 @@ class NativeToolAgent(PromptedAgent):
                 if _WINDOW_FULL not in str(err):
                     raise
                 return AgentReply("", overflow=True, prompt_tokens=prompt.token_count)
-        names = {api_name(n): n for n in (plain(t)["name"] for t in el.tools or ())}
-        calls = tuple(ToolCall(names.get(n, n), a) for n, a in raw_calls)
+        calls = _element_calls(el, raw_calls)
         latency = time.perf_counter() - t0
         parts = answer_and_reasoning(text, reasoning)
         text = str(parts["text"])

@@ -49,9 +49,11 @@ def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge:
     else:
         from rizz.shell.agents.native import NativeToolAgent, native_kind
 
-        if native_kind(model) is not None:  # anthropic: tool_use blocks; openai: tools / tool_calls
+        kind = native_kind(model)  # anthropic: tool_use blocks; openai: tools / tool_calls; template: <tool_call>
+        if kind is not None:
             agent = NativeToolAgent(model, policy, retrieved, budget)
-        else:  # the embedded model (and any text backend): Python call syntax, parsed with ast
+            rendering = "chat" if kind == "template" else rendering  # the GGUF's chat template, whatever --rendering
+        else:  # SmolLM2, a gguf:PATH without a tool template, any text backend: Python call syntax, parsed with ast
             agent = ModelAgent(model, policy, retrieved, budget, rendering)
         umodel = user_model or model
         user = LLMUser(umodel, el.user, policy.agents.user_tokens) if el.user is not None else None

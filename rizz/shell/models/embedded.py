@@ -111,6 +111,10 @@ class EmbeddedModel:
     Attributes:
         default_rendering: ``"chat"`` for the Qwen instruct models (their own chat template),
             ``"raw"`` for SmolLM2-135M and any ``gguf:PATH`` file.
+        chat_template: the Jinja chat template ``rendering="chat"`` renders (the GGUF's own
+            ``tokenizer.chat_template``); ``""`` when the file has none or llama-cpp-python uses
+            a built-in format instead. Tool-using episodes read it to choose the call protocol
+            (:func:`rizz.shell.agents.native.native_kind`).
 
     Raises:
         ModelUnavailableError: the GGUF file or llama-cpp-python is missing, or a shipped
@@ -160,6 +164,8 @@ class EmbeddedModel:
         )
         self.load_s = time.perf_counter() - t0
         self.context_window = int(self._llm.n_ctx())
+        own = self._llm.chat_format == "chat_template.default"  # else a built-in format llama-cpp-python guessed
+        self.chat_template = str(self._llm.metadata.get("tokenizer.chat_template") or "") if own else ""
 
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` under the GGUF's tokenizer (no BOS; special tokens as text)."""
@@ -182,6 +188,44 @@ class EmbeddedModel:
             ContextWindowExceeded: the prompt alone fills the context window.
         """
         check_generate_args(messages, max_tokens, stop, rendering)
+        if rendering == "chat":
+            return self._complete(lambda common: self._llm.create_chat_completion(messages=_plain(messages), **common),
+                                  max_tokens, stop)
+        return self._complete(lambda common: self._llm.create_completion(prompt=render_raw(messages), **common),
+                              max_tokens, stop)
+
+    def generate_with_tools(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]], *, max_tokens: int
+    ) -> Generation:
+        """Greedy chat completion with ``tools`` written into the prompt by the GGUF's own chat
+        template (:attr:`chat_template`; Qwen2.5: a ``<tools>…</tools>`` system block); as
+        deterministic as :meth:`generate` (greedy, reset before and after).
+
+        Args:
+            messages: the conversation (rendered by the template, as ``rendering="chat"``).
+            tools: OpenAI-style tools, ``{"type": "function", "function": {"name",
+                "description", "parameters"}}``, passed to the template as its ``tools``.
+            max_tokens: reply tokens (plus ``reasoning_tokens``).
+
+        Returns:
+            The :class:`Generation`; its ``text`` is the reply as the model wrote it, call blocks
+            included (llama-cpp-python does not parse them: the caller does,
+            :func:`rizz.shell.agents.qwen_tools.parse_tool_calls`).
+
+        Raises:
+            ValueError: bad arguments, or a model whose chat path does not render this
+                GGUF's own template (:attr:`chat_template` is ``""``).
+            ContextWindowExceeded: the prompt alone fills the context window.
+        """
+        check_generate_args(messages, max_tokens, (), "chat")
+        if not self.chat_template:
+            raise ValueError(f"{self.name}: no GGUF chat template to write the tools with")
+        return self._complete(lambda common: self._llm.create_chat_completion(
+            messages=_plain(messages), tools=[dict(t) for t in tools], **common), max_tokens, ())
+
+    def _complete(self, request: Any, max_tokens: int, stop: Sequence[str]) -> Generation:
+        """``request(common)`` (a llama-cpp-python completion with the greedy settings ``common``)
+        under the lock, the context reset before and after, as a :class:`Generation`."""
         common: dict[str, Any] = dict(
             max_tokens=max_tokens + self.reasoning_tokens, stop=list(stop), temperature=0.0, seed=self.seed
         )
@@ -189,15 +233,7 @@ class EmbeddedModel:
             t0 = time.perf_counter()
             self._reset()
             try:
-                if rendering == "chat":
-                    out = self._llm.create_chat_completion(
-                        messages=[{"role": m.role, "content": m.content} for m in messages],
-                        **common,
-                    )
-                    text = out["choices"][0]["message"]["content"] or ""
-                else:
-                    out = self._llm.create_completion(prompt=render_raw(messages), **common)
-                    text = out["choices"][0]["text"]
+                out = request(common)
             except ValueError as exc:
                 if "context window" in str(exc):
                     raise ContextWindowExceeded(f"{self.name}: {exc}") from exc
@@ -205,6 +241,8 @@ class EmbeddedModel:
             finally:
                 self._reset()
             latency = time.perf_counter() - t0
+        choice = out["choices"][0]
+        text = (choice["message"]["content"] or "") if "message" in choice else choice["text"]
         usage = out["usage"]
         return Generation(
             **answer_and_reasoning(text),  # type: ignore[arg-type]
@@ -213,7 +251,7 @@ class EmbeddedModel:
             latency_s=latency,
             cost_usd=None,
             model=self.name,
-            finish_reason=str(out["choices"][0].get("finish_reason") or "stop"),
+            finish_reason=str(choice.get("finish_reason") or "stop"),
         )
 
     def _reset(self) -> None:
@@ -226,3 +264,7 @@ class EmbeddedModel:
 
     def __repr__(self) -> str:
         return f"EmbeddedModel(name={self.name!r}, context_window={self.context_window})"
+
+
+def _plain(messages: Sequence[Message]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]

@@ -132,9 +132,10 @@ class FairModel:
 
 def _usage(result: Any) -> Any:
     """``prompt_tokens``/``completion_tokens`` of a native API response (Anthropic or OpenAI),
-    given as the agent's request returns it: ``(response, attempts)``."""
+    given as the agent's request returns it: ``(response, attempts)``; or of the embedded
+    model's :class:`~rizz.shell.models.base.Generation` (its own fields)."""
     resp = result[0] if isinstance(result, tuple) else result
-    u = getattr(resp, "usage", None)
+    u = getattr(resp, "usage", resp)
     prompt = getattr(u, "input_tokens", None)
     if prompt is None:
         prompt = getattr(u, "prompt_tokens", 0)
