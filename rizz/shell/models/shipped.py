@@ -378,10 +378,27 @@ def shipped_path(name: str | None = None, **kwargs: object) -> Path:
     return assemble(shipped_model(name), **kwargs)  # type: ignore[arg-type]
 
 
+def _installed(m: ShippedModel) -> str:
+    try:
+        for p in m.parts:
+            _locate(p, m)
+    except ModelUnavailableError:
+        return "parts not installed"
+    return "installed"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m rizz.shell.models.shipped [NAME ...]``: assemble (and verify) shipped models
-    ahead of time (the Makefile's setup does this for the default one)."""
+    ahead of time (the Makefile's setup does this for the default one); ``--list``: each
+    shipped model's spec, size, packages and whether they are installed."""
     names = list(argv if argv is not None else sys.argv[1:]) or [DEFAULT_EMBEDDED]
+    if names == ["--list"]:
+        for m in SHIPPED.values():
+            size = f"{m.size / 1e6:.0f} MB" if m.size else "one file"
+            pins = f"{m.parts[0].distribution}..{len(m.parts)}" if len(m.parts) > 1 else m.parts[0].distribution
+            print(f"embedded:{m.name}{' (= embedded)' if m.name == DEFAULT_EMBEDDED else ''}  {size}, {pins}=={m.parts[0].version},"
+                  f" {m.rendering} rendering, {_installed(m)}")
+        return 0
     for n in names:
         try:
             print(shipped_path(n))

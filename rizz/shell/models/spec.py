@@ -49,9 +49,13 @@ def spec_help() -> str:
     """The ``--model`` help text: every form of :data:`SPEC_FORMS` and every option of
     :data:`SPEC_OPTIONS` (plain text; a rich-markup CLI escapes its ``[``)."""
     from rizz.shell.models.anthropic_backend import DEFAULT_MODEL_ID
+    from rizz.shell.models.shipped import DEFAULT_EMBEDDED, SHIPPED
 
-    # No word longer than ~25 characters: rich cuts a word wider than the help column with "…".
-    return (f"{' | '.join(SPEC_FORMS)}. anthropic alone means the model {DEFAULT_MODEL_ID}; oracle replays each"
+    # No word much longer than ~25 characters: rich cuts a word wider than the help column with "…".
+    del DEFAULT_EMBEDDED, SHIPPED  # named in full by `python -m rizz.shell.models.shipped --list`
+    return (f"{' | '.join(SPEC_FORMS)}. embedded alone is the Qwen2.5-Coder 0.5B instruct model; the NAMEs"
+            " of the models shipped in PyPI packages: python -m rizz.shell.models.shipped --list."
+            f" anthropic alone means the model {DEFAULT_MODEL_ID}; oracle replays each"
             f" episode's gold actions (validation only, no model). Any form but oracle takes"
             f" ?{'&'.join(o + '=N' for o in SPEC_OPTIONS)} (0..{MAX_REASONING_TOKENS}): N thinking tokens added to every call's answer"
             f" budget, e.g. anthropic?reasoning=1024.")
