@@ -29,9 +29,11 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 DEMO_LIMIT = 84
 #: Demo prompt budget (tokens): keeps a step of the 135M model on 2 cores to seconds.
 DEMO_BUDGET = 2048
-#: Seconds per demo step of each policy with the embedded model on 2 idle cores: the README's
-#: "Quick start" table (frozen 141.0 s, default 251.1 s for the 84 steps at --budget 2048).
-DEMO_STEP_SECONDS = {"frozen": 141.0 / 84, "default": 251.1 / 84}
+#: Seconds per demo step of each policy with the embedded model (the Qwen2.5-Coder 0.5B): the
+#: README's "Quick start" table (frozen 797.5 s, default 1507.5 s for the 84 steps at --budget
+#: 2048), measured 2026-12-02 beside other jobs (load average 4-8), so an overestimate on idle
+#: cores until a quiet run replaces it.
+DEMO_STEP_SECONDS = {"frozen": 797.5 / 84, "default": 1507.5 / 84}
 
 #: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
 MODEL_HELP = spec_help().replace("[", "\\[")  # every spec form and option (rizz/shell/models/spec.py)
