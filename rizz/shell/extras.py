@@ -28,7 +28,7 @@ EXTRA_OF: dict[str, str] = {
     "tqdm": "local",  # a dependency of sentence-transformers
     "anthropic": "anthropic",
     "openai": "openai",
-    "fastapi": "serve", "uvicorn": "serve", "prometheus_client": "serve", "pydantic": "serve", "anyio": "serve",
+    "fastapi": "serve", "uvicorn": "serve", "prometheus_client": "serve", "pydantic": "serve", "anyio": "serve", "starlette": "serve",
     "ray": "ray",
     "mem0": "peers",
 }

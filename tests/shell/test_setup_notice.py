@@ -13,7 +13,7 @@ MAKEFILE = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
 
 
 def test_the_editable_install_runs_with_a_filter_that_silences_setuptools_notice():
-    install = [l for l in MAKEFILE.splitlines() if "pip install -v -e '.[test,peers]'" in l]
+    install = [l for l in MAKEFILE.splitlines() if "pip install -v -e '.[all,test]'" in l]
     assert len(install) == 1 and install[0].lstrip().startswith('PYTHONWARNINGS="$(EDITABLE_NOTICE)" ')
     (value,) = re.findall(r"^EDITABLE_NOTICE := (.+)$", MAKEFILE, flags=re.M)
     sw = pytest.importorskip("setuptools.warnings")

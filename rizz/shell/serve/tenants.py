@@ -47,7 +47,7 @@ class UnknownId(LookupError, RizzError):
     """A verdict for an id that is not pending in the tenant's session (unknown, expired or folded)."""
 
 
-class ReusedId(ValueError):
+class ReusedId(ValueError, RizzError):
     """An answer for an id the tenant's session already answered (pending, folded or expired):
     a retried or duplicated request is refused, never answered a second time (HTTP 409)."""
 
