@@ -25,15 +25,14 @@ __all__ = ["app", "main"]
 
 #: Shipped real data slices (repository root ``data/``).
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
-#: Demo stream length per policy (sized for ~10 minutes on 2 cores; see README).
-DEMO_LIMIT = 84
-#: Demo prompt budget (tokens): keeps a step of the 135M model on 2 cores to seconds.
+#: Demo stream length per policy: 60 elements (10 per task), sized for ~14 minutes with the Qwen 0.5B on 2 quiet cores (README).
+DEMO_LIMIT = 60
+#: Demo prompt budget (tokens): keeps a step of the embedded model on 2 cores to seconds.
 DEMO_BUDGET = 2048
-#: Seconds per demo step of each policy with the embedded model (the Qwen2.5-Coder 0.5B): the
-#: README's "Quick start" table (frozen 797.5 s, default 1507.5 s for the 84 steps at --budget
-#: 2048), measured 2026-12-02 beside other jobs (load average 4-8), so an overestimate on idle
-#: cores until a quiet run replaces it.
-DEMO_STEP_SECONDS = {"frozen": 797.5 / 84, "default": 1507.5 / 84}
+#: Seconds per demo step of each policy with the embedded model (the Qwen2.5-Coder 0.5B) on 2
+#: quiet cores: the README's "Quick start" run, 2026-12-02 (steps' wall times summed over the
+#: first 60 elements at --budget 2048: frozen 242.6 s, default 492.5 s).
+DEMO_STEP_SECONDS = {"frozen": 242.6 / 60, "default": 492.5 / 60}
 
 #: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
 MODEL_HELP = spec_help().replace("[", "\\[")  # every spec form and option (rizz/shell/models/spec.py)

@@ -158,7 +158,7 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
     out = tmp_path / "demo"
-    res = CliRunner().invoke(cli.app, ["demo", "--out", str(out)])
+    res = CliRunner().invoke(cli.app, ["demo", "--out", str(out), "--limit", "84"])
     assert res.exit_code == 0 and len(ran) == 1, res.output
     assert res.output.splitlines()[0] == ("rizz demo: frozen, then default, over the first 84 elements of the shipped TRACE slice: "
                                           "about 7 min on idle cores (frozen 2 min, default 4 min)")
@@ -168,7 +168,7 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
     (out / "default" / "log.jsonl").write_text("".join(json.dumps({"step": i, "kind": kind}) + "\n" for i in range(42)
                                                        for kind in ("step", "distill")))
     monkeypatch.setattr(os, "getloadavg", lambda: (4.0, 4.0, 4.0))
-    line = CliRunner().invoke(cli.app, ["demo", "--out", str(out)]).output.splitlines()[0]
+    line = CliRunner().invoke(cli.app, ["demo", "--out", str(out), "--limit", "84"]).output.splitlines()[0]
     assert line.endswith(": about 2 min on idle cores (frozen done, default 2 min); the cores are busy now (load average 4.0 on"
                          " 2 cores), so expect about 3.0× that: 6 min"), line
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d2"), "--model", "anthropic"]).output.splitlines()[0]
