@@ -25,7 +25,7 @@ __all__ = ["app", "main"]
 
 #: Shipped real data slices (repository root ``data/``).
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
-#: Demo stream length per policy: 60 elements (10 per task), sized for ~14 minutes with the Qwen 0.5B on 2 quiet cores (README).
+#: Demo stream length per policy: the first 60 elements of the interleaved slice (7-14 per task), sized for ~14 minutes with the Qwen 0.5B on 2 quiet cores (README).
 DEMO_LIMIT = 60
 #: Demo prompt budget (tokens): keeps a step of the embedded model on 2 cores to seconds.
 DEMO_BUDGET = 2048
