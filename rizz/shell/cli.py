@@ -16,6 +16,7 @@ with extra_needed("cli", "the rizz command"):
     import typer
 
 from rizz.core.policy import CompilerPolicy
+from rizz.shell.cli_errors import fail
 from rizz.shell.cli_streams import app as streams_app
 from rizz.shell.models.spec import spec_help
 from rizz.shell.policy_file import PolicyError, dump_policy, load_policy
@@ -50,9 +51,7 @@ app.add_typer(policy_app, name="policy")
 app.add_typer(streams_app, name="streams")
 
 
-def _fail(msg: str, code: int = 2) -> None:
-    typer.secho(msg, fg="red", err=True)
-    raise typer.Exit(code)
+_fail = fail  # the name cli_scale and older callers import
 
 
 def _load_policy_or_exit(path: str):  # noqa: ANN202

@@ -23,7 +23,7 @@ def view(
 
     Built by refolding the log (no model call); open the file in any browser, no server or network needed.
     """
-    from rizz.shell.cli import _fail
+    from rizz.shell.cli_errors import fail as _fail
     from rizz.shell.logfold import LogFoldError
     from rizz.shell.logrecord import LogRecordError
     from rizz.shell.view import write_view
