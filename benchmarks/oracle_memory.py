@@ -70,17 +70,14 @@ def main() -> None:
     from rizz.core.compiler import PromptItem, compile_prompt
     from rizz.shell.embed import Embedder
     from rizz.shell.models.base import render_raw
-    from rizz.shell.models.shipped import shipped_model, shipped_path
+    from rizz.shell.models.shipped import gguf_of_spec
     from rizz.shell.policy_file import load_policy
     from rizz.shell.render import render
 
-    kind, _, rest = args.model.partition(":")
-    if kind == "embedded":
-        gguf, rendering = shipped_path(rest or None), shipped_model(rest or None).rendering
-    elif kind == "gguf" and rest:
-        gguf, rendering = rest, "raw"
-    else:
-        ap.error(f"--model {args.model!r}: expected embedded[:NAME] or gguf:PATH")
+    try:
+        gguf, rendering = gguf_of_spec(args.model)
+    except ValueError as e:
+        ap.error(f"--model {e}")
     rendering = args.rendering or rendering
     compiler = load_policy("default").compiler
     llm = llama_cpp.Llama(model_path=str(gguf), n_ctx=4096, n_threads=args.threads,

