@@ -16,7 +16,7 @@ export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF
 EDITABLE_NOTICE := ignore:Editable installation:UserWarning
 
 # ACE (ace-framework, MIT) conflicts with rizz's pins, so it lives in its own venv, driven by
-# rizz/shell/peers/worker.py over JSON lines (README "Peers"); ~3.5 min to install once.
+# rizz/shell/peers/worker.py over JSON lines (docs/peers.md); ~3.5 min to install once.
 PEERS_VENV ?= .venv-peers/ace
 ACE_PIN ?= ace-framework==0.7.1
 

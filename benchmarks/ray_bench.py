@@ -10,7 +10,7 @@ the same policies, the scripted :class:`stub_model.StubModel` (``--latency`` sec
 stand in for a model's time) and the real embedder, each from an empty folder (no cache
 carried over). Printed: each bench's wall time, the Ray bench's per-task times (from
 ``ray.json``), Ray start-up, and whether digests and results.json (but timings and cache-hit
-counts) agree. The scaling argument drawn from the per-task times is in specs/benchmarks.md.
+counts) agree. The scaling argument drawn from the per-task times is in results/2026-12-01-ray-bench.md.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``retrieval.examples_cross_scope`` decides whether an episode written from a scoped element
 (one LoCoMo conversation) may be shown to questions of another scope. The embedded 135M model
-verifies almost no LoCoMo answer (specs/results.md §5), so a real run writes no episode that
+verifies almost no LoCoMo answer (results/2026-11-30-locomo-conv41.md), so a real run writes no episode that
 could cross. This script measures the *exposure* instead, with a scripted stand-in for the
 model: every question is "answered" with its own reference and verified (reward 1), i.e. the
 upper bound of what could be written and shown. Real embedder (the bundled MiniLM), real core,

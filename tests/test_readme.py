@@ -1,4 +1,5 @@
-"""The README's Python examples run as written."""
+"""The README's Python examples run as written (the policy-file example moved to docs/policies.md:
+tests/test_docs.py runs it, with every other Python block of docs/)."""
 
 import re
 from pathlib import Path
@@ -39,23 +40,3 @@ def test_session_example_runs(capsys):
     exec(compile(BLOCKS[0], "README.md[session]", "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("['q1', 'q2']") and out[-1] == "[] True"
-
-
-def test_own_policy_example_checks_as_the_readme_says(tmp_path, monkeypatch):
-    """The README's 3-line policy file and its `rizz policy check` line, run as written."""
-    from typer.testing import CliRunner
-
-    from rizz.shell import cli
-    from rizz.shell.policy_file import load_policy
-
-    (yaml_text,) = [b for b in re.findall(r"```yaml\n(.*?)```", README, flags=re.S) if "extends: default" in b]
-    assert len(yaml_text.splitlines()) == 3
-    (line,) = [l for l in README.splitlines() if l.startswith("rizz policy check my-policy.yaml ") and "prints" in l]
-    command, _, comment = line.partition("#")
-    (tmp_path / "my-policy.yaml").write_text(yaml_text)
-    monkeypatch.chdir(tmp_path)
-    res = CliRunner().invoke(cli.app, command.split()[1:])
-    assert res.exit_code == 0 and f'prints "{res.output.strip()}", exit 0' == comment.strip()
-    pol = load_policy(tmp_path / "my-policy.yaml")
-    assert (pol.name, pol.routing.snap_threshold) == ("my-policy", 0.85)
-    assert pol.routing.jaccard_threshold == load_policy("default").routing.jaccard_threshold  # the rest is default's

@@ -134,7 +134,7 @@ class RoutingPolicy:
     context_spawn_similarity: float = _num(0.30, -1.0, 1.0, "rizz", "a context-only input spawns a context branch below this nearest-anchor cosine")
     router: str = _optional(_choice("fixed", ("fixed", "linucb"), "paper §3 (fixed score); 'contextual-bandit routing' (paper §3, LinUCB: Li et al. 2010)", "'fixed': the routing score above; 'linucb': a contextual bandit over the compatible branches and spawn (bandit.*)"))
     declared_label: bool = _optional(_flag(False, "issue #10 (off in every benchmark comparison: the paper routes without task ids)", "use a stream element's metadata.label {function, application} as its label instead of asking the judge"))
-    fallback_application: str = _optional(_choice("content_words", ("content_words", "first_line"), "issue #10 §4; measured on TRACE train, specs/results.md §11a", "when the judge gives no application, build one from the top content words of the instruction and the whole input ('content_words': the question's topic), or of the instruction, else the input's first line ('first_line': TRACE and StreamBench-style elements state their task there)"))
+    fallback_application: str = _optional(_choice("content_words", ("content_words", "first_line"), "issue #10 §4; measured on TRACE train, results/2026-12-01-label-quality-train.md", "when the judge gives no application, build one from the top content words of the instruction and the whole input ('content_words': the question's topic), or of the instruction, else the input's first line ('first_line': TRACE and StreamBench-style elements state their task there)"))
 
 
 @frozen
@@ -171,7 +171,7 @@ class RetrievalPolicy:
     working_memory_k: int = _num(0, 0, 100, "rizz", "recent same-branch turns shown (working memory)", integer=True)
     examples_cross_scope: bool = _flag(
         True,
-        "rizz (issue #12 §2; measured on LoCoMo, specs/results.md)",
+        "rizz (issue #12 §2; measured on LoCoMo, results/2026-12-01-locomo-cross-scope.md)",
         "an episode written from a scoped element (metadata.scope) may be shown to inputs of another scope; false: only to its own scope (unscoped episodes stay readable everywhere)",
     )
     zone: str = _optional(_choice("global", ("global", "family", "own_first"), "paper §4 (global); issue #10 (family, own_first)", "cross-branch examples and rules: from any branch ('global'), only branches of the routed branch's function ('family'), or the routed branch's own first, the rest filled from any branch ('own_first')"))

@@ -56,7 +56,7 @@ def row_dots(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     product over the bank's episodic index instead), and a threaded BLAS call stalls whenever
     another process holds a core: on the 2-core development machine under load, 24 products over
     10^5 rows in all took 58–288 ms through 2-thread OpenBLAS and 12–21 ms through this loop
-    (``specs/benchmarks.md``). The loop is memory-bound, as fast as single-threaded BLAS, and
+    (``results/2026-11-30-core-overhead.md``). The loop is memory-bound, as fast as single-threaded BLAS, and
     its result can differ from a BLAS gemv in the last bits (summation order: ~5e-8 on unit
     vectors of 384 dimensions).
     """

@@ -391,7 +391,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
 def bench(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
     policies: str = typer.Option("frozen,default,single-branch,no-procedural,no-anti-fragmentation", "--policies", "-P",
-                                 help="Comma-separated policy files or shipped names; peer:ace and peer:mem0 run those packages (README, Peers)."),
+                                 help="Comma-separated policy files or shipped names; peer:ace and peer:mem0 run those packages (docs/peers.md)."),
     out: Path = typer.Option(..., "--out", "-o", help="BENCH_DIR: one RUN_DIR per policy, report.md, results.json, plots."),
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),

@@ -245,7 +245,7 @@ def fallback_label(text: str, *, instruction: str | None, shape: str | None,
     * ``"first_line"``: the instruction if it has any text, else the input's first non-blank
       line, where TRACE and StreamBench-style elements state their task ("Choose an answer
       for the following question and give your reasons.": one application for every
-      ScienceQA question; issue #10 §4, specs/results.md §11a);
+      ScienceQA question; issue #10 §4, results/2026-12-01-label-quality-train.md);
 
     plus the script name when a third or more of the whole input's letters are non-Latin
     (``chinese``, ``japanese``, ...); ``"general"`` if no word is left.

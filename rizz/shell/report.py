@@ -171,7 +171,7 @@ def _deltas_by_half(pairs: dict[str, dict[str, tuple[list[float], list[float]]]]
     """``{baseline: {policy: [first, second]}}``: :func:`paired_delta` over the first and the
     second half of the paired answered steps (the first gets the smaller half when odd),
     each with ``"steps": [from, to]`` (1-based positions among those steps). Memory grows
-    along a stream, so a gain can show late (specs/results.md §2 measured one)."""
+    along a stream, so a gain can show late (results/2026-11-30-trace240.md measured one)."""
     out: dict[str, dict[str, Any]] = {}
     for base, d in pairs.items():
         out[base] = {}

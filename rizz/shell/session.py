@@ -46,7 +46,7 @@ __all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "Session", "Ses
 _CLOSED_IDS = 4096  # recently folded / expired ids kept for error messages (bounded)
 #: Snapshot bytes written per log record at most (see ``Session(snapshot_every=)``). A snapshot
 #: costs ≈ 25 ns per byte on the benchmark machine (serialise, checksum, write, fsync;
-#: specs/benchmarks.md), so 8 KiB per record ≈ 0.2 ms of snapshot per record, whatever the size.
+#: results/2026-12-01-shell-overhead.md), so 8 KiB per record ≈ 0.2 ms of snapshot per record, whatever the size.
 SNAPSHOT_RECORD_BYTES = 8192
 
 

@@ -1,4 +1,4 @@
-"""The judge's fallback application as a policy choice (issue #10 §4, specs/results.md §11a):
+"""The judge's fallback application as a policy choice (issue #10 §4, results/2026-12-01-label-quality-train.md):
 ``routing.fallback_application: content_words`` (the default, unchanged) or ``first_line``."""
 
 from __future__ import annotations

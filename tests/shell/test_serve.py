@@ -373,7 +373,7 @@ def test_openapi_lists_the_endpoints(server):
 
 
 def test_a_verdict_is_read_as_json_whatever_its_content_type(server):
-    """The README's `curl ... -d '{...}'` sends application/x-www-form-urlencoded: /answer read it,
+    """The serve example's (docs/serve.md) `curl ... -d '{...}'` sends application/x-www-form-urlencoded: /answer read it,
     /verdict answered 422 ("Input should be a valid dictionary")."""
     s = server()
     form = {"Content-Type": "application/x-www-form-urlencoded"}

@@ -4,7 +4,7 @@ Skipped, with the reason, in a build without ``rizz.Session.open``. The server r
 process on 127.0.0.1 with the scripted stub model (``benchmarks/serve_stub.py``), the real
 embedder and real Sessions; clients are real HTTP clients (``benchmarks/serve_load.py``).
 The full-size load test (32 clients, 8 tenants, 2,000 pairs) is ``benchmarks/serve_load.py``
-with its defaults; figures in specs/benchmarks.md.
+with its defaults; figures in results/2026-12-01-serve-load.md.
 """
 
 from __future__ import annotations
