@@ -17,6 +17,9 @@ Variants (the worked example and system text of the shipped prompt are kept unle
 
 * ``shipped``: :func:`rizz.shell.judge.judge_messages` (what every run uses; cached calls of a
   run that shares ``--cache`` cost nothing);
+* ``with-shape``: the judge prompt before 2026-12-02, ``shipped`` with an "Expected output:
+  SHAPE" line after the input and in the worked example (the Qwen 1.5B answered
+  ``application: "letter"``, the shape's name, for the letter tasks);
 * ``no-answer``: the element is framed as a task to *label, not answer* ("Task to label (do not
   answer it): … Reply with the JSON label."), so the last words the model reads ask for the label
   instead of the element's own question;
@@ -47,13 +50,17 @@ from rizz.core import normalise_label
 from rizz.shell import judge as J
 from rizz.shell.models import Message
 
-VARIANTS = ("shipped", "no-answer", "no-shot")
+VARIANTS = ("shipped", "with-shape", "no-answer", "no-shot")
 
 
 def messages(variant: str, text: str, shape: str | None) -> list[Message]:
     """The judge messages of ``variant`` for one element (``instruction`` none: TRACE puts it in the input)."""
     if variant == "shipped":
-        return J.judge_messages(text, instruction=None, shape=shape)
+        return J.judge_messages(text, instruction=None)
+    if variant == "with-shape":  # the judge prompt before 2026-12-02: "Expected output: SHAPE" after the input and in the shot
+        shot = J._SHOT_USER + "\nExpected output: text"
+        body = f"Input: {J._shorten(text, J._MAX_PROMPT_CHARS)}" + (f"\nExpected output: {shape}" if shape else "")
+        return [Message("system", J._SYSTEM), Message("user", shot), Message("assistant", J._SHOT_ASSISTANT), Message("user", body)]
     body = f"Task to label (do not answer it):\n\"\"\"\n{J._shorten(text, J._MAX_PROMPT_CHARS)}\n\"\"\"\n"
     if shape:
         body += f"Expected output of the task: {shape}\n"

@@ -88,7 +88,7 @@ _SYSTEM = (
     "e.g. monetary-policy-stance, stance-detection-chinese, python-list-functions."
 )
 _SHOT_USER = "Instruction: Summarize the article in one sentence.\nInput: The city council voted"\
-    " on Tuesday to expand the bus network...\nExpected output: text"
+    " on Tuesday to expand the bus network..."
 _SHOT_ASSISTANT = '{"function": "summarize", "application": "news-summarization"}'
 
 
@@ -292,14 +292,19 @@ def _shorten(text: str, limit: int) -> str:
     return text[:head] + " ... " + text[-(limit - head) :]
 
 
-def judge_messages(text: str, *, instruction: str | None, shape: str | None) -> list[Message]:
-    """The judge prompt: system rules, one worked example, then the element to label."""
+def judge_messages(text: str, *, instruction: str | None) -> list[Message]:
+    """The judge prompt: system rules, one worked example, then the element to label.
+
+    The element's expected output shape is not shown: with it ("Expected output: letter") the
+    Qwen2.5-Coder 1.5B labelled FOMC and C-STANCE alike as ``classify/letter`` and the 0.5B both
+    as ``classify/language-classification``; without it they named the domains
+    (``benchmarks/judge_probe.py --variant shipped`` vs ``no-shape``, 4 train elements per task,
+    results/2026-12-02-judge-shape.md). Routing still keeps shapes apart (``shape_guard``).
+    """
     parts = []
     if instruction:
         parts.append(f"Instruction: {_shorten(instruction, _MAX_PROMPT_CHARS // 2)}")
     parts.append(f"Input: {_shorten(text, _MAX_PROMPT_CHARS)}")
-    if shape:
-        parts.append(f"Expected output: {shape}")
     return [
         Message("system", _SYSTEM),
         Message("user", _SHOT_USER),
@@ -354,7 +359,7 @@ def label_input(
         Malformed model output never raises; backend errors (network, context) propagate.
     """
     gen = model.generate(
-        judge_messages(text, instruction=instruction, shape=shape),
+        judge_messages(text, instruction=instruction),
         max_tokens=max_tokens,
         # the answer is one flat object; the parser restores the brace. Not for a reasoning
         # model (``?reasoning=N``): a "}" in its thinking would cut the reply (issue #12 §1).
