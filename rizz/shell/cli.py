@@ -1,4 +1,4 @@
-"""The ``rizz`` command line (specs/stream-format.md): run, replay, diff, inspect, policy, streams, bench, sweep, serve, demo, view."""
+"""The ``rizz`` command line (specs/stream-format.md): run, replay, diff, inspect, convert, policy, streams, bench, sweep, serve, demo, view."""
 
 from __future__ import annotations
 
@@ -273,6 +273,30 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
     if dropped:  # wrapped to the terminal like the table
         console.print(f"(left out to fit {console.width} columns: {', '.join(dropped)}; --wide shows them, --json gives every field)",
                       markup=False, highlight=False)
+
+
+@app.command()
+def convert(
+    run_dir: Path = typer.Argument(..., help="A RUN_DIR (or a bench folder: each of its runs)."),
+    keep_files: bool = typer.Option(False, "--keep-files", help="Leave the old embeddings/ and prompts/ folders in place (ignored from now on)."),
+) -> None:
+    """Move a RUN_DIR written before rizz kept one store (its embeddings/ and prompts/ folders: a
+    file per vector and per compiled prompt) into RUN_DIR/store.sqlite, byte for byte.
+
+    Not needed to replay or resume an old RUN_DIR (it is read as it is); it turns its ~2 files
+    per step into one. Every entry is read back and compared with its file before the folders
+    are removed; safe to interrupt (run it again). `rizz replay RUN_DIR` afterwards prints the
+    same digest. Does nothing to a RUN_DIR already in one store.
+    """
+    from rizz.shell.convert import ConvertError, convert_run_dir, run_dirs_in
+    from rizz.shell.runlog import RunDirBusy
+
+    try:
+        targets = run_dirs_in(run_dir)
+        for rd in targets:
+            convert_run_dir(rd, keep_files=keep_files, log=lambda m: typer.echo(m, err=True))
+    except (FileNotFoundError, ConvertError, RunDirBusy) as e:
+        _fail(str(e))
 
 
 def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: Optional[int]) -> None:

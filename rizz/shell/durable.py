@@ -18,7 +18,9 @@ Three small pieces used by ``runlog.py``, ``models/cache.py`` and the CLI:
   3rd time the ``log.append`` point is reached, ``RIZZ_FAULT=enospc@log.append:2`` raises
   ``ENOSPC`` there instead. Points: ``log.append`` (half of a record written and
   flushed), ``snapshot.write`` (half of a snapshot's temp file written),
-  ``embedding.write`` (before an embedding file is renamed into place), ``prompt.write``,
+  ``embedding.write`` and ``prompt.write`` (inside the ``store.sqlite`` transaction that
+  commits a record's vectors / prompt, before the commit; in a RUN_DIR of the old
+  file-per-element layout, before the file is renamed into place),
   ``cache.put``, ``step`` (between steps) (:data:`FAULT_SITES`). Used only by tests, ``make fuzz``
   and ``benchmarks/kill_embedded.py`` (the embedded-model crash run).
 """

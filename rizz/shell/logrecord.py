@@ -69,7 +69,8 @@ class LogRecordError(ValueError, RizzError):
 
 @frozen
 class InputPart:
-    """The element as the core saw it; ``embedding`` is the key of φ(x) in ``RUN_DIR/embeddings``.
+    """The element as the core saw it; ``embedding`` is the key of φ(x) in the RUN_DIR's store
+    (``store.sqlite``, or ``embeddings/`` in a RUN_DIR written before issue #27).
 
     ``tenant`` (``metadata.tenant``) and ``time`` (``metadata.time``, canonical ISO 8601) are
     written only when given (issue #12 §2 §4), so older lines parse and untenanted, untimed
@@ -108,7 +109,8 @@ class RoutePart:
 
 @frozen
 class PromptPart:
-    """The compiled prompt (text in ``RUN_DIR/prompts/<sha256>.txt``); tokens, budget, drops."""
+    """The compiled prompt (text in the RUN_DIR's store under ``sha256``: ``RunDir.prompt_text``;
+    ``prompts/<sha256>.txt`` before issue #27); tokens, budget, drops."""
 
     sha256: str
     tokens: int
