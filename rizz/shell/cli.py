@@ -98,7 +98,7 @@ def run(
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Record malformed stream lines in RUN_DIR/bad_lines.json and go on."),
     rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise)."),
     cache: Optional[Path] = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
-    snapshot_every: int = typer.Option(50, min=1, help="Records between state snapshots (at least; more once a snapshot exceeds N × 8 KiB)."),
+    snapshot_every: int = typer.Option(50, min=1, help="Records between state snapshots (at least; more once a snapshot writes over N × 8 KiB; never over 1000 apart)."),
     budget: Optional[int] = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
     user_model: Optional[str] = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model)."),
     durability: str = typer.Option("disk", "--durability", help="disk: each step is fsynced before the next (survives a power loss); os: handed to the OS only, fsynced at the end (survives kill -9, not a power loss)."),

@@ -24,7 +24,11 @@ from rizz.shell.session import Session, default_rendering
 from rizz.shell.streams import StreamElement, read_stream
 from rizz.shell.wording import plural
 
-__all__ = ["episode_summary", "replay", "replay_differences", "run_stream", "summarise"]
+__all__ = ["KEEP_SNAPSHOTS", "episode_summary", "replay", "replay_differences", "run_stream", "summarise"]
+
+#: Snapshots a run keeps (the newest; a resume needs only the newest sound one, and the store
+#: drops the chunks of the others, issue #27). ``Session.open`` keeps as many.
+KEEP_SNAPSHOTS = 3
 
 
 def _sha256_file(path: Path) -> str:
@@ -146,7 +150,8 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
         elif done:
             log(f"resuming {rd.root} after {plural(done, 'finished step')}")
         session = Session(policy, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget,
-                          run_dir=rd, snapshot_every=snapshot_every, fold=fold, user_model=user_model, history=records)
+                          run_dir=rd, snapshot_every=snapshot_every, keep_snapshots=KEEP_SNAPSHOTS, fold=fold, user_model=user_model,
+                          history=records)
         records.extend(session.recover(records[-1] if records else None))  # a distillation a kill interrupted
         if on_resume is not None:
             on_resume(views(records))

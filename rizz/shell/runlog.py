@@ -39,10 +39,11 @@ from typing import Any, Iterator
 
 from rizz.core import AdaptiveState, StepInput, Verdict, from_data, to_data
 from rizz.errors import RizzError
-from rizz.shell.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes, write_then_rename
+from rizz.shell.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes, snapshot_header, write_then_rename
 from rizz.shell.embed import EmbeddingStore
 from rizz.shell.extras import extra_needed
 from rizz.shell.runstore import STORE_FILE, RunStore
+from rizz.shell.snapchunks import ChunkError, SnapshotChunks
 
 with extra_needed("lab", "the run log"):
     from filelock import FileLock, Timeout
@@ -314,12 +315,37 @@ class RunDir:
         return p.read_text(encoding="utf-8") if p.is_file() else None
 
     # -- snapshots --------------------------------------------------------------------
+    @property
+    def chunks(self) -> SnapshotChunks | None:
+        """The incremental snapshot writer/loader of this RUN_DIR (None in the ``"files"`` layout,
+        whose snapshots are whole)."""
+        store = self.embeddings
+        if not isinstance(store, RunStore):
+            return None
+        if self._chunks is None:
+            self._chunks = SnapshotChunks(store)
+        return self._chunks
+
+    _chunks: SnapshotChunks | None = None
+
     def save_snapshot(self, steps_done: int, state: AdaptiveState) -> int:
-        """Write ``snapshots/NNNNNNNN.json`` with a checksum (``rizz.shell.durable``), atomically.
-        Returns its size in bytes."""
+        """Write ``snapshots/NNNNNNNN.json`` with a checksum (``rizz.shell.durable``), atomically;
+        in the ``"sqlite"`` layout its large parts as chunks in ``store.sqlite``
+        (:mod:`rizz.shell.snapchunks`), committed and fsynced first. Returns the bytes written
+        (the file, plus the chunks new to the store)."""
         self.snap_dir.mkdir(exist_ok=True)
         path = self.snap_dir / f"{steps_done:08d}.json"
-        data = snapshot_bytes(to_data(state))
+        chunks = self.chunks
+        if chunks is None:
+            data = snapshot_bytes(to_data(state))
+            written = 0
+        else:
+            tree, refs, written = chunks.tree(state)
+            store = self.embeddings
+            store.flush()
+            if store.durability == "os":  # snapshots are fsynced whatever the durability
+                store.sync()
+            data = snapshot_bytes(tree, refs, written)
         tmp = path.with_suffix(".json.tmp")
         with open(tmp, "wb") as f:
             f.write(data[: len(data) // 2])
@@ -329,7 +355,36 @@ class RunDir:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        return len(data)
+        return len(data) + written
+
+    def snapshot_steps(self) -> list[int]:
+        """The records-done counts of the snapshots on disk, oldest first."""
+        if not self.snap_dir.is_dir():
+            return []
+        return sorted(int(p.stem) for p in self.snap_dir.glob("*.json") if p.stem.isdigit())
+
+    def newest_snapshot_bytes(self) -> int | None:
+        """What writing the newest snapshot cost (bytes: its file, plus the chunks it added), None without one."""
+        done = self.snapshot_steps()
+        head = snapshot_header(self.snap_dir / f"{done[-1]:08d}.json") if done else None
+        return None if head is None else int(head["written"])
+
+    def prune_snapshots(self, keep: int) -> None:
+        """Delete all but the newest ``keep`` snapshots (and their in-flight files), then the
+        store's chunks that no kept snapshot names."""
+        done = self.snapshot_steps()
+        if len(done) <= keep:
+            return
+        for n in done[:-keep]:
+            for p in (self.snap_dir / f"{n:08d}.json", self.snap_dir / f"{n:08d}.inflight.json"):
+                p.unlink(missing_ok=True)
+        store = self.embeddings
+        if isinstance(store, RunStore):
+            kept: set[str] = set()
+            for n in done[-keep:]:
+                head = snapshot_header(self.snap_dir / f"{n:08d}.json")
+                kept |= head["chunks"] if head is not None else set()
+            store.drop_chunks(store.chunk_shas() - kept)
 
     def inflight_path(self, records_done: int) -> Path:
         """Where the answers in flight beside snapshot ``records_done`` are kept (log format 2)."""
@@ -339,22 +394,21 @@ class RunDir:
     def latest_snapshot(self, at_most: int) -> tuple[int, AdaptiveState] | None:
         """The newest sound snapshot taken after ≤ ``at_most`` steps, as (steps done, state).
 
-        A snapshot whose checksum fails (or that has none), or whose records this version cannot
-        build (e.g. a time-stamped context item written before ``instant_us`` existed), is
-        skipped and listed in :attr:`ignored_snapshots`; the caller refolds from the log and
-        rewrites it.
+        A snapshot whose checksum fails (or that has none), whose chunks are missing or damaged,
+        or whose records this version cannot build (e.g. a time-stamped context item written
+        before ``instant_us`` existed), is skipped and listed in :attr:`ignored_snapshots`; the
+        caller refolds from the log and rewrites it.
         """
         self.ignored_snapshots = []
-        if not self.snap_dir.exists():
-            return None
-        done = sorted(int(p.stem) for p in self.snap_dir.glob("*.json") if p.stem.isdigit() and int(p.stem) <= at_most)
+        done = [n for n in self.snapshot_steps() if n <= at_most]
         for n in reversed(done):
             data, why = read_snapshot(self.snap_dir / f"{n:08d}.json")
             if why is None:
                 try:
-                    return n, from_data(data)
+                    chunks = self.chunks
+                    return n, (chunks.load(data) if chunks is not None else from_data(data))
                 except (TypeError, ValueError) as e:  # a snapshot is a cache: the log rebuilds it
-                    why = f"not readable by this version: {e}"
+                    why = str(e) if isinstance(e, ChunkError) else f"not readable by this version: {e}"
             self.ignored_snapshots.append((n, why))
         return None
 
