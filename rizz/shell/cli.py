@@ -91,7 +91,7 @@ def _resume_hint(out: Path, per_policy: bool = False) -> str:
 @app.command()
 def run(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
-    policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file, or a shipped name (policies/): default, frozen, single-branch, no-procedural, no-anti-fragmentation, judge-always, ace-style, evidence, zones-family, zones-own-first, zones-own, learned-routing, labels-tuned."),
+    policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file, or a shipped name (policies/): default, frozen, single-branch, no-procedural, no-anti-fragmentation, judge-always, ace-style, evidence, zones-family, zones-own-first, zones-own, learned-routing, labels-tuned, prefix-cache."),
     out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR; an unfinished one is resumed."),
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),

@@ -52,10 +52,16 @@ class Message:
     Attributes:
         role: ``"system"``, ``"user"`` or ``"assistant"``.
         content: the turn's text.
+        cache_prefix: characters at the start of ``content`` that change least from one call
+            to the next (the prompt's stable blocks, :func:`rizz.shell.render.render`); a backend
+            with a prompt cache may mark them cacheable (Anthropic ``cache_control``, issue #27).
+            0: none. A hint about what the backend evaluates, never about what it is sent: it is
+            not part of the response-cache key and every backend sends ``content`` whole.
     """
 
     role: str = attrs.field(validator=attrs.validators.in_(ROLES))
     content: str = attrs.field(validator=attrs.validators.instance_of(str))
+    cache_prefix: int = attrs.field(default=0, kw_only=True, eq=False, validator=attrs.validators.ge(0))
 
 
 def _non_negative(_inst: object, attribute: attrs.Attribute, value: float) -> None:
