@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/replay_speed.py [--sizes 1000,100000] [--steps 300] [--full-log 1000]
+    python benchmarks/replay_speed.py [--sizes 1000,100000] [--steps 1200] [--full-log 1000]
         [--snapshot-every 50] [--dir DIR] [--blas-threads N]
 
 A stub model and a stub embedder (``benchmarks/shell_overhead.py``: replies and vectors at once)
@@ -19,7 +19,8 @@ For each size N:
    ``--snapshot-every`` as the floor of Session's snapshot rule, the newest 3 kept), records
    its digest, and kills itself with SIGKILL (no close, no final snapshot: what ``kill -9``
    leaves).
-3. Replay: the log's step records are refolded on snapshot 0 (loaded, not timed) as ``rizz
+3. Replay: the log's step records are refolded on snapshot 0 (a copy kept in ``DIR/nN-snap0``;
+   loaded, not timed) as ``rizz
    replay`` refolds: each line parsed, its vectors read from the store, folded
    (:meth:`rizz.shell.logfold.LogFold.apply`). "core" times the same fold with the inputs
    already built in memory (no JSON, no store): the floor a replay can reach. Steps/s are
@@ -28,7 +29,9 @@ For each size N:
    (read the log, load the newest sound snapshot, refold the records after it); the digest
    must equal the child's. "snapshot load s" is the newest snapshot's load alone; "tail" the
    records refolded after it; "snap every" the interval Session's rule had reached (the
-   worst-case tail) and "snap ms" the mean wall time of the child's snapshot writes.
+   worst-case tail: at most ``SNAPSHOT_TAIL_MAX``), "worst s" the resume that tail would cost
+   (snapshot load + "snap every" records at the replay rate), and "snap ms" the mean wall
+   time of the child's snapshot writes after snapshot 0 (incremental ones).
 
 ``--full-log L`` (0: skip): a real log of L elements from an empty state is also written the
 same way and replayed whole with :func:`rizz.shell.run.replay` (what ``rizz replay`` runs:
@@ -115,9 +118,10 @@ def replay_rates(root: Path, policy: Policy, from_snapshot: bool) -> tuple[float
     def load0() -> LogFold:
         if not from_snapshot:
             return LogFold(policy, rd.embeddings)
-        data, why = read_snapshot(rd.snap_dir / "00000000.json")
+        side = RunDir(root.with_name(root.name + "-snap0"))  # snapshot 0 kept apart: the run keeps only its newest 3
+        data, why = read_snapshot(side.snap_dir / "00000000.json")
         assert why is None, why
-        state = RunDir(root).chunks.load(data)
+        state = side.chunks.load(data)
         return LogFold(policy, rd.embeddings, state=state, answers=state.steps)
 
     f = load0()
@@ -152,7 +156,7 @@ def files_in(root: Path) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="1000,100000")
-    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--steps", type=int, default=1200)
     ap.add_argument("--full-log", type=int, default=1000)
     ap.add_argument("--snapshot-every", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
@@ -186,13 +190,15 @@ def main() -> None:
         print(f"  refold of the log alone:                           {shell:8.0f} steps/s")
         print(f"  core alone (inputs in memory):                     {core:8.0f} steps/s  (refold at {shell / core:.0%} of the core)")
     print(f"\n{'stored':>9} {'steps':>6} {'replay st/s':>11} {'core st/s':>10} {'of core':>7} {'resume s':>8} {'snap load s':>11} "
-          f"{'tail':>5} {'snap every':>10} {'snap ms':>8} {'run ms/el':>9} {'files':>5}")
+          f"{'tail':>5} {'snap every':>10} {'worst s':>7} {'snap ms':>8} {'run ms/el':>9} {'files':>5}")
     for n in [int(x) for x in args.sizes.split(",")]:
         rng = np.random.default_rng([args.seed, n])
         world = make_world(24, 384, 1, rng)
         state0 = fold(r.init(), build_events(world, make_layout(world, n, rng)))
         gc.collect()
         root = base / f"n{n}"
+        with RunDir(base / f"n{n}-snap0") as side:  # snapshot 0 as the replay's start (the run prunes its own)
+            side.save_snapshot(0, state0)
         child = write_run(root, policy, world, state0, args.steps, args.snapshot_every, args.seed)
         del state0
         gc.collect()
@@ -212,8 +218,10 @@ def main() -> None:
         rd2.latest_snapshot(len(records))
         load = time.perf_counter() - t0
         snap_ms = float(np.mean(child["snap_ms"][1:])) * 1e3 if len(child["snap_ms"]) > 1 else float("nan")
+        worst = load + child["interval"] / shell
         print(f"{n:>9,} {steps:>6} {shell:>11.0f} {core:>10.0f} {shell / core:>7.0%} {resume:>8.2f} {load:>11.2f} "
-              f"{len(records) - newest:>5} {child['interval']:>10} {snap_ms:>8.1f} {child['run_ms']:>9.2f} {files_in(root):>5}", flush=True)
+              f"{len(records) - newest:>5} {child['interval']:>10} {worst:>7.2f} {snap_ms:>8.1f} {child['run_ms']:>9.2f} {files_in(root):>5}",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -224,7 +224,10 @@ def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True, records
             start = n
     # snapshots that failed their checksum (rizz.shell.durable) or cannot be built are rewritten from the log
     rebuild = ({n for n, _ in getattr(rd, "ignored_snapshots", ())} | stale) if use_snapshots else set()
+    prefetch = getattr(fold.store, "prefetch", None)
     for i, data in enumerate(records[start:], start + 1):
+        if prefetch is not None and (i - start - 1) % _PREFETCH == 0:  # the next records' vectors, a few queries
+            prefetch([k for d in records[i - 1:i - 1 + _PREFETCH] for k in _record_keys(d)])
         where = f"{rd.log_path}:{i}"
         try:
             fold.apply(parse(data, where))
@@ -234,6 +237,17 @@ def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True, records
             save_inflight(rd.inflight_path(i), fold)  # the side file first, as Session does
             rd.save_snapshot(i, fold.state)
     return fold, records
+
+
+_PREFETCH = 512  # records whose vectors a refold reads ahead in one go (RunStore.prefetch)
+
+
+def _record_keys(data: dict[str, Any]) -> list[str]:
+    """The embedding keys a record (as JSON) names: its input's, its judge label's, its rules'."""
+    keys = [(data.get("input") or {}).get("embedding"), (data.get("judge") or {}).get("label_embedding")]
+    keys += [r[2] for r in data.get("rules") or () if len(r) > 2]
+    keys += [r[2] for r in (data.get("distill") or {}).get("rules") or () if len(r) > 2]
+    return [k for k in keys if isinstance(k, str) and k]
 
 
 def views(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -242,6 +242,23 @@ class RunStore:
             return keys, np.zeros((0, embedder.dim), dtype=np.float32)
         return keys, np.stack([self.get(k) for k in keys]).astype(np.float32, copy=False)
 
+    def prefetch(self, keys: Sequence[str]) -> None:
+        """Read the committed vectors of ``keys`` into the in-memory cache with a few batched
+        queries (a replay reads every record's vectors: one query per 500 keys instead of one
+        per key). Unknown keys are skipped; at most ``VECTOR_CACHE_MAX`` are kept."""
+        from rizz.shell.embed import VECTOR_CACHE_MAX
+
+        with self._lock:
+            todo = [k for k in dict.fromkeys(keys) if k and k not in self._cache and k not in self._vecs][:VECTOR_CACHE_MAX]
+            db = self._conn(create=False)
+            if db is None or not todo:
+                return
+            for i in range(0, len(todo), 500):
+                part = todo[i:i + 500]
+                rows = db.execute(f"SELECT key, vec FROM embeddings WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
+                for key, vec in rows:
+                    self._remember(key, np.frombuffer(vec, dtype=np.float32))
+
     def keys(self) -> Iterator[str]:
         """Every committed embedding key, in key order."""
         with self._lock:

@@ -148,3 +148,17 @@ def test_rizz_convert_cli_converts_each_run_of_a_bench_folder(tmp_path):
     assert res.exit_code != 0 and "not a rizz RUN_DIR" in res.output
     helptext = CliRunner().invoke(cli.app, ["convert", "--help"]).output
     assert "embeddings/" in helptext and "store.sqlite" in helptext
+
+
+def test_prefetch_reads_many_vectors_in_one_query_then_gets_need_none(tmp_path):
+    store = RunStore(tmp_path / "store.sqlite")
+    vecs = np.random.default_rng(2).standard_normal((30, 8)).astype(np.float32)
+    keys = [store.put_text(f"t{i}", "e", v) for i, v in enumerate(vecs)]
+    store.close()
+    again = RunStore(tmp_path / "store.sqlite")
+    seen: list[str] = []
+    real = again._read
+    again._read = lambda sql, args: seen.append(sql) or real(sql, args)  # type: ignore[method-assign]
+    again.prefetch(keys + ["f" * 64, ""])  # an unknown key and an empty one are skipped
+    assert seen == []  # prefetch queries the connection directly, in one batch here
+    assert again.get_many(keys).tobytes() == vecs.tobytes() and seen == []
