@@ -21,8 +21,8 @@ For each size N:
    leaves).
 3. Replay: the log's step records are refolded on snapshot 0 (a copy kept in ``DIR/nN-snap0``;
    loaded, not timed) as ``rizz
-   replay`` refolds: each line parsed, its vectors read from the store, folded
-   (:meth:`rizz.shell.logfold.LogFold.apply`). "core" times the same fold with the inputs
+   replay`` refolds (:func:`rizz.shell.logfold.refold`): each line decoded and parsed, its
+   vectors read from the store (a few batched queries per 512 records), folded. "core" times the same fold with the inputs
    already built in memory (no JSON, no store): the floor a replay can reach. Steps/s are
    per element (step record; its distillation included).
 4. Resume: :func:`rizz.shell.logfold.restore_fold` on the killed RUN_DIR, timed end to end
@@ -58,7 +58,7 @@ from shell_overhead import StubModel, bench_elements  # noqa: E402
 
 from rizz.core import CandidateRule, Policy, digest, rizz  # noqa: E402
 from rizz.core.apply import fold  # noqa: E402
-from rizz.shell.logfold import LogFold, record_inputs, restore_fold, save_inflight  # noqa: E402
+from rizz.shell.logfold import LogFold, record_inputs, refold, restore_fold, save_inflight  # noqa: E402
 from rizz.shell.durable import read_snapshot  # noqa: E402
 from rizz.shell.logrecord import parse  # noqa: E402
 from rizz.shell.policy_file import policy_data  # noqa: E402
@@ -127,8 +127,7 @@ def replay_rates(root: Path, policy: Policy, from_snapshot: bool) -> tuple[float
     f = load0()
     gc.collect()
     t0 = time.perf_counter()
-    for ln in lines:
-        f.apply(parse(json.loads(ln)))
+    refold(f, [json.loads(ln) for ln in lines])  # what rizz replay and a resume run (vectors read ahead in batches)
     shell = time.perf_counter() - t0
     want = digest(f.state)
     del f

@@ -101,6 +101,13 @@ def test_an_old_run_dir_replays_in_its_layout_and_rizz_convert_moves_it(tmp_path
     key = next((V1 / "embeddings").glob("*/*.npy")).stem
     assert rd.embeddings.get(key).tobytes() == vec.tobytes()  # byte for byte
     assert convert_run_dir(run)["vectors"] == 0  # again: nothing to do
+    from rizz.core import digest
+    from rizz.shell.logfold import restore_fold
+    from rizz.shell.policy_file import parse_policy
+
+    meta = json.loads((run / "run.json").read_text())
+    fold, _ = restore_fold(RunDir(run), parse_policy(meta["policy_data"]))  # a resume: its snapshots, then the log
+    assert digest(fold.state) == V1_DIGEST
 
 
 def test_a_convert_interrupted_after_its_rename_is_finished_by_the_next(tmp_path):
