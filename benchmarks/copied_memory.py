@@ -30,6 +30,7 @@ import re
 from pathlib import Path
 
 from rizz.shell.logfold import views
+from rizz.shell.runlog import RunDir
 
 HEADERS = ("Mistakes to avoid", "Wrong answer", "Solved examples", "Rules that helped")
 WRONG = re.compile(r"^Wrong answer: (.*)$", re.M)
@@ -39,6 +40,7 @@ SOLVED = re.compile(r"^Answer: (.*)$", re.M)
 def scan(run: Path, task: str | None) -> dict[str, float]:
     n = mistakes = examples = bare = header = copied = copied_example = 0
     reward = 0.0
+    rd = RunDir(run)  # prompt texts: store.sqlite, or prompts/ in a RUN_DIR written before issue #27
     lines = (run / "log.jsonl").read_text(encoding="utf-8").splitlines()
     for rec in views([json.loads(line) for line in lines]):  # any log version (live answer + verdict joined)
         if "verdict" not in rec or (task and rec.get("task") != task):
@@ -47,8 +49,7 @@ def scan(run: Path, task: str | None) -> dict[str, float]:
         reward += rec["verdict"]["reward"]
         prompt = ""
         if "prompt" in rec:
-            p = run / "prompts" / f"{rec['prompt']['sha256']}.txt"
-            prompt = p.read_text(encoding="utf-8") if p.exists() else ""
+            prompt = rd.prompt_text(rec["prompt"]["sha256"]) or ""
         has_m, has_e = "Mistakes to avoid:" in prompt, "Solved examples:" in prompt
         mistakes += has_m
         examples += has_e

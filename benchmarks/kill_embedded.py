@@ -24,9 +24,11 @@ Usage (from the checkout; the embedded model, so minutes, not a CI test)::
    is replaced by the next drawn site. Then the command runs once with no fault to the end.
 4. Checks (verdict PASS only if all hold): each of the ``--kills`` processes died by SIGKILL; a
    kill inside a write left that write's half-done trace (``log.append``: a partial last log
-   line; ``snapshot.write``: a ``snapshots/*.json.tmp``; ``embedding.write``: an
-   ``embeddings/*/.tmp-*.npy``; ``prompt.write``: a ``prompts/*.tmp``, all newer than the
-   process's start); the final run's ``state_digest`` and ``rizz replay OUT/killed`` equal the
+   line; ``snapshot.write``: a ``snapshots/*.json.tmp``, newer than the process's start;
+   ``embedding.write`` and ``prompt.write`` are inside the store's transaction (issue #27:
+   ``store.sqlite``), which a kill rolls back and leaves no trace of, so none is asked for
+   there; in a RUN_DIR of the ``embeddings/``/``prompts/`` layout: an ``embeddings/*/.tmp-*.npy``
+   or a ``prompts/*.tmp``); the final run's ``state_digest`` and ``rizz replay OUT/killed`` equal the
    reference's, and so does its log, record for record (timings and cache flags aside); with
    ``--share-cache``, the killed run sent no prompt the reference had not sent.
 
@@ -113,6 +115,8 @@ def trace_left(run_dir: Path, site: str, since: float) -> bool:
     if site == "log.append":
         log = run_dir / "log.jsonl"
         return log.exists() and not log.read_bytes().endswith(b"\n")
+    if site in ("embedding.write", "prompt.write") and (run_dir / "store.sqlite").exists():
+        return True  # killed inside the store's transaction: rolled back, nothing to see (module docstring)
     pattern = {"snapshot.write": "snapshots/*.json.tmp", "embedding.write": "embeddings/*/.tmp-*.npy",
                "prompt.write": "prompts/*.tmp"}.get(site)
     return pattern is not None and any(p.stat().st_mtime >= since - 1 for p in run_dir.glob(pattern))
@@ -125,9 +129,29 @@ def visits_per_step(ref: Path, cache: Path) -> dict[str, float]:
         rows = db.execute("SELECT count(*) FROM responses").fetchone()[0]
     count = {"log.append": (ref / "log.jsonl").read_bytes().count(b"\n"),
              "snapshot.write": sum(p.stem.isdigit() for p in (ref / "snapshots").glob("*.json")),
-             "embedding.write": sum(1 for _ in (ref / "embeddings").glob("*/*.npy")),
-             "prompt.write": sum(1 for _ in (ref / "prompts").glob("*.txt")), "cache.put": rows, "step": steps}
+             **store_commits(ref), "cache.put": rows, "step": steps}
     return {k: v / steps for k, v in count.items()}
+
+
+def store_commits(ref: Path) -> dict[str, int]:
+    """Visits of ``embedding.write`` and ``prompt.write`` in the reference run: in ``store.sqlite``
+    one per commit that holds new vectors / a new prompt (a record naming a key not seen before);
+    in the ``embeddings/``/``prompts/`` layout one per file."""
+    if not (ref / "store.sqlite").exists():
+        return {"embedding.write": sum(1 for _ in (ref / "embeddings").glob("*/*.npy")),
+                "prompt.write": sum(1 for _ in (ref / "prompts").glob("*.txt"))}
+    seen: set[str] = set()
+    vecs = prompts = 0
+    for ln in (ref / "log.jsonl").read_bytes().splitlines():
+        r = json.loads(ln)
+        keys = [(r.get("input") or {}).get("embedding"), (r.get("judge") or {}).get("label_embedding")]
+        keys += [k for _, _, k in r.get("rules") or ()]
+        new = {k for k in keys if k and k not in seen}
+        vecs += bool(new)
+        sha = (r.get("prompt") or {}).get("sha256")
+        prompts += bool(sha) and sha not in seen
+        seen |= new | ({sha} if sha else set())
+    return {"embedding.write": vecs, "prompt.write": prompts}
 
 
 def uncached_calls(run_dir: Path) -> int:

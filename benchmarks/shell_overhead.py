@@ -18,15 +18,18 @@ fresh inputs from the same clusters, six things are timed per element, interleav
    successes of a branch, the stub distillation and its record), the pending-answer bookkeeping;
 3. ``live``: the same on a RUN_DIR with durability ``"disk"`` (the default): each call returns
    once its records are on disk — per element one ``fdatasync`` of the log for the answer, one
-   for the verdict (and the distillation it makes due), one ``fsync`` per new embedding vector
-   (on a background thread, before the record naming it is written);
+   for the verdict (and the distillation it makes due), and one commit of ``store.sqlite`` for
+   the answer's new vectors and prompt (and one for a distillation's new rule vectors), made
+   before the record naming them is written;
 4. ``live-os``: the same with durability ``"os"`` (records handed to the OS, no sync per call);
 5. ``run``: ``Session.run_element`` as ``rizz run`` does it (answer, exact-match verify, fold: one
    ``step`` record and any ``distill`` record under one ``fdatasync``), durability ``"disk"``;
 6. ``run-os``: the same with durability ``"os"``.
 
 "syncs/el": ``os.fsync`` + ``os.fdatasync`` calls per element (every thread) on paths 3 and 5
-(paths 4 and 6 are checked to make none). "fsync ms": the disk's floor, the median time to
+(paths 4 and 6 are checked to make none), plus the commits of ``store.sqlite`` (issue #27: each
+one an fsync of its WAL that SQLite makes in C, out of sight of the counter; vectors and the
+prompt of a record are one commit, made before the record is written). "fsync ms": the disk's floor, the median time to
 append and fdatasync one 1 KiB line in the same directory after the size's run. No snapshots
 while timing; instead "snap ms" is one snapshot of the ``live`` session's state (state and
 answers in flight, serialised, checksummed, written, fsynced), "snap every" the records between
@@ -246,6 +249,7 @@ def main() -> None:
             for name in PATHS:
                 s, out = sessions[name], times[name]
                 counter = SyncCounter() if name in syncs else None
+                commits = getattr(s.embed_cache, "commits", 0)
                 try:
                     for i in chunk:
                         t0 = time.perf_counter()
@@ -260,6 +264,8 @@ def main() -> None:
                     if counter is not None:
                         counter.close()
                         syncs[name] += counter.n
+                        if dirs[name].durability == "disk":  # store.sqlite's commits: fsynced by SQLite itself, in C
+                            syncs[name] += getattr(s.embed_cache, "commits", 0) - commits
         rd = dirs["live"]
         records = {name: sum(1 for _ in dirs[name].records()) for name in ("live", "run")}
         snap_ms, size = _snapshot_ms(sessions["live"])

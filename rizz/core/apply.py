@@ -148,8 +148,9 @@ def _(e: ev.DistillationRecorded, s: AdaptiveState) -> AdaptiveState:
 @apply.register
 def _(e: ev.RuleCountersMoved, s: AdaptiveState) -> AdaptiveState:
     c = _counters(s, e.rule_id)
-    hb = c.helpful_branches.add(e.branch_id) if e.helpful else c.helpful_branches
-    return _ledger(s, e.rule_id, helpful=c.helpful + e.helpful, harmful=c.harmful + e.harmful, helpful_branches=hb)
+    hb = c.helpful_branches.add(e.branch_id) if e.helpful and e.branch_id not in c.helpful_branches else c.helpful_branches
+    c = RuleCounters(c.helpful + e.helpful, c.harmful + e.harmful, c.status, hb, c.tier)
+    return attrs.evolve(s, rule_ledger=s.rule_ledger.set(e.rule_id, c))
 
 
 @apply.register

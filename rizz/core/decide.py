@@ -139,12 +139,13 @@ def decide_rules(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: 
         rule = by_id.get(rid)
         if rule is None:
             continue
-        functions = {state.branches[b].label.function for b in hb if b in state.branches}
         if c.tier == "branch" and len(hb) >= rp.family_min_branches:
             out.append(ev.RulePromoted(rid, "family", rule.function))
             c = RuleCounters(c.helpful, c.harmful, c.status, hb, "family")
-        if c.tier != "global" and len(hb) >= rp.global_min_branches and len(functions) >= rp.global_min_functions:
-            out.append(ev.RulePromoted(rid, "global", rule.function))
+        if c.tier != "global" and len(hb) >= rp.global_min_branches:  # the functions only when they can decide
+            functions = {state.branches[b].label.function for b in hb if b in state.branches}
+            if len(functions) >= rp.global_min_functions:
+                out.append(ev.RulePromoted(rid, "global", rule.function))
     return out
 
 

@@ -50,8 +50,8 @@ class _Where:
         self._n = n
 
     @classmethod
-    def from_array(cls, arr: np.ndarray) -> "_Where":
-        data = np.zeros((2, max(arr.shape[1], 8)), dtype=np.int64)
+    def from_array(cls, arr: np.ndarray, spare: int = 0) -> "_Where":
+        data = np.zeros((2, max(arr.shape[1] + spare, 8)), dtype=np.int64)
         data[:, : arr.shape[1]] = arr
         return cls(data, arr.shape[1])
 
@@ -99,7 +99,8 @@ class EpisodeIndex:
         dim = live[0].episodes.matrix.dim
         rows = np.concatenate([b.episodes.matrix.rows() for b in live])
         where = np.concatenate([np.stack([np.full(len(b.episodes), branch_number(b.id)), np.arange(len(b.episodes))]) for b in live], axis=1)
-        return cls(EmbeddingMatrix.from_rows(rows, dim), _Where.from_array(where), pmap({b.id: b.episodes for b in live}))
+        spare = len(rows) // 4  # room to grow before the first write copies the index
+        return cls(EmbeddingMatrix.from_rows(rows, dim, spare), _Where.from_array(where, spare), pmap({b.id: b.episodes for b in live}))
 
     def __len__(self) -> int:
         return len(self.matrix)

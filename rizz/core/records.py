@@ -396,8 +396,18 @@ def _creation(branch: Branch) -> tuple[int, str]:
     return len(branch.id), branch.id
 
 
-def _in_creation_order(branches: PMap) -> list[Branch]:
-    return sorted(branches.values(), key=_creation)
+_ORDER: tuple[PMap | None, tuple[Branch, ...]] = (None, ())  # the last map ordered, and its order
+
+
+def _in_creation_order(branches: PMap) -> tuple[Branch, ...]:
+    """The branches of ``branches`` in creation order; the last answer is kept for the same map
+    (routing and lifecycle ask several times per step: a replay spent ~7% of its time sorting)."""
+    global _ORDER
+    last, order = _ORDER
+    if last is not branches:
+        order = tuple(sorted(branches.values(), key=_creation))
+        _ORDER = (branches, order)
+    return order
 
 
 def empty_state() -> AdaptiveState:

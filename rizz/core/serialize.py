@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 import numpy as np
@@ -34,7 +34,7 @@ from rizz.core import routing as _routing
 from rizz.core import tenants as _tenants
 from rizz.core.vec import EmbeddingMatrix
 
-__all__ = ["canonical_json", "digest", "from_data", "to_data"]
+__all__ = ["Hook", "canonical_json", "digest", "from_data", "record_from_data", "to_data"]
 
 def _wire(cls: type) -> str:
     """The record's type tag: its ``WIRE_NAME`` when it was renamed in Python (the tag written
@@ -59,12 +59,20 @@ def _b64(b: bytes) -> str:
     return base64.b64encode(b).decode("ascii")
 
 
-def to_data(obj: Any) -> Any:
-    """Canonical JSON-compatible tree of a state, record, event or collection."""
-    return _tree(obj, False)
+Hook = Callable[[Any], Any]
 
 
-def _tree(obj: Any, for_digest: bool) -> Any:
+def to_data(obj: Any, hook: Hook | None = None) -> Any:
+    """Canonical JSON-compatible tree of a state, record, event or collection.
+
+    ``hook``: called with every value that is not a JSON scalar, before it is serialised; a
+    non-None result is used as its tree instead (the shell's incremental snapshots put large
+    parts of a state elsewhere this way, ``rizz.shell.snapchunks``). The hook serialises a
+    value's children with ``to_data(child, hook)``."""
+    return _tree(obj, False, hook)
+
+
+def _tree(obj: Any, for_digest: bool, hook: Hook | None = None) -> Any:
     """:func:`to_data`; with ``for_digest`` fields marked ``digest: False`` are left out."""
     if obj is None or isinstance(obj, (bool, int, str)):
         return obj
@@ -72,20 +80,24 @@ def _tree(obj: Any, for_digest: bool) -> Any:
         if obj != obj or obj in (float("inf"), float("-inf")):
             raise ValueError(f"non-finite float {obj!r} cannot be serialised")
         return obj
+    if hook is not None:
+        out = hook(obj)
+        if out is not None:
+            return out
     if isinstance(obj, bytes):
         return {"_b": _b64(obj)}
     if isinstance(obj, EmbeddingMatrix):
         return {"_x": _b64(obj.rows().tobytes()), "d": obj.dim, "n": len(obj)}
     if isinstance(obj, PMap):
-        return {"_m": [[_tree(k, for_digest), _tree(obj[k], for_digest)] for k in sorted(obj.keys(), key=repr)]}
+        return {"_m": [[_tree(k, for_digest, hook), _tree(obj[k], for_digest, hook)] for k in sorted(obj.keys(), key=repr)]}
     if isinstance(obj, PSet):
-        return {"_s": sorted((_tree(x, for_digest) for x in obj), key=repr)}
+        return {"_s": sorted((_tree(x, for_digest, hook) for x in obj), key=repr)}
     if isinstance(obj, PVector):
-        return {"_v": [_tree(x, for_digest) for x in obj]}
+        return {"_v": [_tree(x, for_digest, hook) for x in obj]}
     if isinstance(obj, tuple):
-        return {"_tu": [_tree(x, for_digest) for x in obj]}
+        return {"_tu": [_tree(x, for_digest, hook) for x in obj]}
     if isinstance(obj, dict):
-        return {"_d": [[_tree(k, for_digest), _tree(obj[k], for_digest)] for k in sorted(obj, key=repr)]}
+        return {"_d": [[_tree(k, for_digest, hook), _tree(obj[k], for_digest, hook)] for k in sorted(obj, key=repr)]}
     if attrs.has(type(obj)):
         out: dict[str, Any] = {"_t": _wire(type(obj))}
         for f in attrs.fields(type(obj)):
@@ -94,7 +106,7 @@ def _tree(obj: Any, for_digest: bool) -> Any:
             value = getattr(obj, f.name)
             if f.metadata.get("omit_default") and value == _default(f):
                 continue  # an optional feature that is off leaves no trace (old digests hold)
-            out[f.metadata.get("wire", f.name)] = _tree(value, for_digest)
+            out[f.metadata.get("wire", f.name)] = _tree(value, for_digest, hook)
         return out
     raise TypeError(f"cannot serialise {type(obj).__name__}")
 
@@ -104,33 +116,47 @@ def _default(f: Any) -> Any:
     return d.factory() if isinstance(d, attrs.Factory) and not d.takes_self else d  # type: ignore[attr-defined]
 
 
-def from_data(data: Any) -> Any:
-    """Inverse of :func:`to_data`. Raises ValueError on an unknown record type."""
+def from_data(data: Any, hook: Hook | None = None) -> Any:
+    """Inverse of :func:`to_data` (with the same kind of ``hook``: called with every JSON object
+    before it is read; a non-None result is the value). Raises ValueError on an unknown record type.
+
+    A loaded state is ready to grow: sets are sized for their contents (``pset``'s default of 8
+    buckets would make every lookup a scan and the first insertion a rehash) and matrices
+    have room for a quarter more rows before their first append copies them."""
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if isinstance(data, list):
-        return [from_data(x) for x in data]
+        return [from_data(x, hook) for x in data]
+    if hook is not None:
+        out = hook(data)
+        if out is not None:
+            return out
     if "_b" in data:
         return base64.b64decode(data["_b"])
     if "_x" in data:
         rows = np.frombuffer(base64.b64decode(data["_x"]), dtype=np.float32).reshape(data["n"], data["d"]) if data["n"] else None
-        return EmbeddingMatrix.from_rows(rows, data["d"]) if rows is not None else EmbeddingMatrix(data["d"])
+        return EmbeddingMatrix.from_rows(rows, data["d"], data["n"] // 4) if rows is not None else EmbeddingMatrix(data["d"])
     if "_m" in data:
-        return pmap({from_data(k): from_data(v) for k, v in data["_m"]})
+        return pmap({from_data(k, hook): from_data(v, hook) for k, v in data["_m"]})
     if "_s" in data:
-        return pset(from_data(x) for x in data["_s"])
+        return pset((from_data(x, hook) for x in data["_s"]), pre_size=max(8, 2 * len(data["_s"])))
     if "_v" in data:
-        return pvector(from_data(x) for x in data["_v"])
+        return pvector(from_data(x, hook) for x in data["_v"])
     if "_d" in data:
-        return {from_data(k): from_data(v) for k, v in data["_d"]}
+        return {from_data(k, hook): from_data(v, hook) for k, v in data["_d"]}
     if "_tu" in data:
-        return tuple(from_data(x) for x in data["_tu"])
+        return tuple(from_data(x, hook) for x in data["_tu"])
+    return record_from_data(data, hook)
+
+
+def record_from_data(data: dict[str, Any], hook: Hook | None = None) -> Any:
+    """The record (attrs value) of a ``{"_t": TYPE, ...}`` tree. Raises ValueError on an unknown type."""
     name = data.get("_t")
     cls = _TYPES.get(name)  # type: ignore[arg-type]
     if cls is None:
         raise ValueError(f"unknown record type {name!r}")
     names = _RENAMED[cls]
-    return cls(**{names.get(k, k): from_data(v) for k, v in data.items() if k != "_t"})
+    return cls(**{names.get(k, k): from_data(v, hook) for k, v in data.items() if k != "_t"})
 
 
 def canonical_json(obj: Any, *, for_digest: bool = False) -> str:

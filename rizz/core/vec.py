@@ -87,9 +87,11 @@ class EmbeddingMatrix:
         self._n = _n
 
     @classmethod
-    def from_rows(cls, rows: np.ndarray, dim: int) -> "EmbeddingMatrix":
+    def from_rows(cls, rows: np.ndarray, dim: int, spare: int = 0) -> "EmbeddingMatrix":
+        """A matrix of ``rows`` ((n, dim) float32, copied) with room for ``spare`` more rows
+        before its first append copies (a loaded state's matrices grow again at once)."""
         rows = np.asarray(rows, dtype=np.float32).reshape(-1, dim)
-        st = _Storage(max(len(rows), 8), dim)
+        st = _Storage(max(len(rows) + max(spare, 0), 8), dim)
         st.data[: len(rows)] = rows
         st.used = len(rows)
         return cls(dim, st, len(rows))
@@ -108,6 +110,14 @@ class EmbeddingMatrix:
         view = self._st.data[: self._n]
         view.flags.writeable = False
         return view
+
+    @property
+    def storage(self) -> object:
+        """An opaque token of the buffer this matrix reads. Rows below a buffer's high-water
+        mark are never written again, so while two matrices have the same token their common
+        first rows are the same (a snapshot writer skips rows it wrote before; ``None`` for an
+        empty matrix)."""
+        return self._st
 
     def dots(self, q: np.ndarray) -> np.ndarray:
         """``(n,)`` float32 dot products of every row with the ``(d,)`` query (see :func:`row_dots`)."""

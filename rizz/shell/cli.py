@@ -1,4 +1,4 @@
-"""The ``rizz`` command line (specs/stream-format.md): run, replay, diff, inspect, policy, streams, bench, sweep, serve, demo, view."""
+"""The ``rizz`` command line (specs/stream-format.md): run, replay, diff, inspect, convert, policy, streams, bench, sweep, serve, demo, view."""
 
 from __future__ import annotations
 
@@ -91,14 +91,14 @@ def _resume_hint(out: Path, per_policy: bool = False) -> str:
 @app.command()
 def run(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
-    policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file, or a shipped name (policies/): default, frozen, single-branch, no-procedural, no-anti-fragmentation, judge-always, ace-style, evidence, zones-family, zones-own-first, zones-own, learned-routing, labels-tuned."),
+    policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file, or a shipped name (policies/): default, frozen, single-branch, no-procedural, no-anti-fragmentation, judge-always, ace-style, evidence, zones-family, zones-own-first, zones-own, learned-routing, labels-tuned, prefix-cache."),
     out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR; an unfinished one is resumed."),
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Record malformed stream lines in RUN_DIR/bad_lines.json and go on."),
     rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise)."),
     cache: Optional[Path] = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
-    snapshot_every: int = typer.Option(50, min=1, help="Records between state snapshots (at least; more once a snapshot exceeds N × 8 KiB)."),
+    snapshot_every: int = typer.Option(50, min=1, help="Records between state snapshots (at least; more once a snapshot writes over N × 8 KiB; never over 1000 apart)."),
     budget: Optional[int] = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
     user_model: Optional[str] = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model)."),
     durability: str = typer.Option("disk", "--durability", help="disk: each step is fsynced before the next (survives a power loss); os: handed to the OS only, fsynced at the end (survives kill -9, not a power loss)."),
@@ -273,6 +273,30 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
     if dropped:  # wrapped to the terminal like the table
         console.print(f"(left out to fit {console.width} columns: {', '.join(dropped)}; --wide shows them, --json gives every field)",
                       markup=False, highlight=False)
+
+
+@app.command()
+def convert(
+    run_dir: Path = typer.Argument(..., help="A RUN_DIR (or a bench folder: each of its runs)."),
+    keep_files: bool = typer.Option(False, "--keep-files", help="Leave the old embeddings/ and prompts/ folders in place (ignored from now on)."),
+) -> None:
+    """Move a RUN_DIR written before rizz kept one store (its embeddings/ and prompts/ folders: a
+    file per vector and per compiled prompt) into RUN_DIR/store.sqlite, byte for byte.
+
+    Not needed to replay or resume an old RUN_DIR (it is read as it is); it turns its ~2 files
+    per step into one. Every entry is read back and compared with its file before the folders
+    are removed; safe to interrupt (run it again). `rizz replay RUN_DIR` afterwards prints the
+    same digest. Does nothing to a RUN_DIR already in one store.
+    """
+    from rizz.shell.convert import ConvertError, convert_run_dir, run_dirs_in
+    from rizz.shell.runlog import RunDirBusy
+
+    try:
+        targets = run_dirs_in(run_dir)
+        for rd in targets:
+            convert_run_dir(rd, keep_files=keep_files, log=lambda m: typer.echo(m, err=True))
+    except (FileNotFoundError, ConvertError, RunDirBusy) as e:
+        _fail(str(e))
 
 
 def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: Optional[int]) -> None:

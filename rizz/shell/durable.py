@@ -3,8 +3,10 @@
 Three small pieces used by ``runlog.py``, ``models/cache.py`` and the CLI:
 
 * **Snapshots with a checksum.** :func:`snapshot_bytes` wraps the state's data as
-  ``{"format": 2, "sha256": <hex of the canonical state JSON>, "state": ...}``;
-  :func:`read_snapshot` returns the state data only when the checksum matches. A flipped
+  ``{"format": 2, "sha256": <hex of the canonical state JSON>, "state": ...}``, or, when the
+  tree names chunks of the RUN_DIR's store (incremental snapshots, :mod:`rizz.shell.snapchunks`),
+  as ``{"format": 3, "written": <bytes this snapshot wrote>, "chunks": [sha, ...], "sha256": ...,
+  "state": ...}``; :func:`read_snapshot` returns the state data only when the checksum matches. A flipped
   byte, a truncated file, or a snapshot without a checksum (written before this format) is
   *ignored*: the caller refolds from the log, which is the source of truth, and writes the
   snapshot again (:func:`rizz.shell.run.run_stream`).
@@ -18,7 +20,9 @@ Three small pieces used by ``runlog.py``, ``models/cache.py`` and the CLI:
   3rd time the ``log.append`` point is reached, ``RIZZ_FAULT=enospc@log.append:2`` raises
   ``ENOSPC`` there instead. Points: ``log.append`` (half of a record written and
   flushed), ``snapshot.write`` (half of a snapshot's temp file written),
-  ``embedding.write`` (before an embedding file is renamed into place), ``prompt.write``,
+  ``embedding.write`` and ``prompt.write`` (inside the ``store.sqlite`` transaction that
+  commits a record's vectors / prompt, before the commit; in a RUN_DIR of the old
+  file-per-element layout, before the file is renamed into place),
   ``cache.put``, ``step`` (between steps) (:data:`FAULT_SITES`). Used only by tests, ``make fuzz``
   and ``benchmarks/kill_embedded.py`` (the embedded-model crash run).
 """
@@ -42,17 +46,21 @@ __all__ = [
     "EXIT_DISK_FULL",
     "FAULT_ENV",
     "FAULT_SITES",
+    "CHUNKED_SNAPSHOT_FORMAT",
     "SNAPSHOT_FORMAT",
     "disk_full",
     "fault_point",
     "read_snapshot",
     "snapshot_bytes",
+    "snapshot_header",
 ]
 
 FAULT_ENV = "RIZZ_FAULT"
 #: Every place :func:`fault_point` is called from (tests/shell/test_durability.py, benchmarks/kill_embedded.py).
 FAULT_SITES = ("log.append", "snapshot.write", "embedding.write", "prompt.write", "cache.put", "step")
 SNAPSHOT_FORMAT = 2
+#: Format of a snapshot whose tree names chunks in ``store.sqlite`` (issue #27).
+CHUNKED_SNAPSHOT_FORMAT = 3
 #: ``rizz run`` exit status when the disk is full (sysexits.h EX_TEMPFAIL: retry later).
 EXIT_DISK_FULL = 75
 
@@ -126,11 +134,34 @@ def _state_json(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def snapshot_bytes(data: Any) -> bytes:
-    """The file contents of a checksummed snapshot of ``data`` (``rizz.core.to_data(state)``)."""
+def snapshot_bytes(data: Any, chunks: set[str] | None = None, written: int = 0) -> bytes:
+    """The file contents of a checksummed snapshot of ``data`` (``rizz.core.to_data(state)``, or
+    the chunked tree of :class:`rizz.shell.snapchunks.SnapshotChunks`); with ``chunks`` (the
+    store chunks the tree names) format 3, recording ``written`` (bytes of the chunks this
+    snapshot added to the store)."""
     body = _state_json(data)
     digest = hashlib.sha256(body).hexdigest()
-    return (b'{"format":%d,"sha256":"%s","state":' % (SNAPSHOT_FORMAT, digest.encode())) + body + b"}\n"
+    if not chunks:
+        return (b'{"format":%d,"sha256":"%s","state":' % (SNAPSHOT_FORMAT, digest.encode())) + body + b"}\n"
+    head = json.dumps(sorted(chunks), separators=(",", ":")).encode()
+    return (b'{"format":%d,"written":%d,"chunks":%s,"sha256":"%s","state":' % (
+        CHUNKED_SNAPSHOT_FORMAT, written, head, digest.encode())) + body + b"}\n"
+
+
+def snapshot_header(path: Path) -> dict[str, Any] | None:
+    """A snapshot's ``format``, ``written`` (bytes its write cost: the file's size, plus for
+    format 3 the chunks it added to the store) and ``chunks`` (the store chunks it names, a set;
+    empty for format 2); None for an unreadable file. Never raises."""
+    try:
+        doc = json.loads(path.read_bytes())
+        size = path.stat().st_size
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    chunks = doc.get("chunks") if doc.get("format") == CHUNKED_SNAPSHOT_FORMAT else []
+    return {"format": doc.get("format"), "written": int(doc.get("written", size)) + (size if "written" in doc else 0),
+            "chunks": set(chunks if isinstance(chunks, list) else [])}
 
 
 def read_snapshot(path: Path) -> tuple[Any, str | None]:
@@ -143,7 +174,7 @@ def read_snapshot(path: Path) -> tuple[Any, str | None]:
         doc = json.loads(raw)
     except (OSError, ValueError) as e:
         return None, f"unreadable ({e.__class__.__name__})"
-    if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT or "sha256" not in doc:
+    if not isinstance(doc, dict) or doc.get("format") not in (SNAPSHOT_FORMAT, CHUNKED_SNAPSHOT_FORMAT) or "sha256" not in doc:
         return None, "no checksum (older format)"
     if hashlib.sha256(_state_json(doc.get("state"))).hexdigest() != doc["sha256"]:
         return None, "checksum mismatch"

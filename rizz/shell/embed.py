@@ -7,8 +7,9 @@ are set before torch / sentence-transformers are imported, and those imports hap
 (on first use), so ``import rizz.shell.embed`` stays cheap.
 
 Embeddings are non-deterministic data as far as the pure core is concerned (STYLE §1):
-a run logs them by key in an :class:`EmbeddingStore`, and a replay reads the exact float32
-bytes back instead of calling the model.
+a run logs them by key in its store (:class:`~rizz.shell.runstore.RunStore`; an
+:class:`EmbeddingStore` in a RUN_DIR written before issue #27), and a replay reads the exact
+float32 bytes back instead of calling the model.
 """
 
 from __future__ import annotations
@@ -201,6 +202,10 @@ _UNSYNCED_MAX = 4096  # "os" durability: files written without fsync before sync
 
 class EmbeddingStore:
     """Content-addressed side store of embeddings: ``key -> float32 vector``, bit-exact.
+
+    The ``embeddings/`` folder of a RUN_DIR written before issue #27 (new RUN_DIRs keep their
+    vectors in ``store.sqlite``, :class:`~rizz.shell.runstore.RunStore`, which has the same
+    protocol); still read and written for such a RUN_DIR until ``rizz convert``.
 
     Layout: ``DIR/<key[:2]>/<key>.npy`` (one ``.npy`` file per key). Each file is written to
     a temporary file in the same directory, fsynced, then ``os.replace``d into place, so a

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 from attrs import frozen
@@ -41,8 +41,8 @@ from rizz.errors import RizzError
 from rizz.shell.logrecord import LogRecord, VerdictPart, parse
 from rizz.shell.timekeys import time_fields
 
-__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "record_inputs", "restore_fold", "save_inflight",
-           "views"]
+__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "record_inputs", "refold", "restore_fold",
+           "save_inflight", "views"]
 
 
 class LogFoldError(ValueError, RizzError):
@@ -224,16 +224,47 @@ def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True, records
             start = n
     # snapshots that failed their checksum (rizz.shell.durable) or cannot be built are rewritten from the log
     rebuild = ({n for n, _ in getattr(rd, "ignored_snapshots", ())} | stale) if use_snapshots else set()
-    for i, data in enumerate(records[start:], start + 1):
-        where = f"{rd.log_path}:{i}"
-        try:
-            fold.apply(parse(data, where))
-        except LogFoldError as e:
-            raise LogFoldError(f"{where}: {e}") from None
+
+    def rebuilt(i: int) -> None:
         if i in rebuild:
             save_inflight(rd.inflight_path(i), fold)  # the side file first, as Session does
             rd.save_snapshot(i, fold.state)
+
+    refold(fold, records, start, where=str(rd.log_path), after=rebuilt if rebuild else None)
     return fold, records
+
+
+_PREFETCH = 512  # records whose vectors a refold reads ahead in one go (RunStore.prefetch)
+
+
+def refold(fold: LogFold, records: list[dict[str, Any]], start: int = 0, *, where: str = "log.jsonl",
+           after: Callable[[int], None] | None = None) -> None:
+    """Fold ``records[start:]`` (log records as JSON objects) into ``fold``, in order: each
+    parsed (:func:`~rizz.shell.logrecord.parse`) and applied, the vectors of the next
+    :data:`_PREFETCH` records read ahead in a few batched queries when the store can
+    (:meth:`~rizz.shell.runstore.RunStore.prefetch`). ``after(i)``: called once record ``i``
+    (1-based) is folded. What ``rizz replay`` and a resume run.
+
+    Raises LogRecordError / LogFoldError naming ``<where>:<line>``."""
+    prefetch = getattr(fold.store, "prefetch", None)
+    for i, data in enumerate(records[start:], start + 1):
+        if prefetch is not None and (i - start - 1) % _PREFETCH == 0:  # the next records' vectors, a few queries
+            prefetch([k for d in records[i - 1:i - 1 + _PREFETCH] for k in _record_keys(d)])
+        at = f"{where}:{i}"
+        try:
+            fold.apply(parse(data, at))
+        except LogFoldError as e:
+            raise LogFoldError(f"{at}: {e}") from None
+        if after is not None:
+            after(i)
+
+
+def _record_keys(data: dict[str, Any]) -> list[str]:
+    """The embedding keys a record (as JSON) names: its input's, its judge label's, its rules'."""
+    keys = [(data.get("input") or {}).get("embedding"), (data.get("judge") or {}).get("label_embedding")]
+    keys += [r[2] for r in data.get("rules") or () if len(r) > 2]
+    keys += [r[2] for r in (data.get("distill") or {}).get("rules") or () if len(r) > 2]
+    return [k for k in keys if isinstance(k, str) and k]
 
 
 def views(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -69,7 +69,8 @@ class LogRecordError(ValueError, RizzError):
 
 @frozen
 class InputPart:
-    """The element as the core saw it; ``embedding`` is the key of φ(x) in ``RUN_DIR/embeddings``.
+    """The element as the core saw it; ``embedding`` is the key of φ(x) in the RUN_DIR's store
+    (``store.sqlite``, or ``embeddings/`` in a RUN_DIR written before issue #27).
 
     ``tenant`` (``metadata.tenant``) and ``time`` (``metadata.time``, canonical ISO 8601) are
     written only when given (issue #12 §2 §4), so older lines parse and untenanted, untimed
@@ -108,7 +109,8 @@ class RoutePart:
 
 @frozen
 class PromptPart:
-    """The compiled prompt (text in ``RUN_DIR/prompts/<sha256>.txt``); tokens, budget, drops."""
+    """The compiled prompt (text in the RUN_DIR's store under ``sha256``: ``RunDir.prompt_text``;
+    ``prompts/<sha256>.txt`` before issue #27); tokens, budget, drops."""
 
     sha256: str
     tokens: int
@@ -158,7 +160,11 @@ class CallPart:
     ``cached``: served by the response cache; ``usage_estimated``: the backend reported no
     usage, tokens counted by the tokenizer (issue #12 §3); ``attempts``: HTTP requests the
     call took, the API client's retries included (written only when above 1, so a log of
-    calls that needed no retry is byte for byte what it was before the field existed)."""
+    calls that needed no retry is byte for byte what it was before the field existed);
+    ``evaluated_tokens``: of ``prompt_tokens``, those the backend evaluated when it read the
+    rest from a prompt cache or reused them from its KV cache (issue #27; written only when
+    fewer than ``prompt_tokens`` on a call the response cache did not answer: absent, the backend
+    evaluated all of them, or none for a cached call), :meth:`evaluated`."""
 
     kind: str
     prompt_tokens: int
@@ -168,12 +174,21 @@ class CallPart:
     cached: bool
     usage_estimated: bool = False
     attempts: int = 1
+    evaluated_tokens: int | None = None
 
     @classmethod
     def of(cls, kind: str, g: Any) -> "CallPart":
         """The call that produced ``g`` (a ``rizz.shell.models.Generation``)."""
+        ev = getattr(g, "evaluated_prompt_tokens", None)
+        ev = ev if ev is not None and ev < g.prompt_tokens and not g.cached else None
         return cls(kind, g.prompt_tokens, g.completion_tokens, round(g.latency_s, 4), g.cost_usd, g.cached, g.usage_estimated,
-                   getattr(g, "attempts", 1))
+                   getattr(g, "attempts", 1), ev)
+
+    @property
+    def evaluated(self) -> int:
+        """Prompt tokens the backend evaluated for this call: 0 for a response-cache hit, else
+        ``evaluated_tokens`` when written, else all of ``prompt_tokens``."""
+        return 0 if self.cached else self.prompt_tokens if self.evaluated_tokens is None else self.evaluated_tokens
 
 
 @frozen

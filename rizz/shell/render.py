@@ -10,6 +10,12 @@ Three renderings (the same for every policy; only the compiled material differs)
 * ``chat-turns`` — solved examples as prior user/assistant turns, the rest as one user turn.
 
 The answer budget (``max_tokens``) and stop strings depend only on the expected shape.
+
+Prompt caching (issue #27): in ``raw`` and ``chat`` the user message's ``cache_prefix`` is the
+length of the prompt's leading run of :data:`CACHEABLE_BLOCKS` (the blocks that change least
+between inputs), so a backend with a prompt cache can mark it; under the default layout that
+run is short or empty (scoped context comes first), under ``policies/prefix-cache.yaml`` it is
+the preamble, the instruction and the rules. The text sent is the same either way.
 """
 
 from __future__ import annotations
@@ -19,9 +25,13 @@ from attrs import frozen
 from rizz.core.compiler import CompiledPrompt
 from rizz.shell.models.base import Message
 
-__all__ = ["RENDERINGS", "AnswerSettings", "answer_settings", "render", "TEMPLATE_SLACK"]
+__all__ = ["CACHEABLE_BLOCKS", "RENDERINGS", "AnswerSettings", "answer_settings", "render", "stable_prefix", "TEMPLATE_SLACK"]
 
 RENDERINGS = ("raw", "chat", "chat-turns")
+#: Blocks whose text changes least from one input to the next: the fixed memory-use preamble,
+#: the task's instruction, and the procedural rules (retrieved per input, but mostly the same
+#: few within a branch). A prompt's leading run of them is its cacheable prefix.
+CACHEABLE_BLOCKS = ("preamble", "instruction", "rules")
 #: Tokens reserved for what rendering adds around the compiled text (cue, format hint,
 #: chat template markers). The compiler's budget is the window minus this and the answer.
 TEMPLATE_SLACK = 64
@@ -66,15 +76,31 @@ def _split_input(prompt: CompiledPrompt) -> tuple[str, str]:
     return "\n\n".join(pre), inp.items[0].text if inp else ""
 
 
+def stable_prefix(prompt: CompiledPrompt) -> str:
+    """The text of ``prompt``'s leading sections whose blocks are :data:`CACHEABLE_BLOCKS`,
+    joined as in the prompt (``""`` when the first section is another block)."""
+    lead = []
+    for sec in prompt.sections:
+        if sec.block not in CACHEABLE_BLOCKS:
+            break
+        lead.append(sec.text())
+    return "\n\n".join(lead)
+
+
+def _user(body: str, prefix: str) -> Message:
+    return Message("user", body, cache_prefix=len(prefix) if prefix and body.startswith(prefix) else 0)
+
+
 def render(prompt: CompiledPrompt, shape: str | None, rendering: str) -> list[Message]:
-    """Messages for ``prompt``. Raises ValueError for an unknown rendering."""
+    """Messages for ``prompt`` (``raw`` and ``chat``: with the stable prefix's length as the
+    message's ``cache_prefix``). Raises ValueError for an unknown rendering."""
     hint = answer_settings(shape).hint
     if rendering == "raw":
         pre, x = _split_input(prompt)
         body = f"{pre}\n\nInput: {x}\n{hint}\nAnswer:" if pre else f"Input: {x}\n{hint}\nAnswer:"
-        return [Message("user", body)]
+        return [_user(body, stable_prefix(prompt))]
     if rendering == "chat":
-        return [Message("user", f"{prompt.text}\n\n{hint}")]
+        return [_user(f"{prompt.text}\n\n{hint}", stable_prefix(prompt))]
     if rendering == "chat-turns":
         msgs: list[Message] = []
         ex = prompt.section("examples")

@@ -29,6 +29,7 @@ import numpy as np
 
 from rizz.shell.labels import label_markdown, label_quality
 from rizz.shell.logfold import views
+from rizz.shell.run import evaluated_tokens
 from rizz.shell.runlog import RunDir, write_json_atomic
 from rizz.shell.wording import plural
 
@@ -113,6 +114,8 @@ def _policy_stats(records: list[dict[str, Any]], summary: dict[str, Any], seed: 
                         "by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in kinds}},
         "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,
         "prompt_tokens": sum(int(c["prompt_tokens"]) for c in calls),
+        "prompt_tokens_sent": sum(int(c["prompt_tokens"]) for c in calls if not c.get("cached")),
+        "prompt_tokens_evaluated": sum(evaluated_tokens(c) for c in calls),  # issue #27
         "completion_tokens": sum(int(c["completion_tokens"]) for c in calls),
         # a peer has no compiled prompt: its largest answer call stands in (rizz.shell.peers), as
         # the server counted it (chat template included); its other calls (ACE's reflector) are not answer prompts
@@ -320,7 +323,7 @@ def _task_n(results: dict[str, Any], task: str) -> int:
 
 # -- tables ----------------------------------------------------------------------------------
 _HEADERS = ("policy", "mean reward [95% CI]", "Δ vs frozen (pp)", "calls/answered step", "prompt tokens",
-            "max prompt tokens", "branches total/active", "wall s")
+            "evaluated prompt tokens", "max prompt tokens", "branches total/active", "wall s")
 
 
 def _fmt_ci(ci: list[float] | None, fmt: str) -> str:
@@ -341,7 +344,7 @@ def _rows(results: dict[str, Any]) -> list[list[str]]:
             delta = "–"
         b = r["branches"]
         rows.append([p, f"{r['mean_reward']:.3f} {_fmt_ci(r['ci95'], '.3f')}", delta, f"{r['calls_per_answered_step']:.2f}",
-                     f"{r['prompt_tokens']}", f"{r['max_prompt_tokens']}", "/".join("–" if b.get(k) is None else str(b[k]) for k in ("total", "active")), f"{r['wall_s']:.1f}"])
+                     f"{r['prompt_tokens']}", f"{r.get('prompt_tokens_evaluated', '–')}", f"{r['max_prompt_tokens']}", "/".join("–" if b.get(k) is None else str(b[k]) for k in ("total", "active")), f"{r['wall_s']:.1f}"])
     return rows
 
 
@@ -402,7 +405,9 @@ def _markdown(results: dict[str, Any]) -> str:
             "- *Δ by half* is the same paired difference over the first and the second half of the answered steps: "
             "memory accumulates along the stream, so a gain can appear late.",
             "- *calls/answered step* counts every model call (judge, answer, distill) per answered step; *prompt tokens* is their "
-            "total prompt size; *max prompt tokens* is the largest compiled answer prompt, which must stay within the token budget "
+            "total prompt size; *evaluated prompt tokens* the part the model evaluated: not the calls the response cache answered, "
+            "nor the tokens a backend read from its own prompt cache (Anthropic, an OpenAI-compatible server's prefix cache) or "
+            "reused from its KV cache (embedded?kv_reuse=1); *max prompt tokens* is the largest compiled answer prompt, which must stay within the token budget "
             "(for a `peer:` entry, which compiles none: its largest answer call's prompt as the model server counted it, chat "
             "template included, so a few tokens above the same text compiled by rizz).",
             "- *branches* is the branch bank's final size (total/active, after merges and prunes); the branch plot counts spawns.",

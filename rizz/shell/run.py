@@ -24,7 +24,11 @@ from rizz.shell.session import Session, default_rendering
 from rizz.shell.streams import StreamElement, read_stream
 from rizz.shell.wording import plural
 
-__all__ = ["episode_summary", "replay", "replay_differences", "run_stream", "summarise"]
+__all__ = ["KEEP_SNAPSHOTS", "episode_summary", "evaluated_tokens", "replay", "replay_differences", "run_stream", "summarise"]
+
+#: Snapshots a run keeps (the newest; a resume needs only the newest sound one, and the store
+#: drops the chunks of the others, issue #27). ``Session.open`` keeps as many.
+KEEP_SNAPSHOTS = 3
 
 
 def _sha256_file(path: Path) -> str:
@@ -33,6 +37,13 @@ def _sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def evaluated_tokens(call: dict[str, Any]) -> int:
+    """Prompt tokens a backend evaluated for one logged call (a ``calls`` item of a record):
+    0 for a response-cache hit, else its ``evaluated_tokens`` when written, else all its
+    ``prompt_tokens`` (:class:`rizz.shell.logrecord.CallPart`)."""
+    return 0 if call.get("cached") else int(call.get("evaluated_tokens", call["prompt_tokens"]))
 
 
 def episode_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -77,6 +88,10 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
         "mean_reward": round(sum(r["verdict"]["reward"] for r in answered) / len(answered), 6) if answered else 0.0,
         "per_task": {t: {"n": len(v), "mean_reward": round(sum(v) / len(v), 6)} for t, v in sorted(per_task.items())},
         "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
+        # issue #27: of those, the tokens sent to a backend (the response cache answered the
+        # rest) and the tokens it evaluated (the rest it read from its own prompt/KV cache)
+        "prompt_tokens_sent": sum(c["prompt_tokens"] for c in calls if not c["cached"]),
+        "prompt_tokens_evaluated": sum(evaluated_tokens(c) for c in calls),
         "completion_tokens": sum(c["completion_tokens"] for c in calls),
         "model_calls": len(calls),
         "model_calls_uncached": n_calls,
@@ -146,7 +161,8 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
         elif done:
             log(f"resuming {rd.root} after {plural(done, 'finished step')}")
         session = Session(policy, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget,
-                          run_dir=rd, snapshot_every=snapshot_every, fold=fold, user_model=user_model, history=records)
+                          run_dir=rd, snapshot_every=snapshot_every, keep_snapshots=KEEP_SNAPSHOTS, fold=fold, user_model=user_model,
+                          history=records)
         records.extend(session.recover(records[-1] if records else None))  # a distillation a kill interrupted
         if on_resume is not None:
             on_resume(views(records))

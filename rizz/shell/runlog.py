@@ -6,13 +6,22 @@ Layout::
       run.json            what the run is (stream hash, policy, model, embedder, rendering)
       log.jsonl           append-only typed records (rizz/shell/logrecord.py), flushed + synced:
                           a step, an answer, a verdict, an expiry or a distillation each
+      store.sqlite        content-addressed side store (rizz/shell/runstore.py, SQLite WAL):
+                          embeddings by key, compiled prompt texts by sha256, snapshot chunks;
+                          committed before the log record that names them
+      snapshots/NNNNNNNN.json   state snapshots (rizz.core.to_data; large parts as chunks in
+                          store.sqlite, rizz/shell/snapchunks.py), checksummed, atomic writes;
+                          the newest few are kept
       snapshots/NNNNNNNN.inflight.json   answers in flight at that snapshot (log format 2)
-      embeddings/         content-addressed float32 vectors (EmbeddingStore), by key
-      prompts/            compiled prompt texts by sha256 (content-addressed)
-      snapshots/NNNNNNNN.json   periodic state snapshots (rizz.core.to_data), atomic writes
       responses.sqlite    response cache (model, prompt, parameters) → generation
       summary.json        summary (specs/stream-format.md), at the end of a run and by replay
       .lock               held by the process using the directory
+
+A RUN_DIR written before issue #27 has ``embeddings/`` (one ``.npy`` file per vector,
+:class:`~rizz.shell.embed.EmbeddingStore`) and ``prompts/`` (one ``<sha256>.txt`` per prompt)
+instead of ``store.sqlite``, and full snapshots. It is read and resumed in that layout
+(:attr:`RunDir.layout` ``"files"``) until ``rizz convert`` moves it into ``store.sqlite``
+(:func:`rizz.shell.convert.convert_run_dir`).
 
 A record is appended before the call that made it returns, so a kill at any moment leaves at
 most a partial last line, which :meth:`RunDir.records` drops (and :meth:`RunDir.repair`
@@ -30,9 +39,11 @@ from typing import Any, Iterator
 
 from rizz.core import AdaptiveState, StepInput, Verdict, from_data, to_data
 from rizz.errors import RizzError
-from rizz.shell.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes, write_then_rename
+from rizz.shell.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes, snapshot_header, write_then_rename
 from rizz.shell.embed import EmbeddingStore
 from rizz.shell.extras import extra_needed
+from rizz.shell.runstore import STORE_FILE, RunStore
+from rizz.shell.snapchunks import ChunkError, SnapshotChunks
 
 with extra_needed("lab", "the run log"):
     from filelock import FileLock, Timeout
@@ -62,12 +73,14 @@ class RunDir:
     """Owner of one RUN_DIR. Use as a context manager to hold the lock.
 
     ``durability``: ``"disk"`` (default): :meth:`append` returns once the record is on disk
-    (``fdatasync``; the directory is fsynced once, when the log is created), and the embedding
-    store fsyncs every new vector before a record can name it. The vectors' renames into
+    (``fdatasync``; the directory is fsynced once, when the log is created), and the store
+    commits (fsyncs) the vectors and prompt a record names before the record is written
+    (a Session flushes it first). In the ``"files"`` layout the vectors' renames into
     ``embeddings/`` are not followed by a directory fsync: on a journaling file system (ext4,
-    xfs) the log's next sync commits them, as they happened before it. ``"os"``: records and vectors are handed to the OS (written and flushed, not fsynced):
-    they survive ``kill -9`` of the process but not a power loss or an OS crash; the log and
-    the vectors are fsynced on :meth:`sync` (a Session's close). Snapshots are fsynced either way.
+    xfs) the log's next sync commits them, as they happened before it. ``"os"``: records,
+    vectors and prompts are handed to the OS (written and flushed, not fsynced): they survive
+    ``kill -9`` of the process but not a power loss or an OS crash; the log and the store are
+    fsynced on :meth:`sync` (a Session's close). Snapshots are fsynced either way.
     """
 
     def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk") -> None:
@@ -76,14 +89,15 @@ class RunDir:
         if durability not in DURABILITY:
             raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
         self.durability = durability
-        self._store: EmbeddingStore | None = None
+        self._store: EmbeddingStore | RunStore | None = None
         self._sync_lock = threading.Lock()
         self.root = Path(root)
         self.log_path = self.root / "log.jsonl"
         self.meta_path = self.root / "run.json"
         self.summary_path = self.root / "summary.json"
         self.snap_dir = self.root / "snapshots"
-        self.prompt_dir = self.root / "prompts"
+        self.prompt_dir = self.root / "prompts"  # the "files" layout only
+        self.store_path = self.root / STORE_FILE
         self._lock: FileLock | None = None
         self._log: Any = None
         self.ignored_snapshots: list[tuple[int, str]] = []  # (steps, why) skipped by latest_snapshot
@@ -114,6 +128,12 @@ class RunDir:
                 if self._log is not None:
                     self._log.close()
                     self._log = None
+            if self._store is not None and isinstance(self._store, RunStore):
+                try:
+                    self._store.close()
+                except OSError:
+                    if not exc or exc[0] is None:
+                        raise
             if self._lock is not None:
                 self._lock.release()
 
@@ -147,10 +167,23 @@ class RunDir:
         return json.loads(self.meta_path.read_text(encoding="utf-8"))
 
     @property
-    def embeddings(self) -> EmbeddingStore:
-        """The run's embedding store (one per RunDir, with its ``durability``)."""
+    def layout(self) -> str:
+        """``"sqlite"`` (``store.sqlite``; every new RUN_DIR) or ``"files"`` (``embeddings/`` and
+        ``prompts/`` folders and no ``store.sqlite``: written before issue #27, until ``rizz convert``)."""
+        if self.store_path.exists():
+            return "sqlite"
+        return "files" if (self.root / "embeddings").is_dir() or self.prompt_dir.is_dir() else "sqlite"
+
+    @property
+    def embeddings(self) -> EmbeddingStore | RunStore:
+        """The run's embedding store (one per RunDir, with its ``durability``): a
+        :class:`~rizz.shell.runstore.RunStore`, or in the ``"files"`` layout an
+        :class:`~rizz.shell.embed.EmbeddingStore` on ``embeddings/``."""
         if self._store is None:
-            self._store = EmbeddingStore(self.root / "embeddings", durability=self.durability)
+            if self.layout == "files":
+                self._store = EmbeddingStore(self.root / "embeddings", durability=self.durability)
+            else:
+                self._store = RunStore(self.store_path, durability=self.durability)
         return self._store
 
     # -- log -----------------------------------------------------------------------------
@@ -256,8 +289,14 @@ class RunDir:
     _prompt_root = ""
 
     def save_prompt(self, sha: str, text: str) -> None:
-        """Keep a compiled prompt's text as ``prompts/<sha>.txt`` (for reading; not synced: no
-        refold needs it)."""
+        """Keep a compiled prompt's text under ``sha`` (hex sha256 of its UTF-8 bytes): in
+        ``store.sqlite``, committed with the vectors of the record that names it (the next
+        flush of :attr:`embeddings`); in the ``"files"`` layout as ``prompts/<sha>.txt`` (not
+        synced: no refold needs it)."""
+        store = self.embeddings
+        if isinstance(store, RunStore):
+            store.put_prompt(sha, text)
+            return
         if not self._prompt_dir_made:
             self.prompt_dir.mkdir(exist_ok=True)
             self._prompt_root = os.fspath(self.prompt_dir)
@@ -266,13 +305,47 @@ class RunDir:
         if not os.path.exists(p):
             write_then_rename(text.encode("utf-8"), p[:-4] + ".tmp", p, sync=False, site="prompt.write")
 
+    def prompt_text(self, sha: str) -> str | None:
+        """The text of the compiled prompt ``sha`` (the log's ``prompt.sha256``), or None when
+        it was not kept (a RUN_DIR written before prompts were saved)."""
+        store = self.embeddings
+        if isinstance(store, RunStore):
+            return store.prompt(sha)
+        p = self.prompt_dir / f"{sha}.txt"
+        return p.read_text(encoding="utf-8") if p.is_file() else None
+
     # -- snapshots --------------------------------------------------------------------
+    @property
+    def chunks(self) -> SnapshotChunks | None:
+        """The incremental snapshot writer/loader of this RUN_DIR (None in the ``"files"`` layout,
+        whose snapshots are whole)."""
+        store = self.embeddings
+        if not isinstance(store, RunStore):
+            return None
+        if self._chunks is None:
+            self._chunks = SnapshotChunks(store)
+        return self._chunks
+
+    _chunks: SnapshotChunks | None = None
+
     def save_snapshot(self, steps_done: int, state: AdaptiveState) -> int:
-        """Write ``snapshots/NNNNNNNN.json`` with a checksum (``rizz.shell.durable``), atomically.
-        Returns its size in bytes."""
+        """Write ``snapshots/NNNNNNNN.json`` with a checksum (``rizz.shell.durable``), atomically;
+        in the ``"sqlite"`` layout its large parts as chunks in ``store.sqlite``
+        (:mod:`rizz.shell.snapchunks`), committed and fsynced first. Returns the bytes written
+        (the file, plus the chunks new to the store)."""
         self.snap_dir.mkdir(exist_ok=True)
         path = self.snap_dir / f"{steps_done:08d}.json"
-        data = snapshot_bytes(to_data(state))
+        chunks = self.chunks
+        if chunks is None:
+            data = snapshot_bytes(to_data(state))
+            written = 0
+        else:
+            tree, refs, written = chunks.tree(state)
+            store = self.embeddings
+            store.flush()
+            if store.durability == "os":  # snapshots are fsynced whatever the durability
+                store.sync()
+            data = snapshot_bytes(tree, refs, written)
         tmp = path.with_suffix(".json.tmp")
         with open(tmp, "wb") as f:
             f.write(data[: len(data) // 2])
@@ -282,7 +355,36 @@ class RunDir:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        return len(data)
+        return len(data) + written
+
+    def snapshot_steps(self) -> list[int]:
+        """The records-done counts of the snapshots on disk, oldest first."""
+        if not self.snap_dir.is_dir():
+            return []
+        return sorted(int(p.stem) for p in self.snap_dir.glob("*.json") if p.stem.isdigit())
+
+    def newest_snapshot_bytes(self) -> int | None:
+        """What writing the newest snapshot cost (bytes: its file, plus the chunks it added), None without one."""
+        done = self.snapshot_steps()
+        head = snapshot_header(self.snap_dir / f"{done[-1]:08d}.json") if done else None
+        return None if head is None else int(head["written"])
+
+    def prune_snapshots(self, keep: int) -> None:
+        """Delete all but the newest ``keep`` snapshots (and their in-flight files), then the
+        store's chunks that no kept snapshot names."""
+        done = self.snapshot_steps()
+        if len(done) <= keep:
+            return
+        for n in done[:-keep]:
+            for p in (self.snap_dir / f"{n:08d}.json", self.snap_dir / f"{n:08d}.inflight.json"):
+                p.unlink(missing_ok=True)
+        store = self.embeddings
+        if isinstance(store, RunStore):
+            kept: set[str] = set()
+            for n in done[-keep:]:
+                head = snapshot_header(self.snap_dir / f"{n:08d}.json")
+                kept |= head["chunks"] if head is not None else set()
+            store.drop_chunks(store.chunk_shas() - kept)
 
     def inflight_path(self, records_done: int) -> Path:
         """Where the answers in flight beside snapshot ``records_done`` are kept (log format 2)."""
@@ -292,22 +394,21 @@ class RunDir:
     def latest_snapshot(self, at_most: int) -> tuple[int, AdaptiveState] | None:
         """The newest sound snapshot taken after ≤ ``at_most`` steps, as (steps done, state).
 
-        A snapshot whose checksum fails (or that has none), or whose records this version cannot
-        build (e.g. a time-stamped context item written before ``instant_us`` existed), is
-        skipped and listed in :attr:`ignored_snapshots`; the caller refolds from the log and
-        rewrites it.
+        A snapshot whose checksum fails (or that has none), whose chunks are missing or damaged,
+        or whose records this version cannot build (e.g. a time-stamped context item written
+        before ``instant_us`` existed), is skipped and listed in :attr:`ignored_snapshots`; the
+        caller refolds from the log and rewrites it.
         """
         self.ignored_snapshots = []
-        if not self.snap_dir.exists():
-            return None
-        done = sorted(int(p.stem) for p in self.snap_dir.glob("*.json") if p.stem.isdigit() and int(p.stem) <= at_most)
+        done = [n for n in self.snapshot_steps() if n <= at_most]
         for n in reversed(done):
             data, why = read_snapshot(self.snap_dir / f"{n:08d}.json")
             if why is None:
                 try:
-                    return n, from_data(data)
+                    chunks = self.chunks
+                    return n, (chunks.load(data) if chunks is not None else from_data(data))
                 except (TypeError, ValueError) as e:  # a snapshot is a cache: the log rebuilds it
-                    why = f"not readable by this version: {e}"
+                    why = str(e) if isinstance(e, ChunkError) else f"not readable by this version: {e}"
             self.ignored_snapshots.append((n, why))
         return None
 

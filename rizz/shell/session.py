@@ -41,13 +41,20 @@ from rizz.shell.logfold import LogFold, restore_fold
 from rizz.shell.models.base import ModelBackend
 from rizz.shell.streams import StreamElement, element_from_json
 
-__all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "Session", "SessionError", "default_rendering"]
+__all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "SNAPSHOT_TAIL_MAX", "Session", "SessionError", "default_rendering"]
 
 _CLOSED_IDS = 4096  # recently folded / expired ids kept for error messages (bounded)
 #: Snapshot bytes written per log record at most (see ``Session(snapshot_every=)``). A snapshot
 #: costs ≈ 25 ns per byte on the benchmark machine (serialise, checksum, write, fsync;
 #: results/2026-12-01-shell-overhead.md), so 8 KiB per record ≈ 0.2 ms of snapshot per record, whatever the size.
+#: Bytes *written*: an incremental snapshot (issue #27, rizz/shell/snapchunks.py) writes what
+#: changed since the one before, not the whole state.
 SNAPSHOT_RECORD_BYTES = 8192
+#: Records between two snapshots at most, whatever the rule above says: the refold tail a
+#: resume after ``kill -9`` pays at worst (issue #27: at 10^5 memories a record refolds in
+#: ≈ 0.4-0.6 ms, so ≈ 0.5 s of tail; the first snapshot of a run, or of a resumed one whose
+#: chunks are all new, would otherwise space the next one ~25,000 records away).
+SNAPSHOT_TAIL_MAX = 1000
 
 
 def _remove_if_only_cache(root: Path) -> None:
@@ -100,14 +107,6 @@ def _verdict(v: Verdict | float | None) -> Verdict:
     return v if isinstance(v, Verdict) else Verdict(float(r), "external")
 
 
-def _drop_old_snapshots(snap_dir: Path, keep: int) -> None:
-    """Delete all but the newest ``keep`` snapshots (and their in-flight files) of a live session."""
-    done = sorted(int(p.stem) for p in snap_dir.glob("*.json") if p.stem.isdigit())
-    for n in done[:-keep]:
-        for p in (snap_dir / f"{n:08d}.json", snap_dir / f"{n:08d}.inflight.json"):
-            p.unlink(missing_ok=True)
-
-
 class Session:
     """Stateful wrapper around the pure core; safe to call from several threads (one lock).
 
@@ -124,11 +123,11 @@ class Session:
         call returns (outside the lock, so calls of several threads share a sync); None keeps
         the session in memory.
       snapshot_every: records between state snapshots in ``run_dir`` (0: none but at close); a
-        floor: once a snapshot is larger than ``snapshot_every`` × :data:`SNAPSHOT_RECORD_BYTES`,
+        floor: once a snapshot wrote more than ``snapshot_every`` × :data:`SNAPSHOT_RECORD_BYTES`,
         the next is taken after the smallest multiple of ``snapshot_every`` records that keeps
-        at most that many snapshot bytes per record (so a snapshot's cost, linear in the
-        state, stays a bounded share of each record's, and a resume refolds a tail of at most
-        that many records).
+        at most that many snapshot bytes per record (so a snapshot's cost stays a bounded share
+        of each record's), but never more than :data:`SNAPSHOT_TAIL_MAX` records on (rounded up
+        to a multiple of ``snapshot_every``), so a resume refolds a tail of at most that many.
       keep_snapshots: keep only the newest this many snapshots (0: all; ``Session.open``: 3, so
         a long-lived session's directory grows with its memory and log only).
       user_model: the simulated customer of τ-bench episodes (issue #13; None: ``model``).
@@ -162,10 +161,10 @@ class Session:
         self._open = True
         self._verify_calls: dict[tuple[str, int], tuple[Call, ...]] = {}  # llm_judge calls awaiting their fold
         self._snap_interval = snapshot_every  # records between snapshots (grows with the snapshot's size)
-        if run_dir is not None and snapshot_every and run_dir.snap_dir.is_dir():
-            sizes = [(int(p.stem), p.stat().st_size) for p in run_dir.snap_dir.glob("*.json") if p.stem.isdigit()]
-            if sizes:
-                self._snap_interval = self._interval(max(sizes)[1])
+        if run_dir is not None and snapshot_every:
+            size = run_dir.newest_snapshot_bytes()
+            if size is not None:
+                self._snap_interval = self._interval(size)
 
     # -- opening and closing ------------------------------------------------------------
     @classmethod
@@ -454,10 +453,12 @@ class Session:
         return events
 
     def _interval(self, snapshot_size: int) -> int:
-        """Records until the next snapshot after one of ``snapshot_size`` bytes: a multiple of
-        ``snapshot_every``, at most :data:`SNAPSHOT_RECORD_BYTES` snapshot bytes per record."""
+        """Records until the next snapshot after one that wrote ``snapshot_size`` bytes: a
+        multiple of ``snapshot_every``, at most :data:`SNAPSHOT_RECORD_BYTES` snapshot bytes per
+        record, at most :data:`SNAPSHOT_TAIL_MAX` records (rounded up to the multiple)."""
         k = -(-snapshot_size // (self.snapshot_every * SNAPSHOT_RECORD_BYTES))
-        return self.snapshot_every * max(1, k)
+        cap = -(-SNAPSHOT_TAIL_MAX // self.snapshot_every)
+        return self.snapshot_every * max(1, min(k, cap))
 
     _ticket = 0  # records appended to the log so far (RunDir.append's count), for _sync
 
@@ -480,7 +481,7 @@ class Session:
         if self.snapshot_every:
             self._snap_interval = self._interval(size)
         if self.keep_snapshots:
-            _drop_old_snapshots(self.run_dir.snap_dir, self.keep_snapshots)
+            self.run_dir.prune_snapshots(self.keep_snapshots)
 
     def _distill(self, step: int, item_id: str, branch_id: str) -> tuple[tuple[object, ...], tuple[Call, ...]]:
         """When ``branch_id``'s batch is due: ask the model, log a ``distill`` record, fold it.

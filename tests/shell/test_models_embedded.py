@@ -61,7 +61,8 @@ def test_every_model_option_help_lists_every_spec_form_and_option():
                 helps[name] = p.help.replace("\\[", "[")
     assert {"run", "bench", "demo", "sweep", "serve"} <= set(helps)
     for name, text in helps.items():
-        for form in ("embedded[:NAME]", "gguf:PATH", "anthropic[:MODEL_ID]", "openai:BASE_URL[#MODEL]", "oracle", "?reasoning=N"):
+        for form in ("embedded[:NAME]", "gguf:PATH", "anthropic[:MODEL_ID]", "openai:BASE_URL[#MODEL]", "oracle", "?reasoning=N",
+                     "?kv_reuse=1"):
             assert form in text, (name, form)
     assert set(SPEC_FORMS) == {"embedded[:NAME]", "gguf:PATH", "anthropic[:MODEL_ID]", "openai:BASE_URL[#MODEL]", "oracle"}
 
@@ -148,6 +149,42 @@ def test_bad_arguments_and_context_overflow(embedded_model):
     assert small.context_window == 256
     with pytest.raises(ContextWindowExceeded):
         small.generate([Message("user", "word " * 400)], max_tokens=4, rendering="raw")
+
+
+@pytest.mark.model
+def test_every_call_records_the_prompt_tokens_llama_cpp_decoded(embedded_model):
+    """Reset before every call (the default): llama.cpp decodes the whole prompt each time."""
+    for q in (Q_A, Q_A, Q_B):
+        g = embedded_model.generate(q, max_tokens=6)
+        assert g.evaluated_prompt_tokens == g.prompt_tokens > 5
+
+
+@pytest.mark.model
+def test_kv_reuse_decodes_only_what_follows_the_shared_prefix():
+    from rizz.shell.models.embedded import default_gguf_path
+
+    m = EmbeddedModel(default_gguf_path(), n_threads=1, kv_reuse=True)
+    assert m.name.endswith("?kv_reuse=1") and load_model.__module__  # named apart in the response cache
+    stem = "Notes from earlier verified work follow. " * 12
+    first = m.generate([Message("user", stem + "Question: what is 2 + 3?")], max_tokens=4, rendering="raw")
+    second = m.generate([Message("user", stem + "Question: what is 7 + 1?")], max_tokens=4, rendering="raw")
+    assert first.evaluated_prompt_tokens == first.prompt_tokens  # nothing cached yet
+    assert 0 < second.evaluated_prompt_tokens < second.prompt_tokens // 3, (second.evaluated_prompt_tokens, second.prompt_tokens)
+
+
+def test_kv_reuse_is_refused_for_remote_backends():
+    with pytest.raises(ValueError, match="kv_reuse=1 applies to the in-process llama.cpp backends"):
+        load_model("anthropic:claude-haiku-4-5?kv_reuse=1")
+    with pytest.raises(ValueError, match="needs an int in 0..1"):
+        load_model("embedded?kv_reuse=2")
+
+
+def test_evaluated_prompt_counts_a_one_token_tail_llama_cpp_files_as_a_generation_step():
+    from rizz.shell.models.embedded import evaluated_prompt
+
+    assert evaluated_prompt((30, 7), 30, 8) == 30  # all decoded as a batch, 7 generation steps for 8 tokens
+    assert evaluated_prompt((0, 8), 30, 8) == 1  # the prompt's last token alone (the rest reused)
+    assert evaluated_prompt((40, 0), 30, 1) == 30  # clipped
 
 
 @pytest.mark.model

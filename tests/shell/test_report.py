@@ -193,8 +193,11 @@ def test_report_md_and_terminal_table(hand_bench):
     assert md.startswith("# hand bench\n") and "rizz bench s.jsonl --policies a,b" in md
     lo, hi = res["results"]["default"]["ci95"]
     dlo, dhi = res["deltas"]["frozen"]["default"]["ci95_pp"]
-    assert f"| default | 0.750 [{lo:.3f}, {hi:.3f}] | +25.0 [{dlo:+.1f}, {dhi:+.1f}] | 2.50 | 100 | 120 | 3/2 | 2.5 |" in md
-    assert "| frozen | 0.500 [0.500, 0.500] | (baseline) | 1.25 | 50 | 50 | 1/1 | 2.5 |" in md
+    r = res["results"]
+    ev_d, ev_f = r["default"]["prompt_tokens_evaluated"], r["frozen"]["prompt_tokens_evaluated"]
+    assert f"| default | 0.750 [{lo:.3f}, {hi:.3f}] | +25.0 [{dlo:+.1f}, {dhi:+.1f}] | 2.50 | 100 | {ev_d} | 120 | 3/2 | 2.5 |" in md
+    assert f"| frozen | 0.500 [0.500, 0.500] | (baseline) | 1.25 | 50 | {ev_f} | 50 | 1/1 | 2.5 |" in md
+    assert (ev_d, ev_f) == (r["default"]["prompt_tokens_sent"], r["frozen"]["prompt_tokens_sent"]) == (100, 50)  # no cache: all evaluated
     assert "| A | 0.500 (n=2) | 0.500 (n=2) | 0.250 (n=2) |" in md
     assert "| B | 1.000 (n=2) | 0.500 (n=2) | 0.750 (n=2) |" in md
     assert "token budget was exceeded** by default (1 step)" in md

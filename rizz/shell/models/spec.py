@@ -22,6 +22,10 @@ Any form but ``oracle`` takes options after a ``?`` (``name=value`` joined by ``
   requires ``N >= 1024``), adaptive thinking elsewhere
   (:mod:`rizz.shell.models.anthropic_params`).
   Example: ``openai:http://127.0.0.1:8000#qwen3?reasoning=1024``.
+* ``kv_reuse=1`` (``embedded`` and ``gguf:`` only; default 0) -- keep llama.cpp's KV cache
+  between calls, so a prompt that shares a prefix with the previous one is decoded from where
+  they differ (issue #27; :class:`~rizz.shell.models.embedded.EmbeddedModel`: faster, no longer
+  bit-deterministic across call orders). The backend's ``name`` ends in ``?kv_reuse=1``.
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ SPEC_FORMS = (
     "oracle",
 )
 #: Options accepted after ``?`` in any spec.
-SPEC_OPTIONS = ("reasoning",)
+SPEC_OPTIONS = ("reasoning", "kv_reuse")
 MAX_REASONING_TOKENS = 131_072  # 128K: the largest thinking budget of current open servers
+_OPTION_MAX = {"reasoning": MAX_REASONING_TOKENS, "kv_reuse": 1}
 
 
 def spec_help() -> str:
@@ -57,12 +62,13 @@ def spec_help() -> str:
             " of the models shipped in PyPI packages: python -m rizz.shell.models.shipped --list."
             f" anthropic alone means the model {DEFAULT_MODEL_ID}; oracle replays each"
             f" episode's gold actions (validation only, no model). Any form but oracle takes"
-            f" ?{'&'.join(o + '=N' for o in SPEC_OPTIONS)} (0..{MAX_REASONING_TOKENS}): N thinking tokens added to every call's answer"
-            f" budget, e.g. anthropic?reasoning=1024.")
+            f" ?reasoning=N (0..{MAX_REASONING_TOKENS}): N thinking tokens added to every call's answer"
+            f" budget, e.g. anthropic?reasoning=1024. embedded and gguf take ?kv_reuse=1: keep the KV cache"
+            f" between calls (a shared prompt prefix is not decoded again; not bit-deterministic).")
 
 
 def split_options(spec: str) -> tuple[str, dict[str, int]]:
-    """``(spec without options, {"reasoning": N})``; a spec with no ``?`` has ``{}``.
+    """``(spec without options, {"reasoning": N, "kv_reuse": 0|1})``; a spec with no ``?`` has ``{}``.
 
     Raises:
         ValueError: an unknown option, a value that is not an int in range, or a repeat.
@@ -77,8 +83,8 @@ def split_options(spec: str) -> tuple[str, dict[str, int]]:
             raise _bad(spec, f"unknown option {part!r}; options: {', '.join(o + '=N' for o in SPEC_OPTIONS)}")
         if name in opts:
             raise _bad(spec, f"option {name!r} given twice")
-        if not value.isdigit() or not 0 <= int(value) <= MAX_REASONING_TOKENS:
-            raise _bad(spec, f"{name}= needs an int in 0..{MAX_REASONING_TOKENS}, got {value!r}")
+        if not value.isdigit() or not 0 <= int(value) <= _OPTION_MAX[name]:
+            raise _bad(spec, f"{name}= needs an int in 0..{_OPTION_MAX[name]}, got {value!r}")
         opts[name] = int(value)
     return head, opts
 
@@ -115,6 +121,10 @@ def load_model(
     if opts.get("reasoning"):
         kwargs = dict(kwargs, reasoning_tokens=opts["reasoning"])
     kind, sep, rest = spec.partition(":")
+    if opts.get("kv_reuse"):
+        if kind not in ("embedded", "gguf"):
+            raise _bad(spec, "?kv_reuse=1 applies to the in-process llama.cpp backends (embedded, gguf:) only")
+        kwargs = dict(kwargs, kv_reuse=True)
     backend: ModelBackend
     if kind == "oracle" and not sep:
         if opts.get("reasoning"):

@@ -224,8 +224,7 @@ def _prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: Any, led:
     dropped = [[d[0], d[1], d[2], d[3], led.find(tenant, BLOCK_KIND[d[0]], d[1]) if d[0] in BLOCK_KIND else None] for d in p.dropped]
     out: dict[str, Any] = dict(tokens=p.tokens, budget=p.budget, rendering=p.rendering, exact=exact, sections=sections, dropped=dropped)
     if not exact:
-        f = rd.prompt_dir / f"{p.sha256}.txt"
-        out["text"] = f.read_text(encoding="utf-8") if f.exists() else None
+        out["text"] = rd.prompt_text(p.sha256)
     return out
 
 
