@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
 
     from rizz.lab.bench import run_bench
-    from rizz.store.embeddings import Embedder
+    from rizz.adapters.embedder import Embedder
     from rizz.adapters.models.openai_backend import OpenAICompatModel
     from rizz.lab.peers.server import MODEL_ALIAS, LlamaServer
     from rizz.lab.report import format_table

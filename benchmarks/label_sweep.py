@@ -263,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{args.run_dir}: {len(steps)} steps, {unlabelled} without a judge label; "
           f"refold under the run's own policy ({own.name}) reproduces {reproduced}/{len(steps)} logged routes")
     if args.labels:
-        from rizz.store.embeddings import Embedder
+        from rizz.adapters.embedder import Embedder
 
         emb = Embedder()
         if emb.name != meta.get("embedder"):

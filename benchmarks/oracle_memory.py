@@ -68,7 +68,7 @@ def main() -> None:
     import llama_cpp
 
     from rizz.core.compiler import PromptItem, compile_prompt
-    from rizz.store.embeddings import Embedder
+    from rizz.adapters.embedder import Embedder
     from rizz.adapters.models.base import render_raw
     from rizz.adapters.models.shipped import gguf_of_spec
     from rizz.formats.policy_file import load_policy

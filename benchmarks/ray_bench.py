@@ -43,7 +43,7 @@ def main() -> None:
     import ray
 
     from rizz.lab.bench import run_bench
-    from rizz.store.embeddings import Embedder
+    from rizz.adapters.embedder import Embedder
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)

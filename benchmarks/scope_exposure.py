@@ -26,7 +26,7 @@ import sys
 import attrs
 
 from rizz.core import Label, StepInput, Verdict, rizz, walled
-from rizz.store.embeddings import Embedder
+from rizz.adapters.embedder import Embedder
 from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import read_stream
 from rizz.adapters.verifiers.metrics import token_f1

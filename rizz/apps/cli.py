@@ -107,7 +107,7 @@ def run(
 
     Running the same command again on an unfinished RUN_DIR resumes it.
     """
-    from rizz.store.embeddings import Embedder
+    from rizz.adapters.embedder import Embedder
     from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
     from rizz.engine.run import run_stream
     from rizz.store.runlog import RunDirBusy, RunDirMismatch
@@ -292,7 +292,7 @@ def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: Opti
 def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Optional[int], rendering: Optional[str], command: str, title: str,
            budget: Optional[int] = None, ray_address: Optional[str] = None, user_model: Optional[str] = None) -> None:
     from rizz.lab.bench import run_bench
-    from rizz.store.embeddings import Embedder
+    from rizz.adapters.embedder import Embedder
     from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
     from rizz.formats.policy_file import PolicyError
     from rizz.store.runlog import RunDirBusy, RunDirMismatch

@@ -216,7 +216,7 @@ class Session:
                 _remove_if_only_cache(root)
             raise
         if embedder is None:
-            from rizz.store.embeddings import Embedder
+            from rizz.adapters.embedder import Embedder
 
             embedder = Embedder()
         rd = RunDir(root, durability=durability).__enter__()

@@ -103,9 +103,9 @@ def run_bench(
             on_peer = StepProgress(progress, f"{source:>22}", total, echo=log)
             default = _lp("default")
             try:
-                from rizz.store.embeddings import _bundled_model_dir
+                from rizz.adapters.embedder import bundled_model_dir
 
-                emb_path = str(_bundled_model_dir())
+                emb_path = str(bundled_model_dir())
             except RuntimeError:
                 emb_path = None
             summary = run_peer(stream, source.partition(":")[2], out / source, model, proxy, peer_model.model_id, limit=limit,

@@ -90,7 +90,7 @@ def model_from_spec(spec: str, cache: str) -> Any:
 
 
 def pinned_embedder(torch_threads: int) -> Any:
-    """The default :class:`~rizz.store.embeddings.Embedder` with torch using ``torch_threads`` threads.
+    """The default :class:`~rizz.adapters.embedder.Embedder` with torch using ``torch_threads`` threads.
 
     A sentence's embedding depends, in its last bits, on torch's intra-op thread count
     (measured: one text at a time, 1 vs 2 threads give different float32 bytes), and Ray
@@ -99,7 +99,7 @@ def pinned_embedder(torch_threads: int) -> Any:
     """
     import torch
 
-    from rizz.store.embeddings import Embedder
+    from rizz.adapters.embedder import Embedder
 
     torch.set_num_threads(int(torch_threads))
     return Embedder()
@@ -265,7 +265,7 @@ def run_specs_on_ray(specs: Sequence[RunSpec], cache: Path, *, model_factory: Ca
     Args:
       cache: the bench's response cache (sqlite); read before, merged into after each task.
       model_factory: picklable ``cache_path -> backend`` (e.g. ``partial(model_from_spec, "embedded")``).
-      embedder_factory: picklable ``() -> embedder`` (e.g. :class:`rizz.store.embeddings.Embedder`).
+      embedder_factory: picklable ``() -> embedder`` (e.g. :class:`rizz.adapters.embedder.Embedder`).
       address, num_cpus: see :func:`ray_session`; ``task_cpus``: CPUs Ray reserves per task.
     Returns:
       One :class:`TaskResult` per spec, in the order of ``specs``.

@@ -230,7 +230,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, model: str | None = None, mod
                          embedder_factory=embedder_factory or partial(pinned_embedder, driver_torch_threads()),
                          address=ray_address, num_cpus=num_cpus, log=log)
     else:
-        from rizz.store.embeddings import Embedder
+        from rizz.adapters.embedder import Embedder
         from rizz.engine.run import run_stream
 
         backend = factory(str(out / "responses.sqlite"))

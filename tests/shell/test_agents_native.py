@@ -77,7 +77,7 @@ def _openai_route(seen):
 
 
 def _run(tmp_path, model):
-    from rizz.store.embeddings import Embedder
+    from rizz.adapters.embedder import Embedder
 
     stream = tmp_path / "s.jsonl"
     write_stream(stream, [EL])

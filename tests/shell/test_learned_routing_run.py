@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rizz.store.embeddings import Embedder
+from rizz.adapters.embedder import Embedder
 from rizz.formats.policy_file import load_policy
 from rizz.engine.run import replay, run_stream
 

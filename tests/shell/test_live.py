@@ -255,7 +255,9 @@ def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp
     the digest for a reason that is not the code's."""
     import numpy as np
 
-    from rizz.store.embeddings import Embedder, EmbeddingStore, embedding_key
+    from rizz.adapters.embedder import Embedder
+
+    from rizz.store.embeddings import EmbeddingStore, embedding_key
 
     sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
     import make_v1_rundir

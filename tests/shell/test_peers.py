@@ -268,13 +268,13 @@ def _stream(tmp_path: Path) -> Path:
 
 
 def _run(tmp_path, srv, name, rendering="chat", options=None):
-    from rizz.store.embeddings import _bundled_model_dir
+    from rizz.adapters.embedder import bundled_model_dir
     from rizz.adapters.models import load_model
 
     model = load_model(f"openai:{srv.url}#stub", cache=tmp_path / "responses.sqlite")
     with CallProxy(srv.url + "/v1", cache=tmp_path / "peer.sqlite") as proxy:
         return run_peer(_stream(tmp_path), name, tmp_path / f"peer:{name}", model, proxy, "stub", rendering=rendering, options=options,
-                        write_threshold=load_policy("default").write_threshold, embedder_path=str(_bundled_model_dir()))
+                        write_threshold=load_policy("default").write_threshold, embedder_path=str(bundled_model_dir()))
 
 
 def _records(path: Path) -> list[dict]:
@@ -342,13 +342,13 @@ def test_a_restarted_peer_keeps_the_wall_time_of_the_steps_it_replays(http_serve
     """A newcomer saw a resumed ACE report 2 steps in 0.5 s: replayed steps now keep the wall
     time of the run that computed them."""
     _need("mem0")
-    from rizz.store.embeddings import _bundled_model_dir
+    from rizz.adapters.embedder import bundled_model_dir
     from rizz.adapters.models import load_model
 
     srv = _stub(http_server, lambda msgs, body: json.dumps({"memory": []}) if body.get("response_format") else "4")
     model = load_model(f"openai:{srv.url}#stub", cache=tmp_path / "responses.sqlite")
     out = tmp_path / "peer:mem0"
-    kw = dict(write_threshold=load_policy("default").write_threshold, embedder_path=str(_bundled_model_dir()), log=lambda m: None)
+    kw = dict(write_threshold=load_policy("default").write_threshold, embedder_path=str(bundled_model_dir()), log=lambda m: None)
     with CallProxy(srv.url + "/v1", cache=tmp_path / "peer.sqlite") as proxy:
         run_peer(_stream(tmp_path), "mem0", out, model, proxy, "stub", limit=2, **kw)
         first = _records(out)
@@ -427,7 +427,7 @@ def test_bench_with_a_peer_writes_the_peers_table(http_server, tmp_path):
     """frozen and peer:mem0 in one bench over the stub: one report, Δ vs default, failures."""
     _need("mem0")
     from rizz.lab.bench import run_bench
-    from rizz.store.embeddings import Embedder
+    from rizz.adapters.embedder import Embedder
     from rizz.adapters.models import load_model
     from rizz.lab.peers.setup import PeerModel
 
@@ -450,7 +450,7 @@ def test_bench_with_a_peer_on_anthropic_reaches_one_model(http_server, monkeypat
     """--model anthropic:…: rizz's entries and mem0 are answered by the same Messages API."""
     _need("mem0")
     from rizz.lab.bench import run_bench
-    from rizz.store.embeddings import Embedder
+    from rizz.adapters.embedder import Embedder
     from rizz.lab.peers.setup import peer_model
 
     def reply(body):  # mem0's fact extraction (its system prompt) gets its JSON, every answer "4"

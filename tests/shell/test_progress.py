@@ -77,9 +77,9 @@ class Slow(StubModel):
     name = "fake:slow"
     def generate(self, messages, **kw):
         time.sleep(60)
-import rizz.adapters.models, rizz.store.embeddings
+import rizz.adapters.models, rizz.adapters.embedder
 rizz.adapters.models.load_model = lambda spec, **kw: Slow()
-rizz.store.embeddings.Embedder = HashEmbedder
+rizz.adapters.embedder.Embedder = HashEmbedder
 from rizz.apps.cli import main
 sys.argv = ["rizz", "run", {stream!r}, "--out", {out!r}, "--policy", "frozen"]
 main()

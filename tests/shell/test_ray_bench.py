@@ -41,7 +41,7 @@ def local_ray():
 
 @pytest.fixture(scope="module")
 def embedder():
-    from rizz.store.embeddings import Embedder
+    from rizz.adapters.embedder import Embedder
 
     return Embedder()
 

@@ -38,7 +38,7 @@ def _answer(messages) -> str:
 def real_bench(tmp_path_factory, fake_model) -> Path:
     """BENCH_DIR of the real pipeline (fake model, real embedder); built once per module."""
     if "dir" not in _CACHE:
-        from rizz.store.embeddings import Embedder
+        from rizz.adapters.embedder import Embedder
         from rizz.formats.policy_file import load_policy
         from rizz.engine.run import run_stream
 

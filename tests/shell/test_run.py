@@ -13,7 +13,7 @@ import pytest
 
 from rizz.core import Verdict
 from rizz.lab.diff import diff_run, inspect_run
-from rizz.store.embeddings import Embedder
+from rizz.adapters.embedder import Embedder
 from rizz.formats.policy_file import load_policy
 from rizz.engine.run import replay, run_stream
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch
@@ -83,7 +83,7 @@ def test_cli_run_refused_resume_names_the_policy(tmp_path, stream, fake_model, m
     from stubs import HashEmbedder
 
     monkeypatch.setattr("rizz.adapters.models.load_model", lambda spec, **kw: fake_model(_answer))
-    monkeypatch.setattr("rizz.store.embeddings.Embedder", HashEmbedder)
+    monkeypatch.setattr("rizz.adapters.embedder.Embedder", HashEmbedder)
     out = tmp_path / "run"
     args = ["run", str(stream), "--out", str(out), "--limit", "1", "--policy"]
     assert CliRunner().invoke(cli.app, args + ["default"]).exit_code == 0

@@ -77,7 +77,7 @@ def build(data: str | Path, policy: Any, backend: Any, *, embedder: Any = None, 
     fair = FairModel(backend, queue_timeout_s=queue_timeout_s, on_call=metrics.on_model_call)
     if opener is None:
         if embedder is None:
-            from rizz.store.embeddings import Embedder
+            from rizz.adapters.embedder import Embedder
 
             embedder = Embedder()
         embedder.embed(["warm-up"])  # load the weights now, not inside the first requests
