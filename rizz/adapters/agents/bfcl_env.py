@@ -30,7 +30,7 @@ import types
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from rizz.adapters.agents.env import ToolError, to_text
+from rizz.adapters.agents.tools import ToolError, to_text
 
 __all__ = ["AST_CATEGORIES", "MULTI_TURN_CATEGORIES", "CATEGORIES", "BFCL_VERSION", "MultiTurnEnvironment",
            "SingleTurnEnvironment", "ast_checker", "bfcl_environment", "data_dir", "function_docs", "load_category"]

@@ -1,28 +1,24 @@
-"""What an agent acts on: an environment of tools, and the errors a tool returns.
+"""What an agent acts on: an environment of tools.
 
 An :class:`Environment` executes one tool call at a time and says what the model sees back
 (a string). A tool that refuses (bad arguments, a rule of the domain) raises
-:class:`ToolError`; the agent loop turns it, an unknown tool and a malformed call into the
+:class:`~rizz.adapters.agents.tools.ToolError`; the agent loop turns it, an unknown tool and a malformed call into the
 tool's *error result* for the model, and the run goes on (issue #13, "The agent loop").
 
 Environments are built from a stream element's ``environment`` field by
-:func:`make_environment`: ``{"name": "tau_bench", ...}`` (:mod:`rizz.adapters.agents.tau_db`) or
+:func:`make_environment`: ``{"name": "tau_bench", ...}`` (:mod:`rizz.adapters.agents.tau_env`) or
 ``{"name": "bfcl", ...}`` (:mod:`rizz.adapters.agents.bfcl_env`).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping, Protocol
 
-from rizz.errors import RizzError
+from rizz.adapters.agents.bfcl_env import bfcl_environment
+from rizz.adapters.agents.tau_env import tau_environment
 from rizz.formats.streams import sorted_plain
 
-__all__ = ["Environment", "ToolError", "make_environment", "plain", "to_text"]
-
-
-class ToolError(RizzError):
-    """A tool refused a call; ``str(err)`` is what the model sees after ``Error: ``."""
+__all__ = ["Environment", "make_environment", "plain"]
 
 
 class Environment(Protocol):
@@ -35,7 +31,8 @@ class Environment(Protocol):
     name: str
 
     def call(self, tool: str, arguments: Mapping[str, Any]) -> str:
-        """Run ``tool(**arguments)``; returns the text result. Raises :class:`ToolError`."""
+        """Run ``tool(**arguments)``; returns the text result. Raises
+        :class:`~rizz.adapters.agents.tools.ToolError`."""
         ...
 
     def state_digest(self) -> str:
@@ -49,11 +46,6 @@ def plain(value: Any) -> Any:
     process, so prompts, cache keys and a grammar made from the JSON schema (llama.cpp's tool
     calling) do not change with the hash seed."""
     return sorted_plain(value)
-
-
-def to_text(value: Any) -> str:
-    """A tool result as the text the model reads: strings as they are, the rest as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def make_environment(environment: Mapping[str, Any] | None, *, data_roots: tuple[Any, ...] = ()) -> Environment:
@@ -72,11 +64,7 @@ def make_environment(environment: Mapping[str, Any] | None, *, data_roots: tuple
     env = plain(environment)
     name = env.get("name")
     if name == "tau_bench":
-        from rizz.adapters.agents.tau_db import tau_environment
-
         return tau_environment(env, data_roots=data_roots)
     if name == "bfcl":
-        from rizz.adapters.agents.bfcl_env import bfcl_environment
-
         return bfcl_environment(env)
     raise ValueError(f"unknown environment name {name!r}; expected 'tau_bench' or 'bfcl'")

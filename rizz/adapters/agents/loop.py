@@ -19,7 +19,8 @@ from typing import Any, Protocol
 import attrs
 
 from rizz.adapters.agents.calls import CallSyntaxError, ToolCall, format_call
-from rizz.adapters.agents.env import Environment, ToolError
+from rizz.adapters.agents.env import Environment
+from rizz.adapters.agents.tools import ToolError
 from rizz.adapters.agents.episode import Episode
 from rizz.formats.streams import StreamElement
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable
 
-from rizz.adapters.agents.env import ToolError
 from rizz.adapters.agents.tau_db import COMMON_TOOLS, Tables
 from rizz.adapters.agents.tau_schema import COMMON_SCHEMAS, arr, fn, n, obj, s
+from rizz.adapters.agents.tools import ToolError
 
 __all__ = ["NOW", "SCHEMAS", "TOOLS"]
 

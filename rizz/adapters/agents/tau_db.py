@@ -1,11 +1,12 @@
-"""τ-bench databases: loading, copy-on-write tables, the state digest, and the environment.
+"""τ-bench databases: loading, copy-on-write tables, the state digest (the environment over
+them: :mod:`~rizz.adapters.agents.tau_env`).
 
 The retail and airline databases (``../shared/data/tau_bench/<domain>/db``: JSON objects keyed
 by id, copied verbatim from ``sierra-research/tau-bench``, MIT) are read once per process and
 shared read-only; an episode writes into its own overlay (:class:`Tables`), so starting an
 episode costs nothing and the base data is never changed.
 
-:meth:`TauEnvironment.state_digest` hashes only the records that differ from the base data
+:meth:`Tables.digest` (an episode's state digest) hashes only the records that differ from the base data
 (and new records), so two databases with the same content have the same digest whatever the
 order of the writes: this is τ-bench's "final database equals the database after the gold
 actions" test (``tau_bench/envs/base.py``, ``calculate_reward``), done here on our own tools.
@@ -22,9 +23,9 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from rizz.adapters.agents.env import ToolError, to_text
+from rizz.adapters.agents.tools import ToolError
 
-__all__ = ["COMMON_TOOLS", "Tables", "TauEnvironment", "calculate", "resolve_db", "tau_environment", "TOOLSETS"]
+__all__ = ["COMMON_TOOLS", "TABLES", "Tables", "calculate", "load_base", "resolve_db"]
 
 #: Domain -> table file names (``<table>.json`` in the db directory).
 TABLES: dict[str, tuple[str, ...]] = {"retail": ("users", "orders", "products"),
@@ -55,7 +56,8 @@ def resolve_db(db: str, data_roots: tuple[Any, ...] = ()) -> Path:
     raise FileNotFoundError(f"τ-bench database {db!r} not found; tried {', '.join(map(str, candidates))}")
 
 
-def _load_base(directory: Path, domain: str) -> dict[str, dict[str, Any]]:
+def load_base(directory: Path, domain: str) -> dict[str, dict[str, Any]]:
+    """A domain's tables as read from ``directory`` (read once per process, shared read-only)."""
     key = f"{directory.resolve()}:{domain}"
     if key not in _BASE:
         tables = {}
@@ -170,48 +172,3 @@ def _transfer_to_human_agents(db: Tables, summary: str) -> str:
 #: :data:`rizz.adapters.agents.tau_schema.COMMON_SCHEMAS`).
 COMMON_TOOLS: dict[str, Callable[..., Any]] = {
     "calculate": _calculate, "think": _think, "transfer_to_human_agents": _transfer_to_human_agents}
-
-
-class TauEnvironment:
-    """A τ-bench domain's tools over one episode's database (see the module docstring)."""
-
-    name = "tau_bench"
-
-    def __init__(self, domain: str, tables: Tables, tools: Mapping[str, Callable[..., Any]]) -> None:
-        self.domain = domain
-        self.db = tables
-        self._tools = tools
-
-    def call(self, tool: str, arguments: Mapping[str, Any]) -> str:
-        fn = self._tools.get(tool)
-        if fn is None:
-            raise ToolError(f"unknown tool {tool!r}; the tools are: {', '.join(sorted(self._tools))}")
-        try:
-            return to_text(fn(self.db, **dict(arguments)))
-        except TypeError as err:  # missing / unexpected argument
-            raise ToolError(f"{tool}: {err}".replace(f"{fn.__name__}() ", "")) from None
-
-    def state_digest(self) -> str:
-        return self.db.digest()
-
-
-def _toolsets() -> dict[str, dict[str, Callable[..., Any]]]:
-    from rizz.adapters.agents import tau_airline, tau_retail
-
-    return {"retail": tau_retail.TOOLS, "airline": tau_airline.TOOLS}
-
-
-TOOLSETS = _toolsets
-
-
-def tau_environment(env: Mapping[str, Any], *, data_roots: tuple[Any, ...] = ()) -> TauEnvironment:
-    """A fresh episode environment from ``{"name": "tau_bench", "domain": D, "db": DIR}``.
-
-    Raises:
-      ValueError: unknown domain; FileNotFoundError: no such database directory.
-    """
-    domain = env.get("domain")
-    if domain not in TABLES:
-        raise ValueError(f"environment.domain: expected one of {', '.join(TABLES)}, got {domain!r}")
-    directory = resolve_db(env.get("db") or f"tau_bench/{domain}/db", data_roots)
-    return TauEnvironment(domain, Tables(_load_base(directory, domain)), _toolsets()[domain])

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable
 
-from rizz.adapters.agents.env import ToolError
 from rizz.adapters.agents.tau_db import COMMON_TOOLS, Tables
 from rizz.adapters.agents.tau_schema import ADDRESS, COMMON_SCHEMAS, arr, fn, n, s
+from rizz.adapters.agents.tools import ToolError
 
 __all__ = ["TOOLS", "SCHEMAS"]
 
