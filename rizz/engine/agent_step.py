@@ -25,6 +25,7 @@ from rizz.adapters.agents.env import make_environment
 from rizz.adapters.agents.episode import compact_trajectory
 from rizz.adapters.agents.loop import run_episode
 from rizz.engine.model_agent import LLMUser, ModelAgent
+from rizz.engine.pending import Call, Pending
 from rizz.adapters.verifiers.episodes import first_wrong_call, verify_episode
 
 __all__ = ["answer_episode", "verify_episode_pending"]
@@ -33,14 +34,12 @@ __all__ = ["answer_episode", "verify_episode_pending"]
 def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge: Any, calls: list[Any], *, keys: tuple[str, str | None],
                    time: float, model: Any, policy: Any, budget: int, rendering: str, user_model: Any = None,
                    data_roots: tuple[Any, ...] = ()) -> Any:
-    """Run ``el``'s episode and return its :class:`~rizz.engine.answering.Pending`.
+    """Run ``el``'s episode and return its :class:`~rizz.engine.pending.Pending`.
 
     ``routed``: the route round's result; ``retrieved``: the memory read with its decision;
     ``budget``: the prompt budget of every agent call (tokens); ``user_model``: τ-bench's
     simulated customer (None: ``model``).
     """
-    from rizz.engine.answering import Call, Pending
-
     env = make_environment(el.environment, data_roots=data_roots)
     if getattr(model, "scripted", False):  # --model oracle; with --user-model a model plays its customer
         agent = model.agent()

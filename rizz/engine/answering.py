@@ -18,14 +18,11 @@ from typing import Any, Sequence
 
 import attrs
 import numpy as np
-from attrs import frozen
 
 from rizz.core import (
     AdaptiveState,
-    CompiledPrompt,
     Policy,
     PromptBudgetError,
-    RouteResult,
     Rizz,
     StepInput,
     Verdict,
@@ -38,6 +35,8 @@ from rizz.core import (
     unwall,
 )
 from rizz.core.compiler import MEMORY_BLOCKS
+from rizz.engine.agent_step import answer_episode, verify_episode_pending
+from rizz.engine.pending import Call, Embedded, Pending
 from rizz.formats import logrecord as lr
 from rizz.engine.judge import label_input
 from rizz.adapters.models.base import Message, ModelBackend
@@ -45,7 +44,7 @@ from rizz.engine.render import TEMPLATE_SLACK, answer_settings, render
 from rizz.formats.streams import StreamElement
 from rizz.adapters.verifiers import correction_of, extract_answer, verify
 
-__all__ = ["Call", "Embedded", "Pending", "answer_element", "budget", "default_rendering", "embed_texts", "record_of", "verify_pending"]
+__all__ = ["answer_element", "budget", "default_rendering", "embed_texts", "evidence_text", "record_of", "verify_pending"]
 
 
 def default_rendering(model: ModelBackend) -> str:
@@ -56,69 +55,6 @@ def default_rendering(model: ModelBackend) -> str:
     if own in ("raw", "chat", "chat-turns"):
         return str(own)
     return "raw" if model.name.startswith(("embedded", "gguf")) else "chat"
-
-
-#: One model call (judge, answer, distill, verify, user): the log record's own shape, so the shell
-#: keeps calls as they are written (:class:`rizz.formats.logrecord.CallPart`; ``Call.of(kind, generation)``).
-Call = lr.CallPart
-
-
-@frozen
-class Embedded:
-    """An embedded text: float32 bytes (L2-normalised) and its key in the embedding store."""
-
-    vec: bytes
-    key: str
-
-
-@frozen
-class Pending:
-    """An answered (or context-only) element waiting for its verdict.
-
-    ``id`` / ``answer``: the element's id and the extracted answer (None for context-only
-    input). ``step``: its index in the session. ``prompt`` is None for context-only input and
-    when the input alone overflows the budget (``overflow`` True). ``routed``: the route
-    round's outcome (the decision the verdict will use). ``time``: Unix seconds when answered.
-    """
-
-    element: StreamElement
-    step_input: StepInput
-    prompt: CompiledPrompt | None
-    raw_output: str | None
-    answer: str | None
-    parsed: bool
-    judge: dict[str, Any] | None
-    calls: tuple[Call, ...]
-    overflow: bool
-    rendering: str
-    routed: RouteResult | None = None
-    keys: tuple[str, str | None] = ("", None)  # embedding keys of φ(x) and ψ(ã)
-    time: float | None = None
-    reasoning: str = ""  # the model's reasoning, kept out of ``answer`` and ``raw_output`` (issue #12 §1)
-    episode: Any = None  # a tool-using episode's Episode (rizz.adapters.agents.episode), else None (issue #13)
-    wrong_call: str | None = None  # that episode's first wrong call: its anti-pattern if the verdict fails
-
-    @property
-    def id(self) -> str:
-        return self.element.id
-
-    @property
-    def step(self) -> int:
-        return self.step_input.step
-
-    @property
-    def branch(self) -> str | None:
-        """The branch the answer was routed to (its verdict writes there), None without a route."""
-        return self.routed.decision.branch_id if self.routed is not None else None
-
-    @property
-    def prompt_tokens(self) -> int:
-        """Tokens of the compiled prompt sent to the model (0 when none was sent)."""
-        return self.prompt.token_count if self.prompt is not None else 0
-
-    def __repr__(self) -> str:  # attributes only: the fields hold embeddings and the route round's state
-        return (f"Pending(id={self.id!r}, step={self.step}, answer={self.answer!r}, branch={self.branch!r}, "
-                f"prompt_tokens={self.prompt_tokens})")
 
 
 def embed_texts(embedder: Any, store: Any, texts: Sequence[str]) -> list[Embedded]:
@@ -144,7 +80,8 @@ def budget(policy: Policy, model: ModelBackend, shape: str | None, cap: int | No
     return max(1, min(policy.compiler.token_budget, room, cap if cap is not None else room))
 
 
-def _evidence(el: StreamElement) -> str | None:
+def evidence_text(el: StreamElement) -> str | None:
+    """The element's evidence items as the one text a step input carries (None without any)."""
     items = el.evidence_items
     return "\n\n".join(items) if items else None
 
@@ -160,7 +97,7 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     text = el.input if not el.instruction else f"{el.instruction}\n\n{el.input}"
     (emb,) = embed_texts(embedder, store, [text])
     base = StepInput(step=step, item_id=el.id, text=el.input, embedding=emb.vec, instruction=el.instruction,
-                     evidence=_evidence(el), scope=el.scope, shape=el.shape, context_only=el.context_only,
+                     evidence=evidence_text(el), scope=el.scope, shape=el.shape, context_only=el.context_only,
                      tenant=el.tenant, time=el.time, instant_us=el.instant_us)
     now = time.time()
     if el.context_only:
@@ -187,8 +124,6 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     blocks = prompt_blocks(retrieved, el.input, el.instruction, base.evidence)
     keys = (emb.key, lkey)
     if el.is_episode:  # a tool-using episode (issue #13): the agent loop, one transition of the core
-        from rizz.engine.agent_step import answer_episode
-
         return answer_episode(el, base, routed, retrieved, judge, calls, keys=keys, time=now, model=model, policy=policy,
                               budget=budget(policy, model, None, budget_cap, policy.agents.reply_tokens), rendering=rendering, user_model=user_model,
                               data_roots=data_roots)
@@ -228,8 +163,6 @@ def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | 
         return None
     name = el.verifier or "exact_match"
     if el.is_episode:
-        from rizz.engine.agent_step import verify_episode_pending
-
         return verify_episode_pending(p, data_roots)
     if p.overflow:
         return Verdict(0.0, name, parsed=False)

@@ -35,7 +35,8 @@ from rizz.core.tenants import AnyState, answers_after, fed_branch, locate
 from rizz.core.serialize import canonical_json
 from rizz.errors import RizzError
 from rizz.formats import logrecord as lr
-from rizz.engine.answering import Call, Pending, answer_element, default_rendering, embed_texts, record_of, verify_pending
+from rizz.engine.answering import answer_element, default_rendering, embed_texts, record_of, verify_pending
+from rizz.engine.pending import Call, Pending
 from rizz.engine.distill import distill_rules
 from rizz.engine.logfold import LogFold, restore_fold
 from rizz.adapters.models.base import ModelBackend

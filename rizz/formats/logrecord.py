@@ -152,7 +152,7 @@ class VerdictPart:
 
 @frozen
 class CallPart:
-    """One model call, as the shell keeps it and the log writes it (``rizz.engine.answering.Call``
+    """One model call, as the shell keeps it and the log writes it (``rizz.engine.pending.Call``
     is this class): ``kind`` judge / answer / distill / verify (an ``llm_judge`` verdict) / user
     (τ-bench's simulated customer); tokens; seconds (rounded to 0.1 ms); USD (None: unknown);
     ``cached``: served by the response cache; ``usage_estimated``: the backend reported no

@@ -170,7 +170,7 @@ def branch_rows(state: Any) -> list[dict[str, Any]]:
 
 
 def _view(p: Any) -> dict[str, Any]:
-    """``{"id", "answer", "prompt_tokens", "branch"}`` of a :class:`~rizz.engine.answering.Pending`."""
+    """``{"id", "answer", "prompt_tokens", "branch"}`` of a :class:`~rizz.engine.pending.Pending`."""
     return {"id": p.id, "answer": p.answer, "prompt_tokens": p.prompt_tokens, "branch": p.branch}
 
 

@@ -155,7 +155,7 @@ def mem0_messages(el: StreamElement, memories: list[str], rendering: str, model:
     """
     from rizz.core import compile_prompt, prompt_blocks
     from rizz.core.retrieval import Retrieved
-    from rizz.engine.answering import _evidence as step_evidence  # the evidence text rizz's own answer path compiles
+    from rizz.engine.answering import evidence_text as step_evidence  # the evidence text rizz's own answer path compiles
     from rizz.engine.answering import budget
     from rizz.formats.policy_file import load_policy
     from rizz.engine.render import render
