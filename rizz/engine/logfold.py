@@ -40,9 +40,10 @@ from rizz.core.serialize import from_data, to_data
 from rizz.errors import RizzError
 from rizz.formats.logrecord import LogRecord, VerdictPart, parse
 from rizz.formats.timekeys import time_fields
+from rizz.store.runlog import write_json_atomic
 
-__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "record_inputs", "restore_fold", "save_inflight",
-           "views"]
+__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "record_inputs", "record_to_step", "restore_fold",
+           "save_inflight", "views"]
 
 
 class LogFoldError(ValueError, RizzError):
@@ -95,6 +96,11 @@ def record_inputs(rec: LogRecord, store: Any) -> tuple[StepInput, Verdict | None
         declared_label=Label(rec.declared_label.function, rec.declared_label.application) if rec.declared_label else None,
     )
     return inp, _verdict(rec.verdict)
+
+
+def record_to_step(rec: dict[str, Any], store: Any) -> tuple[StepInput, Verdict | None]:
+    """Rebuild the core's step input and verdict from a step or answer record as JSON (no model calls)."""
+    return record_inputs(parse(rec), store)
 
 
 def _verdict(v: VerdictPart | None) -> Verdict | None:
@@ -184,8 +190,6 @@ class LogFold:
 # -- answers in flight beside a state snapshot (small functions: snapshots are shared code) --
 def save_inflight(path: Path, fold: LogFold) -> None:
     """Write ``{answers, inflight}`` next to a snapshot (JSON, atomic)."""
-    from rizz.store.runlog import write_json_atomic
-
     data = {"answers": fold.answers,  # an episode's wrong call, when there is one, is a 5th item
             "inflight": [[k, to_data(w.step_input), to_data(w.decision), w.time] + ([w.wrong_call] if w.wrong_call is not None else [])
                          for k, w in sorted(fold.inflight.items())]}

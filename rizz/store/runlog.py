@@ -28,16 +28,17 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from rizz.core import AdaptiveState, StepInput, Verdict, from_data, to_data
+from rizz.core import AdaptiveState, from_data, to_data
 from rizz.errors import RizzError
 from rizz.store.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes, write_then_rename
-from rizz.store.embeddings import EmbeddingStore
+from rizz.formats.policy_file import parse_policy
+from rizz.store.embeddings import DURABILITY, EmbeddingStore
 from rizz.extras import extra_needed
 
 with extra_needed("lab", "the run log"):
     from filelock import FileLock, Timeout
 
-__all__ = ["RunDir", "RunDirBusy", "RunDirMismatch", "record_to_step", "write_json_atomic"]
+__all__ = ["RunDir", "RunDirBusy", "RunDirMismatch", "write_json_atomic"]
 
 
 class RunDirBusy(RuntimeError, RizzError):
@@ -71,8 +72,6 @@ class RunDir:
     """
 
     def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk") -> None:
-        from rizz.store.embeddings import DURABILITY
-
         if durability not in DURABILITY:
             raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
         self.durability = durability
@@ -355,19 +354,9 @@ def _policy_line(old: dict[str, Any], meta: dict[str, Any], shown: int = 5) -> s
 
 def _same_policy(a: Any, b: Any) -> bool:
     """Both policy_data parse (with today's defaults for fields added since) to equal policies."""
-    from rizz.formats.policy_file import parse_policy
-
     if not isinstance(a, dict) or not isinstance(b, dict):
         return False
     try:
         return parse_policy(a) == parse_policy(b)
     except Exception:
         return False
-
-
-def record_to_step(rec: dict[str, Any], store: EmbeddingStore) -> tuple[StepInput, Verdict | None]:
-    """Rebuild the core's step input and verdict from a step or answer record (no model calls)."""
-    from rizz.engine.logfold import record_inputs
-    from rizz.formats.logrecord import parse
-
-    return record_inputs(parse(rec), store)
