@@ -9,12 +9,12 @@ order). Over the common prefix of answered steps: mean reward with a bootstrap i
 per answered step by kind, the largest compiled prompt and prompts over the budget, label
 quality (:mod:`rizz.lab.labels`; labels from refolding each log, so unfinished runs work),
 the blocks evidence withholds at the end of the run (evidence policies), per-task means, and the
-paired Δ (:func:`rizz.lab.report.paired_delta`) against ``frozen`` and ``single-branch`` for
+paired Δ (:func:`rizz.lab.stats.paired_delta`) against ``frozen`` and ``single-branch`` for
 all tasks and for the letter tasks (C-STANCE, FOMC, ScienceQA) alone. Reads logs only.
 """
 import json, sys
 from pathlib import Path
-from rizz.lab.report import bootstrap_ci, paired_delta
+from rizz.lab.stats import bootstrap_ci, paired_delta
 from rizz.lab.labels import label_quality
 from rizz.lab.diff import inspect_run
 from rizz.engine.logfold import views

@@ -12,7 +12,7 @@ A BENCH_DIR holds one RUN_DIR per policy (``BENCH_DIR/<policy>/log.jsonl`` and
       branches_over_steps.png  distinct branches spawned so far
       per_task_reward.png      mean reward by task x policy, 95% CI error bars
 
-Uncertainty: every interval is a percentile bootstrap (``N_RESAMPLES`` = 2000 resamples of
+Uncertainty (:mod:`rizz.lab.stats`): every interval is a percentile bootstrap (``N_RESAMPLES`` = 2000 resamples of
 the answered steps with replacement, ``numpy.random.default_rng(seed)``), so the same
 inputs and seed give the same numbers. A delta between two policies is a *paired*
 bootstrap: the same resampled step ids for both, since every policy saw the same stream in
@@ -28,54 +28,16 @@ from typing import Any, Sequence
 import numpy as np
 
 from rizz.lab.labels import label_markdown, label_quality
+from rizz.lab.peers.report import peer_markdown, peer_results
+from rizz.lab.stats import N_RESAMPLES, bootstrap_ci, paired_delta
 from rizz.engine.logfold import views
 from rizz.store.runlog import RunDir, write_json_atomic
 from rizz.formats.wording import plural
 
-__all__ = ["BASELINES", "N_RESAMPLES", "PLOTS", "bootstrap_ci", "build_report", "format_table", "paired_delta"]
+__all__ = ["BASELINES", "PLOTS", "build_report", "format_table"]
 
-N_RESAMPLES = 2000  # bootstrap resamples per interval (percentile method, 95%)
 BASELINES = ("frozen", "single-branch")  # deltas are reported against these when benched
 PLOTS = ("reward_over_steps.png", "prompt_tokens.png", "branches_over_steps.png", "per_task_reward.png")
-_CHUNK = 250  # resamples drawn per batch, bounding memory at _CHUNK x n indices
-
-
-def _resample_means(x: np.ndarray, seed: int, n_resamples: int) -> np.ndarray:
-    """``(n_resamples,)`` means of ``x`` resampled with replacement (seeded, chunked)."""
-    rng = np.random.default_rng(seed)
-    out = np.empty(n_resamples, dtype=np.float64)
-    for lo in range(0, n_resamples, _CHUNK):
-        hi = min(lo + _CHUNK, n_resamples)
-        out[lo:hi] = x[rng.integers(0, len(x), size=(hi - lo, len(x)))].mean(axis=1)
-    return out
-
-
-def bootstrap_ci(values: Sequence[float], *, seed: int = 0, n_resamples: int = N_RESAMPLES, level: float = 0.95) -> list[float] | None:
-    """Percentile-bootstrap interval ``[lo, hi]`` of the mean of ``values`` (same units).
-
-    Deterministic for a fixed ``seed``. Returns None for no values (nothing to estimate).
-    """
-    x = np.asarray(values, dtype=np.float64)
-    if x.size == 0:
-        return None
-    means = _resample_means(x, seed, n_resamples)
-    a = (1.0 - level) / 2.0
-    return [round(float(np.quantile(means, a)), 6), round(float(np.quantile(means, 1.0 - a)), 6)]
-
-
-def paired_delta(rewards: Sequence[float], base: Sequence[float], *, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
-    """Mean of ``rewards - base`` in points (x100) with a paired bootstrap 95% interval.
-
-    ``rewards[i]`` and ``base[i]`` are the rewards of the same step id. Returns
-    ``{"delta_pp": float, "ci95_pp": [lo, hi] | None, "n": int}``. Raises ValueError if the
-    lengths differ.
-    """
-    a, b = np.asarray(rewards, dtype=np.float64), np.asarray(base, dtype=np.float64)
-    if a.shape != b.shape:
-        raise ValueError(f"paired_delta needs equal lengths, got {a.size} and {b.size}")
-    d = (a - b) * 100.0
-    ci = bootstrap_ci(d, seed=seed, n_resamples=n_resamples)
-    return {"delta_pp": round(float(d.mean()), 4) if d.size else 0.0, "ci95_pp": ci and [round(v, 4) for v in ci], "n": int(d.size)}
 
 
 def _load(bench_dir: Path, policy: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -217,8 +179,6 @@ def build_report(bench_dir: Path, policies: Sequence[str], *, title: str, comman
         "deltas_by_half": _deltas_by_half(pairs, seed),
     }
     if any(p.startswith("peer:") for p in policies):
-        from rizz.lab.peers.report import peer_results
-
         results["peers"] = peer_results(runs, seed)
     write_json_atomic(bench_dir / "results.json", results)
     _plots(bench_dir, runs, results, window)
@@ -379,8 +339,6 @@ def _markdown(results: dict[str, Any]) -> str:
         over = ", ".join(f"{p} ({plural(res[p]['budget_exceeded'], 'step')})" for p in bad)
         out += [f"**Warning: the token budget was exceeded** by {over}.", ""]
     if results.get("peers"):
-        from rizz.lab.peers.report import peer_markdown
-
         out += peer_markdown(results["peers"])
     tasks = sorted({t for p in pols for t in res[p]["per_task"]})
     cell = lambda pt, t: f"{pt[t]['mean_reward']:.3f} (n={pt[t]['n']})" if t in pt else "–"  # noqa: E731

@@ -24,7 +24,7 @@ report; with ``--ray`` every (policy, cell) run is one Ray task (:mod:`rizz.lab.
 
 The sweep report (``SWEEP/results.json``, ``report.md``, ``sweep_rewards.png`` and one
 ``sweep_<field>.png`` per grid field) pools each policy's answered steps over all cells:
-mean reward with a percentile-bootstrap 95% interval (:func:`rizz.lab.report.bootstrap_ci`,
+mean reward with a percentile-bootstrap 95% interval (:func:`rizz.lab.stats.bootstrap_ci`,
 2000 resamples, seed 0), the paired Δ against the first baseline (none without baselines;
 pairs are (cell, step id)), and each field's marginal (all steps of the grid points that
 share the value).

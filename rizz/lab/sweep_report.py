@@ -8,7 +8,7 @@ Writes into SWEEP/::
     sweep_rewards.png   mean reward of every policy, 95% CI error bars
     sweep_<field>.png   marginal mean reward by value of each grid field (dots: grid points)
 
-Intervals: :func:`rizz.lab.report.bootstrap_ci` / :func:`~rizz.lab.report.paired_delta`
+Intervals: :func:`rizz.lab.stats.bootstrap_ci` / :func:`~rizz.lab.stats.paired_delta`
 (percentile bootstrap, 2000 resamples, seed 0) over the pooled answered steps; a Δ pairs
 steps by (cell, step id), since every policy ran every cell's stream in the same order.
 """
@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rizz.lab.report import N_RESAMPLES, bootstrap_ci, paired_delta
+from rizz.lab.stats import N_RESAMPLES, bootstrap_ci, paired_delta
 from rizz.store.runlog import RunDir, write_json_atomic
 
 __all__ = ["write_sweep_report"]

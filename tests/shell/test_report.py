@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rizz.lab.report import N_RESAMPLES, PLOTS, bootstrap_ci, build_report, format_table, paired_delta
+from rizz.lab.report import PLOTS, build_report, format_table
+from rizz.lab.stats import N_RESAMPLES, bootstrap_ci, paired_delta
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_MINI = ROOT / "data" / "trace-mini" / "test.jsonl"

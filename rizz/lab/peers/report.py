@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from rizz.lab.stats import bootstrap_ci, paired_delta
+
 __all__ = ["distinct_failures", "peer_markdown", "peer_results"]
 
 HEADERS = ("entry", "mean reward [95% CI]", "Δ vs default (pp) [95% CI]", "calls/answered step", "prompt tokens/step mean",
@@ -37,8 +39,6 @@ def distinct_failures(failures: list[dict[str, str]]) -> list[dict[str, str]]:
 
 def peer_results(runs: dict[str, list[dict[str, Any]]], seed: int = 0) -> dict[str, Any]:
     """``{entry: {...}}`` for every entry of ``runs`` (records by entry, one stream order)."""
-    from rizz.lab.report import bootstrap_ci, paired_delta
-
     rew = {p: {r["id"]: float(r["verdict"]["reward"]) for r in recs if "verdict" in r} for p, recs in runs.items()}
     order = [r["id"] for r in next(iter(runs.values()))]
     out: dict[str, Any] = {}
