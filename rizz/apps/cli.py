@@ -16,7 +16,7 @@ with extra_needed("cli", "the rizz command"):
     import typer
 
 from rizz.core.policy import CompilerPolicy
-from rizz.apps.cli_errors import fail
+from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
 from rizz.apps.cli_streams import app as streams_app
 from rizz.adapters.models.spec import spec_help
 from rizz.formats.policy_file import PolicyError, dump_policy, load_policy
@@ -51,32 +51,8 @@ app.add_typer(policy_app, name="policy")
 app.add_typer(streams_app, name="streams")
 
 
-_fail = fail  # the name cli_scale and older callers import
-
-
-def _load_policy_or_exit(path: str):  # noqa: ANN202
-    try:
-        return load_policy(path)
-    except PolicyError as e:
-        _fail(str(e))
-
-
-def _check_rendering(rendering: Optional[str]) -> None:
-    from rizz.engine.render import RENDERINGS
-
-    if rendering is not None and rendering not in RENDERINGS:
-        _fail(f"--rendering {rendering!r}: expected one of {', '.join(RENDERINGS)}")
-
-
-def _check_out(out: Path, marker: str, what: str, also: tuple[str, ...] = ()) -> None:
-    """Refuse an ``--out`` that is a file, or a non-empty folder that is not one of ours."""
-    if out.exists() and not out.is_dir():
-        _fail(f"--out {out}: is a file; {what} must be a folder (new or one rizz wrote)")
-    if out.is_dir():
-        names = {p.name for p in out.iterdir()}
-        if names and marker not in names and not names & set(also):
-            _fail(f"--out {out}: the folder holds other files ({', '.join(sorted(names)[:3])}{', ...' if len(names) > 3 else ''}) "
-                  f"and no {marker}; give a new folder for the {what}")
+# the names this module's commands call (public in cli_errors, shared with cli_scale and rizz view)
+_fail, _check_out, _check_rendering, _load_policy_or_exit = fail, check_out, check_rendering, load_policy_or_exit
 
 
 def _resume_hint(out: Path, per_policy: bool = False) -> str:

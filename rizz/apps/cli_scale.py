@@ -14,6 +14,7 @@ with extra_needed("cli", "the rizz command"):
     import typer
 
 from rizz.adapters.models.spec import spec_help
+from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
 from rizz.formats.policy_file import PolicyError
 
 __all__ = ["register", "serve", "sweep"]
@@ -40,7 +41,6 @@ def sweep(
 
     Every grid point is validated before anything runs; rerunning the same command resumes.
     """
-    from rizz.apps.cli import _check_out, _fail
     from rizz.adapters.models import ModelError
     from rizz.store.runlog import RunDirBusy, RunDirMismatch
     from rizz.formats.streams import StreamError
@@ -53,15 +53,15 @@ def sweep(
             parsed = attrs.evolve(parsed, limit=limit)
         expand(parsed)  # every grid point valid before anything is written
     except (SweepError, PolicyError) as e:
-        _fail(str(e))
-    _check_out(out, "results.json", "SWEEP_DIR", also=("responses.sqlite", "cells", "streams"))
+        fail(str(e))
+    check_out(out, "results.json", "SWEEP_DIR", also=("responses.sqlite", "cells", "streams"))
     try:
         data = run_sweep(parsed, out, model=model, ray_address=ray, command="rizz " + " ".join(sys.argv[1:]),
                          log=lambda m: typer.echo(m, err=True))
     except (SweepError, PolicyError, StreamError, RunDirBusy, RunDirMismatch, ModelError, ValueError, RuntimeError) as e:
-        _fail(str(e))
+        fail(str(e))
     except KeyboardInterrupt:
-        _fail(f"interrupted; finished runs are in {out}/cells/; run the same command again to resume", 130)
+        fail(f"interrupted; finished runs are in {out}/cells/; run the same command again to resume", 130)
     rows = format_sweep_table(data)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
@@ -86,29 +86,28 @@ def serve(
     Each id is answered once per tenant: an answer for an id already answered (pending,
     folded or expired) is refused with 409.
     """
-    from rizz.apps.cli import _check_rendering, _fail, _load_policy_or_exit
     from rizz.adapters.models import ModelUnavailableError, load_model
     from rizz.apps.serve.app import load_keys
     from rizz.apps.serve.run import is_loopback
     from rizz.apps.serve.run import serve as do_serve
 
-    pol = _load_policy_or_exit(policy)
-    _check_rendering(rendering)
+    pol = load_policy_or_exit(policy)
+    check_rendering(rendering)
     if keys is None and not is_loopback(host):
-        _fail(f"--host {host}: without --keys rizz serve listens on loopback only (127.0.0.1, ::1, localhost)")
+        fail(f"--host {host}: without --keys rizz serve listens on loopback only (127.0.0.1, ::1, localhost)")
     if keys is not None:
         try:
             load_keys(str(keys))
         except ValueError as e:
-            _fail(str(e))
+            fail(str(e))
     if data.exists() and not data.is_dir():
-        _fail(f"--data {data}: is a file; give a folder")
+        fail(f"--data {data}: is a file; give a folder")
     data.mkdir(parents=True, exist_ok=True)
     try:
         backend = load_model(model)
         do_serve(data, pol, backend, host=host, port=port, keys_file=str(keys) if keys else None, queue_timeout_s=queue_timeout,
                  say=lambda m: typer.echo(m, err=True), max_body_bytes=max_body_kib * 1024, rendering=rendering)
     except ImportError as e:  # a MissingExtraError names its extra itself
-        _fail(str(e) if isinstance(e, MissingExtraError) else f"rizz serve needs the serve extra (pip install 'rizz[serve]'): {e}")
+        fail(str(e) if isinstance(e, MissingExtraError) else f"rizz serve needs the serve extra (pip install 'rizz[serve]'): {e}")
     except (ValueError, ModelUnavailableError, RuntimeError) as e:
-        _fail(str(e))
+        fail(str(e))
