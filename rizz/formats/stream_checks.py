@@ -1,7 +1,7 @@
 """Line checks of the stream format (specs/stream-format.md): the field table's names and the
 validators :mod:`rizz.formats.streams` runs on every decoded line.
 
-Each check raises :class:`_FieldError` naming the field's path (``metadata.shape``,
+Each check raises :class:`FieldError` naming the field's path (``metadata.shape``,
 ``tools[0].name``); :mod:`rizz.formats.streams` turns it into ``FILE:LINE: field 'PATH': ...``.
 """
 
@@ -39,8 +39,8 @@ METADATA_KEYS: tuple[str, ...] = ("task", "scope", "shape", "time")
 F1_VARIANTS: tuple[str, ...] = ("hotpotqa", "set", "stem")
 
 
-class _FieldError(RizzError):
-    """Internal: one field of one record is bad."""
+class FieldError(RizzError):
+    """One field of one record is bad (:mod:`rizz.formats.streams` reports it with the line)."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"field '{field}': {message}")
@@ -48,7 +48,7 @@ class _FieldError(RizzError):
         self.message = message
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
     if isinstance(value, str):
         text = repr(value)
         return text if len(text) <= 60 else text[:57] + "...'"
@@ -61,8 +61,8 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
-def _expect(field: str, expected: str, value: Any) -> _FieldError:
-    return _FieldError(field, f"expected {expected}, got {_describe(value)}")
+def _expect(field: str, expected: str, value: Any) -> FieldError:
+    return FieldError(field, f"expected {expected}, got {describe(value)}")
 
 
 def _check_str(field: str, value: Any, *, optional: bool = False, nonempty: bool = False) -> None:
@@ -71,7 +71,7 @@ def _check_str(field: str, value: Any, *, optional: bool = False, nonempty: bool
     if not isinstance(value, str):
         raise _expect(field, "a string or null" if optional else "a string", value)
     if nonempty and not value.strip():
-        raise _FieldError(field, "expected a non-empty string, got ''")
+        raise FieldError(field, "expected a non-empty string, got ''")
 
 
 def _check_str_or_list(field: str, value: Any, *, what: str) -> None:
@@ -79,7 +79,7 @@ def _check_str_or_list(field: str, value: Any, *, what: str) -> None:
         return
     if isinstance(value, (list, tuple)):
         if not value:
-            raise _FieldError(field, f"expected {what}, got an empty list")
+            raise FieldError(field, f"expected {what}, got an empty list")
         for i, item in enumerate(value):
             if not isinstance(item, str):
                 raise _expect(f"{field}[{i}]", "a string", item)
@@ -174,7 +174,7 @@ def _check_tools(tools: Any) -> None:
             raise _expect(f"tools[{i}]", "an object with 'name' (and 'description', 'parameters')", tool)
         _check_str(f"tools[{i}].name", tool.get("name"), nonempty=True)
         if tool["name"] in names:
-            raise _FieldError(f"tools[{i}].name", f"repeated tool name {tool['name']!r}")
+            raise FieldError(f"tools[{i}].name", f"repeated tool name {tool['name']!r}")
         names.add(tool["name"])
         _check_str(f"tools[{i}].description", tool.get("description"), optional=True)
         params = tool.get("parameters")
@@ -191,17 +191,17 @@ def _check_episode(obj: Mapping[str, Any], verifier: Any) -> None:
     user's hidden brief); ``environment`` (``name`` + initial configuration)."""
     present = [k for k in EPISODE_FIELDS if obj.get(k) is not None]
     if verifier in EPISODE_VERIFIERS and "tools" not in present:
-        raise _FieldError("tools", f"required when 'verifier' is {verifier!r} (an episode element)")
+        raise FieldError("tools", f"required when 'verifier' is {verifier!r} (an episode element)")
     if not present:
         return
     if "tools" not in present:
-        raise _FieldError("tools", f"required in an episode element (it has {present[0]!r})")
+        raise FieldError("tools", f"required in an episode element (it has {present[0]!r})")
     _check_tools(obj["tools"])
     if obj.get("context_only", False):
-        raise _FieldError("context_only", "an episode element (with 'tools') cannot be context_only")
+        raise FieldError("context_only", "an episode element (with 'tools') cannot be context_only")
     turns, user = obj.get("turns"), obj.get("user")
     if turns is not None and user is not None:
-        raise _FieldError("user", "give either 'turns' (scripted user turns) or 'user' (a simulated user's brief), not both")
+        raise FieldError("user", "give either 'turns' (scripted user turns) or 'user' (a simulated user's brief), not both")
     if turns is not None:
         if not isinstance(turns, (list, tuple)):
             raise _expect("turns", "a list of strings (the user's later turns)", turns)
@@ -217,11 +217,11 @@ def _check_episode(obj: Mapping[str, Any], verifier: Any) -> None:
         for field, number in non_finite(env, "environment")[:1]:
             raise _expect(field, "a finite number", number)
     if verifier in EPISODE_VERIFIERS and env is None:
-        raise _FieldError("environment", f"required when 'verifier' is {verifier!r}")
+        raise FieldError("environment", f"required when 'verifier' is {verifier!r}")
     if verifier == "bfcl_multi_turn" and turns is None:
-        raise _FieldError("turns", "required when 'verifier' is 'bfcl_multi_turn' (may be an empty list)")
+        raise FieldError("turns", "required when 'verifier' is 'bfcl_multi_turn' (may be an empty list)")
     if verifier == "tau_db" and user is None:
-        raise _FieldError("user", "required when 'verifier' is 'tau_db' (the simulated customer's brief)")
+        raise FieldError("user", "required when 'verifier' is 'tau_db' (the simulated customer's brief)")
     if verifier is not None and verifier not in EPISODE_VERIFIERS:
         raise _expect("verifier", "an episode verifier (" + ", ".join(EPISODE_VERIFIERS) + ") for an element with 'tools'", verifier)
 
@@ -230,7 +230,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _check_unicode(obj: Mapping[str, Any]) -> None:
-    """Raise :class:`_FieldError` for a lone UTF-16 surrogate (JSON ``"\\udc80"`` unpaired) in any
+    """Raise :class:`FieldError` for a lone UTF-16 surrogate (JSON ``"\\udc80"`` unpaired) in any
     key or string of the line: it decodes, but no UTF-8 text (prompt, log, hash) can hold it."""
 
     def find(value: Any, path: str) -> tuple[str, str] | None:
@@ -254,27 +254,27 @@ def _check_unicode(obj: Mapping[str, Any]) -> None:
 
     hit = find(obj, "")
     if hit is not None:
-        raise _FieldError(hit[0], f"a lone UTF-16 surrogate \\u{ord(hit[1]):04x} (an unpaired \\u escape); expected valid Unicode text")
+        raise FieldError(hit[0], f"a lone UTF-16 surrogate \\u{ord(hit[1]):04x} (an unpaired \\u escape); expected valid Unicode text")
 
 
-def _validate(obj: Any) -> None:
-    """Raise :class:`_FieldError` for the first contract violation in a decoded line."""
+def validate(obj: Any) -> None:
+    """Raise :class:`FieldError` for the first contract violation in a decoded line."""
     if not isinstance(obj, Mapping):
         raise _expect("<line>", "a JSON object", obj)
     _check_unicode(obj)
     unknown = [k for k in obj if k not in FIELDS]
     if unknown:
-        raise _FieldError(unknown[0], "unknown field; expected one of " + ", ".join(FIELDS))
+        raise FieldError(unknown[0], "unknown field; expected one of " + ", ".join(FIELDS))
     for required in ("id", "input"):
         if required not in obj:
-            raise _FieldError(required, "required field missing")
+            raise FieldError(required, "required field missing")
     _check_str("id", obj["id"], nonempty=True)
     _check_str("input", obj["input"])
     _check_str("instruction", obj.get("instruction"), optional=True)
     verifier = obj.get("verifier")
     if verifier is not None and verifier not in VERIFIERS:
         hint = did_you_mean(verifier, VERIFIERS) if isinstance(verifier, str) else ""
-        raise _FieldError("verifier", f"expected one of {', '.join(VERIFIERS)} or null, got {_describe(verifier)}{hint}")
+        raise FieldError("verifier", f"expected one of {', '.join(VERIFIERS)} or null, got {describe(verifier)}{hint}")
     meta = obj.get("metadata")
     _check_metadata({} if meta is None else meta, verifier)
     _check_str_or_list("evidence", obj.get("evidence"), what="a string, a list of strings or null")
@@ -283,7 +283,7 @@ def _validate(obj: Any) -> None:
     if not isinstance(context_only, bool):
         raise _expect("context_only", "true or false", context_only)
     if verifier not in (None, "code_exec") and not context_only and obj.get("reference") is None:
-        raise _FieldError("reference", f"required when 'verifier' is {verifier!r} (the verifier scores against it)")
+        raise FieldError("reference", f"required when 'verifier' is {verifier!r} (the verifier scores against it)")
     _check_episode(obj, verifier)
 
 
@@ -293,7 +293,7 @@ class _Repeated(dict):  # type: ignore[type-arg]
     repeated: tuple[str, ...] = ()
 
 
-def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """``json`` ``object_pairs_hook``: a dict, marked (:class:`_Repeated`) if a key repeats."""
     obj = dict(pairs)
     if len(obj) == len(pairs):
@@ -309,14 +309,14 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return marked
 
 
-def _check_repeated(value: Any, path: str = "") -> None:
-    """Raise :class:`_FieldError` at the first key repeated in one object (depth first)."""
+def check_repeated(value: Any, path: str = "") -> None:
+    """Raise :class:`FieldError` at the first key repeated in one object (depth first)."""
     if isinstance(value, _Repeated):
         key = value.repeated[0]
-        raise _FieldError(f"{path}.{key}" if path else key, f"repeated key {key!r} in one JSON object")
+        raise FieldError(f"{path}.{key}" if path else key, f"repeated key {key!r} in one JSON object")
     if isinstance(value, dict):
         for key, item in value.items():
-            _check_repeated(item, f"{path}.{key}" if path else key)
+            check_repeated(item, f"{path}.{key}" if path else key)
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            _check_repeated(item, f"{path}[{i}]")
+            check_repeated(item, f"{path}[{i}]")

@@ -44,12 +44,12 @@ from rizz.formats.stream_checks import (  # noqa: F401 - the field table's names
     METADATA_KEYS,
     SHAPES,
     VERIFIERS,
-    _check_repeated,
-    _describe,
-    _FieldError,
-    _pairs_hook,
-    _validate,
+    FieldError,
+    check_repeated,
+    describe,
     non_finite,
+    pairs_hook,
+    validate,
 )
 
 __all__ = [
@@ -94,8 +94,8 @@ def _freeze_or_none(value: Any) -> PMap | None:
 
 def _element_validator(inst: "StreamElement", _attr: Any, _value: Any) -> None:
     try:
-        _validate(element_to_json(inst))
-    except _FieldError as err:
+        validate(element_to_json(inst))
+    except FieldError as err:
         raise ValueError(f"invalid stream element {inst.id!r}: {err}") from None
 
 
@@ -234,8 +234,8 @@ def element_from_json(obj: Any) -> StreamElement:
       ValueError: naming the bad field, e.g. ``field 'verifier': expected one of ...``.
     """
     try:
-        _validate(obj)
-    except _FieldError as err:
+        validate(obj)
+    except FieldError as err:
         raise ValueError(str(err)) from None
     return _element_of(obj)
 
@@ -344,17 +344,17 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw.rstrip("\r\n"), object_pairs_hook=_pairs_hook)
+                obj = json.loads(raw.rstrip("\r\n"), object_pairs_hook=pairs_hook)
             except json.JSONDecodeError as err:
                 reject(BadLine(lineno, None, f"invalid JSON at column {err.colno}: {err.msg}"))
                 continue
             if not isinstance(obj, dict):
-                reject(BadLine(lineno, None, f"expected a JSON object, got {_describe(obj)}"))
+                reject(BadLine(lineno, None, f"expected a JSON object, got {describe(obj)}"))
                 continue
             try:
-                _check_repeated(obj)
-                _validate(obj)
-            except _FieldError as err:
+                check_repeated(obj)
+                validate(obj)
+            except FieldError as err:
                 reject(BadLine(lineno, err.field, str(err)))
                 continue
             first = seen.get(obj["id"])
