@@ -95,9 +95,14 @@ def imports_of(name: str, path: Path, modules: Iterable[str]) -> list[Import]:
     out: list[Import] = []
 
     def lazy(node: ast.stmt) -> bool:
-        here = lines[node.lineno - 1]
-        above = lines[node.lineno - 2] if node.lineno > 1 else ""
-        return "# lazy:" in here or above.strip().startswith("# lazy:")
+        """A ``# lazy:`` comment on the statement's line, or above the block of imports it is in."""
+        if "# lazy:" in lines[node.lineno - 1]:
+            return True
+        k = node.lineno - 2  # up through the imports (and their continuation lines) above it
+        while k >= 0 and (lines[k].strip().startswith(("from ", "import ")) or lines[k].strip() == ")"
+                          or lines[k].rstrip().endswith(",")):
+            k -= 1
+        return k >= 0 and lines[k].strip().startswith("# lazy:")
 
     def visit(node: ast.AST, in_function: bool) -> None:
         for child in ast.iter_child_nodes(node):

@@ -22,24 +22,28 @@ shell's parts need extras (README "Quick start"). Every exception rizz defines i
 from typing import Any
 
 from rizz.errors import MissingExtraError, RizzError
+from rizz.extras import extra_needed
 
 __version__ = "0.1.0"
 __all__ = ["MissingExtraError", "RizzError", "Session", "Verdict", "load_policy"]
 
 
-def __getattr__(name: str) -> Any:  # lazy: ``import rizz`` stays cheap (no model code loaded)
+# The public names load on first use: ``import rizz`` runs before every ``import rizz.x``, so it
+# loads no numpy, yaml, model or verifier code, and a base install can import it.
+def __getattr__(name: str) -> Any:
     if name == "Session":
-        from rizz.extras import extra_needed
-
         with extra_needed("local", "rizz.Session"):  # or 'anthropic' / 'openai' (README "Quick start")
+            # lazy: the verifiers' and the embedder's extras (local, anthropic or openai)
             from rizz.engine.session import Session
 
         return Session
     if name == "Verdict":
+        # lazy: numpy, attrs, pyrsistent (base install), not needed by `import rizz.errors`
         from rizz.core import Verdict
 
         return Verdict
     if name == "load_policy":  # needs only the base install (pyyaml, cattrs)
+        # lazy: yaml and cattrs, not needed by `import rizz.errors`
         from rizz.formats.policy_file import load_policy
 
         return load_policy

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import sys
 
+from rizz.extras import missing_extra
+
 __all__ = ["main"]
 
 
 def main() -> None:
     """Run the command line; a missing extra ends it with one line on stderr and exit code 2."""
-    from rizz.extras import missing_extra
-
     try:
+        # lazy: typer and rich (the 'cli' extra) may be missing; the ImportError is named below
         from rizz.apps.cli import main as cli_main
 
         cli_main()

@@ -19,8 +19,19 @@ from rizz.core.policy import CompilerPolicy
 from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
 from rizz.apps.cli_streams import app as streams_app
 from rizz.adapters.models.spec import spec_help
-from rizz.formats.policy_file import PolicyError, dump_policy, load_policy
-from rizz.lab.progress import StepProgress, new_progress
+from rizz.formats.policy_file import PolicyError, constants_markdown, dump_policy, load_policy
+from rizz.lab.progress import StepProgress, new_progress, time_estimate
+from rizz.adapters.embedder import Embedder
+from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
+from rizz.core import policy_schema
+from rizz.formats.streams import StreamError, read_stream
+from rizz.formats.wording import plural
+from rizz.lab.diff import branch_table, diff_run, inspect_run
+from rizz.lab.episode_view import episode_rows, episodes_text
+from rizz.lab.peers.setup import peer_model
+from rizz.lab.report import format_table
+from rizz.store.durable import EXIT_DISK_FULL, disk_full
+from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch
 
 __all__ = ["app", "main"]
 
@@ -83,17 +94,12 @@ def run(
 
     Running the same command again on an unfinished RUN_DIR resumes it.
     """
-    from rizz.adapters.embedder import Embedder
-    from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
+    # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
     from rizz.engine.run import run_stream
-    from rizz.store.runlog import RunDirBusy, RunDirMismatch
-    from rizz.formats.streams import StreamError
 
     pol = _load_policy_or_exit(policy)
     if not stream.exists():
         _fail(f"stream file not found: {stream}")
-    from rizz.formats.streams import read_stream
-
     try:
         elements = read_stream(stream, skip_bad=skip_bad).elements  # refuse a bad stream before writing anything
     except StreamError as e:
@@ -129,8 +135,6 @@ def run(
     except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
         _fail(f"{e}\n{_resume_hint(out)}")
     except Exception as e:  # a full disk stops cleanly (issue #12 §7); anything else propagates
-        from rizz.store.durable import EXIT_DISK_FULL, disk_full
-
         full = e if isinstance(e, OSError) and "disk full" in str(e) else disk_full(e, "the run", out)
         if full is None:
             raise
@@ -151,10 +155,9 @@ def replay(
     `rizz run` or `rizz bench` to measure a policy); it writes summary.replay.json and says
     what differs from the run's summary.json (branches, labels, digest).
     """
+    # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
     from rizz.engine.run import replay as do_replay
     from rizz.engine.run import replay_differences
-
-    from rizz.store.runlog import RunDirBusy
 
     pol = _load_policy_or_exit(policy) if policy else None
     try:  # what the run recorded, read before a refold under its own policy rewrites summary.json
@@ -198,8 +201,6 @@ def diff(
     Each step shows its prompt's tokens and budget, and which limit set the budget: the
     policy's compiler.token_budget, --budget, or the model's window less the reply's tokens.
     """
-    from rizz.lab.diff import diff_run
-
     try:
         typer.echo(diff_run(run_dir, at, to))
     except (ValueError, FileNotFoundError) as e:
@@ -220,11 +221,7 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
     """
     from rich.console import Console
 
-    from rizz.lab.diff import branch_table, inspect_run
-
     if episodes:
-        from rizz.lab.episode_view import episode_rows, episodes_text
-
         try:
             typer.echo(json.dumps(episode_rows(run_dir), indent=1) if as_json else episodes_text(run_dir, full=full))
         except FileNotFoundError as e:
@@ -256,8 +253,6 @@ def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: Opti
     ``limit``) elements include one that is not an episode (it would answer "" and score 0)."""
     if model.strip() != "oracle":
         return
-    from rizz.formats.wording import plural
-
     plain = [el for el in elements[:limit] if not el.is_episode]
     if plain:
         _fail(f"--model oracle replays each episode's gold actions (validation only), but {plural(len(plain), 'element')} of "
@@ -267,24 +262,17 @@ def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: Opti
 
 def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Optional[int], rendering: Optional[str], command: str, title: str,
            budget: Optional[int] = None, ray_address: Optional[str] = None, user_model: Optional[str] = None) -> None:
+    # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
     from rizz.lab.bench import run_bench
-    from rizz.adapters.embedder import Embedder
-    from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
-    from rizz.formats.policy_file import PolicyError
-    from rizz.store.runlog import RunDirBusy, RunDirMismatch
-    from rizz.formats.streams import StreamError
+    from rizz.lab.peers.run_peer import PEERS, PeerError, is_peer, peer_python
 
     if not stream.exists():
         _fail(f"stream file not found: {stream}")
-    from rizz.formats.streams import read_stream
-
     try:
         elements = read_stream(stream).elements  # refuse a bad stream before writing anything
     except StreamError as e:
         _fail(str(e))
     _check_oracle(model, stream, elements, limit)
-    from rizz.lab.peers.run_peer import PEERS, PeerError, is_peer, peer_python
-
     if not policies:
         _fail("-P/--policies: give at least one policy or peer:NAME (comma-separated)")
     for p in policies:  # and a bad policy name or file too
@@ -318,6 +306,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
             _fail("peer:NAME entries cannot run with --ray (they share one in-process model server); run them without --ray")
         from functools import partial
 
+        # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
         from rizz.lab.ray_tasks import model_from_spec
 
         try:
@@ -328,14 +317,10 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
             _fail(str(e))
         except KeyboardInterrupt:
             _fail(f"interrupted; finished policies are in {out}/<policy>/; run the same command again to resume", 130)
-        from rizz.lab.report import format_table
-
         typer.echo(format_table(results))
         typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/*.png   results: {out / 'results.json'}   Ray tasks: {out / 'ray.json'}")
         return
     import contextlib
-
-    from rizz.lab.peers.setup import peer_model
 
     peers = any(is_peer(p) for p in policies)
     try:  # with peers, one OpenAI-compatible model path for every entry (rizz.lab.peers.setup)
@@ -357,8 +342,6 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Opti
         _fail(f"interrupted; {_resume_hint(out, per_policy=True)}", 130)
     finally:
         ctx.__exit__(None, None, None)
-    from rizz.lab.report import format_table
-
     typer.echo(format_table(results))
     typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/*.png   results: {out / 'results.json'}")
 
@@ -412,9 +395,6 @@ def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
     """The line ``rizz demo`` says first: what it runs and how long that should take."""
     import os
 
-    from rizz.lab.progress import time_estimate
-    from rizz.store.runlog import RunDir
-
     try:  # a resumed demo: only the steps left (a damaged log is the bench's to report)
         left = {p: max(0, limit - sum(1 for r in RunDir(out / p).records() if r.get("kind", "step") == "step")) for p in DEMO_STEP_SECONDS}
     except (ValueError, OSError):
@@ -450,16 +430,12 @@ def policy_show(file: str = typer.Argument(..., help="Policy file or shipped nam
 @policy_app.command("schema")
 def policy_schema_cmd() -> None:
     """Print the policy JSON Schema (the content of specs/policy.schema.json)."""
-    from rizz.core import policy_schema
-
     typer.echo(json.dumps(policy_schema(), indent=2))
 
 
 @policy_app.command("constants")
 def policy_constants_cmd() -> None:
     """Print the table of every policy constant with its default, range and source (specs/constants.md)."""
-    from rizz.formats.policy_file import constants_markdown
-
     typer.echo(constants_markdown(), nl=False)
 
 

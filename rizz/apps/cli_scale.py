@@ -16,6 +16,12 @@ with extra_needed("cli", "the rizz command"):
 from rizz.adapters.models.spec import spec_help
 from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
 from rizz.formats.policy_file import PolicyError
+from rizz.adapters.models import ModelError, ModelUnavailableError, load_model
+from rizz.apps.serve.app import load_keys
+from rizz.apps.serve.run import is_loopback, serve as do_serve
+from rizz.formats.streams import StreamError
+from rizz.lab.sweep_report import format_sweep_table
+from rizz.store.runlog import RunDirBusy, RunDirMismatch
 
 __all__ = ["register", "serve", "sweep"]
 
@@ -41,11 +47,8 @@ def sweep(
 
     Every grid point is validated before anything runs; rerunning the same command resumes.
     """
-    from rizz.adapters.models import ModelError
-    from rizz.store.runlog import RunDirBusy, RunDirMismatch
-    from rizz.formats.streams import StreamError
+    # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz serve` do not need
     from rizz.lab.sweep import SweepError, expand, load_sweep, run_sweep
-    from rizz.lab.sweep_report import format_sweep_table
 
     try:
         parsed = load_sweep(spec)
@@ -86,11 +89,6 @@ def serve(
     Each id is answered once per tenant: an answer for an id already answered (pending,
     folded or expired) is refused with 409.
     """
-    from rizz.adapters.models import ModelUnavailableError, load_model
-    from rizz.apps.serve.app import load_keys
-    from rizz.apps.serve.run import is_loopback
-    from rizz.apps.serve.run import serve as do_serve
-
     pol = load_policy_or_exit(policy)
     check_rendering(rendering)
     if keys is None and not is_loopback(host):

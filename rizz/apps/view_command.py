@@ -7,6 +7,11 @@ from typing import Optional
 
 import typer
 
+from rizz.apps.cli_errors import fail as _fail
+from rizz.engine.logfold import LogFoldError
+from rizz.formats.logrecord import LogRecordError
+from rizz.lab.view import write_view
+
 __all__ = ["register", "view"]
 
 
@@ -23,11 +28,6 @@ def view(
 
     Built by refolding the log (no model call); open the file in any browser, no server or network needed.
     """
-    from rizz.apps.cli_errors import fail as _fail
-    from rizz.engine.logfold import LogFoldError
-    from rizz.formats.logrecord import LogRecordError
-    from rizz.lab.view import write_view
-
     if out is not None and out.is_dir():
         _fail(f"--out {out}: is a folder; give the HTML file to write (e.g. {out / 'view.html'})")
     try:

@@ -22,6 +22,7 @@ from rizz.core import CompiledPrompt, PromptBudgetError, compile_prompt, prompt_
 from rizz.core.policy import CompilerPolicy
 from rizz.adapters.agents.calls import ToolCall, format_call
 from rizz.formats.streams import StreamElement
+from rizz.adapters.agents.env import plain
 
 __all__ = ["NATIVE_PROTOCOL", "PROTOCOL", "ELIDED", "episode_prompt", "task_text", "transcript_text"]
 
@@ -41,8 +42,6 @@ _SLACK = 16
 def task_text(el: StreamElement, protocol: str = PROTOCOL) -> str:
     """The protected task: the element's instruction, the call ``protocol`` and the tool list
     (one JSON a line, keys sorted: the same text in every process)."""
-    from rizz.adapters.agents.env import plain
-
     tools = "\n".join(json.dumps(plain(t), ensure_ascii=False) for t in el.tools or ())
     head = f"{el.instruction}\n\n" if el.instruction else ""
     return f"{head}{protocol}\n\nTools:\n{tools}"

@@ -27,6 +27,7 @@ from rizz.adapters.agents.loop import run_episode
 from rizz.engine.model_agent import LLMUser, ModelAgent
 from rizz.engine.pending import Call, Pending
 from rizz.adapters.verifiers.episodes import first_wrong_call, verify_episode
+from rizz.engine.native_agent import NativeToolAgent, native_kind
 
 __all__ = ["answer_episode", "verify_episode_pending"]
 
@@ -46,8 +47,6 @@ def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge:
         user = (LLMUser(user_model, el.user, policy.agents.user_tokens) if user_model is not None and el.user is not None
                 else model.user())
     else:
-        from rizz.engine.native_agent import NativeToolAgent, native_kind
-
         kind = native_kind(model)  # anthropic: tool_use blocks; openai: tools / tool_calls; template: <tool_call>
         if kind is not None:
             agent = NativeToolAgent(model, policy, retrieved, budget)

@@ -61,6 +61,7 @@ from rizz.engine.agent_prompt import NATIVE_PROTOCOL
 from rizz.adapters.agents.qwen_tools import parse_tool_calls, template_calls_tools
 from rizz.adapters.models.base import ContextWindowExceeded, Generation, Message, answer_and_reasoning, sdk_create
 from rizz.formats.streams import StreamElement
+from rizz.adapters.models.anthropic_backend import price_usd
 
 __all__ = ["SYSTEM", "NativeToolAgent", "api_name", "json_schema", "native_kind"]
 
@@ -225,8 +226,6 @@ class NativeToolAgent(PromptedAgent):
             usage = (prompt.token_count, usage[1] or self.model.count_tokens(text) + self.model.count_tokens(str(parts["reasoning"])))
         cost = None
         if self.kind == "anthropic":
-            from rizz.adapters.models.anthropic_backend import price_usd
-
             cost = price_usd(self.inner.model_id, usage[0], usage[1])
         self.generations.append(Generation(prompt_tokens=usage[0], completion_tokens=usage[1], latency_s=latency, cost_usd=cost,
                                            model=self.model.name, finish_reason=finish, usage_estimated=estimated,

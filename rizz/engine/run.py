@@ -18,7 +18,7 @@ from rizz.core.serialize import canonical_json
 from rizz.engine.logfold import restore_fold, views
 from rizz.store.durable import fault_point
 from rizz.formats.logrecord import LOG_VERSION
-from rizz.formats.policy_file import policy_data
+from rizz.formats.policy_file import parse_policy, policy_data
 from rizz.store.runlog import RunDir, model_meta, write_json_atomic
 from rizz.engine.session import Session, default_rendering
 from rizz.formats.streams import StreamElement, read_stream
@@ -177,8 +177,6 @@ def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str
     ``answers_from`` (the run's policy) and goes to ``summary.replay.json``.
     Raises FileNotFoundError for a directory that is not a RUN_DIR.
     """
-    from rizz.formats.policy_file import parse_policy
-
     rd = RunDir(run_dir)
     meta = rd.meta()
     if policy is None:

@@ -38,9 +38,14 @@ from rizz.formats import logrecord as lr
 from rizz.engine.answering import answer_element, default_rendering, embed_texts, record_of, verify_pending
 from rizz.engine.pending import Call, Pending
 from rizz.engine.distill import distill_rules
-from rizz.engine.logfold import LogFold, restore_fold
+from rizz.engine.logfold import LogFold, restore_fold, save_inflight
 from rizz.adapters.models.base import ModelBackend
 from rizz.formats.streams import StreamElement, element_from_json
+from rizz.adapters.embedder import Embedder
+from rizz.adapters.models import load_model
+from rizz.formats.policy_file import load_policy, policy_data
+from rizz.store.embeddings import DURABILITY
+from rizz.store.runlog import RunDir, model_meta
 
 __all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "Session", "SessionError", "default_rendering"]
 
@@ -190,11 +195,6 @@ class Session:
           RunDirBusy: another process (or an open Session) holds the directory.
           RunDirMismatch: the directory was started with another policy, model or embedder.
         """
-        from rizz.formats.policy_file import load_policy, policy_data
-        from rizz.store.runlog import RunDir, model_meta
-
-        from rizz.store.embeddings import DURABILITY
-
         if durability not in DURABILITY:
             raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
         pol = policy if isinstance(policy, Policy) else load_policy(policy)
@@ -203,13 +203,9 @@ class Session:
         new_dir = not root.exists()
         try:
             if isinstance(model, str):
-                from rizz.adapters.models import load_model
-
                 root.mkdir(parents=True, exist_ok=True)
                 model = load_model(model, cache=cache if cache is not None else root / "responses.sqlite")
             if isinstance(user_model, str):
-                from rizz.adapters.models import load_model
-
                 root.mkdir(parents=True, exist_ok=True)
                 user_model = load_model(user_model, cache=cache if cache is not None else root / "responses.sqlite")
         except BaseException:
@@ -217,8 +213,6 @@ class Session:
                 _remove_if_only_cache(root)
             raise
         if embedder is None:
-            from rizz.adapters.embedder import Embedder
-
             embedder = Embedder()
         rd = RunDir(root, durability=durability).__enter__()
         try:
@@ -473,8 +467,6 @@ class Session:
                 raise
 
     def _snapshot(self) -> None:
-        from rizz.engine.logfold import save_inflight
-
         n = self._fold.folded
         save_inflight(self.run_dir.inflight_path(n), self._fold)
         size = self.run_dir.save_snapshot(n, self._fold.state)

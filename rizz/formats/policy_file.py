@@ -23,7 +23,7 @@ from typing import Any
 import cattrs
 import yaml
 
-from rizz.core.policy import Policy, policy_schema
+from rizz.core.policy import PROTECTED_BLOCKS, Policy, policy_schema
 from rizz.errors import RizzError
 from rizz.formats.schema_check import schema_errors
 from rizz.formats.streams import VERIFIERS, non_finite
@@ -220,8 +220,6 @@ def _folder_name_problem(name: str) -> str | None:
 
 def _cross_field_errors(p: Policy) -> list[str]:
     """Checks that involve two fields (the schema checks one field at a time)."""
-    from rizz.core.policy import PROTECTED_BLOCKS
-
     out = []
     bad = _folder_name_problem(p.name)
     if bad:

@@ -21,6 +21,13 @@ from typing import Any, Callable, Sequence
 from rizz.formats.policy_file import load_policy
 from rizz.lab.progress import StepProgress
 from rizz.engine.run import run_stream
+from rizz.adapters.embedder import bundled_model_dir
+from rizz.formats.streams import read_stream
+from rizz.lab.peers.proxy import CallProxy
+from rizz.lab.peers.run_peer import is_peer, run_peer
+from rizz.lab.ray_tasks import RunSpec, driver_torch_threads, pinned_embedder, run_specs_on_ray
+from rizz.lab.report import build_report
+from rizz.store.runlog import write_json_atomic
 
 __all__ = ["DEMO_POLICIES", "run_bench"]
 
@@ -72,10 +79,6 @@ def run_bench(
       PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError (two policies with one name;
       ``user_model`` with ``ray_address``).
     """
-    from rizz.formats.streams import read_stream
-
-    from rizz.lab.peers.run_peer import is_peer
-
     out = Path(out)
     loaded = [(p, None if is_peer(p) else load_policy(p)) for p in policies]
     names = [p if pol is None else pol.name for p, pol in loaded]
@@ -95,16 +98,10 @@ def run_bench(
     proxy = None
     for source, pol in loaded if ray_address is None else ():
         if pol is None:
-            from rizz.lab.peers.proxy import CallProxy
-            from rizz.lab.peers.run_peer import run_peer
-            from rizz.formats.policy_file import load_policy as _lp
-
             proxy = proxy or CallProxy(peer_model.upstream, cache=out / "peer-responses.sqlite", backend=peer_model.answer_with)
             on_peer = StepProgress(progress, f"{source:>22}", total, echo=log)
-            default = _lp("default")
+            default = load_policy("default")
             try:
-                from rizz.adapters.embedder import bundled_model_dir
-
                 emb_path = str(bundled_model_dir())
             except RuntimeError:
                 emb_path = None
@@ -120,8 +117,6 @@ def run_bench(
         on_step.finish(summary["steps"])
     if proxy is not None:
         proxy.close()
-    from rizz.lab.report import build_report
-
     return build_report(out, names, title=title or f"rizz bench: {Path(stream).name}", command=command)
 
 
@@ -131,15 +126,10 @@ def _run_on_ray(stream: str | Path, loaded: list, out: Path, *, limit: int | Non
     """Each (policy, stream) as a Ray task; writes ``out/ray.json`` (per-task wall s, node)."""
     import time
 
-    from rizz.lab.ray_tasks import RunSpec, run_specs_on_ray
-    from rizz.store.runlog import write_json_atomic
-
     if model_factory is None:
         raise ValueError("a Ray bench needs model_factory (the model is built on each worker)")
     if embedder_factory is None:  # the default embedder, with this process's torch thread count
         from functools import partial
-
-        from rizz.lab.ray_tasks import driver_torch_threads, pinned_embedder
 
         embedder_factory = partial(pinned_embedder, driver_torch_threads())
     specs = [RunSpec(pol.name, Path(stream), pol, source, out / pol.name, limit, rendering, budget) for source, pol in loaded]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rizz.formats.wording import plural
+from rizz.store.runlog import RunDir
 
 __all__ = ["HEAD", "MAX_EVENTS", "TAIL", "WIDTH", "episode_lines", "episode_rows", "episodes_text"]
 
@@ -78,8 +79,6 @@ def episode_lines(ep: dict[str, Any], *, full: bool = False, indent: str = "  ")
 def episode_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     """The run's episodes in log order: ``step``, ``id``, ``task``, ``reward`` and ``verifier``
     (None while the verdict is not in the log), and the record's ``episode`` part."""
-    from rizz.store.runlog import RunDir
-
     rd = RunDir(run_dir)
     rd.meta()  # FileNotFoundError when there is no run here
     records = list(rd.records())

@@ -11,6 +11,8 @@ import sys
 import time
 from typing import Any, Callable, Mapping
 
+from rizz.extras import extra_needed
+
 __all__ = ["clock_text", "new_progress", "StepProgress", "time_estimate"]
 
 #: Steps between plain progress lines when no terminal shows the bar.
@@ -19,8 +21,6 @@ LINE_EVERY = 10
 
 def new_progress() -> Any:
     """A ``rich.progress.Progress`` (disabled when stderr is not a TTY and RIZZ_PROGRESS≠1)."""
-    from rizz.extras import extra_needed
-
     with extra_needed("cli", "the progress bar"):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 

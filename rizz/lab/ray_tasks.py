@@ -41,6 +41,11 @@ from typing import Any, Callable, Sequence
 import attrs
 
 from rizz.formats.wording import plural
+from rizz.adapters.embedder import Embedder
+from rizz.adapters.models import load_model
+from rizz.adapters.models.cache import ResponseCache
+from rizz.engine.run import run_stream
+from rizz.store.runlog import RunDir, write_json_atomic
 
 __all__ = ["RunSpec", "TaskResult", "driver_torch_threads", "merge_cache_rows", "model_from_spec", "pinned_embedder", "ray_session", "run_specs_on_ray"]
 
@@ -84,8 +89,6 @@ class TaskResult:
 
 def model_from_spec(spec: str, cache: str) -> Any:
     """``--model SPEC`` built on the worker with its own response cache file ``cache``."""
-    from rizz.adapters.models import load_model
-
     return load_model(spec, cache=cache)
 
 
@@ -98,8 +101,6 @@ def pinned_embedder(torch_threads: int) -> Any:
     embeddings, hence its digests, equal the serial bench's on the same kind of CPU.
     """
     import torch
-
-    from rizz.adapters.embedder import Embedder
 
     torch.set_num_threads(int(torch_threads))
     return Embedder()
@@ -182,8 +183,6 @@ def merge_cache_rows(path: Path, rows: Sequence[tuple[str, str, str, float]]) ->
     Returns the number of rows added. The cache's schema is made by
     :class:`~rizz.adapters.models.cache.ResponseCache` when the file is new.
     """
-    from rizz.adapters.models.cache import ResponseCache
-
     ResponseCache(path).close()  # creates the file and its table if needed
     with sqlite3.connect(str(path), timeout=30.0) as db:
         before = db.total_changes
@@ -194,9 +193,6 @@ def merge_cache_rows(path: Path, rows: Sequence[tuple[str, str, str, float]]) ->
 def _run_task(spec: RunSpec, stream_bytes: bytes, run_tar: bytes, cache_bytes: bytes,
               model_factory: Callable[[str], Any], embedder_factory: Callable[[], Any]) -> dict[str, Any]:
     """Body of one Ray task (also callable in-process): see the module docstring."""
-    from rizz.engine.run import run_stream
-    from rizz.store.runlog import write_json_atomic
-
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rizz-task-") as tmp:
         tmp_p = Path(tmp)
@@ -274,8 +270,6 @@ def run_specs_on_ray(specs: Sequence[RunSpec], cache: Path, *, model_factory: Ca
       other task has finished and been saved.
     """
     from contextlib import ExitStack
-
-    from rizz.store.runlog import RunDir
 
     cache = Path(cache)
     with ExitStack() as locks, ray_session(address, num_cpus) as ray:

@@ -33,6 +33,7 @@ from rizz.lab.stats import N_RESAMPLES, bootstrap_ci, paired_delta
 from rizz.engine.logfold import views
 from rizz.store.runlog import RunDir, write_json_atomic
 from rizz.formats.wording import plural
+from rizz.extras import extra_needed
 
 __all__ = ["BASELINES", "PLOTS", "build_report", "format_table"]
 
@@ -196,8 +197,6 @@ def _moving_average(x: list[float], window: int) -> np.ndarray:
 
 
 def _plots(bench_dir: Path, runs: dict[str, list[dict[str, Any]]], results: dict[str, Any], window: int) -> None:
-    from rizz.extras import extra_needed
-
     with extra_needed("lab", "the bench plots"):
         import matplotlib
         from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -44,6 +44,11 @@ import yaml
 from rizz.errors import RizzError
 from rizz.formats.policy_file import PolicyError, load_policy, parse_policy, policy_data
 from rizz.formats.wording import did_you_mean, plural
+from rizz.adapters.embedder import Embedder
+from rizz.engine.run import run_stream
+from rizz.lab.ray_tasks import RunSpec, driver_torch_threads, model_from_spec, pinned_embedder, run_specs_on_ray
+from rizz.lab.report import build_report
+from rizz.lab.sweep_report import write_sweep_report
 
 __all__ = ["SweepError", "SweepSpec", "cell_stems", "expand", "load_sweep", "run_sweep"]
 
@@ -154,8 +159,6 @@ def expand(spec: SweepSpec) -> list[tuple[str, Any, dict[str, Any]]]:
             for part in parts[:-1]:
                 node = node.get(part) if isinstance(node, dict) else None
             if not isinstance(node, dict) or parts[-1] not in node:
-                from rizz.formats.wording import did_you_mean
-
                 hint = did_you_mean(parts[-1], sorted(node)) if isinstance(node, dict) else ""
                 raise SweepError(f"{spec.source}: $.grid.{key}: no such policy field ($.{key}){hint}")
             node[parts[-1]] = value
@@ -211,10 +214,6 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, model: str | None = None, mod
     """
     from functools import partial
 
-    from rizz.lab.ray_tasks import RunSpec, model_from_spec
-    from rizz.lab.report import build_report
-    from rizz.lab.sweep_report import write_sweep_report
-
     out = Path(out)
     policies = expand(spec)
     out.mkdir(parents=True, exist_ok=True)
@@ -224,15 +223,10 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, model: str | None = None, mod
             for cell, stream, limit in cells for source, pol, _ in policies]
     log(f"sweep: {plural(len(policies), 'policy', 'policies')} x {plural(len(cells), 'cell')} = {plural(len(runs), 'run')}")
     if ray_address is not None:
-        from rizz.lab.ray_tasks import driver_torch_threads, pinned_embedder, run_specs_on_ray
-
         run_specs_on_ray(runs, out / "responses.sqlite", model_factory=factory,
                          embedder_factory=embedder_factory or partial(pinned_embedder, driver_torch_threads()),
                          address=ray_address, num_cpus=num_cpus, log=log)
     else:
-        from rizz.adapters.embedder import Embedder
-        from rizz.engine.run import run_stream
-
         backend = factory(str(out / "responses.sqlite"))
         embedder = embedder_factory() if embedder_factory else Embedder()
         for r in runs:

@@ -23,6 +23,7 @@ import numpy as np
 
 from rizz.lab.stats import N_RESAMPLES, bootstrap_ci, paired_delta
 from rizz.store.runlog import RunDir, write_json_atomic
+from rizz.extras import extra_needed
 
 __all__ = ["write_sweep_report"]
 
@@ -133,8 +134,6 @@ def _markdown(data: dict[str, Any]) -> str:
 
 
 def _plots(out: Path, data: dict[str, Any]) -> None:
-    from rizz.extras import extra_needed
-
     with extra_needed("lab", "the sweep plots"):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure

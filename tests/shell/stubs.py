@@ -110,7 +110,7 @@ def run_refused_second(tmp_path: Path, monkeypatch, model_spec: str) -> tuple[in
 
     from rizz.apps import cli
 
-    monkeypatch.setattr("rizz.adapters.embedder.Embedder", HashEmbedder)
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
     stream = tmp_path / "s.jsonl"
     stream.write_text("".join(json.dumps({"id": f"r{i}", "input": f"Review {i}: a wonderful film.",
                                           "metadata": {"shape": "label", "task": "sst"},

@@ -171,8 +171,8 @@ def test_a_full_disk_stops_cleanly_and_the_run_resumes_once_there_is_space(tmp_p
 
     stream = arithmetic_stream(tmp_path / "s.jsonl", 9)
     want = _run(stream, tmp_path / "full")["state_digest"]
-    monkeypatch.setattr("rizz.adapters.embedder.Embedder", HashEmbedder)
-    monkeypatch.setattr("rizz.adapters.models.load_model",
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    monkeypatch.setattr("rizz.apps.cli.load_model",
                         lambda spec, cache=None: CachedModel(ArithmeticModel(), ResponseCache(cache)))
     out = tmp_path / "r"
     args = ["run", str(stream), "--out", str(out), "--rendering", "chat", "--snapshot-every", "3"]

@@ -45,8 +45,8 @@ def no_model_run(monkeypatch):
     class Emb:
         name, dim = "none", 4
 
-    monkeypatch.setattr("rizz.adapters.embedder.Embedder", Emb)
-    monkeypatch.setattr("rizz.adapters.models.load_model", lambda spec, cache=None: type("M", (), {"name": spec})())
+    monkeypatch.setattr("rizz.apps.cli.Embedder", Emb)
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, cache=None: type("M", (), {"name": spec})())
 
     def fake_run(stream, policy, source, out, *a, **k):
         seen.append((stream, policy.name))

@@ -44,7 +44,7 @@ def test_cli_run_against_an_unreachable_server_exits_2_in_one_message(tmp_path, 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from stubs import HashEmbedder
 
-    monkeypatch.setattr("rizz.adapters.embedder.Embedder", HashEmbedder)
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
     stream = tmp_path / "s.jsonl"
     stream.write_text(json.dumps({"id": "r0", "input": "Review: a wonderful film.", "metadata": {"shape": "label"},
                                   "reference": "positive", "verifier": "label_match"}) + "\n")

@@ -186,7 +186,7 @@ def test_ctrl_c_while_the_model_loads_is_said_and_leaves_no_run_dir(tmp_path, mo
     def interrupted(spec, **kw):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("rizz.adapters.models.load_model", interrupted)
+    monkeypatch.setattr("rizz.apps.cli.load_model", interrupted)
     src = Path(__file__).resolve().parents[2] / "data" / "trace-mini" / "test.jsonl"
     res = CliRunner().invoke(cli.app, ["run", str(src), "--out", str(tmp_path / "run"), "--limit", "2"])
     assert res.exit_code == 130 and not (tmp_path / "run").exists()

@@ -82,8 +82,8 @@ def test_cli_run_refused_resume_names_the_policy(tmp_path, stream, fake_model, m
     from rizz.apps import cli
     from stubs import HashEmbedder
 
-    monkeypatch.setattr("rizz.adapters.models.load_model", lambda spec, **kw: fake_model(_answer))
-    monkeypatch.setattr("rizz.adapters.embedder.Embedder", HashEmbedder)
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: fake_model(_answer))
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
     out = tmp_path / "run"
     args = ["run", str(stream), "--out", str(out), "--limit", "1", "--policy"]
     assert CliRunner().invoke(cli.app, args + ["default"]).exit_code == 0

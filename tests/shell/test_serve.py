@@ -508,8 +508,8 @@ def test_cli_serve_takes_rendering_and_refuses_a_bad_one(tmp_path, monkeypatch):
     from rizz.apps.cli import app
 
     got = {}
-    monkeypatch.setattr("rizz.adapters.models.load_model", lambda spec, **kw: Model())
-    monkeypatch.setattr("rizz.apps.serve.run.serve", lambda *a, **kw: got.update(kw))
+    monkeypatch.setattr("rizz.apps.cli_scale.load_model", lambda spec, **kw: Model())
+    monkeypatch.setattr("rizz.apps.cli_scale.do_serve", lambda *a, **kw: got.update(kw))
     res = CliRunner().invoke(app, ["serve", "--data", str(tmp_path / "d"), "--rendering", "chat"])
     assert res.exit_code == 0 and got["rendering"] == "chat", res.output
     res = CliRunner().invoke(app, ["serve", "--data", str(tmp_path / "d"), "--rendering", "fancy"])

@@ -283,8 +283,8 @@ def test_rizz_run_durability_os_gives_the_same_run_and_a_bad_value_is_refused(tm
     from rizz.adapters.models.cache import CachedModel, ResponseCache
 
     stream = arithmetic_stream(tmp_path / "s.jsonl", 8)
-    monkeypatch.setattr("rizz.adapters.embedder.Embedder", ArithmeticEmbedder)
-    monkeypatch.setattr("rizz.adapters.models.load_model", lambda spec, cache=None: CachedModel(ArithmeticModel(), ResponseCache(cache)))
+    monkeypatch.setattr("rizz.apps.cli.Embedder", ArithmeticEmbedder)
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, cache=None: CachedModel(ArithmeticModel(), ResponseCache(cache)))
     digests = {}
     for d in ("disk", "os"):
         res = CliRunner().invoke(cli.app, ["run", str(stream), "--out", str(tmp_path / d), "--rendering", "chat", "--durability", d])

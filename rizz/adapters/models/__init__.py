@@ -1,9 +1,11 @@
 """Model backends: embedded GGUF (offline default), Anthropic, OpenAI-compatible; response cache.
 
 Backend modules import their heavy dependency (llama_cpp, anthropic, openai) only when a
-backend is built, so importing this package is cheap.
+backend is built (see :func:`~rizz.adapters.models.embedded.EmbeddedModel` and the others), so
+importing this package is cheap.
 """
 
+from rizz.adapters.models.anthropic_backend import AnthropicModel
 from rizz.adapters.models.base import (
     ContextWindowExceeded,
     Generation,
@@ -17,6 +19,8 @@ from rizz.adapters.models.base import (
     render_raw,
 )
 from rizz.adapters.models.cache import CachedModel, ResponseCache, cache_key
+from rizz.adapters.models.embedded import EmbeddedModel
+from rizz.adapters.models.openai_backend import OpenAICompatModel
 from rizz.adapters.models.spec import SPEC_FORMS, load_model
 
 __all__ = [
@@ -40,18 +44,3 @@ __all__ = [
     "OpenAICompatModel",
 ]
 
-
-def __getattr__(name: str):  # lazy: backends pull in llama_cpp / anthropic / openai
-    if name == "EmbeddedModel":
-        from rizz.adapters.models.embedded import EmbeddedModel
-
-        return EmbeddedModel
-    if name == "AnthropicModel":
-        from rizz.adapters.models.anthropic_backend import AnthropicModel
-
-        return AnthropicModel
-    if name == "OpenAICompatModel":
-        from rizz.adapters.models.openai_backend import OpenAICompatModel
-
-        return OpenAICompatModel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,6 +22,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import attrs
 
 from rizz.errors import RizzError
+from rizz.adapters.models.reasoning import split_reasoning
 
 __all__ = [
     "ROLES",
@@ -120,8 +121,6 @@ def answer_and_reasoning(text: str, reasoning: str = "") -> dict[str, object]:
     the inline reasoning appended to any separate ``reasoning`` (e.g. ``reasoning_content``),
     and ``raw`` = the reply as received when it differs from the answer text.
     """
-    from rizz.adapters.models.reasoning import split_reasoning
-
     answer, inline = split_reasoning(text)
     both = "\n\n".join(p for p in (reasoning or "", inline) if p)
     return {"text": answer, "reasoning": both, "raw": text if answer != text else None}

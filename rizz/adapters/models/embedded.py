@@ -39,6 +39,7 @@ from rizz.adapters.models.base import (
     check_generate_args,
     render_raw,
 )
+from rizz.adapters.models.shipped import assemble, shipped_model
 
 __all__ = [
     "DEFAULT_GGUF_DISTRIBUTION",
@@ -139,8 +140,6 @@ class EmbeddedModel:
         name: str | None = None,
         reasoning_tokens: int = 0,
     ) -> None:
-        from rizz.adapters.models.shipped import assemble, shipped_model
-
         ship = shipped_model(shipped) if path is None else None
         llama_cpp = _import_llama()
         gguf = assemble(ship) if ship is not None else Path(path).expanduser()  # type: ignore[arg-type]

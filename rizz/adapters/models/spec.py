@@ -30,6 +30,12 @@ import os
 from typing import Any
 
 from rizz.adapters.models.base import ModelBackend
+from rizz.adapters.models.anthropic_backend import AnthropicModel, DEFAULT_MODEL_ID
+from rizz.adapters.models.cache import CachedModel, ResponseCache
+from rizz.adapters.models.embedded import EmbeddedModel
+from rizz.adapters.models.openai_backend import OpenAICompatModel
+from rizz.adapters.models.oracle import OracleModel
+from rizz.adapters.models.shipped import SHIPPED
 
 __all__ = ["SPEC_FORMS", "SPEC_OPTIONS", "MAX_REASONING_TOKENS", "load_model", "spec_help", "split_options"]
 
@@ -48,11 +54,7 @@ MAX_REASONING_TOKENS = 131_072  # 128K: the largest thinking budget of current o
 def spec_help() -> str:
     """The ``--model`` help text: every form of :data:`SPEC_FORMS` and every option of
     :data:`SPEC_OPTIONS` (plain text; a rich-markup CLI escapes its ``[``)."""
-    from rizz.adapters.models.anthropic_backend import DEFAULT_MODEL_ID
-    from rizz.adapters.models.shipped import DEFAULT_EMBEDDED, SHIPPED
-
     # No word much longer than ~25 characters: rich cuts a word wider than the help column with "…".
-    del DEFAULT_EMBEDDED, SHIPPED  # named in full by `python -m rizz.adapters.models --list`
     return (f"{' | '.join(SPEC_FORMS)}. embedded alone is the Qwen2.5-Coder 0.5B instruct model; the NAMEs"
             " of the models shipped in PyPI packages: python -m rizz.adapters.models --list."
             f" anthropic alone means the model {DEFAULT_MODEL_ID}; oracle replays each"
@@ -119,37 +121,24 @@ def load_model(
     if kind == "oracle" and not sep:
         if opts.get("reasoning"):
             raise _bad(spec, "oracle calls no model, so ?reasoning=N does not apply to it")
-        from rizz.adapters.models.oracle import OracleModel
-
         return OracleModel()  # type: ignore[return-value]
     if kind == "embedded":
-        from rizz.adapters.models.embedded import EmbeddedModel
-        from rizz.adapters.models.shipped import SHIPPED
-
         if sep and rest.strip().lower() not in SHIPPED:
             raise _bad(spec, f"unknown embedded model {rest!r}; shipped: {', '.join(SHIPPED)}")
         backend = EmbeddedModel(shipped=rest or None, **kwargs)
     elif kind == "gguf" and sep:
         if not rest:
             raise _bad(spec, "gguf: needs a file path")
-        from rizz.adapters.models.embedded import EmbeddedModel
-
         backend = EmbeddedModel(rest, **kwargs)
     elif kind == "anthropic":
-        from rizz.adapters.models.anthropic_backend import DEFAULT_MODEL_ID, AnthropicModel
-
         backend = AnthropicModel(rest or DEFAULT_MODEL_ID, **kwargs)
     elif kind == "openai" and sep:
         url, _, model = rest.partition("#")
         if not url.startswith(("http://", "https://")):
             raise _bad(spec, "openai: needs an http(s) base URL")
-        from rizz.adapters.models.openai_backend import OpenAICompatModel
-
         backend = OpenAICompatModel(url, model or None, **kwargs)
     else:
         raise _bad(spec, f"unknown kind {kind!r}")
     if cache is not None:
-        from rizz.adapters.models.cache import CachedModel, ResponseCache
-
         backend = CachedModel(backend, ResponseCache(cache))
     return backend

@@ -29,6 +29,7 @@ from rizz.adapters.agents.calls import ToolCall, format_call
 from rizz.adapters.agents.env import make_environment
 from rizz.adapters.agents.episode import Episode
 from rizz.formats.streams import StreamElement
+from rizz.adapters.agents.bfcl_env import ast_checker
 
 __all__ = ["EpisodeVerdict", "first_wrong_call", "verify_episode"]
 
@@ -47,8 +48,6 @@ class EpisodeVerdict:
 
 def _bfcl_ast(el: StreamElement, ep: Episode) -> EpisodeVerdict:
     from bfcl_eval.constants.enums import Language
-
-    from rizz.adapters.agents.bfcl_env import ast_checker
 
     calls = ep.calls
     if not calls:

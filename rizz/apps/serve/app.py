@@ -38,6 +38,9 @@ from typing import Any, Callable
 from rizz.adapters.asgi import replay_body
 from rizz.extras import extra_needed
 from rizz.apps.serve.tenants import TENANT_RE, FairModel, ModelQueueTimeout, ReusedId, Tenants, UnknownId
+from rizz.adapters.models.base import ModelError
+from rizz.formats.streams import element_from_json
+from rizz.store.runlog import RunDirBusy, RunDirMismatch
 
 __all__ = ["MAX_BODY_BYTES", "create_app", "Metrics"]
 
@@ -187,8 +190,6 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
         from pydantic import BaseModel, Field
         from starlette.exceptions import HTTPException
 
-    from rizz.adapters.models.base import ModelError
-
     metrics = metrics or Metrics()
     app = FastAPI(title=title, description="A RIZZ live session per tenant (rizz/apps/serve/app.py).", version="1")
     app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
@@ -245,8 +246,6 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
 
     def guarded(fn: Callable[[], Any]) -> Any:
         """Run a tenant call; map the library's errors to HTTP statuses (module docstring)."""
-        from rizz.store.runlog import RunDirBusy, RunDirMismatch
-
         try:
             return fn()
         except UnknownId as e:
@@ -274,8 +273,6 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
             return err(500, f"internal error: {type(e).__name__}")
 
     def check_element(tenant: str, body: Any) -> JSONResponse | None:
-        from rizz.formats.streams import element_from_json
-
         if not isinstance(body, dict):
             return err(422, "expected a JSON object: a stream-format element (specs/stream-format.md)", "$")
         try:

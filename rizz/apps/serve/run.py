@@ -12,6 +12,10 @@ from rizz.extras import extra_needed
 from rizz.apps.serve.app import MAX_BODY_BYTES, Metrics, create_app, load_keys
 from rizz.apps.serve.tenants import FairModel, LockedEmbedder, Tenants
 from rizz.formats.wording import plural
+from rizz.adapters.embedder import Embedder
+from rizz.adapters.models.cache import CachedModel, ResponseCache
+from rizz.core import Policy
+from rizz.formats.policy_file import load_policy
 
 __all__ = ["LOOPBACK", "build", "is_loopback", "live_opener", "serve"]
 
@@ -31,16 +35,9 @@ def is_loopback(host: str) -> bool:
 def live_opener(policy: Any, model: FairModel, embedder: Any, rendering: str | None = None) -> Callable[[Path], Any]:
     """``path -> rizz.Session.open(path, policy, model, rendering=rendering)``: each tenant's
     responses cached in its folder (``rendering`` None: the model's default, as ``rizz run``'s).
-
-    Raises RuntimeError when this build has no live Session API (``rizz.Session``, issue #11).
     """
-    try:
-        from rizz import Session  # the live API (CONTRACT "Additions")
-    except ImportError:
-        Session = None  # noqa: N806
-    if Session is None or not hasattr(Session, "open"):
-        raise RuntimeError("rizz serve needs the live Session API (rizz.Session.open, issue #11), which this build lacks")
-    from rizz.adapters.models.cache import CachedModel, ResponseCache
+    # lazy: Session imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz serve`'s checks do not need
+    from rizz.engine.session import Session
 
     def open_(path: Path) -> Any:
         path.mkdir(parents=True, exist_ok=True)
@@ -53,9 +50,8 @@ def live_opener(policy: Any, model: FairModel, embedder: Any, rendering: str | N
 def _blank_session(policy: Any, model: FairModel, embedder: Any, rendering: str | None = None) -> Any:
     """A fresh in-memory Session of ``policy``: what a tenant with no folder reads as (steps 0,
     the initial state's digest, no branches, nothing pending)."""
-    from rizz import Session
-    from rizz.core import Policy
-    from rizz.formats.policy_file import load_policy
+    # lazy: Session imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz serve`'s checks do not need
+    from rizz.engine.session import Session
 
     return Session(policy if isinstance(policy, Policy) else load_policy(policy), model, embedder, rendering=rendering)
 
@@ -77,8 +73,6 @@ def build(data: str | Path, policy: Any, backend: Any, *, embedder: Any = None, 
     fair = FairModel(backend, queue_timeout_s=queue_timeout_s, on_call=metrics.on_model_call)
     if opener is None:
         if embedder is None:
-            from rizz.adapters.embedder import Embedder
-
             embedder = Embedder()
         embedder.embed(["warm-up"])  # load the weights now, not inside the first requests
         locked = LockedEmbedder(embedder)

@@ -30,6 +30,8 @@ from typing import Any, Callable, Sequence
 from rizz.errors import RizzError
 from rizz.adapters.models.base import Generation, Message, ModelError
 from rizz.formats.wording import plural
+from rizz.core import Verdict
+from rizz.lab.diff import branch_rows as rows_of
 
 __all__ = ["FairModel", "LockedEmbedder", "ModelQueueTimeout", "ReusedId", "TENANT_RE", "Tenants", "UnknownId", "branch_rows"]
 
@@ -164,8 +166,6 @@ class LockedEmbedder:
 
 def branch_rows(state: Any) -> list[dict[str, Any]]:
     """One row per branch, the columns of ``rizz inspect`` (:func:`rizz.lab.diff.branch_rows`)."""
-    from rizz.lab.diff import branch_rows as rows_of
-
     return rows_of(state)
 
 
@@ -229,8 +229,6 @@ class Tenants:
 
     def verdict(self, tenant: str, item_id: str, reward: float, verifier: str | None) -> dict[str, Any]:
         """Fold ``reward`` into ``item_id``'s pending answer. Raises UnknownId when it is not pending."""
-        from rizz.core import Verdict
-
         def fold(s: Any) -> dict[str, Any]:
             if item_id not in s.pending_ids():
                 try:  # the session says why (unknown, expired, already folded)

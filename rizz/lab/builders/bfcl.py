@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, finish, select
 from rizz.formats.streams import StreamElement
+from rizz.adapters.agents.bfcl_env import AST_CATEGORIES, CATEGORIES, load_category
 
 __all__ = ["BFCL_SPLITS", "bfcl_elements", "build_bfcl"]
 
@@ -42,8 +43,6 @@ def gold_fits_docs(entry: dict, ground_truth: list) -> bool:
 
 def bfcl_elements(category: str, split: str, notes: list[str] | None = None) -> list[StreamElement]:
     """The elements of one category's ``split`` half, in file order."""
-    from rizz.adapters.agents.bfcl_env import AST_CATEGORIES, CATEGORIES, load_category
-
     if category not in CATEGORIES:
         raise BuildError(f"--categories: {category!r} is not one of {', '.join(CATEGORIES)}")
     if split not in BFCL_SPLITS:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, finish, load_json, select
 from rizz.formats.streams import StreamElement
+from rizz.adapters.agents import tau_airline, tau_retail
 
 __all__ = ["TAU_DOMAINS", "TAU_SPLITS", "build_tau_bench", "tau_elements"]
 
@@ -33,8 +34,6 @@ TAU_SPLITS = {"retail": ("train", "dev", "test"), "airline": ("test",)}
 
 def tau_elements(root: Path, domain: str, split: str, db: str | None = None) -> list[StreamElement]:
     """Every task of ``domain``/``split`` as an episode element, in file order."""
-    from rizz.adapters.agents import tau_airline, tau_retail
-
     if domain not in TAU_DOMAINS:
         raise BuildError(f"--domain: expected one of {', '.join(TAU_DOMAINS)}, got {domain!r}")
     if split not in TAU_SPLITS[domain]:

@@ -36,6 +36,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from rizz.adapters.models.base import Message, ModelError
+
 __all__ = ["CallProxy"]
 
 _COMPLETIONS = ("/chat/completions", "/completions")
@@ -160,8 +162,6 @@ class CallProxy:
 
     def _answer(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
         """One OpenAI-shaped reply from :attr:`backend` (see module docstring)."""
-        from rizz.adapters.models.base import Message, ModelError
-
         name = getattr(self.backend, "name", "backend")
         if method == "GET" and path == "/models":
             return 200, json.dumps({"object": "list", "data": [{"id": name, "object": "model", "created": 0,

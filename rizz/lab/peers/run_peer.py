@@ -44,10 +44,15 @@ from typing import Any, Callable
 from rizz.errors import RizzError
 from rizz.adapters.models import Message
 from rizz.lab.peers.report import distinct_failures
-from rizz.engine.render import answer_settings
+from rizz.engine.render import answer_settings, render
 from rizz.store.runlog import RunDir, RunDirMismatch, write_json_atomic
 from rizz.formats.streams import StreamElement, read_stream
 from rizz.adapters.verifiers import extract_answer, verify
+from rizz.core import compile_prompt, prompt_blocks
+from rizz.core.retrieval import Retrieved
+from rizz.engine.answering import budget as prompt_budget
+from rizz.engine.answering import evidence_text as step_evidence  # the evidence text rizz's own answer path compiles
+from rizz.formats.policy_file import load_policy
 
 __all__ = ["MEM0_TOP_K", "PEERS", "PEER_OPTIONS", "PeerError", "PeerWorker", "is_peer", "peer_python", "run_peer"]
 
@@ -153,16 +158,9 @@ def mem0_messages(el: StreamElement, memories: list[str], rendering: str, model:
     Raises PromptBudgetError when the instruction and input alone overflow the budget (frozen
     then gives no answer either).
     """
-    from rizz.core import compile_prompt, prompt_blocks
-    from rizz.core.retrieval import Retrieved
-    from rizz.engine.answering import evidence_text as step_evidence  # the evidence text rizz's own answer path compiles
-    from rizz.engine.answering import budget
-    from rizz.formats.policy_file import load_policy
-    from rizz.engine.render import render
-
     frozen = load_policy("frozen")
     prompt = compile_prompt(prompt_blocks(Retrieved(), el.input, el.instruction, step_evidence(el)), frozen.compiler, model.count_tokens,
-                            budget(frozen, model, el.shape, budget_cap))
+                            prompt_budget(frozen, model, el.shape, budget_cap))
     msgs = render(prompt, el.shape, rendering)
     if not memories:
         return msgs

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from rizz.adapters.asgi import replay_body
+from rizz.adapters.models.base import ModelUnavailableError
+from rizz.adapters.models.embedded import default_gguf_path
 
 __all__ = ["MODEL_ALIAS", "PINNED", "LlamaServer"]
 
@@ -120,8 +122,6 @@ class LlamaServer:
 
     def __init__(self, gguf: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int | None = None,
                  port: int | None = None, chat_format: str | None = None) -> None:
-        from rizz.adapters.models.embedded import default_gguf_path
-
         self.gguf = Path(gguf) if gguf is not None else default_gguf_path()
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads or os.environ.get("RIZZ_THREADS", "2"))
@@ -137,8 +137,6 @@ class LlamaServer:
         return f"openai:{self.url}#{MODEL_ALIAS}"
 
     def start(self) -> "LlamaServer":
-        from rizz.adapters.models.base import ModelUnavailableError
-
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             import uvicorn

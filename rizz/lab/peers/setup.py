@@ -21,7 +21,9 @@ from typing import Any, Iterator
 
 import attrs
 
-from rizz.adapters.models import load_model
+from rizz.adapters.models import CachedModel, ResponseCache, load_model
+from rizz.adapters.models.shipped import gguf_of_spec
+from rizz.lab.peers.server import LlamaServer, MODEL_ALIAS
 
 __all__ = ["PeerModel", "peer_model"]
 
@@ -49,9 +51,6 @@ def peer_model(spec: str, cache: str | Path | None) -> Iterator[PeerModel]:
     """
     kind = spec.strip().partition(":")[0]
     if kind in ("embedded", "gguf"):
-        from rizz.adapters.models.shipped import gguf_of_spec
-        from rizz.lab.peers.server import MODEL_ALIAS, LlamaServer
-
         gguf, rendering = gguf_of_spec(spec)  # embedded[:NAME]: the shipped model's verified file
         with LlamaServer(gguf) as server:
             backend = load_model(server.spec)
@@ -59,8 +58,6 @@ def peer_model(spec: str, cache: str | Path | None) -> Iterator[PeerModel]:
             # response cache and resumes its RUN_DIRs
             backend.name = f"llama_cpp.server:{server.gguf.stem}"
             if cache is not None:
-                from rizz.adapters.models import CachedModel, ResponseCache
-
                 backend = CachedModel(backend, ResponseCache(cache))
             yield PeerModel(backend, server.url + "/v1", MODEL_ALIAS, rendering)
         return

@@ -18,6 +18,7 @@ from typing import Any
 
 from rizz.core import events as ev
 from rizz.core.tenants import branch_key
+from rizz.lab.diff import describe_event
 
 __all__ = ["BLOCK_KIND", "Ledger"]
 
@@ -78,8 +79,6 @@ class Ledger:
         Returns what the step changed, for the page: ``[text, item index | None, branch key | None]``
         per event worth a line (``rizz diff``'s wording, :func:`rizz.lab.diff.describe_event`).
         """
-        from rizz.lab.diff import describe_event
-
         out = []
         for e in events:
             item, bkey = self._event(e, tenant, at)

@@ -34,6 +34,8 @@ from rizz.formats.logrecord import LogRecord, parse
 from rizz.formats.policy_file import parse_policy
 from rizz.store.runlog import RunDir
 from rizz.lab.view.ledger import BLOCK_KIND, Ledger
+from rizz.lab.diff import branch_rows
+from rizz.lab.episode_view import episode_lines
 
 __all__ = ["MAX_CANDIDATES", "view_run"]
 
@@ -164,8 +166,6 @@ def _answer(fold: LogFold, rec: LogRecord, data: dict[str, Any], led: Ledger, tu
     if rec.prompt is not None and rec.episode is None:
         entry["prompt"] = _prompt(rec, own, policy, local, inner, led, tenant, turns, rd)
     if rec.episode is not None:
-        from rizz.lab.episode_view import episode_lines
-
         entry["episode"] = episode_lines(data["episode"])
     events = fold.apply(rec, inp=inp, routed=routed if rec.v != 1 else None)
     return entry, events, tenant
@@ -232,8 +232,6 @@ def _prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: Any, led:
 def _finish(led: Ledger, state: Any, steps: list[dict[str, Any]]) -> None:
     """The final state's branch figures and rule counters into ``led``; a branch merged or pruned
     away gets its figures from the steps routed to it (it is no longer in the state)."""
-    from rizz.lab.diff import branch_rows
-
     if isinstance(state, TenantStates):
         ledgers = {None: state.untenanted.rule_ledger, **{t: s.rule_ledger for t, s in state.tenants.items()}}
     else:
