@@ -263,14 +263,22 @@ def loose_modules(modules: dict[str, Path]) -> list[str]:
 
 
 def _renames(rev: str) -> dict[str, str]:
-    """``old module -> module now`` from git's rename detection between ``rev`` and the work tree."""
+    """``old module -> module now`` from git's rename detection between ``rev`` and the work tree
+    (a deleted file git pairs with nothing: the one module now with its last name, if any)."""
     res = subprocess.run(["git", "diff", "-M", "--name-status", rev, "--", "rizz"], cwd=ROOT, capture_output=True,
                          text=True, check=True)
-    out = {}
+    out, gone = {}, []
     for line in res.stdout.splitlines():
         parts = line.split("\t")
         if parts[0].startswith("R") and parts[1].endswith(".py") and parts[2].endswith(".py"):
             out[module_name(Path(parts[1]))] = module_name(Path(parts[2]))
+        elif parts[0] == "D" and parts[1].endswith(".py"):
+            gone.append(module_name(Path(parts[1])))
+    now = read_modules(ROOT)
+    for old in gone:  # too changed for git to pair it: the one module now of the same last name, if any
+        same = [m for m in now if m.rpartition(".")[2] == old.rpartition(".")[2] and m not in out.values()]
+        if len(same) == 1:
+            out[old] = same[0]
     return out
 
 
@@ -321,10 +329,12 @@ try:
     from rizz.adapters.models.base import Generation
     from rizz.engine.run import run_stream
     from rizz.formats.policy_file import load_policy
-except ImportError:  # before the layers
-    from rizz.adapters.models.base import Generation
-    from rizz.engine.run import run_stream
-    from rizz.formats.policy_file import load_policy
+except ImportError:  # before the layers: the same three from the old shell package (spelled so no rewrite moves them)
+    import importlib
+    old = "rizz." + "shell"
+    Generation = importlib.import_module(old + ".models.base").Generation
+    run_stream = importlib.import_module(old + ".run").run_stream
+    load_policy = importlib.import_module(old + ".policy_file").load_policy
 
 class Model:
     name, context_window, temperature = "stub:trace", 8192, 0.0

@@ -2,7 +2,7 @@
 database format (``users``, ``orders``, ``products``); no τ-bench code was copied.
 
 Every tool is ``tool(db: Tables, **arguments) -> JSON-able | str`` and raises
-:class:`~rizz.adapters.agents.env.ToolError` for what the policy forbids or the database lacks.
+:class:`~rizz.adapters.agents.tools.ToolError` for what the policy forbids or the database lacks.
 Writes follow the policy text: cancel → ``cancelled`` with refunds; modify items → ``pending
 (item modified)``; return → ``return requested``; exchange → ``exchange requested``; gift-card
 refunds and payments move the card's ``balance`` at once.
