@@ -3,4 +3,5 @@ list them (:func:`rizz.adapters.models.shipped.main`; the Makefile's setup runs 
 
 from rizz.adapters.models.shipped import main
 
-raise SystemExit(main())
+if __name__ == "__main__":
+    raise SystemExit(main())
