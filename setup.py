@@ -1,7 +1,7 @@
 """Build hook (all other settings are in pyproject.toml): the shipped policies live in
 ``policies/`` at the repository root (where the docs, tests and summary.json name them) and
 go into the wheel as package data, ``rizz/policies/*.yaml``, so a plain ``pip install rizz``
-can load them (``rizz.shell.policy_file.POLICY_DIR`` looks there first)."""
+can load them (``rizz.formats.policy_file.POLICY_DIR`` looks there first)."""
 
 from pathlib import Path
 

@@ -1,9 +1,9 @@
 """Agent episodes through llama.cpp's OpenAI-compatible server with ``tools`` / ``tool_calls``.
 
-Starts ``llama_cpp.server`` in-process on 127.0.0.1 (:class:`rizz.shell.peers.server.LlamaServer`,
+Starts ``llama_cpp.server`` in-process on 127.0.0.1 (:class:`rizz.lab.peers.server.LlamaServer`,
 the embedded SmolLM2-135M GGUF, ``chat_format="chatml-function-calling"``, greedy decoding
 pinned) and runs ``rizz bench`` with the ``openai:`` backend on it, so every agent step goes
-through the API's native tool calling (:class:`rizz.shell.agents.native.NativeToolAgent`). Prints
+through the API's native tool calling (:class:`rizz.engine.native_agent.NativeToolAgent`). Prints
 the bench table and the episodes per category (reward, agent calls, tool errors, prompt tokens).
 
 Usage::
@@ -39,11 +39,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--port", type=int, default=None, help="fixed port: the model spec (and so a resume) names it")
     args = ap.parse_args(argv)
 
-    from rizz.shell.bench import run_bench
-    from rizz.shell.embed import Embedder
-    from rizz.shell.models.openai_backend import OpenAICompatModel
-    from rizz.shell.peers.server import MODEL_ALIAS, LlamaServer
-    from rizz.shell.report import format_table
+    from rizz.lab.bench import run_bench
+    from rizz.adapters.embedder import Embedder
+    from rizz.adapters.models.openai_backend import OpenAICompatModel
+    from rizz.lab.peers.server import MODEL_ALIAS, LlamaServer
+    from rizz.lab.report import format_table
 
     t0 = time.perf_counter()
     with LlamaServer(n_ctx=args.n_ctx, chat_format="chatml-function-calling", port=args.port) as srv:

@@ -21,11 +21,11 @@ import sys
 import time
 from collections import defaultdict
 
-from rizz.shell.agents.env import make_environment
-from rizz.shell.agents.loop import run_episode
-from rizz.shell.agents.oracle import NullAgent, OracleAgent, ScriptedUser
-from rizz.shell.streams import read_stream
-from rizz.shell.verifiers.episodes import gold_digest, verify_episode
+from rizz.adapters.agents.env import make_environment
+from rizz.adapters.agents.loop import run_episode
+from rizz.adapters.models.oracle import NullAgent, OracleAgent, ScriptedUser
+from rizz.formats.streams import read_stream
+from rizz.adapters.verifiers.episodes import gold_digest, verify_episode
 
 
 def main(paths: list[str]) -> int:

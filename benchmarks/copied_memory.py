@@ -29,8 +29,8 @@ import json
 import re
 from pathlib import Path
 
-from rizz.shell.logfold import views
-from rizz.shell.runlog import RunDir
+from rizz.engine.logfold import views
+from rizz.store.runlog import RunDir
 
 HEADERS = ("Mistakes to avoid", "Wrong answer", "Solved examples", "Rules that helped")
 WRONG = re.compile(r"^Wrong answer: (.*)$", re.M)

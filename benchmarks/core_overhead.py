@@ -305,7 +305,7 @@ def main() -> None:
     if args.policy is None:
         r = rizz(Policy())
     else:
-        from rizz.shell.policy_file import load_policy
+        from rizz.formats.policy_file import load_policy
 
         r = rizz(load_policy(args.policy))
     print(f"policy {args.policy or 'Policy()'}: write.supersede {r.policy.write.supersede}, "

@@ -7,7 +7,7 @@ Usage::
 
     python benchmarks/cost.py data/trace-mini/test.jsonl --model embedded --limit 3 --budget 2048
 
-Each policy runs ``STREAM`` as ``rizz run`` does (:func:`rizz.shell.run.run_stream`) into
+Each policy runs ``STREAM`` as ``rizz run`` does (:func:`rizz.engine.run.run_stream`) into
 ``OUT/<policy>/``, with its own response cache (so every call is a real call; a run already in
 ``OUT`` is resumed, and its finished steps are not run again). ``--model stub`` uses
 ``benchmarks/stub_model.py`` (answers from a hash of the prompt, no model) and a hash
@@ -25,8 +25,8 @@ Columns, per policy (from the run's ``summary.json`` and log unless said):
   verify, log; the model dominates with a real one);
 - ``files``: files in the RUN_DIR once the run has ended (the store keeps it to a few; a
   RUN_DIR written before issue #27 had about two per step);
-- ``replay st/s``: :func:`rizz.shell.run.replay` of the RUN_DIR (no model), elements per second;
-- ``resume s``: :func:`rizz.shell.logfold.restore_fold` as a resume after ``kill -9`` runs it
+- ``replay st/s``: :func:`rizz.engine.run.replay` of the RUN_DIR (no model), elements per second;
+- ``resume s``: :func:`rizz.engine.logfold.restore_fold` as a resume after ``kill -9`` runs it
   (read the log, load the newest snapshot, refold the records after it), in this process;
   loading the model and the embedder, which a resumed ``rizz run`` also does, is not included.
 """
@@ -42,10 +42,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from rizz.shell.logfold import restore_fold  # noqa: E402
-from rizz.shell.policy_file import load_policy  # noqa: E402
-from rizz.shell.run import replay, run_stream  # noqa: E402
-from rizz.shell.runlog import RunDir  # noqa: E402
+from rizz.engine.logfold import restore_fold  # noqa: E402
+from rizz.formats.policy_file import load_policy  # noqa: E402
+from rizz.engine.run import replay, run_stream  # noqa: E402
+from rizz.store.runlog import RunDir  # noqa: E402
 
 
 class HashEmbedder:
@@ -73,8 +73,8 @@ def backend(spec: str, cache: Path):  # noqa: ANN201
         from stub_model import cached_stub
 
         return cached_stub(str(cache)), HashEmbedder(), "stub model and hash embedder: the shell alone, no model"
-    from rizz.shell.embed import Embedder
-    from rizz.shell.models import load_model
+    from rizz.adapters.embedder import Embedder
+    from rizz.adapters.models import load_model
 
     return load_model(spec, cache=cache), Embedder(), "real model"
 

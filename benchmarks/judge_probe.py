@@ -8,14 +8,14 @@ Usage::
 
 For the first ``--per-task`` elements of each task (``metadata.task``, used here only to group
 the figures) it asks the judge with the prompt of ``--variant`` through the same parser and
-fallback as :func:`rizz.shell.judge.label_input`, and prints per task: the labels and their
+fallback as :func:`rizz.engine.judge.label_input`, and prints per task: the labels and their
 counts, how many answers needed the deterministic fallback (the model did not give a label),
 and how many copied the prompt's worked example. ``--out`` writes ``{id: {"function",
 "application", "fallback", "raw"}}``, which ``benchmarks/label_sweep.py --labels`` refolds.
 
 Variants (the worked example and system text of the shipped prompt are kept unless said):
 
-* ``shipped``: :func:`rizz.shell.judge.judge_messages` (what every run uses; cached calls of a
+* ``shipped``: :func:`rizz.engine.judge.judge_messages` (what every run uses; cached calls of a
   run that shares ``--cache`` cost nothing);
 * ``with-shape``: the judge prompt before 2026-12-02, ``shipped`` with an "Expected output:
   SHAPE" line after the input and in the worked example (the Qwen 1.5B answered
@@ -27,7 +27,7 @@ Variants (the worked example and system text of the shipped prompt are kept unle
   ``summarize/news-summarization`` for input it cannot read).
 
 ``--from-run RUN_DIR [--fallback first_line|content_words]`` calls no model: it reads each
-logged judge reply (``judge.raw``) again with :func:`rizz.shell.judge.read_label` — the parser and
+logged judge reply (``judge.raw``) again with :func:`rizz.engine.judge.read_label` — the parser and
 fallback every run uses — under that ``routing.fallback_application``. With ``content_words``
 (what the shipped policies log) it gives back the logged labels; with ``first_line`` (the
 default here) only the parts the model did not give change: the application comes from the
@@ -47,8 +47,8 @@ import sys
 from pathlib import Path
 
 from rizz.core import normalise_label
-from rizz.shell import judge as J
-from rizz.shell.models import Message
+from rizz.engine import judge as J
+from rizz.adapters.models import Message
 
 VARIANTS = ("shipped", "with-shape", "no-answer", "no-shot")
 
@@ -72,19 +72,19 @@ def messages(variant: str, text: str, shape: str | None) -> list[Message]:
 
 
 def label(model, variant: str, text: str, shape: str | None) -> dict:
-    """The label as :func:`rizz.shell.judge.label_input` reads it (:func:`rizz.shell.judge.read_label`)."""
+    """The label as :func:`rizz.engine.judge.label_input` reads it (:func:`rizz.engine.judge.read_label`)."""
     gen = model.generate(messages(variant, text, shape), max_tokens=J._JUDGE_MAX_TOKENS, stop=("}",))
     jl = J.read_label(gen.text, text, instruction=None, shape=shape)
-    lab = normalise_label(jl.function, jl.application)  # as rizz.shell.answering does before routing
+    lab = normalise_label(jl.function, jl.application)  # as rizz.engine.answering does before routing
     return {"function": lab.function, "application": lab.application, "fallback": jl.fallback, "raw": gen.text}
 
 
 def from_run(run_dir: str, fallback: str) -> tuple[dict, dict]:
     """``({id: label}, {id: task})`` from a run's log: each logged judge reply read again by
-    :func:`rizz.shell.judge.read_label` under ``routing.fallback_application = fallback``, then
+    :func:`rizz.engine.judge.read_label` under ``routing.fallback_application = fallback``, then
     :func:`rizz.core.normalise_label` (and ``use-tools`` for an episode), as
-    :mod:`rizz.shell.answering` does."""
-    from rizz.shell.runlog import RunDir
+    :mod:`rizz.engine.answering` does."""
+    from rizz.store.runlog import RunDir
 
     out, tasks = {}, {}
     for r in RunDir(run_dir).records():
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
         for k, lab in out.items():
             by_task[tasks[k]].append(lab)
         return _report(by_task, out, args.out, f"{args.from_run} fallback={args.fallback}")
-    from rizz.shell.models import load_model
+    from rizz.adapters.models import load_model
 
     wanted = [t for t in args.tasks.split(",") if t]
     els, count = [], collections.Counter()

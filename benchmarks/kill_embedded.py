@@ -13,7 +13,7 @@ Usage (from the checkout; the embedded model, so minutes, not a CI test)::
    uninterrupted; its ``summary.json`` gives the digest to reach. An unfinished ``OUT/ref`` left
    by an earlier call is resumed, a finished one only read.
 3. Killed: on a fresh ``OUT/killed``, the same command runs ``--kills`` times under
-   ``RIZZ_FAULT=SITE:N`` (:func:`rizz.shell.durable.fault_point`, the mechanism the stub test
+   ``RIZZ_FAULT=SITE:N`` (:func:`rizz.store.durable.fault_point`, the mechanism the stub test
    ``tests/shell/test_durability.py`` uses): the process SIGKILLs itself the N-th time it reaches
    SITE. ``random.Random(--seed)`` draws, up front, a target step for each kill (sorted, in
    0 .. elements-2, so the kills spread over the run and it is unfinished after the last one)
@@ -62,7 +62,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from rizz.shell.durable import FAULT_ENV, FAULT_SITES as SITES  # noqa: E402  (the first three: hit at least once)
+from rizz.store.durable import FAULT_ENV, FAULT_SITES as SITES  # noqa: E402  (the first three: hit at least once)
 TRACES = {"log.append": "partial log line", "snapshot.write": "snapshot .tmp", "embedding.write": "vector .tmp",
           "prompt.write": "prompt .tmp"}
 
@@ -197,7 +197,7 @@ def main(argv: list[str]) -> int:
     shared = out / "responses.sqlite" if args.share_cache else None
 
     def cmd(run_dir: Path) -> list[str]:
-        return [sys.executable, "-m", "rizz.shell.cli", "run", str(stream), "--out", str(run_dir), "--budget",
+        return [sys.executable, "-m", "rizz.apps.cli", "run", str(stream), "--out", str(run_dir), "--budget",
                 str(args.budget), "--snapshot-every", str(args.snapshot_every), *(["--cache", str(shared)] if shared else [])]
 
     if not (out / "ref" / "summary.json").exists():
@@ -258,7 +258,7 @@ def main(argv: list[str]) -> int:
               "every kill inside a write left its trace": all(r["trace"] is not False for r in rows)}
     if final is not None:
         got = json.loads((killed / "summary.json").read_text()) if final["rc"] == 0 else {}
-        rep = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "replay", str(killed)], capture_output=True,
+        rep = subprocess.run([sys.executable, "-m", "rizz.apps.cli", "replay", str(killed)], capture_output=True,
                              text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
         print(f"final run: exit {final['rc']}, {got.get('steps')} steps, digest {got.get('state_digest')}, {final['wall_s']:.0f} s")
         checks["final digest == reference digest"] = got.get("state_digest") == want["state_digest"]

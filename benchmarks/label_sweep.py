@@ -32,7 +32,7 @@ and validated like a policy file. Without ``--grid`` the families of :data:`GRID
 
 Printed per point (without ``--all``, only the base and the points whose figures differ from
 it): purity and fragmentation of the branches *as routed* (the bench report's figures,
-:func:`rizz.shell.labels.label_quality`) and *after merges* (each step's branch followed through
+:func:`rizz.lab.labels.label_quality`) and *after merges* (each step's branch followed through
 later ``BranchesMerged`` events to the branch that holds it at the end), branches spawned, judge
 labels used, branches per task (the JSON also has each task's share in its largest branch);
 points that improve one figure as routed without worsening the other are marked ``*``. The last
@@ -52,7 +52,7 @@ import yaml
 
 from rizz.core import Policy, StepInput, Verdict, needs_label, rizz
 from rizz.core import events as ev
-from rizz.shell.labels import label_quality
+from rizz.lab.labels import label_quality
 
 #: The default grid: one family per knob group of issue #10 §4 (judge prompt aside), each
 #: varied from the base alone.
@@ -85,9 +85,9 @@ class Point(NamedTuple):
 def load_steps(run_dir: str | Path) -> tuple[list[Step], list[str], dict[str, Any]]:
     """``(steps, logged branch per step, run.json)`` of a ``rizz run`` RUN_DIR (step records; a
     live session's answer is paired with its verdict and folded at the answer's place)."""
-    from rizz.shell.logfold import record_inputs
-    from rizz.shell.logrecord import parse
-    from rizz.shell.runlog import RunDir
+    from rizz.engine.logfold import record_inputs
+    from rizz.formats.logrecord import parse
+    from rizz.store.runlog import RunDir
 
     rd = RunDir(run_dir)
     meta = rd.meta()
@@ -180,7 +180,7 @@ def _holder(b: str, merged: dict[str, str]) -> str:
 
 
 def figures(result: dict[str, Any]) -> dict[str, Any]:
-    """Label quality as routed and after merges (:func:`rizz.shell.labels.label_quality`)."""
+    """Label quality as routed and after merges (:func:`rizz.lab.labels.label_quality`)."""
     lq = label_quality(result["records"], result["labels"])
     m = result["merged"]
     after = [{**r, "route": {"branch": _holder(r["route"]["branch"], m)}} for r in result["records"]]
@@ -206,9 +206,9 @@ def parse_grid(text: str) -> dict[str, list[Any]]:
 
 def points(base: str, families: dict[str, dict[str, list[Any]]]) -> list[Point]:
     """The base, then every point of every family (validated; duplicates of a point dropped)."""
-    from rizz.shell.sweep import SweepSpec, expand
+    from rizz.lab.sweep import SweepSpec, expand
 
-    from rizz.shell.policy_file import policy_data
+    from rizz.formats.policy_file import policy_data
 
     base_pol = _load(base)
     out = [Point("base", {}, base_pol)]
@@ -229,7 +229,7 @@ def points(base: str, families: dict[str, dict[str, list[Any]]]) -> list[Point]:
 
 
 def _load(ref: str) -> Policy:
-    from rizz.shell.policy_file import load_policy
+    from rizz.formats.policy_file import load_policy
 
     return load_policy(ref)
 
@@ -252,8 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--labels", default=None, help="JSON {item id: {function, application}} replacing the logged judge labels "
                     "(benchmarks/judge_probe.py --out); embeds the applications with the run's embedder")
     args = ap.parse_args(argv)
-    from rizz.shell.policy_file import PolicyError, parse_policy
-    from rizz.shell.sweep import SweepError
+    from rizz.formats.policy_file import PolicyError, parse_policy
+    from rizz.lab.sweep import SweepError
 
     steps, logged, meta = load_steps(args.run_dir)
     unlabelled = sum(1 for s in steps if s.inp.label is None and not s.inp.context_only)
@@ -263,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{args.run_dir}: {len(steps)} steps, {unlabelled} without a judge label; "
           f"refold under the run's own policy ({own.name}) reproduces {reproduced}/{len(steps)} logged routes")
     if args.labels:
-        from rizz.shell.embed import Embedder
+        from rizz.adapters.embedder import Embedder
 
         emb = Embedder()
         if emb.name != meta.get("embedder"):

@@ -34,10 +34,10 @@ def main() -> None:
     import llama_cpp
 
     from rizz.core.compiler import PromptItem, compile_prompt
-    from rizz.shell.models.base import render_raw
-    from rizz.shell.models.embedded import default_gguf_path
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.render import render
+    from rizz.adapters.models.base import render_raw
+    from rizz.adapters.models.embedded import default_gguf_path
+    from rizz.formats.policy_file import load_policy
+    from rizz.engine.render import render
 
     frozen = load_policy("frozen").compiler
 

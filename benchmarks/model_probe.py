@@ -19,7 +19,7 @@ import json
 import resource
 import time
 
-from rizz.shell.models import Message, load_model
+from rizz.adapters.models import Message, load_model
 
 _PARAGRAPH = (
     "The Federal Open Market Committee seeks to achieve maximum employment and inflation at "

@@ -68,11 +68,11 @@ def main() -> None:
     import llama_cpp
 
     from rizz.core.compiler import PromptItem, compile_prompt
-    from rizz.shell.embed import Embedder
-    from rizz.shell.models.base import render_raw
-    from rizz.shell.models.shipped import gguf_of_spec
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.render import render
+    from rizz.adapters.embedder import Embedder
+    from rizz.adapters.models.base import render_raw
+    from rizz.adapters.models.shipped import gguf_of_spec
+    from rizz.formats.policy_file import load_policy
+    from rizz.engine.render import render
 
     try:
         gguf, rendering = gguf_of_spec(args.model)

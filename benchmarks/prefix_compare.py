@@ -7,17 +7,17 @@ Usage::
 Runs may be unfinished and may live in different bench folders (they must share the stream
 order). Over the common prefix of answered steps: mean reward with a bootstrap interval, calls
 per answered step by kind, the largest compiled prompt and prompts over the budget, label
-quality (:mod:`rizz.shell.labels`; labels from refolding each log, so unfinished runs work),
+quality (:mod:`rizz.lab.labels`; labels from refolding each log, so unfinished runs work),
 the blocks evidence withholds at the end of the run (evidence policies), per-task means, and the
-paired Δ (:func:`rizz.shell.report.paired_delta`) against ``frozen`` and ``single-branch`` for
+paired Δ (:func:`rizz.lab.stats.paired_delta`) against ``frozen`` and ``single-branch`` for
 all tasks and for the letter tasks (C-STANCE, FOMC, ScienceQA) alone. Reads logs only.
 """
 import json, sys
 from pathlib import Path
-from rizz.shell.report import bootstrap_ci, paired_delta
-from rizz.shell.labels import label_quality
-from rizz.shell.diff import inspect_run
-from rizz.shell.logfold import views
+from rizz.lab.stats import bootstrap_ci, paired_delta
+from rizz.lab.labels import label_quality
+from rizz.lab.diff import inspect_run
+from rizz.engine.logfold import views
 
 runs = {a.split("=")[0]: Path(a.split("=")[1]) for a in sys.argv[1:]}
 # one record per answered element, any log version (distill / live verdict records joined by views)

@@ -21,11 +21,11 @@ For each size N:
    leaves).
 3. Replay: the log's step records are refolded on snapshot 0 (a copy kept in ``DIR/nN-snap0``;
    loaded, not timed) as ``rizz
-   replay`` refolds (:func:`rizz.shell.logfold.refold`): each line decoded and parsed, its
+   replay`` refolds (:func:`rizz.engine.logfold.refold`): each line decoded and parsed, its
    vectors read from the store (a few batched queries per 512 records), folded. "core" times the same fold with the inputs
    already built in memory (no JSON, no store): the floor a replay can reach. Steps/s are
    per element (step record; its distillation included).
-4. Resume: :func:`rizz.shell.logfold.restore_fold` on the killed RUN_DIR, timed end to end
+4. Resume: :func:`rizz.engine.logfold.restore_fold` on the killed RUN_DIR, timed end to end
    (read the log, load the newest sound snapshot, refold the records after it); the digest
    must equal the child's. "snapshot load s" is the newest snapshot's load alone; "tail" the
    records refolded after it; "snap every" the interval Session's rule had reached (the
@@ -34,7 +34,7 @@ For each size N:
    time of the child's snapshot writes after snapshot 0 (incremental ones).
 
 ``--full-log L`` (0: skip): a real log of L elements from an empty state is also written the
-same way and replayed whole with :func:`rizz.shell.run.replay` (what ``rizz replay`` runs:
+same way and replayed whole with :func:`rizz.engine.run.replay` (what ``rizz replay`` runs:
 every record, summary, digest), reported as steps/s beside its core-only fold.
 """
 
@@ -58,13 +58,13 @@ from shell_overhead import StubModel, bench_elements  # noqa: E402
 
 from rizz.core import CandidateRule, Policy, digest, rizz  # noqa: E402
 from rizz.core.apply import fold  # noqa: E402
-from rizz.shell.logfold import LogFold, record_inputs, refold, restore_fold, save_inflight  # noqa: E402
-from rizz.shell.durable import read_snapshot  # noqa: E402
-from rizz.shell.logrecord import parse  # noqa: E402
-from rizz.shell.policy_file import policy_data  # noqa: E402
-from rizz.shell.runlog import RunDir  # noqa: E402
-from rizz.shell.session import Session  # noqa: E402
-from rizz.shell.streams import element_from_json  # noqa: E402
+from rizz.engine.logfold import LogFold, record_inputs, refold, restore_fold, save_inflight  # noqa: E402
+from rizz.store.durable import read_snapshot  # noqa: E402
+from rizz.formats.logrecord import parse  # noqa: E402
+from rizz.formats.policy_file import policy_data  # noqa: E402
+from rizz.store.runlog import RunDir  # noqa: E402
+from rizz.engine.session import Session  # noqa: E402
+from rizz.formats.streams import element_from_json  # noqa: E402
 
 
 def write_run(root: Path, policy: Policy, world, state0, steps: int, every: int, seed: int) -> dict:
@@ -176,7 +176,7 @@ def main() -> None:
         world = make_world(24, 384, 1, rng)
         root = base / f"full{args.full_log}"
         child = write_run(root, policy, world, None, args.full_log, args.snapshot_every, args.seed)
-        from rizz.shell.run import replay
+        from rizz.engine.run import replay
 
         t0 = time.perf_counter()
         got = replay(root, write_summary=False)

@@ -26,10 +26,10 @@ import sys
 import attrs
 
 from rizz.core import Label, StepInput, Verdict, rizz, walled
-from rizz.shell.embed import Embedder
-from rizz.shell.policy_file import load_policy
-from rizz.shell.streams import read_stream
-from rizz.shell.verifiers.metrics import token_f1
+from rizz.adapters.embedder import Embedder
+from rizz.formats.policy_file import load_policy
+from rizz.formats.streams import read_stream
+from rizz.adapters.verifiers.metrics import token_f1
 
 LABEL = Label("answer-question", "conversation-memory")  # stand-in judge label: one kind of work
 

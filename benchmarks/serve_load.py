@@ -77,7 +77,7 @@ class ServerProc:
             cmd = [sys.executable, str(ROOT / "benchmarks" / "serve_stub.py"), "--data", str(data), "--port", str(port),
                    "--latency", str(latency), "--policy", policy]
         else:
-            cmd = [sys.executable, "-m", "rizz.shell.cli", "serve", "--data", str(data), "--port", str(port), "--model", model,
+            cmd = [sys.executable, "-m", "rizz.apps.cli", "serve", "--data", str(data), "--port", str(port), "--model", model,
                    "--policy", policy]
         self.port = port
         self._log = open(log, "ab")
@@ -258,7 +258,7 @@ def main() -> int:
             digests = {t: call(port, "GET", f"/v1/tenants/{t}/state")[1]["digest"] for t in tenants}
             srv.stop()
             env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-            replayed = {t: subprocess.run([sys.executable, "-m", "rizz.shell.cli", "replay", str(data / t)], env=env, capture_output=True,
+            replayed = {t: subprocess.run([sys.executable, "-m", "rizz.apps.cli", "replay", str(data / t)], env=env, capture_output=True,
                                           text=True).stdout.strip().splitlines()[-1:] for t in tenants}
             crash["replay_matches_state"] = {t: replayed[t] == [digests[t]] for t in tenants}
             ok = not (crash["acked_answers_lost"] or crash["folded_more_than_once"] or crash["acked_verdicts_not_folded_once"]

@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/serve_stub.py --data DIR --port N [--policy default] [--latency 0.0] [--keys FILE]
 
-The same build as ``rizz serve`` (:func:`rizz.shell.serve.run.serve`: real live Sessions, the
+The same build as ``rizz serve`` (:func:`rizz.apps.serve.run.serve`: real live Sessions, the
 real embedder, the fair model queue), with :class:`stub_model.StubModel` as the model. Loopback only.
 """
 
@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from stub_model import StubModel  # noqa: E402
 
-from rizz.shell.policy_file import load_policy  # noqa: E402
-from rizz.shell.serve.run import serve  # noqa: E402
+from rizz.formats.policy_file import load_policy  # noqa: E402
+from rizz.apps.serve.run import serve  # noqa: E402
 
 
 def main() -> None:

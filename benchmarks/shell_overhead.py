@@ -59,11 +59,11 @@ from core_overhead import SESSIONS, build_events, count_tokens, make_layout, mak
 
 from rizz.core import Policy, StepInput, Verdict, compile_prompt, prompt_blocks, rizz  # noqa: E402
 from rizz.core.apply import fold  # noqa: E402
-from rizz.shell.logfold import LogFold, save_inflight  # noqa: E402
-from rizz.shell.models import Generation  # noqa: E402
-from rizz.shell.runlog import RunDir  # noqa: E402
-from rizz.shell.session import Session  # noqa: E402
-from rizz.shell.streams import element_from_json  # noqa: E402
+from rizz.engine.logfold import LogFold, save_inflight  # noqa: E402
+from rizz.adapters.models import Generation  # noqa: E402
+from rizz.store.runlog import RunDir  # noqa: E402
+from rizz.engine.session import Session  # noqa: E402
+from rizz.formats.streams import element_from_json  # noqa: E402
 
 CHUNK = 25
 

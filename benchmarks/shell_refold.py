@@ -33,10 +33,10 @@ from shell_overhead import StubEmbedder, StubModel  # noqa: E402
 from rizz.core import Policy, Verdict, rizz  # noqa: E402
 from rizz.core.apply import fold  # noqa: E402
 from rizz.core import digest  # noqa: E402
-from rizz.shell.logfold import LogFold, load_inflight, save_inflight  # noqa: E402
-from rizz.shell.logrecord import parse  # noqa: E402
-from rizz.shell.runlog import RunDir  # noqa: E402
-from rizz.shell.session import Session  # noqa: E402
+from rizz.engine.logfold import LogFold, load_inflight, save_inflight  # noqa: E402
+from rizz.formats.logrecord import parse  # noqa: E402
+from rizz.store.runlog import RunDir  # noqa: E402
+from rizz.engine.session import Session  # noqa: E402
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "shell"))
 from livekit import HashEmbedder, StubModel, element  # noqa: E402
 
 from rizz import Session  # noqa: E402
-from rizz.shell.policy_file import load_policy  # noqa: E402
+from rizz.formats.policy_file import load_policy  # noqa: E402
 
 
 def main() -> None:

@@ -4,11 +4,11 @@ Not a product backend: it answers from a hash of the prompt, so the figures it g
 measure the shell (task shipping, HTTP, locks, log writes), never a model's quality. Used
 by ``benchmarks/ray_bench.py``, ``benchmarks/serve_load.py`` and the tests of those paths.
 
-``StubModel(latency_s=0.0)`` satisfies :class:`rizz.shell.models.ModelBackend`: the judge's
+``StubModel(latency_s=0.0)`` satisfies :class:`rizz.adapters.models.ModelBackend`: the judge's
 prompt gets a fixed (function, application) JSON label, a distillation prompt gets one rule,
 an answer prompt gets one of ``A``, ``B``, ``C``, ``1``, ``2`` chosen by the prompt's sha256.
 ``latency_s`` sleeps per call (seconds), standing in for a model's time. ``fail_on``: a
-substring; a prompt containing it raises :class:`rizz.shell.models.ModelError` (a model
+substring; a prompt containing it raises :class:`rizz.adapters.models.ModelError` (a model
 failure, for the 502 path of ``rizz serve``).
 """
 
@@ -18,7 +18,7 @@ import hashlib
 import time
 from typing import Any, Sequence
 
-from rizz.shell.models import CachedModel, Generation, Message, ModelError, ResponseCache
+from rizz.adapters.models import CachedModel, Generation, Message, ModelError, ResponseCache
 
 __all__ = ["StubModel", "cached_stub"]
 

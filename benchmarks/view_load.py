@@ -31,7 +31,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "shell")]
 
 from viewkit import find_chromium, make_run  # noqa: E402
 
-from rizz.shell.view import view_data, write_view  # noqa: E402
+from rizz.lab.view import view_data, write_view  # noqa: E402
 
 
 def _timed(page, action: str, ready: str) -> float:

@@ -1,4 +1,4 @@
-"""The ``rizz`` command (and ``python -m rizz``): :func:`rizz.shell.cli.main`, or, where an
+"""The ``rizz`` command (and ``python -m rizz``): :func:`rizz.apps.cli.main`, or, where an
 extra it needs is not installed, one line naming that extra (exit 2)::
 
     $ rizz policy check my.yaml        # a base install: pip install rizz
@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import sys
 
+from rizz.extras import missing_extra
+
 __all__ = ["main"]
 
 
 def main() -> None:
     """Run the command line; a missing extra ends it with one line on stderr and exit code 2."""
-    from rizz.shell.extras import missing_extra
-
     try:
-        from rizz.shell.cli import main as cli_main
+        # lazy: typer and rich (the 'cli' extra) may be missing; the ImportError is named below
+        from rizz.apps.cli import main as cli_main
 
         cli_main()
     except ImportError as e:

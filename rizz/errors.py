@@ -18,4 +18,4 @@ class RizzError(Exception):
 
 class MissingExtraError(RizzError, ImportError):
     """A module of an optional extra is not installed; the one-line message names the extra
-    to install (``pip install 'rizz[EXTRA]'``, see :mod:`rizz.shell.extras`)."""
+    to install (``pip install 'rizz[EXTRA]'``, see :mod:`rizz.extras`)."""

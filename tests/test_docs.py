@@ -117,8 +117,8 @@ def test_own_policy_example_checks_as_the_page_says(tmp_path: Path, monkeypatch)
     """docs/policies.md's 3-line policy file and its `rizz policy check` line, run as written."""
     from typer.testing import CliRunner
 
-    from rizz.shell import cli
-    from rizz.shell.policy_file import load_policy
+    from rizz.apps import cli
+    from rizz.formats.policy_file import load_policy
 
     page = (DOCS / "policies.md").read_text(encoding="utf-8")
     (yaml_text,) = [b for b in re.findall(r"```yaml\n(.*?)```", page, flags=re.S) if "extends: default" in b]

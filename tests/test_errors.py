@@ -39,13 +39,13 @@ def test_every_exception_class_of_the_package_is_a_rizz_error() -> None:
 
 
 @pytest.mark.parametrize("name, base", [
-    ("rizz.shell.policy_file.PolicyError", ValueError),
-    ("rizz.shell.session.SessionError", ValueError),
+    ("rizz.formats.policy_file.PolicyError", ValueError),
+    ("rizz.engine.session.SessionError", ValueError),
     ("rizz.core.compiler.PromptBudgetError", ValueError),
-    ("rizz.shell.durable.DiskFull", OSError),
-    ("rizz.shell.models.base.ModelError", RuntimeError),
-    ("rizz.shell.serve.tenants.ModelQueueTimeout", TimeoutError),
-    ("rizz.shell.serve.tenants.UnknownId", LookupError),
+    ("rizz.store.durable.DiskFull", OSError),
+    ("rizz.adapters.models.base.ModelError", RuntimeError),
+    ("rizz.apps.serve.tenants.ModelQueueTimeout", TimeoutError),
+    ("rizz.apps.serve.tenants.UnknownId", LookupError),
     ("rizz.errors.MissingExtraError", ImportError),
 ])
 def test_the_standard_bases_are_kept(name: str, base: type[BaseException]) -> None:

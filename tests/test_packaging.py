@@ -1,5 +1,5 @@
 """Issue #26 §4: ``pip install rizz`` installs the pure core and policy loading, nothing else;
-the extras add the shell's parts, and :data:`rizz.shell.extras.EXTRA_OF` names them right."""
+the extras add the shell's parts, and :data:`rizz.extras.EXTRA_OF` names them right."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rizz.shell.extras import EXTRA_OF
+from rizz.extras import EXTRA_OF
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -104,7 +104,7 @@ import importlib.metadata, importlib.util, json
 import numpy as np
 import rizz
 from rizz.core import Label, Policy, StepInput, Verdict, digest, rizz as bundle
-from rizz.shell.policy_file import POLICY_DIR, policy_data
+from rizz.formats.policy_file import POLICY_DIR, policy_data
 
 def step(policy):
     r = bundle(policy)

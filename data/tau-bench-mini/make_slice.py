@@ -14,8 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from rizz.shell.builders.tau_bench import tau_elements
-from rizz.shell.streams import write_stream
+from rizz.lab.builders.tau_bench import tau_elements
+from rizz.formats.streams import write_stream
 
 HERE = Path(__file__).resolve().parent
 COUNTS = {"retail": 6, "airline": 4}

@@ -11,7 +11,7 @@ evidence, input``).
 
 Scoped context items with a ``metadata.time`` are shown as ``[TIME] text`` and written in
 the order of their actual instants, oldest first (issue #12 §4; the shell parses the time into
-``ContextItem.instant_us``, :mod:`rizz.shell.timekeys`; the compiler only compares);
+``ContextItem.instant_us``, :mod:`rizz.formats.timekeys`; the compiler only compares);
 which items are kept under the budget still follows their scores.
 
 Token counting is a function handed in (the shell passes the model's own tokenizer); the

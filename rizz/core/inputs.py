@@ -86,7 +86,7 @@ class StepInput:
         and shown with it.
       instant_us: the instant of ``time``, integer microseconds since 1970-01-01 UTC (orders
         scoped context and restatements), None exactly when ``time`` is. Both are parsed by the
-        shell (:func:`rizz.shell.timekeys.time_fields`); the core never reads a calendar.
+        shell (:func:`rizz.formats.timekeys.time_fields`); the core never reads a calendar.
       prompt_blocks: the memory blocks the compiled prompt showed (for block evidence, issue #10).
       declared_label: a caller-declared label (``metadata.label``), used only under
         ``routing.declared_label``; None otherwise.

@@ -1,6 +1,6 @@
 """Policy records: every threshold, gate, quarantine rule, cap, k, budget and compiler order.
 
-A policy is data. It is loaded from YAML by :mod:`rizz.shell.policy_file` (which validates
+A policy is data. It is loaded from YAML by :mod:`rizz.formats.policy_file` (which validates
 it against the JSON Schema generated from these records, see :func:`policy_schema`) into
 the frozen records below. Each numeric field carries its range and the source of its
 default in ``metadata`` (``src``): a paper section, a benchmark, or ``rizz`` where the

@@ -83,7 +83,7 @@ def check_time_pair(obj: object, attribute: object, value: int | None) -> None:
     """attrs validator: ``time`` (canonical text) and ``instant_us`` (int µs UTC) come together."""
     if (getattr(obj, "time") is None) != (value is None) or (value is not None and (isinstance(value, bool) or not isinstance(value, int))):
         raise ValueError(f"{type(obj).__name__}: time {getattr(obj, 'time')!r} needs its instant_us (int microseconds since "
-                         f"1970-01-01 UTC, parsed by the shell: rizz.shell.timekeys.time_fields), got {value!r}")
+                         f"1970-01-01 UTC, parsed by the shell: rizz.formats.timekeys.time_fields), got {value!r}")
 
 
 @frozen
@@ -92,7 +92,7 @@ class ContextItem:
 
     ``time`` is the element's ``metadata.time`` as canonical ISO 8601 text (shown in the
     prompt), ``instant_us`` its instant in integer microseconds since 1970-01-01 UTC (orders
-    items); both None or both set. The shell parses both (:mod:`rizz.shell.timekeys`); the
+    items); both None or both set. The shell parses both (:mod:`rizz.formats.timekeys`); the
     core only compares and shows them. ``instant_us`` is a function of ``time``, so the digest
     leaves it out (old digests hold) while snapshots keep it (:mod:`rizz.core.serialize`).
 

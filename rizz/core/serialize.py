@@ -67,7 +67,7 @@ def to_data(obj: Any, hook: Hook | None = None) -> Any:
 
     ``hook``: called with every value that is not a JSON scalar, before it is serialised; a
     non-None result is used as its tree instead (the shell's incremental snapshots put large
-    parts of a state elsewhere this way, ``rizz.shell.snapchunks``). The hook serialises a
+    parts of a state elsewhere this way, ``rizz.store.snapchunks``). The hook serialises a
     value's children with ``to_data(child, hook)``."""
     return _tree(obj, False, hook)
 

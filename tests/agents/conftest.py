@@ -31,6 +31,6 @@ class StubModel(StubBackend):
 
 @pytest.fixture(scope="session")
 def embedder():
-    from rizz.shell.embed import Embedder
+    from rizz.adapters.embedder import Embedder
 
     return Embedder()

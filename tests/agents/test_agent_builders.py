@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rizz.shell.builders import BuildError, BuildOptions, build
+from rizz.lab.builders import BuildError, BuildOptions, build
 
 DATA_ROOT = Path(__file__).resolve().parents[3] / "shared" / "data"
 needs_data = pytest.mark.skipif(not (DATA_ROOT / "tau_bench").is_dir(), reason="../shared/data not present")
@@ -51,7 +51,7 @@ def test_episode_lines_are_the_same_bytes_under_any_hash_seed(tmp_path: Path) ->
     for seed in ("1", "2"):
         out = tmp_path / f"b{seed}.jsonl"
         env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(root))
-        subprocess.run([sys.executable, "-m", "rizz.shell.cli", "streams", "build", "bfcl", "--categories",
+        subprocess.run([sys.executable, "-m", "rizz.apps.cli", "streams", "build", "bfcl", "--categories",
                         "simple_python,multi_turn_base", "--split", "test", "--per-task", "2", "--out", str(out)],
                        env=env, check=True, capture_output=True, cwd=root)
         outs.append(out.read_bytes())
@@ -63,7 +63,7 @@ def test_bfcl_builds_without_a_benchmark_data_root(tmp_path: Path, monkeypatch) 
     data root that does not exist) still builds it; a builder reading the data root still asks."""
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("RIZZ_DATA_ROOT", str(tmp_path / "nowhere"))

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rizz.shell.agents.calls import ToolCall, format_call
-from rizz.shell.agents.prompt import ELIDED
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import replay, run_stream
-from rizz.shell.streams import read_stream, write_stream
+from rizz.adapters.agents.calls import ToolCall, format_call
+from rizz.engine.agent_prompt import ELIDED
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import replay, run_stream
+from rizz.formats.streams import read_stream, write_stream
 
 from tests.agents.conftest import StubModel
 
@@ -79,7 +79,7 @@ def test_max_steps_bounds_the_episode(tmp_path, embedder) -> None:
     assert s["mean_reward"] == 0.0
     assert rec["answer"]["extracted"].startswith("think(thought='hmm')")  # the trajectory, as answered
     assert rec["episode"]["wrong_call"] == "think(thought='hmm')"  # the first wrong call: the anti-pattern text
-    from rizz.shell.run import replay as _replay
+    from rizz.engine.run import replay as _replay
 
     assert _replay(tmp_path / "run")["state_digest"] == s["state_digest"]
 
@@ -87,7 +87,7 @@ def test_max_steps_bounds_the_episode(tmp_path, embedder) -> None:
 def test_agent_prompt_reserves_the_policys_reply_tokens(tmp_path, embedder) -> None:
     import attrs
 
-    from rizz.shell.render import TEMPLATE_SLACK
+    from rizz.engine.render import TEMPLATE_SLACK
 
     el = TAU[0]
     stream = tmp_path / "s.jsonl"
@@ -131,8 +131,8 @@ def test_resume_equals_uninterrupted(tmp_path, embedder) -> None:
 
 
 def test_diff_shows_the_episode_readably(tmp_path, embedder) -> None:
-    from rizz.shell.diff import diff_run
-    from rizz.shell.models.spec import load_model
+    from rizz.lab.diff import diff_run
+    from rizz.adapters.models.spec import load_model
 
     stream = tmp_path / "s.jsonl"
     write_stream(stream, TAU[:1])
@@ -145,8 +145,8 @@ def test_diff_shows_the_episode_readably(tmp_path, embedder) -> None:
 
 
 def test_bench_report_has_episode_columns_per_category(tmp_path, embedder) -> None:
-    from rizz.shell.models.spec import load_model
-    from rizz.shell.report import build_report
+    from rizz.adapters.models.spec import load_model
+    from rizz.lab.report import build_report
 
     bfcl = read_stream(DATA / "bfcl-mini" / "test.jsonl").elements
     stream = tmp_path / "s.jsonl"
@@ -162,7 +162,7 @@ def test_bench_report_has_episode_columns_per_category(tmp_path, embedder) -> No
 
 
 def test_oracle_agent_with_a_model_playing_the_customer(tmp_path, embedder) -> None:
-    from rizz.shell.models.spec import load_model
+    from rizz.adapters.models.spec import load_model
 
     stream = tmp_path / "s.jsonl"
     write_stream(stream, TAU[:1])

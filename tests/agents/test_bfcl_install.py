@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib.metadata import version
 
-from rizz.shell.agents.bfcl_env import BFCL_VERSION, CATEGORIES, ast_checker, bfcl_environment, load_category
+from rizz.adapters.agents.bfcl_env import BFCL_VERSION, CATEGORIES, ast_checker, bfcl_environment, load_category
 
 
 def test_pinned_version_and_imports() -> None:

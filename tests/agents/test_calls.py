@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rizz.shell.agents.calls import CallSyntaxError, ToolCall, format_call, looks_like_call, parse_reply
+from rizz.adapters.agents.calls import CallSyntaxError, ToolCall, format_call, looks_like_call, parse_reply
 
 
 def test_single_list_dotted_and_fenced_calls() -> None:
@@ -47,7 +47,7 @@ def test_the_task_text_is_the_same_in_every_process() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    code = ("from rizz.shell.streams import read_stream; from rizz.shell.agents.prompt import task_text; "
+    code = ("from rizz.formats.streams import read_stream; from rizz.engine.agent_prompt import task_text; "
             "import hashlib; els = read_stream('data/bfcl-mini/test.jsonl').elements; "
             "print(hashlib.sha256(''.join(task_text(e) for e in els).encode()).hexdigest())")
     outs = {subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,

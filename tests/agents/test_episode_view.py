@@ -8,12 +8,12 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from rizz.shell.agents.view import HEAD, MAX_EVENTS, TAIL, WIDTH, episode_lines, episodes_text
-from rizz.shell.cli import app
-from rizz.shell.models.spec import load_model
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import run_stream
-from rizz.shell.streams import read_stream, write_stream
+from rizz.lab.episode_view import HEAD, MAX_EVENTS, TAIL, WIDTH, episode_lines, episodes_text
+from rizz.apps.cli import app
+from rizz.adapters.models.spec import load_model
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import run_stream
+from rizz.formats.streams import read_stream, write_stream
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 

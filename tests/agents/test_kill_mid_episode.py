@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rizz.shell.streams import read_stream, write_stream
+from rizz.formats.streams import read_stream, write_stream
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("kill_child.py")

@@ -13,11 +13,11 @@ from pathlib import Path
 import attrs
 
 from rizz.core import StepInput, Verdict
-from rizz.shell.logfold import memory_input
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import replay
-from rizz.shell.session import Session
-from rizz.shell.streams import read_stream
+from rizz.engine.logfold import memory_input
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import replay
+from rizz.engine.session import Session
+from rizz.formats.streams import read_stream
 
 from tests.agents.conftest import StubModel
 

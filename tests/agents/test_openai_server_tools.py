@@ -2,7 +2,7 @@
 
 ``llama_cpp.server`` runs in-process on 127.0.0.1 with the embedded SmolLM2-135M GGUF and
 ``chat_format="chatml-function-calling"``; rizz's ``openai:`` backend drives BFCL-mini items
-through :class:`~rizz.shell.agents.native.NativeToolAgent`. The 135M model mostly fails BFCL
+through :class:`~rizz.engine.native_agent.NativeToolAgent`. The 135M model mostly fails BFCL
 (issue #13), so the test asserts what holds whatever it answers: the server's tool calls are
 parsed into the log under the element's own tool names (dotted BFCL names included), the
 verifier ran on each episode, and the log replays to the same digest with the server gone.
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from rizz.shell.agents.env import plain
-from rizz.shell.agents.episode import Episode
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import replay, run_stream
-from rizz.shell.streams import read_stream, write_stream
-from rizz.shell.verifiers.episodes import verify_episode
+from rizz.adapters.agents.env import plain
+from rizz.adapters.agents.episode import Episode
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import replay, run_stream
+from rizz.formats.streams import read_stream, write_stream
+from rizz.adapters.verifiers.episodes import verify_episode
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -31,8 +31,8 @@ IDS = ("bfcl-simple_python_200", "bfcl-simple_python_201", "bfcl-multiple_101", 
 
 def test_bfcl_episodes_through_llama_cpp_server_tools_then_replay_without_it(tmp_path, embedder) -> None:
     pytest.importorskip("llama_cpp")
-    from rizz.shell.models.openai_backend import OpenAICompatModel
-    from rizz.shell.peers.server import MODEL_ALIAS, LlamaServer
+    from rizz.adapters.models.openai_backend import OpenAICompatModel
+    from rizz.lab.peers.server import MODEL_ALIAS, LlamaServer
 
     els = [e for e in read_stream(ROOT / "data" / "bfcl-mini" / "test.jsonl").elements if e.id in IDS]
     stream, out = tmp_path / "s.jsonl", tmp_path / "run"

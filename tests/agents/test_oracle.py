@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from rizz.shell.agents.env import ToolError, make_environment
-from rizz.shell.agents.loop import run_episode
-from rizz.shell.agents.oracle import NullAgent, OracleAgent, ScriptedUser
-from rizz.shell.streams import read_stream
-from rizz.shell.verifiers.episodes import first_wrong_call, gold_digest, verify_episode
+from rizz.adapters.agents.env import make_environment
+from rizz.adapters.agents.loop import run_episode
+from rizz.adapters.agents.tools import ToolError
+from rizz.adapters.models.oracle import NullAgent, OracleAgent, ScriptedUser
+from rizz.formats.streams import read_stream
+from rizz.adapters.verifiers.episodes import first_wrong_call, gold_digest, verify_episode
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 TAU = read_stream(DATA / "tau-bench-mini" / "test.jsonl").elements
@@ -46,7 +47,7 @@ def test_every_gold_write_succeeds_on_our_tools(el) -> None:
 
 
 def test_wrong_write_fails_and_names_the_first_wrong_call() -> None:
-    from rizz.shell.agents.episode import Episode
+    from rizz.adapters.agents.episode import Episode
 
     el = next(e for e in TAU if e.environment["domain"] == "retail")
     gold = json.loads(el.reference)["actions"]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 
-from rizz.shell.agents.calls import ToolCall, format_call
-from rizz.shell.builders.bfcl import bfcl_elements
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import run_stream
-from rizz.shell.streams import write_stream
+from rizz.adapters.agents.calls import ToolCall, format_call
+from rizz.lab.builders.bfcl import bfcl_elements
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import run_stream
+from rizz.formats.streams import write_stream
 
 from tests.agents.conftest import StubModel
 
@@ -32,7 +32,7 @@ def _stub(elements):
     first = {el.input for el in elements if el.metadata["bfcl_id"].endswith("_0")}
 
     def gold(el):
-        from rizz.shell.agents.oracle import gold_calls
+        from rizz.adapters.models.oracle import gold_calls
 
         return gold_calls(el, None)[0]
 

@@ -15,13 +15,13 @@ from typing import Any, Sequence
 
 import pytest
 
-from rizz.shell.agents.episode import Episode
-from rizz.shell.agents.native import native_kind
-from rizz.shell.agents.qwen_tools import ParsedReply, parse_tool_calls, template_calls_tools
-from rizz.shell.models import Generation, Message
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import replay, run_stream
-from rizz.shell.streams import read_stream, write_stream
+from rizz.adapters.agents.episode import Episode
+from rizz.engine.native_agent import native_kind
+from rizz.adapters.agents.qwen_tools import ParsedReply, parse_tool_calls, template_calls_tools
+from rizz.adapters.models import Generation, Message
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import replay, run_stream
+from rizz.formats.streams import read_stream, write_stream
 
 from tests.agents.conftest import StubModel
 
@@ -145,7 +145,7 @@ class TemplateStub(StubModel):
 
 
 def test_native_kind_reads_the_template_not_the_name(tmp_path) -> None:
-    from rizz.shell.models.cache import CachedModel, ResponseCache
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
 
     qwen = TemplateStub(lambda p: "")
     assert native_kind(qwen) == "template"
@@ -185,8 +185,8 @@ def test_bfcl_dotted_names_go_out_in_api_form_and_come_back(tmp_path, embedder) 
 def test_under_serve_the_template_calls_wait_in_the_shared_queue(tmp_path, embedder) -> None:
     """``rizz serve`` wraps a model as CachedModel(FairModel(backend)): the template path still
     reaches the embedded backend, in its turn, and the queue's hook counts its tokens."""
-    from rizz.shell.models.cache import CachedModel, ResponseCache
-    from rizz.shell.serve.tenants import FairModel
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
+    from rizz.apps.serve.tenants import FairModel
 
     counted: list = []
     stub = TemplateStub(lambda p: _block("math_gcd", {"num1": 12, "num2": 18}))
@@ -228,7 +228,7 @@ def test_tau_episode_with_a_malformed_block_an_unknown_tool_and_the_gold(tmp_pat
 
 @pytest.mark.model
 def test_shipped_qwen_renders_tools_with_its_own_template_and_smollm2_does_not() -> None:
-    from rizz.shell.models.embedded import EmbeddedModel
+    from rizz.adapters.models.embedded import EmbeddedModel
 
     qwen = EmbeddedModel(shipped="qwen2.5-coder-0.5b-instruct", n_ctx=2048, n_threads=1)
     assert qwen.chat_template == QWEN and native_kind(qwen) == "template"
@@ -255,7 +255,7 @@ def test_rizz_run_bfcl_simple_python_with_the_shipped_qwen(tmp_path) -> None:
     the element's function name (it answers this item with a bare JSON call object)."""
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     stream, out = tmp_path / "s.jsonl", tmp_path / "run"
     write_stream(stream, [BFCL["bfcl-simple_python_200"]])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rizz.shell.agents.model_agent import USER_MARGIN, LLMUser
+from rizz.engine.model_agent import USER_MARGIN, LLMUser
 
 from tests.agents.conftest import StubModel
 

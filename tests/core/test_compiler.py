@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rizz.core import Policy, PromptBudgetError, PromptItem, Verdict, compile_prompt, prompt_blocks, rizz
-from rizz.shell.policy_file import load_policy
+from rizz.formats.policy_file import load_policy
 
 from helpers import make_input, word_count
 

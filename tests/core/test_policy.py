@@ -5,7 +5,7 @@ import attrs
 import pytest
 
 from rizz.core import Policy, policy_schema
-from rizz.shell.policy_file import PolicyError, load_policy, parse_policy
+from rizz.formats.policy_file import PolicyError, load_policy, parse_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ["default", "frozen", "single-branch", "no-procedural", "no-anti-fragmentation", "judge-always", "ace-style"]
@@ -40,7 +40,7 @@ def test_ablations_change_only_what_they_say():
 
 def test_schema_file_in_sync():
     on_disk = json.loads((ROOT / "specs/policy.schema.json").read_text())
-    assert on_disk == policy_schema(), "regenerate: python -m rizz.shell.cli policy schema > specs/policy.schema.json"
+    assert on_disk == policy_schema(), "regenerate: python -m rizz.apps.cli policy schema > specs/policy.schema.json"
 
 
 BAD = [
@@ -122,7 +122,7 @@ def test_records_validate_on_evolve():
 
 
 def test_constants_doc_in_sync():
-    from rizz.shell.policy_file import constants_markdown
+    from rizz.formats.policy_file import constants_markdown
 
     assert (ROOT / "specs/constants.md").read_text() == constants_markdown(), "regenerate: rizz policy constants > specs/constants.md"
 

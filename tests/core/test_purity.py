@@ -6,7 +6,7 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parents[2] / "rizz" / "core"
 ALLOWED = {"attrs", "pyrsistent", "numpy", "rizz"}
 FORBIDDEN_STDLIB = {"random", "time", "datetime", "socket", "subprocess", "os", "io", "pathlib", "urllib", "http", "secrets", "uuid", "threading"}
-# no datetime at all: metadata.time is parsed by the shell (rizz/shell/timekeys.py) into an instant
+# no datetime at all: metadata.time is parsed by the shell (rizz/formats/timekeys.py) into an instant
 CLOCK_CALLS = {"now", "today", "utcnow", "fromtimestamp", "utcfromtimestamp", "timestamp", "astimezone", "localtime"}
 
 

@@ -11,7 +11,7 @@ from rizz.core import events as ev
 from rizz.core.records import ContextItem
 from rizz.core.episode_index import EpisodeIndex
 from rizz.core.serialize import canonical_json
-from rizz.shell.timekeys import time_fields
+from rizz.formats.timekeys import time_fields
 from tests.core.helpers import FAMILIES, embed, label_vec, make_input
 
 ON = Policy(write=attrs.evolve(Policy().write, supersede=True))

@@ -237,7 +237,7 @@ def test_the_bandit_learns_behind_a_wall_exactly_as_without() -> None:
     answers in flight (verdicts folded two answers late, in reverse pairs); the walled decision
     exposes the features it was chosen on, as a plain decision does."""
     from rizz.core import WalledDecision
-    from rizz.shell.policy_file import load_policy
+    from rizz.formats.policy_file import load_policy
 
     pol = load_policy("learned-routing")
     plain, wall = rizz(pol), walled(rizz(pol))

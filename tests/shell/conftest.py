@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Sequence
 import pytest
 from stubs import StubBackend
 
-from rizz.shell.models import Generation, Message
+from rizz.adapters.models import Generation, Message
 
 
 class FakeModel(StubBackend):
@@ -56,10 +56,10 @@ def embedded_model():
     """The shipped SmolLM2-135M-Instruct Q4_1, loaded once per test session.
 
     One thread: on a CPU shared with other busy processes llama.cpp's two OpenMP threads
-    spin-wait and run 5-20x slower (see ``rizz/shell/models/embedded.py``); the greedy text
+    spin-wait and run 5-20x slower (see ``rizz/adapters/models/embedded.py``); the greedy text
     does not depend on the thread count (``test_gguf_spec_runs_any_file`` compares them).
     """
-    from rizz.shell.models.embedded import EmbeddedModel
+    from rizz.adapters.models.embedded import EmbeddedModel
 
     return EmbeddedModel(shipped="smollm2-135m-instruct", n_threads=1)
 

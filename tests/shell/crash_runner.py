@@ -2,7 +2,7 @@
 
 What ``rizz run`` does (same ``run_stream``, RUN_DIR, response cache and embedding store),
 with the deterministic stubs of ``stubs.py`` so a process starts in about a second. The
-crash tests start it under ``RIZZ_FAULT`` (``rizz/shell/durable.py``) and kill it.
+crash tests start it under ``RIZZ_FAULT`` (``rizz/store/durable.py``) and kill it.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from stubs import ArithmeticModel, HashEmbedder  # noqa: E402
 
-from rizz.shell.models.cache import CachedModel, ResponseCache  # noqa: E402
-from rizz.shell.policy_file import load_policy  # noqa: E402
-from rizz.shell.run import run_stream  # noqa: E402
+from rizz.adapters.models.cache import CachedModel, ResponseCache  # noqa: E402
+from rizz.formats.policy_file import load_policy  # noqa: E402
+from rizz.engine.run import run_stream  # noqa: E402
 
 if __name__ == "__main__":
     stream, out = Path(sys.argv[1]), Path(sys.argv[2])

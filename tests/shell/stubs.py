@@ -1,7 +1,7 @@
 """Deterministic stand-ins for the model and the embedder (tests only).
 
 ``StubBackend`` is the backend boilerplate every test stub model shares (the
-:class:`~rizz.shell.models.ModelBackend` attributes, word-count tokens, the ``Generation``
+:class:`~rizz.adapters.models.ModelBackend` attributes, word-count tokens, the ``Generation``
 record): a stub writes only ``reply(messages)``. ``ArithmeticModel`` answers "What is A + B?"
 right when ``(A + B) % 3 != 0`` and off by one otherwise, so a run has verified and failed steps;
 its judge/distil replies are fixed. ``HashEmbedder`` maps a text to a unit vector from its
@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from rizz.shell.models import Generation, Message
+from rizz.adapters.models import Generation, Message
 from tests.core.helpers import unit
 
 
@@ -108,9 +108,9 @@ def run_refused_second(tmp_path: Path, monkeypatch, model_spec: str) -> tuple[in
     ``tmp_path / "run"``."""
     from typer.testing import CliRunner
 
-    from rizz.shell import cli
+    from rizz.apps import cli
 
-    monkeypatch.setattr("rizz.shell.embed.Embedder", HashEmbedder)
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
     stream = tmp_path / "s.jsonl"
     stream.write_text("".join(json.dumps({"id": f"r{i}", "input": f"Review {i}: a wonderful film.",
                                           "metadata": {"shape": "label", "task": "sst"},

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rizz.shell.agents.native import json_schema
-from rizz.shell.models.anthropic_backend import AnthropicModel
-from rizz.shell.models.openai_backend import OpenAICompatModel
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import replay, run_stream
-from rizz.shell.streams import read_stream, write_stream
+from rizz.engine.native_agent import json_schema
+from rizz.adapters.models.anthropic_backend import AnthropicModel
+from rizz.adapters.models.openai_backend import OpenAICompatModel
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import replay, run_stream
+from rizz.formats.streams import read_stream, write_stream
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 EL = read_stream(DATA / "tau-bench-mini" / "test.jsonl").elements[0]
@@ -77,7 +77,7 @@ def _openai_route(seen):
 
 
 def _run(tmp_path, model):
-    from rizz.shell.embed import Embedder
+    from rizz.adapters.embedder import Embedder
 
     stream = tmp_path / "s.jsonl"
     write_stream(stream, [EL])
@@ -123,7 +123,7 @@ def test_bfcl_types_become_json_schema() -> None:
 def test_bench_user_model_plays_the_customer(tmp_path, http_server) -> None:
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     agent_seen: list = []
     user_seen: list = []
@@ -172,9 +172,9 @@ def test_under_serve_the_shared_queue_carries_native_tool_calls(tmp_path, http_s
     """``rizz serve`` wraps every tenant's model as CachedModel(FairModel(backend)): episodes
     still use the API's native tool calling, each request waits its turn in the shared queue,
     and the queue's metrics hook sees every call with its tokens."""
-    from rizz.shell.agents.native import native_kind
-    from rizz.shell.models.cache import CachedModel, ResponseCache
-    from rizz.shell.serve.tenants import FairModel
+    from rizz.engine.native_agent import native_kind
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
+    from rizz.apps.serve.tenants import FairModel
 
     seen: list = []
     calls: list = []

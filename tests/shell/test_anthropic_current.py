@@ -13,9 +13,9 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from rizz.shell.models import Message, ModelRequestError
-from rizz.shell.models.anthropic_backend import AnthropicModel
-from rizz.shell.models.anthropic_params import REQUEST_RULES, rejected_parameter, request_options
+from rizz.adapters.models import Message, ModelRequestError
+from rizz.adapters.models.anthropic_backend import AnthropicModel
+from rizz.adapters.models.anthropic_params import REQUEST_RULES, rejected_parameter, request_options
 
 MSGS = [Message("system", "Answer with one word."), Message("user", "Sentiment of: a wonderful film?")]
 BASE = {"max_tokens": 16, "messages": [{"role": "user", "content": "Sentiment of: a wonderful film?"}],
@@ -86,7 +86,7 @@ def test_exact_request_body_per_model(http_server, model_id, reasoning, extra):
 
 
 def test_every_priced_model_has_request_rules():
-    from rizz.shell.models.anthropic_backend import PRICES_USD_PER_MTOK
+    from rizz.adapters.models.anthropic_backend import PRICES_USD_PER_MTOK
 
     assert set(PRICES_USD_PER_MTOK) <= set(REQUEST_RULES)
     no_temperature = [k for k, r in REQUEST_RULES.items() if not r.sampling]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from rizz.shell.build_progress import Stages, run
+from rizz.apps.build_progress import Stages, run
 
 # The shape of `pip install -v` around a source build (from a real llama-cpp-python 0.3.36 build, shortened).
 PIP_V = """Collecting llama-cpp-python==0.3.36

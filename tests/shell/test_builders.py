@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rizz.shell.builders import BuildError, BuildOptions, build, interleave, prompt_chars
-from rizz.shell.cli_streams import app, resolve_data_root
-from rizz.shell.streams import read_stream
+from rizz.lab.builders import BuildError, BuildOptions, build, interleave, prompt_chars
+from rizz.apps.cli_streams import app, resolve_data_root
+from rizz.formats.streams import read_stream
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data"
@@ -85,8 +85,8 @@ def test_locomo_slice_context_precedes_questions() -> None:
 
 
 def test_locomo_times_become_iso_8601() -> None:
-    from rizz.shell.builders._common import BuildError
-    from rizz.shell.builders.locomo import iso_time
+    from rizz.lab.builders._common import BuildError
+    from rizz.lab.builders.locomo import iso_time
 
     assert iso_time("1:56 pm on 8 May, 2023") == "2023-05-08T13:56:00"
     assert iso_time("12:05 am on 1 January, 2020") == "2020-01-01T00:05:00"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from rizz.shell.policy_file import load_policy
-from rizz.shell.session import Session
-from rizz.shell.streams import StreamElement
+from rizz.formats.policy_file import load_policy
+from rizz.engine.session import Session
+from rizz.formats.streams import StreamElement
 from tests.shell.test_walls import BowEmbedder
 
 Q = "Which is a mammal? A. trout B. whale C. shark. Answer with the letter."
@@ -47,7 +47,7 @@ def test_without_the_setting_the_verdict_has_no_correction_and_failures_stay_ant
 
 
 def test_the_log_keeps_the_correction_and_replays_to_the_same_digest(fake_model, tmp_path):
-    from rizz.shell.run import replay
+    from rizz.engine.run import replay
 
     s = Session.open(tmp_path / "r", policy="corrections", model=fake_model(
         lambda m: '{"function": "classify", "application": "animals"}' if '"function"' in m[-1].content else "A"),

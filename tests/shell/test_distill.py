@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rizz.shell.distill import CandidateRule, DistillResult, distill_rules, parse_rules
+from rizz.engine.distill import CandidateRule, DistillResult, distill_rules, parse_rules
 
 EXAMPLES = [
     ("The Committee raised rates by 25bp. A: hawkish B: dovish C: neutral", "A"),

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from rizz.shell import durable
-from rizz.shell.models import Generation
-from rizz.shell.models.cache import CachedModel, ResponseCache
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import replay, run_stream
+from rizz.store import durable
+from rizz.adapters.models import Generation
+from rizz.adapters.models.cache import CachedModel, ResponseCache
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import replay, run_stream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream  # noqa: E402
@@ -167,12 +167,12 @@ def test_a_full_disk_stops_cleanly_and_the_run_resumes_once_there_is_space(tmp_p
     """Injected ENOSPC in the middle of a log append (half a record written)."""
     from typer.testing import CliRunner
 
-    from rizz.shell import cli
+    from rizz.apps import cli
 
     stream = arithmetic_stream(tmp_path / "s.jsonl", 9)
     want = _run(stream, tmp_path / "full")["state_digest"]
-    monkeypatch.setattr("rizz.shell.embed.Embedder", HashEmbedder)
-    monkeypatch.setattr("rizz.shell.models.load_model",
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    monkeypatch.setattr("rizz.apps.cli.load_model",
                         lambda spec, cache=None: CachedModel(ArithmeticModel(), ResponseCache(cache)))
     out = tmp_path / "r"
     args = ["run", str(stream), "--out", str(out), "--rendering", "chat", "--snapshot-every", "3"]

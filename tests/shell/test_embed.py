@@ -8,7 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from rizz.shell.embed import Embedder, EmbeddingStore, embedding_key
+from rizz.adapters.embedder import Embedder
+
+from rizz.store.embeddings import EmbeddingStore, embedding_key
 
 SENTENCES = [
     "The cat is sitting on the mat.",
@@ -23,7 +25,7 @@ def embedder() -> Embedder:
 
 
 def test_import_is_lazy() -> None:
-    code = "import sys, rizz.shell.embed; print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    code = "import sys, rizz.adapters.embedder, rizz.store.embeddings; print('torch' in sys.modules, 'sentence_transformers' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"
 
@@ -92,7 +94,7 @@ def test_store_round_trip_bit_exact(tmp_path) -> None:
 
 
 def test_store_serves_recent_vectors_from_memory_bounded_and_unaliased(tmp_path, monkeypatch) -> None:
-    import rizz.shell.embed as embed_mod
+    import rizz.store.embeddings as embed_mod
 
     monkeypatch.setattr(embed_mod, "VECTOR_CACHE_MAX", 2)
     rng = np.random.default_rng(1)

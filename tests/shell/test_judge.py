@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from rizz.shell.judge import (
+from rizz.engine.judge import (
     FUNCTIONS,
     JudgeLabel,
     fallback_label,

@@ -11,8 +11,8 @@ import pytest
 
 from rizz.core import Policy
 from rizz.core.serialize import canonical_json
-from rizz.shell.judge import fallback_label, label_input, read_label
-from rizz.shell.policy_file import PolicyError, load_policy, parse_policy, policy_data
+from rizz.engine.judge import fallback_label, label_input, read_label
+from rizz.formats.policy_file import PolicyError, load_policy, parse_policy, policy_data
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAD = "Choose an answer for the following question and give your reasons.\n\nQuestion:\n"
@@ -97,8 +97,8 @@ def _reply(messages) -> str:
 
 @pytest.mark.parametrize("source", ["content_words", "first_line"])
 def test_a_run_logs_the_label_of_its_policy_and_replays_without_a_judge(tmp_path, fake_model, source):
-    from rizz.shell.embed import Embedder
-    from rizz.shell.run import replay, run_stream
+    from rizz.adapters.embedder import Embedder
+    from rizz.engine.run import replay, run_stream
 
     base = load_policy("judge-always")
     pol = attrs.evolve(base, routing=attrs.evolve(base.routing, fallback_application=source))

@@ -89,7 +89,7 @@ def test_parse_grid_and_bad_points_name_the_field():
         "routing.snap_threshold": [0.8, 0.9], "sketch.enabled": [True]}
     with pytest.raises(ValueError, match="expected field=v1,v2"):
         label_sweep.parse_grid("routing.snap_threshold")
-    from rizz.shell.sweep import SweepError
+    from rizz.lab.sweep import SweepError
 
     with pytest.raises(SweepError, match=r"\$\.routing\.snap_threshold"):
         label_sweep.points("default", {"g": {"routing.snap_threshold": [1.5]}})
@@ -98,9 +98,9 @@ def test_parse_grid_and_bad_points_name_the_field():
 
 
 def test_a_logged_run_refolds_to_its_own_routes(tmp_path, fake_model, capsys):
-    from rizz.shell.embed import Embedder
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.run import run_stream
+    from rizz.adapters.embedder import Embedder
+    from rizz.formats.policy_file import load_policy
+    from rizz.engine.run import run_stream
 
     lines = [l for l in TRACE_MINI.read_text().splitlines() if '"task": "FOMC"' in l or '"task": "ScienceQA"' in l][:10]
     stream_file = tmp_path / "s.jsonl"

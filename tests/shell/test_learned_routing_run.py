@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from rizz.shell.embed import Embedder
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import replay, run_stream
+from rizz.adapters.embedder import Embedder
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import replay, run_stream
 
 from test_run import TRACE_MINI, _answer  # noqa: F401  (same stand-in model as the run tests)
 

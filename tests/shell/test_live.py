@@ -18,10 +18,10 @@ import pytest
 
 from livekit import HashEmbedder, StubModel, element
 from rizz import Session, Verdict
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import replay
-from rizz.shell.runlog import RunDirBusy
-from rizz.shell.session import SessionError
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import replay
+from rizz.store.runlog import RunDirBusy
+from rizz.engine.session import SessionError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -255,7 +255,9 @@ def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp
     the digest for a reason that is not the code's."""
     import numpy as np
 
-    from rizz.shell.embed import Embedder, EmbeddingStore, embedding_key
+    from rizz.adapters.embedder import Embedder
+
+    from rizz.store.embeddings import EmbeddingStore, embedding_key
 
     sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
     import make_v1_rundir
@@ -290,13 +292,13 @@ def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp
 
 def test_an_unfinished_log_format_1_run_resumes_under_todays_code(tmp_path):
     """run.json of the fixture has no feedback.* policy fields (added since): resume is not refused."""
-    from rizz.shell.runlog import RunDir
+    from rizz.store.runlog import RunDir
 
     run = tmp_path / "v1"
     shutil.copytree(ROOT / "tests" / "fixtures" / "v1-rundir", run)
     meta = json.loads((run / "run.json").read_text())
     assert "feedback" not in meta["policy_data"]
-    from rizz.shell.policy_file import parse_policy, policy_data
+    from rizz.formats.policy_file import parse_policy, policy_data
 
     now = dict(meta, policy_data=policy_data(parse_policy(meta["policy_data"])), policy_digest="sha256:changed")
     with RunDir(run) as rd:
@@ -328,7 +330,7 @@ def test_rizz_replay_cli_refolds_a_live_session_directory(tmp_path):
         s.fold(f"q{i}", 1.0)
     d = s.digest()
     s.close()
-    out = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "replay", str(tmp_path / "cli")], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "rizz.apps.cli", "replay", str(tmp_path / "cli")], capture_output=True,
                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == d
@@ -344,8 +346,8 @@ def test_an_answer_in_flight_follows_its_branch_into_a_merge(tmp_path):
     from rizz.core import Label, Policy, RouteDecision, RouteResult, StepInput
     from rizz.core import events as ev
     from rizz.core.apply import fold
-    from rizz.shell.logfold import LogFold, load_inflight, save_inflight
-    from rizz.shell.logrecord import LogRecord, VerdictPart
+    from rizz.engine.logfold import LogFold, load_inflight, save_inflight
+    from rizz.formats.logrecord import LogRecord, VerdictPart
 
     lab, anchor = Label("solve-math", "sum"), np.eye(16, dtype=np.float32)[0].tobytes()
     pol = Policy()

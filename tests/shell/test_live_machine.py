@@ -19,12 +19,12 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from livekit import HashEmbedder, StubModel, element
 from rizz import Session, Verdict
 from rizz.core import SHAPES, digest, from_data, to_data
-from rizz.shell import logrecord as lr
-from rizz.shell.logfold import restore_fold
-from rizz.shell.policy_file import load_policy, parse_policy, policy_data
-from rizz.shell.runlog import RunDir
-from rizz.shell.session import SessionError
-from rizz.shell.streams import dumps_element, element_from_json, read_stream, write_stream
+from rizz.formats import logrecord as lr
+from rizz.engine.logfold import restore_fold
+from rizz.formats.policy_file import load_policy, parse_policy, policy_data
+from rizz.store.runlog import RunDir
+from rizz.engine.session import SessionError
+from rizz.formats.streams import dumps_element, element_from_json, read_stream, write_stream
 
 _POLICY = load_policy("default")
 _POLICY = attrs.evolve(

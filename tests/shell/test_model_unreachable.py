@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rizz.shell.models import ModelConnectionError
-from rizz.shell.models.base import Message
+from rizz.adapters.models import ModelConnectionError
+from rizz.adapters.models.base import Message
 
 MSGS = [Message("user", "Say yes.")]
 
@@ -20,7 +20,7 @@ def _closed_port() -> int:
 
 
 def test_openai_backend_unreachable_raises_model_connection_error():
-    from rizz.shell.models.openai_backend import OpenAICompatModel
+    from rizz.adapters.models.openai_backend import OpenAICompatModel
 
     m = OpenAICompatModel(f"http://127.0.0.1:{_closed_port()}/v1", "x", max_retries=0, timeout_s=5)
     with pytest.raises(ModelConnectionError, match=r"openai:.*#x: cannot reach the server \(APIConnectionError"):
@@ -28,7 +28,7 @@ def test_openai_backend_unreachable_raises_model_connection_error():
 
 
 def test_anthropic_backend_unreachable_raises_model_connection_error():
-    from rizz.shell.models.anthropic_backend import AnthropicModel
+    from rizz.adapters.models.anthropic_backend import AnthropicModel
 
     m = AnthropicModel("claude-haiku-4-5", api_key="k", base_url=f"http://127.0.0.1:{_closed_port()}",
                        max_retries=0, timeout_s=5, token_counting="estimate")
@@ -39,12 +39,12 @@ def test_anthropic_backend_unreachable_raises_model_connection_error():
 def test_cli_run_against_an_unreachable_server_exits_2_in_one_message(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from rizz.shell import cli
+    from rizz.apps import cli
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from stubs import HashEmbedder
 
-    monkeypatch.setattr("rizz.shell.embed.Embedder", HashEmbedder)
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
     stream = tmp_path / "s.jsonl"
     stream.write_text(json.dumps({"id": "r0", "input": "Review: a wonderful film.", "metadata": {"shape": "label"},
                                   "reference": "positive", "verifier": "label_match"}) + "\n")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import anthropic
 import pytest
 
-from rizz.shell.models import Message, ModelRequestError, ModelUnavailableError, estimate_tokens, load_model
-from rizz.shell.models.anthropic_backend import AnthropicModel, price_usd
+from rizz.adapters.models import Message, ModelRequestError, ModelUnavailableError, estimate_tokens, load_model
+from rizz.adapters.models.anthropic_backend import AnthropicModel, price_usd
 
 KEY = "sk-ant-test-key"
 

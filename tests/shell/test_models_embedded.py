@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from rizz.shell.models import (
+from rizz.adapters.models import (
     SPEC_FORMS,
     CachedModel,
     ContextWindowExceeded,
@@ -19,7 +19,7 @@ from rizz.shell.models import (
     load_model,
     render_raw,
 )
-from rizz.shell.models.embedded import EmbeddedModel, default_gguf_path
+from rizz.adapters.models.embedded import EmbeddedModel, default_gguf_path
 
 NAME = "embedded:SmolLM2-135M-Instruct.Q4_1"
 Q_A = [Message("user", "What is the capital of France? Answer in one word.")]
@@ -51,7 +51,7 @@ def test_bad_spec_names_the_accepted_forms(spec):
 def test_every_model_option_help_lists_every_spec_form_and_option():
     import typer.main
 
-    from rizz.shell import cli
+    from rizz.apps import cli
 
     root = typer.main.get_command(cli.app)
     helps = {}
@@ -161,7 +161,7 @@ def test_every_call_records_the_prompt_tokens_llama_cpp_decoded(embedded_model):
 
 @pytest.mark.model
 def test_kv_reuse_decodes_only_what_follows_the_shared_prefix():
-    from rizz.shell.models.embedded import default_gguf_path
+    from rizz.adapters.models.embedded import default_gguf_path
 
     m = EmbeddedModel(default_gguf_path(), n_threads=1, kv_reuse=True)
     assert m.name.endswith("?kv_reuse=1") and load_model.__module__  # named apart in the response cache
@@ -180,7 +180,7 @@ def test_kv_reuse_is_refused_for_remote_backends():
 
 
 def test_evaluated_prompt_counts_a_one_token_tail_llama_cpp_files_as_a_generation_step():
-    from rizz.shell.models.embedded import evaluated_prompt
+    from rizz.adapters.models.embedded import evaluated_prompt
 
     assert evaluated_prompt((30, 7), 30, 8) == 30  # all decoded as a batch, 7 generation steps for 8 tokens
     assert evaluated_prompt((0, 8), 30, 8) == 1  # the prompt's last token alone (the rest reused)

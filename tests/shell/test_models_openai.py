@@ -10,8 +10,8 @@ import urllib.request
 
 import pytest
 
-from rizz.shell.models import Message, ModelUnavailableError, estimate_tokens, load_model
-from rizz.shell.models.openai_backend import OpenAICompatModel, api_base_url
+from rizz.adapters.models import Message, ModelUnavailableError, estimate_tokens, load_model
+from rizz.adapters.models.openai_backend import OpenAICompatModel, api_base_url
 
 SERVER_MODEL_ALIAS = "smollm2"
 STARTUP_TIMEOUT_S = 90
@@ -21,7 +21,7 @@ STARTUP_TIMEOUT_S = 90
 def llama_server(free_port):
     """A llama_cpp.server on 127.0.0.1:<free port>, stopped after the module's tests."""
     pytest.importorskip("llama_cpp")
-    from rizz.shell.models.embedded import default_gguf_path
+    from rizz.adapters.models.embedded import default_gguf_path
 
     port = free_port()
     cmd = [

@@ -13,8 +13,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from rizz.shell.models import Message, ModelRequestError
-from rizz.shell.models.openai_backend import OpenAICompatModel
+from rizz.adapters.models import Message, ModelRequestError
+from rizz.adapters.models.openai_backend import OpenAICompatModel
 
 MSGS = [Message("user", "Sentiment of: a wonderful film?")]
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rizz.shell.peers.proxy import CallProxy
-from rizz.shell.peers.run_peer import PEER_OPTIONS, PeerError, peer_python, run_peer
-from rizz.shell.policy_file import load_policy
+from rizz.lab.peers.proxy import CallProxy
+from rizz.lab.peers.run_peer import PEER_OPTIONS, PeerError, peer_python, run_peer
+from rizz.formats.policy_file import load_policy
 
 
 def _usage(messages) -> dict:
@@ -92,7 +92,7 @@ def _anthropic_stub(http_server, reply):
 
 def test_proxy_answers_with_a_rizz_backend_when_there_is_no_upstream(http_server, tmp_path):
     """``--model anthropic:``: the peers' OpenAI-shaped calls are answered by rizz's Anthropic backend."""
-    from rizz.shell.models.anthropic_backend import AnthropicModel, price_usd
+    from rizz.adapters.models.anthropic_backend import AnthropicModel, price_usd
 
     srv = _anthropic_stub(http_server, lambda body: "echo " + body["messages"][-1]["content"])
     backend = AnthropicModel("claude-haiku-4-5", api_key="sk-ant-test-key", base_url=srv.url)
@@ -125,7 +125,7 @@ def test_proxy_answers_with_a_rizz_backend_when_there_is_no_upstream(http_server
 
 
 def test_proxy_turns_a_model_failure_into_502(http_server):
-    from rizz.shell.models.anthropic_backend import AnthropicModel
+    from rizz.adapters.models.anthropic_backend import AnthropicModel
 
     srv = http_server(lambda m, p, b: (400, {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}, {}))
     backend = AnthropicModel("claude-haiku-4-5", api_key="sk-ant-test-key", base_url=srv.url)
@@ -137,7 +137,7 @@ def test_proxy_turns_a_model_failure_into_502(http_server):
 
 
 def test_peer_model_serves_anthropic_through_the_proxy(monkeypatch, tmp_path):
-    from rizz.shell.peers.setup import peer_model
+    from rizz.lab.peers.setup import peer_model
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
     with peer_model("anthropic:claude-haiku-4-5", tmp_path / "r.sqlite") as pm:
@@ -156,9 +156,9 @@ def test_mem0_prompt_is_frozens_prompt_with_the_memories_above(rendering):
     no ``Evidence:`` header, no budget)."""
     from stubs import HashEmbedder, StubBackend
 
-    from rizz.shell.peers.run_peer import mem0_messages
-    from rizz.shell.session import Session
-    from rizz.shell.streams import read_stream
+    from rizz.lab.peers.run_peer import mem0_messages
+    from rizz.engine.session import Session
+    from rizz.formats.streams import read_stream
 
     class Recorder(StubBackend):
         name, context_window = "stub:recorder", 8192
@@ -193,8 +193,8 @@ def test_mem0_prompt_is_frozens_prompt_with_the_memories_above(rendering):
 def test_a_failure_a_peer_logs_and_raises_counts_once_and_max_prompt_is_the_answer_call():
     """ACE's reflector: instructor logs the error it then raises (a newcomer saw totals 2x the
     failures); and a peer's "max prompt tokens" is its largest answer call, not its reflector's."""
-    from rizz.shell.peers.report import distinct_failures, peer_results
-    from rizz.shell.report import _policy_stats
+    from rizz.lab.peers.report import distinct_failures, peer_results
+    from rizz.lab.report import _policy_stats
 
     echo = [{"where": "ace.learn", "error": "IncompleteOutputException: The output is incomplete due to a max_tokens length limit."},
             {"where": "ace.llm_providers.instructor_client",
@@ -213,7 +213,7 @@ def test_a_failure_a_peer_logs_and_raises_counts_once_and_max_prompt_is_the_answ
 
 # -- server's sampling pin (no model needed) -----------------------------------------------
 def test_sampling_pin_rewrites_completion_bodies_only():
-    from rizz.shell.peers.server import PINNED, _PinSampling
+    from rizz.lab.peers.server import PINNED, _PinSampling
 
     seen = {}
 
@@ -268,13 +268,13 @@ def _stream(tmp_path: Path) -> Path:
 
 
 def _run(tmp_path, srv, name, rendering="chat", options=None):
-    from rizz.shell.embed import _bundled_model_dir
-    from rizz.shell.models import load_model
+    from rizz.adapters.embedder import bundled_model_dir
+    from rizz.adapters.models import load_model
 
     model = load_model(f"openai:{srv.url}#stub", cache=tmp_path / "responses.sqlite")
     with CallProxy(srv.url + "/v1", cache=tmp_path / "peer.sqlite") as proxy:
         return run_peer(_stream(tmp_path), name, tmp_path / f"peer:{name}", model, proxy, "stub", rendering=rendering, options=options,
-                        write_threshold=load_policy("default").write_threshold, embedder_path=str(_bundled_model_dir()))
+                        write_threshold=load_policy("default").write_threshold, embedder_path=str(bundled_model_dir()))
 
 
 def _records(path: Path) -> list[dict]:
@@ -322,7 +322,7 @@ def test_mem0_without_infer_stores_the_verified_interaction_as_it_is(http_server
 @pytest.mark.slow
 def test_resume_with_other_settings_is_refused_naming_each_one(http_server, tmp_path):
     _need("mem0")
-    from rizz.shell.runlog import RunDirMismatch
+    from rizz.store.runlog import RunDirMismatch
 
     srv = _stub(http_server, lambda msgs, body: "4")
     _run(tmp_path, srv, "mem0", options={"infer": False})
@@ -342,13 +342,13 @@ def test_a_restarted_peer_keeps_the_wall_time_of_the_steps_it_replays(http_serve
     """A newcomer saw a resumed ACE report 2 steps in 0.5 s: replayed steps now keep the wall
     time of the run that computed them."""
     _need("mem0")
-    from rizz.shell.embed import _bundled_model_dir
-    from rizz.shell.models import load_model
+    from rizz.adapters.embedder import bundled_model_dir
+    from rizz.adapters.models import load_model
 
     srv = _stub(http_server, lambda msgs, body: json.dumps({"memory": []}) if body.get("response_format") else "4")
     model = load_model(f"openai:{srv.url}#stub", cache=tmp_path / "responses.sqlite")
     out = tmp_path / "peer:mem0"
-    kw = dict(write_threshold=load_policy("default").write_threshold, embedder_path=str(_bundled_model_dir()), log=lambda m: None)
+    kw = dict(write_threshold=load_policy("default").write_threshold, embedder_path=str(bundled_model_dir()), log=lambda m: None)
     with CallProxy(srv.url + "/v1", cache=tmp_path / "peer.sqlite") as proxy:
         run_peer(_stream(tmp_path), "mem0", out, model, proxy, "stub", limit=2, **kw)
         first = _records(out)
@@ -426,10 +426,10 @@ def test_unknown_peer_is_a_clear_error():
 def test_bench_with_a_peer_writes_the_peers_table(http_server, tmp_path):
     """frozen and peer:mem0 in one bench over the stub: one report, Δ vs default, failures."""
     _need("mem0")
-    from rizz.shell.bench import run_bench
-    from rizz.shell.embed import Embedder
-    from rizz.shell.models import load_model
-    from rizz.shell.peers.setup import PeerModel
+    from rizz.lab.bench import run_bench
+    from rizz.adapters.embedder import Embedder
+    from rizz.adapters.models import load_model
+    from rizz.lab.peers.setup import PeerModel
 
     srv = _stub(http_server, lambda msgs, body: json.dumps({"memory": []}) if body.get("response_format") else "4")
     model = load_model(f"openai:{srv.url}#stub", cache=tmp_path / "b" / "responses.sqlite")
@@ -449,9 +449,9 @@ def test_bench_with_a_peer_writes_the_peers_table(http_server, tmp_path):
 def test_bench_with_a_peer_on_anthropic_reaches_one_model(http_server, monkeypatch, tmp_path):
     """--model anthropic:…: rizz's entries and mem0 are answered by the same Messages API."""
     _need("mem0")
-    from rizz.shell.bench import run_bench
-    from rizz.shell.embed import Embedder
-    from rizz.shell.peers.setup import peer_model
+    from rizz.lab.bench import run_bench
+    from rizz.adapters.embedder import Embedder
+    from rizz.lab.peers.setup import peer_model
 
     def reply(body):  # mem0's fact extraction (its system prompt) gets its JSON, every answer "4"
         return json.dumps({"memory": []}) if "memor" in str(body.get("system", "")).lower() else "4"
@@ -478,7 +478,7 @@ def test_bench_refusals_are_clear_and_leave_no_folder(tmp_path, monkeypatch):
     """A newcomer's reports: `-P ""`, `-P mem0`, a model that cannot load, a server that is down."""
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     def bench(*args):
         res = CliRunner().invoke(app, ["bench", str(_stream(tmp_path)), *args])
@@ -500,7 +500,7 @@ def test_bench_refusals_are_clear_and_leave_no_folder(tmp_path, monkeypatch):
 def test_bench_refuses_an_unknown_peer_before_writing(tmp_path):
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     out = tmp_path / "b"
     res = CliRunner().invoke(app, ["bench", str(_stream(tmp_path)), "-P", "frozen,peer:amem", "--out", str(out)])

@@ -1,7 +1,7 @@
 """The Anthropic price table (issue #12 §3): documented ids, snapshot ids, unknown ids.
 
 Figures: Anthropic's pricing and model pages as read 2026-12-01 (sources in the docstring of
-``rizz/shell/models/anthropic_backend.py``). No network: the backend gets a fake client.
+``rizz/adapters/models/anthropic_backend.py``). No network: the backend gets a fake client.
 """
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from rizz.shell.models.anthropic_backend import (
+from rizz.adapters.models.anthropic_backend import (
     CONTEXT_WINDOWS,
     DEFAULT_MODEL_ID,
     PRICES_USD_PER_MTOK,
     AnthropicModel,
     price_usd,
 )
-from rizz.shell.models.base import Message
+from rizz.adapters.models.base import Message
 
 # (input, output) USD per million tokens, as documented.
 DOCUMENTED = {

@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from rizz.shell.progress import LINE_EVERY, StepProgress, new_progress
+from rizz.lab.progress import LINE_EVERY, StepProgress, new_progress
 
 
 def _rec(step: int, reward: float | None, tokens: int) -> dict:
@@ -49,8 +49,8 @@ def test_after_a_resume_the_figures_are_the_whole_runs_as_in_the_summary(tmp_pat
     from test_run import _answer
 
     from conftest import FakeModel
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.run import run_stream
+    from rizz.formats.policy_file import load_policy
+    from rizz.engine.run import run_stream
 
     monkeypatch.delenv("RIZZ_PROGRESS", raising=False)
     src = Path(__file__).resolve().parents[2] / "data" / "trace-mini" / "test.jsonl"
@@ -77,10 +77,10 @@ class Slow(StubModel):
     name = "fake:slow"
     def generate(self, messages, **kw):
         time.sleep(60)
-import rizz.shell.models, rizz.shell.embed
-rizz.shell.models.load_model = lambda spec, **kw: Slow()
-rizz.shell.embed.Embedder = HashEmbedder
-from rizz.shell.cli import main
+import rizz.adapters.models, rizz.adapters.embedder
+rizz.adapters.models.load_model = lambda spec, **kw: Slow()
+rizz.adapters.embedder.Embedder = HashEmbedder
+from rizz.apps.cli import main
 sys.argv = ["rizz", "run", {stream!r}, "--out", {out!r}, "--policy", "frozen"]
 main()
 """
@@ -148,7 +148,7 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
 
     from typer.testing import CliRunner
 
-    from rizz.shell import cli
+    from rizz.apps import cli
 
     ran = []
     monkeypatch.setattr(cli, "_bench", lambda *a, **kw: ran.append(a))
@@ -181,12 +181,12 @@ def test_ctrl_c_while_the_model_loads_is_said_and_leaves_no_run_dir(tmp_path, mo
 
     from typer.testing import CliRunner
 
-    from rizz.shell import cli
+    from rizz.apps import cli
 
     def interrupted(spec, **kw):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("rizz.shell.models.load_model", interrupted)
+    monkeypatch.setattr("rizz.apps.cli.load_model", interrupted)
     src = Path(__file__).resolve().parents[2] / "data" / "trace-mini" / "test.jsonl"
     res = CliRunner().invoke(cli.app, ["run", str(src), "--out", str(tmp_path / "run"), "--limit", "2"])
     assert res.exit_code == 130 and not (tmp_path / "run").exists()

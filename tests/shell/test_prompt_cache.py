@@ -11,11 +11,11 @@ import pytest
 
 from rizz.core.compiler import compile_prompt, prompt_blocks
 from rizz.core.retrieval import Retrieved
-from rizz.shell.logrecord import CallPart, unstructure, LogRecord
-from rizz.shell.models import Generation, Message
-from rizz.shell.models.anthropic_backend import AnthropicModel, cache_min_tokens, price_usd
-from rizz.shell.policy_file import load_policy
-from rizz.shell.render import render, stable_prefix
+from rizz.formats.logrecord import CallPart, unstructure, LogRecord
+from rizz.adapters.models import Generation, Message
+from rizz.adapters.models.anthropic_backend import AnthropicModel, cache_min_tokens, price_usd
+from rizz.formats.policy_file import load_policy
+from rizz.engine.render import render, stable_prefix
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_models_anthropic import KEY, message_body  # noqa: E402
@@ -64,7 +64,7 @@ def test_the_anthropic_backend_sends_the_stable_prefix_as_a_cached_block_and_pri
 
 
 def test_an_openai_compatible_servers_cached_tokens_are_not_counted_as_evaluated(http_server):
-    from rizz.shell.models.openai_backend import OpenAICompatModel
+    from rizz.adapters.models.openai_backend import OpenAICompatModel
 
     reply = {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
              "choices": [{"index": 0, "message": {"role": "assistant", "content": "yes"}, "finish_reason": "stop"}],
@@ -98,8 +98,8 @@ def test_a_call_records_evaluated_tokens_only_when_fewer_were_evaluated():
 
 
 def test_summary_json_totals_sent_and_evaluated_prompt_tokens(tmp_path):
-    from rizz.shell.models.cache import CachedModel, ResponseCache
-    from rizz.shell.run import run_stream
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
+    from rizz.engine.run import run_stream
     from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream
 
     class HalfCached(ArithmeticModel):

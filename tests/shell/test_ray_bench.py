@@ -21,14 +21,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import stub_model  # noqa: E402
 
-from rizz.shell.bench import run_bench  # noqa: E402
-from rizz.shell.models import ResponseCache  # noqa: E402
-from rizz.shell.ray_tasks import _snapshot_cache, merge_cache_rows  # noqa: E402
-from rizz.shell.runlog import RunDirMismatch  # noqa: E402
+from rizz.lab.bench import run_bench  # noqa: E402
+from rizz.adapters.models import ResponseCache  # noqa: E402
+from rizz.lab.ray_tasks import _snapshot_cache, merge_cache_rows  # noqa: E402
+from rizz.store.runlog import RunDirMismatch  # noqa: E402
 
 TRACE_MINI = ROOT / "data" / "trace-mini" / "test.jsonl"
 POLICIES = ["frozen", "default", "single-branch"]
-#: timings and cache-hit accounting: the only fields allowed to differ (rizz/shell/ray_tasks.py)
+#: timings and cache-hit accounting: the only fields allowed to differ (rizz/lab/ray_tasks.py)
 VOLATILE = {"wall_s", "latency_s", "cached", "uncached", "cost_usd", "command"}
 
 
@@ -42,7 +42,7 @@ def local_ray():
 
 @pytest.fixture(scope="module")
 def embedder():
-    from rizz.shell.embed import Embedder
+    from rizz.adapters.embedder import Embedder
 
     return Embedder()
 
@@ -166,7 +166,7 @@ def test_serial_bench_refuses_ray_without_a_model_factory(tmp_path, stream):
 
 
 def test_ray_flag_takes_an_optional_address():
-    from rizz.shell.cli import ray_flag
+    from rizz.apps.cli import ray_flag
 
     assert ray_flag(["bench", "s.jsonl", "--ray", "-o", "x"]) == ["bench", "s.jsonl", "--ray=local", "-o", "x"]
     assert ray_flag(["bench", "--ray", "s.jsonl"]) == ["bench", "--ray=local", "s.jsonl"]
@@ -179,8 +179,8 @@ def test_cli_bench_on_ray_end_to_end(tmp_path, stream, local_ray, monkeypatch):
     """`rizz bench --ray` through the CLI (the stub model stands in for --model via model_from_spec)."""
     from typer.testing import CliRunner
 
-    import rizz.shell.ray_tasks as rt
-    from rizz.shell.cli import app, ray_flag
+    import rizz.lab.ray_tasks as rt
+    from rizz.apps.cli import app, ray_flag
 
     monkeypatch.setattr(rt, "model_from_spec", lambda spec, cache: stub_model.cached_stub(cache))
     args = ray_flag(["bench", str(stream), "-P", "frozen,default", "--out", str(tmp_path / "b"), "--model", "embedded", "--ray"])

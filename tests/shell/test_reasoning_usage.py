@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 
 from rizz.core import Policy
-from rizz.shell.models import Message, load_model
-from rizz.shell.models.anthropic_backend import AnthropicModel, price_usd
-from rizz.shell.models.openai_backend import OpenAICompatModel
-from rizz.shell.models.reasoning import split_reasoning
-from rizz.shell.models.spec import split_options
-from rizz.shell.run import summarise
-from rizz.shell.session import Session
-from rizz.shell.streams import element_from_json
-from rizz.shell.verifiers import extract_answer, verify
+from rizz.adapters.models import Message, load_model
+from rizz.adapters.models.anthropic_backend import AnthropicModel, price_usd
+from rizz.adapters.models.openai_backend import OpenAICompatModel
+from rizz.adapters.models.reasoning import split_reasoning
+from rizz.adapters.models.spec import split_options
+from rizz.engine.run import summarise
+from rizz.engine.session import Session
+from rizz.formats.streams import element_from_json
+from rizz.adapters.verifiers import extract_answer, verify
 
 THINK_REPLY = "<think>Let me think step by step about what is asked here.</think>\npositive"
 
@@ -233,13 +233,13 @@ def test_unknown_ids_have_no_price(model_id):
 
 def test_old_cache_rows_are_split_on_read(tmp_path, fake_model):
     """A response cached before reasoning was split off is served without its <think> block."""
-    from rizz.shell.models.cache import CachedModel, ResponseCache, cache_key
+    from rizz.adapters.models.cache import CachedModel, ResponseCache, cache_key
 
     cache = ResponseCache(tmp_path / "r.sqlite")
     backend = fake_model(["unused"])
     msgs = [Message("user", "x")]
     key = cache_key(backend.name, msgs, "chat", 8, (), 0.0)
-    from rizz.shell.models import Generation
+    from rizz.adapters.models import Generation
     cache.put(key, Generation(THINK_REPLY, 3, 9, 0.1, None, backend.name, "stop"))
     row = json.loads(cache._db.execute("SELECT generation FROM responses").fetchone()[0])
     row.pop("reasoning"), row.pop("raw"), row.pop("usage_estimated")  # the old schema
@@ -251,8 +251,8 @@ def test_old_cache_rows_are_split_on_read(tmp_path, fake_model):
 
 def test_judge_label_and_distilled_rules_never_read_reasoning(fake_model):
     """Even from a backend that leaves <think> blocks in ``text`` (a custom one)."""
-    from rizz.shell.distill import distill_rules
-    from rizz.shell.judge import label_input
+    from rizz.engine.distill import distill_rules
+    from rizz.engine.judge import label_input
 
     think = '<think>{"function": "write-code", "application": "python"} IF x THEN y</think>\n'
     jl = label_input(fake_model([think + '{"function": "classify-sentiment", "application": "movie-reviews"}']),
@@ -270,8 +270,8 @@ def test_reasoning_allowance_is_recorded_in_run_json_and_leaves_room_in_the_budg
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream
 
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.run import run_stream
+    from rizz.formats.policy_file import load_policy
+    from rizz.engine.run import run_stream
 
     model = ArithmeticModel()
     model.reasoning_tokens = 512
@@ -280,7 +280,7 @@ def test_reasoning_allowance_is_recorded_in_run_json_and_leaves_room_in_the_budg
                model, HashEmbedder(), rendering="chat", log=lambda m: None)
     meta = json.loads((tmp_path / "r" / "run.json").read_text())
     assert (meta["reasoning_tokens"], meta["model"]) == (512, "stub:arithmetic?reasoning=512")
-    from rizz.shell.answering import budget
+    from rizz.engine.answering import budget
 
     assert budget(Policy(), ArithmeticModel(), "number", None) - budget(Policy(), model, "number", None) == 512
 
@@ -288,7 +288,7 @@ def test_reasoning_allowance_is_recorded_in_run_json_and_leaves_room_in_the_budg
 def test_a_bad_model_spec_leaves_no_run_dir(tmp_path):
     from typer.testing import CliRunner
 
-    from rizz.shell import cli
+    from rizz.apps import cli
 
     stream = tmp_path / "s.jsonl"
     stream.write_text('{"id": "a", "input": "x"}\n')
@@ -306,8 +306,8 @@ def test_the_issue_examples_end_to_end_six_reasoning_replies_without_usage(tmp_p
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from stubs import HashEmbedder
 
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.run import run_stream
+    from rizz.formats.policy_file import load_policy
+    from rizz.engine.run import run_stream
 
     srv = _chat_server(http_server, {"content": THINK_REPLY}, None)
     stream = tmp_path / "s.jsonl"

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rizz.shell.report import N_RESAMPLES, PLOTS, bootstrap_ci, build_report, format_table, paired_delta
+from rizz.lab.report import PLOTS, build_report, format_table
+from rizz.lab.stats import N_RESAMPLES, bootstrap_ci, paired_delta
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_MINI = ROOT / "data" / "trace-mini" / "test.jsonl"
@@ -38,9 +39,9 @@ def _answer(messages) -> str:
 def real_bench(tmp_path_factory, fake_model) -> Path:
     """BENCH_DIR of the real pipeline (fake model, real embedder); built once per module."""
     if "dir" not in _CACHE:
-        from rizz.shell.embed import Embedder
-        from rizz.shell.policy_file import load_policy
-        from rizz.shell.run import run_stream
+        from rizz.adapters.embedder import Embedder
+        from rizz.formats.policy_file import load_policy
+        from rizz.engine.run import run_stream
 
         bench = tmp_path_factory.mktemp("bench")
         lines = [l for l in TRACE_MINI.read_text().splitlines() if '"task": "FOMC"' in l or '"task": "C-STANCE"' in l][:14]
@@ -60,7 +61,7 @@ def _log(path: Path) -> list[dict[str, Any]]:
 # -- hand-written BENCH_DIRs ---------------------------------------------------------------------
 def _rec(step: int, id: str, task: str, reward: float | None, tokens: int = 50, budget: int = 100, *,
          kinds=("answer",), overflow=False, cost=None) -> dict[str, Any]:
-    """A log record in the shape of ``rizz.shell.run.build_record`` (reward None: context-only)."""
+    """A log record in the shape of ``rizz.engine.run.build_record`` (reward None: context-only)."""
     rec: dict[str, Any] = {
         "step": step, "id": id, "task": task, "context_only": reward is None, "input": {"text": id},
         "route": {"branch": f"b{step % 2}", "score": 0.5, "spawned": step < 2},
@@ -254,7 +255,7 @@ def test_plots_from_hand_bench_are_pngs(hand_bench):
 
 
 def test_label_quality_hand_values():
-    from rizz.shell.labels import label_quality
+    from rizz.lab.labels import label_quality
 
     def rec(task, branch):
         return {"task": task, "route": {"branch": branch}, "verdict": {"reward": 0.0}}

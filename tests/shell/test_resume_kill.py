@@ -25,7 +25,7 @@ def _stream(tmp_path: Path, n: int) -> Path:
 
 
 def _cmd(stream: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "rizz.shell.cli", "run", str(stream), "--policy", "default", "--out", str(out),
+    return [sys.executable, "-m", "rizz.apps.cli", "run", str(stream), "--policy", "default", "--out", str(out),
             "--snapshot-every", "2", "--cache", str(out.parent / f"{out.name}.sqlite")]
 
 
@@ -74,5 +74,5 @@ def test_kill_at_several_points_then_resume_equals_uninterrupted(tmp_path):
     assert got["steps"] == want["steps"] == 7
     assert got["state_digest"] == want["state_digest"]
     assert got["mean_reward"] == want["mean_reward"]
-    rep = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "replay", str(out)], capture_output=True, text=True, timeout=300)
+    rep = subprocess.run([sys.executable, "-m", "rizz.apps.cli", "replay", str(out)], capture_output=True, text=True, timeout=300)
     assert rep.stdout.strip() == want["state_digest"]

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from rizz.shell.models import Message
-from rizz.shell.models.anthropic_backend import AnthropicModel, price_usd
-from rizz.shell.models.cache import CachedModel, ResponseCache
-from rizz.shell.models.openai_backend import OpenAICompatModel
+from rizz.adapters.models import Message
+from rizz.adapters.models.anthropic_backend import AnthropicModel, price_usd
+from rizz.adapters.models.cache import CachedModel, ResponseCache
+from rizz.adapters.models.openai_backend import OpenAICompatModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stubs import HashEmbedder  # noqa: E402
@@ -90,8 +90,8 @@ def test_a_cache_hit_makes_no_request_and_counts_one(http_server, tmp_path):
 def test_run_summary_and_log_count_retried_calls(http_server, tmp_path):
     """Three elements, the second refused once: the log writes ``attempts`` on that call only
     (other lines are as before the field existed), the summary counts it."""
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.run import run_stream
+    from rizz.formats.policy_file import load_policy
+    from rizz.engine.run import run_stream
 
     seen: dict[str, int] = {}
 
@@ -115,7 +115,7 @@ def test_run_summary_and_log_count_retried_calls(http_server, tmp_path):
     recs = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert [[c.get("attempts") for c in r["calls"]] for r in recs] == [[None], [2], [None]]
     # the replay reads it back: the same summary from the log alone
-    from rizz.shell.logrecord import parse
+    from rizz.formats.logrecord import parse
 
     assert [c.attempts for r in recs for c in parse(r).calls] == [1, 2, 1]
 
@@ -126,8 +126,8 @@ def test_a_priced_run_counts_and_prices_judge_distill_and_retried_calls(http_ser
     ``calls_by_kind``, and ``cost_usd`` is the price of every call's tokens, retried ones included."""
     from stubs import ArithmeticModel, arithmetic_stream
 
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.run import run_stream
+    from rizz.formats.policy_file import load_policy
+    from rizz.engine.run import run_stream
 
     script = ArithmeticModel()
     seen: dict[str, int] = {}

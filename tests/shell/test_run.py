@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from rizz.core import Verdict
-from rizz.shell.diff import diff_run, inspect_run
-from rizz.shell.embed import Embedder
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import replay, run_stream
-from rizz.shell.runlog import RunDir, RunDirBusy, RunDirMismatch
-from rizz.shell.session import Session
-from rizz.shell.streams import StreamError, read_stream
+from rizz.lab.diff import diff_run, inspect_run
+from rizz.adapters.embedder import Embedder
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import replay, run_stream
+from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch
+from rizz.engine.session import Session
+from rizz.formats.streams import StreamError, read_stream
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_MINI = ROOT / "data" / "trace-mini" / "test.jsonl"
@@ -79,11 +79,11 @@ def test_a_refused_resume_names_the_policy_and_says_what_to_do(tmp_path, stream,
 def test_cli_run_refused_resume_names_the_policy(tmp_path, stream, fake_model, monkeypatch):
     from typer.testing import CliRunner
 
-    from rizz.shell import cli
+    from rizz.apps import cli
     from stubs import HashEmbedder
 
-    monkeypatch.setattr("rizz.shell.models.load_model", lambda spec, **kw: fake_model(_answer))
-    monkeypatch.setattr("rizz.shell.embed.Embedder", HashEmbedder)
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: fake_model(_answer))
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
     out = tmp_path / "run"
     args = ["run", str(stream), "--out", str(out), "--limit", "1", "--policy"]
     assert CliRunner().invoke(cli.app, args + ["default"]).exit_code == 0
@@ -159,8 +159,8 @@ def test_resume_refuses_other_settings(tmp_path, stream, fake_model, embedder):
 
 
 def test_missing_policy_and_bench_folder_errors_name_what_to_use(tmp_path):
-    from rizz.shell.policy_file import PolicyError
-    from rizz.shell.runlog import RunDir
+    from rizz.formats.policy_file import PolicyError
+    from rizz.store.runlog import RunDir
 
     with pytest.raises(PolicyError, match=r"cannot read: .*did you mean `default`\? \(shipped names: ace-style, corrections, default, evidence, frozen, .*learned-routing, no-anti-fragmentation, no-procedural, no-votes"):
         load_policy(tmp_path / "defualt")
@@ -175,7 +175,7 @@ def test_missing_policy_and_bench_folder_errors_name_what_to_use(tmp_path):
 
 def test_second_process_is_refused(tmp_path):
     out = tmp_path / "locked"
-    code = f"from rizz.shell.runlog import RunDir, RunDirBusy\ntry:\n    RunDir({str(out)!r}).__enter__()\nexcept RunDirBusy as e:\n    print('BUSY', e)\n"
+    code = f"from rizz.store.runlog import RunDir, RunDirBusy\ntry:\n    RunDir({str(out)!r}).__enter__()\nexcept RunDirBusy as e:\n    print('BUSY', e)\n"
     with RunDir(out):
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
         assert res.stdout.startswith("BUSY") and "in use by another rizz process" in res.stdout
@@ -211,7 +211,7 @@ def test_diff_and_inspect(tmp_path, stream, fake_model, embedder):
         diff_run(out, -1, 2)
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     res = CliRunner().invoke(app, ["diff", str(out), "--at", "-1"])
     assert res.exit_code == 2 and "--at" in res.output and "greater than or equal to 0" in " ".join(res.output.split())
@@ -222,7 +222,7 @@ def test_diff_and_inspect(tmp_path, stream, fake_model, embedder):
 def test_diff_gives_each_steps_place_and_where_its_budget_comes_from(tmp_path, stream, fake_model, embedder):
     """Issue #29 §8: steps are 0-based while progress counts steps done from 1, and "prompt: 72 of
     8120 tokens" named a budget nothing explained."""
-    from rizz.shell.diff import budget_source
+    from rizz.lab.diff import budget_source
 
     _run(stream, tmp_path / "cap", fake_model, embedder, limit=3, budget=512)
     text = diff_run(tmp_path / "cap", 0, 2)
@@ -253,13 +253,13 @@ def test_session_api_answers_then_folds_a_late_verdict(fake_model, embedder):
 def test_policy_check_cli(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("routing:\n  snap_threshold: 1.7\n")
-    ok = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "policy", "check", str(ROOT / "policies/default.yaml")], capture_output=True, text=True)
+    ok = subprocess.run([sys.executable, "-m", "rizz.apps.cli", "policy", "check", str(ROOT / "policies/default.yaml")], capture_output=True, text=True)
     assert ok.returncode == 0 and "ok (default)" in ok.stdout
-    res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "policy", "check", str(bad)], capture_output=True, text=True)
+    res = subprocess.run([sys.executable, "-m", "rizz.apps.cli", "policy", "check", str(bad)], capture_output=True, text=True)
     assert res.returncode == 1 and "$.routing.snap_threshold: expected a number in [0, 1], got 1.7" in res.stderr
     typo = tmp_path / "typo.yaml"
     typo.write_text("extends: default\nrouting: {snap_treshold: 0.5}\n")
-    res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "policy", "check", str(typo)], capture_output=True, text=True)
+    res = subprocess.run([sys.executable, "-m", "rizz.apps.cli", "policy", "check", str(typo)], capture_output=True, text=True)
     assert res.returncode == 1
     assert f"{typo}:2: $.routing.snap_treshold: unknown key; did you mean `snap_threshold`? (allowed: " in res.stderr
 
@@ -269,7 +269,7 @@ def test_policy_check_lists_mistakes_in_line_order_as_written(tmp_path):
     was reported as "got True"."""
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("extends: default\nwrite: yes\nrouting:\n  snap_threshold: 1.7\n  judge: off\ncompiler:\n  token_budget: -5\n"
@@ -288,7 +288,7 @@ def test_policy_check_lists_mistakes_in_line_order_as_written(tmp_path):
 
 
 def test_shared_cache_pays_each_prompt_once(tmp_path, stream, fake_model, embedder):
-    from rizz.shell.models import CachedModel, ResponseCache
+    from rizz.adapters.models import CachedModel, ResponseCache
 
     fake = fake_model(_answer)
     cache = ResponseCache(tmp_path / "c.sqlite")
@@ -321,7 +321,7 @@ def test_refused_stream_writes_nothing_and_names_the_column(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x1", "input": "hi", \n')
     out = tmp_path / "out"
-    res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "run", str(bad), "--out", str(out)], capture_output=True, text=True)
+    res = subprocess.run([sys.executable, "-m", "rizz.apps.cli", "run", str(bad), "--out", str(out)], capture_output=True, text=True)
     assert res.returncode == 2 and "bad.jsonl:1: invalid JSON at column 29" in res.stderr
     assert not out.exists()
     noref = tmp_path / "noref.jsonl"
@@ -332,7 +332,7 @@ def test_refused_stream_writes_nothing_and_names_the_column(tmp_path):
 
 def test_bench_refuses_a_bad_policy_name_before_writing(tmp_path, stream):
     out = tmp_path / "b"
-    res = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "bench", str(stream), "-P", "frozen,defualt", "--out", str(out)],
+    res = subprocess.run([sys.executable, "-m", "rizz.apps.cli", "bench", str(stream), "-P", "frozen,defualt", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode != 0 and "defualt" in res.stderr and "shipped names:" in res.stderr
     assert not out.exists()
@@ -341,7 +341,7 @@ def test_bench_refuses_a_bad_policy_name_before_writing(tmp_path, stream):
 def _cli(*args: str):
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     res = CliRunner().invoke(app, list(args))
     return res.exit_code, " ".join(res.output.replace("│", " ").split())
@@ -381,7 +381,7 @@ def test_model_help_shows_the_optional_model_name():
 
 
 def test_model_help_is_not_cut_at_80_columns(monkeypatch):
-    from rizz.shell.models.anthropic_backend import DEFAULT_MODEL_ID
+    from rizz.adapters.models.anthropic_backend import DEFAULT_MODEL_ID
 
     monkeypatch.setenv("COLUMNS", "80")
     for cmd in ("run", "bench"):
@@ -436,11 +436,11 @@ def test_a_directory_as_the_stream_is_one_line_not_a_traceback(tmp_path):
 
 
 def test_replay_of_a_run_dir_another_process_holds_is_one_line(tmp_path, stream, fake_model, embedder):
-    from rizz.shell.runlog import RunDir
+    from rizz.store.runlog import RunDir
 
     out = tmp_path / "held"
     _run(stream, out, fake_model, embedder, limit=1)
-    code = f"from rizz.shell.runlog import RunDir\nimport sys, time\nheld = RunDir({str(out)!r}).__enter__()\nprint('held', flush=True)\ntime.sleep(60)\n"
+    code = f"from rizz.store.runlog import RunDir\nimport sys, time\nheld = RunDir({str(out)!r}).__enter__()\nprint('held', flush=True)\ntime.sleep(60)\n"
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -467,7 +467,7 @@ def test_replay_says_whether_it_got_the_recorded_digest_and_what_another_policy_
     """Issue #29 §7: `rizz replay` printed only a digest."""
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     out = tmp_path / "r"
     s = _run(stream, out, fake_model, embedder, limit=6)
@@ -539,7 +539,7 @@ def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path
     terminal, cutting labels."""
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     out = _label_run(tmp_path, "default", ["translate/reasons-compound-choices"], 3)
     res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": "80"})

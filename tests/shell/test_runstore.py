@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rizz.shell.convert import ConvertError, convert_run_dir
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import replay, run_stream
-from rizz.shell.runlog import RunDir
-from rizz.shell.runstore import RunStore, RunStoreError
+from rizz.store.convert import ConvertError, convert_run_dir
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import replay, run_stream
+from rizz.store.runlog import RunDir
+from rizz.store.runstore import RunStore, RunStoreError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream  # noqa: E402
@@ -61,7 +61,7 @@ def test_a_damaged_store_is_an_error_not_a_silent_rebuild(tmp_path):
 
 
 def _run(stream: Path, out: Path) -> dict:
-    from rizz.shell.models.cache import CachedModel, ResponseCache
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
 
     out.mkdir(parents=True, exist_ok=True)
     with ResponseCache(out / "responses.sqlite") as cache:
@@ -102,8 +102,8 @@ def test_an_old_run_dir_replays_in_its_layout_and_rizz_convert_moves_it(tmp_path
     assert rd.embeddings.get(key).tobytes() == vec.tobytes()  # byte for byte
     assert convert_run_dir(run)["vectors"] == 0  # again: nothing to do
     from rizz.core import digest
-    from rizz.shell.logfold import restore_fold
-    from rizz.shell.policy_file import parse_policy
+    from rizz.engine.logfold import restore_fold
+    from rizz.formats.policy_file import parse_policy
 
     meta = json.loads((run / "run.json").read_text())
     fold, _ = restore_fold(RunDir(run), parse_policy(meta["policy_data"]))  # a resume: its snapshots, then the log
@@ -142,7 +142,7 @@ def test_a_damaged_prompt_file_stops_the_convert_before_anything_is_removed(tmp_
 def test_rizz_convert_cli_converts_each_run_of_a_bench_folder(tmp_path):
     from typer.testing import CliRunner
 
-    from rizz.shell import cli
+    from rizz.apps import cli
 
     bench = tmp_path / "bench"
     for name in ("a", "b"):

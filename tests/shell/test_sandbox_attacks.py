@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rizz.shell.verifiers import isolation, verify
+from rizz.adapters.verifiers import isolation, verify
 
 from test_sandbox import _sandbox_uid_processes  # noqa: E402 (pytest puts tests/shell on sys.path)
 

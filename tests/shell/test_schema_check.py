@@ -1,4 +1,4 @@
-"""rizz.shell.schema_check finds what jsonschema's Draft 2020-12 validator finds on the policy
+"""rizz.formats.schema_check finds what jsonschema's Draft 2020-12 validator finds on the policy
 schema (issue #26 §4: policy loading without jsonschema). jsonschema is a test dependency only."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rizz.core import Policy, policy_schema
-from rizz.shell import policy_file
-from rizz.shell.policy_file import policy_data
-from rizz.shell.schema_check import SchemaError, schema_errors
+from rizz.formats import policy_file
+from rizz.formats.policy_file import policy_data
+from rizz.formats.schema_check import SchemaError, schema_errors
 
 SCHEMA = policy_schema()
 BASE = policy_data(Policy())

@@ -22,9 +22,9 @@ pytest.importorskip("prometheus_client", reason="rizz[serve] not installed (prom
 import uvicorn  # noqa: E402
 from stubs import StubBackend  # noqa: E402
 
-from rizz.shell.models import Message, ModelError  # noqa: E402
-from rizz.shell.serve.run import build  # noqa: E402
-from rizz.shell.serve.tenants import FairModel, ModelQueueTimeout  # noqa: E402
+from rizz.adapters.models import Message, ModelError  # noqa: E402
+from rizz.apps.serve.run import build  # noqa: E402
+from rizz.apps.serve.tenants import FairModel, ModelQueueTimeout  # noqa: E402
 
 KEY_A, KEY_A2, KEY_B = "a" * 20, "a2-" + "x" * 20, "b" * 20
 
@@ -340,7 +340,7 @@ def test_fair_model_serves_in_arrival_order():
 
 
 def test_load_keys_errors_name_the_entry_not_the_key(tmp_path):
-    from rizz.shell.serve.app import load_keys
+    from rizz.apps.serve.app import load_keys
 
     p = tmp_path / "k.yaml"
     for text, msg in [("a: short", "$.a[0]: expected a string of at least 16"), ("'../x': " + KEY_A, "not a valid tenant"),
@@ -356,7 +356,7 @@ def test_load_keys_errors_name_the_entry_not_the_key(tmp_path):
 def test_cli_refuses_a_public_host_without_keys(tmp_path):
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     res = CliRunner().invoke(app, ["serve", "--data", str(tmp_path / "d"), "--host", "0.0.0.0", "--model", "embedded"])
     assert res.exit_code == 2 and "loopback only" in res.output
@@ -418,7 +418,7 @@ def test_the_bearer_scheme_is_case_insensitive_and_strangers_add_no_series(serve
 
 def test_a_branch_with_no_answered_step_has_no_mean_reward():
     """inspect and /branches showed 0.0 for a branch nothing was answered in (as if every answer failed)."""
-    from rizz.shell.serve.tenants import branch_rows
+    from rizz.apps.serve.tenants import branch_rows
 
     (row,) = branch_rows(_State())
     assert row["answered"] == 0 and row["mean_reward"] is None
@@ -428,8 +428,8 @@ def test_a_tenant_folder_of_other_settings_names_data_not_out(tmp_path):
     """The library's RunDirMismatch text tells a CLI user to pick another --out; serve's folders come from --data."""
     from fastapi.testclient import TestClient
 
-    from rizz.shell.runlog import RunDirMismatch
-    from rizz.shell.serve.run import build
+    from rizz.store.runlog import RunDirMismatch
+    from rizz.apps.serve.run import build
 
     def opener(path):
         raise RunDirMismatch(f"{path} was started with different settings; resume refused:\n  model: ...\n"
@@ -478,8 +478,8 @@ def test_serve_answers_with_the_rendering_it_is_given(tmp_path):
     _sys.path.insert(0, str(Path(__file__).resolve().parent))
     from livekit import HashEmbedder, StubModel
 
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.serve.run import build
+    from rizz.formats.policy_file import load_policy
+    from rizz.apps.serve.run import build
 
     class LocalStub(StubModel):
         name = "gguf:stub.gguf"  # a local model: raw by default
@@ -505,11 +505,11 @@ def test_serve_answers_with_the_rendering_it_is_given(tmp_path):
 def test_cli_serve_takes_rendering_and_refuses_a_bad_one(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     got = {}
-    monkeypatch.setattr("rizz.shell.models.load_model", lambda spec, **kw: Model())
-    monkeypatch.setattr("rizz.shell.serve.run.serve", lambda *a, **kw: got.update(kw))
+    monkeypatch.setattr("rizz.apps.cli_scale.load_model", lambda spec, **kw: Model())
+    monkeypatch.setattr("rizz.apps.cli_scale.do_serve", lambda *a, **kw: got.update(kw))
     res = CliRunner().invoke(app, ["serve", "--data", str(tmp_path / "d"), "--rendering", "chat"])
     assert res.exit_code == 0 and got["rendering"] == "chat", res.output
     res = CliRunner().invoke(app, ["serve", "--data", str(tmp_path / "d"), "--rendering", "fancy"])

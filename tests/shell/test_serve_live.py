@@ -51,7 +51,7 @@ def server(tmp_path):
 
 def _replay(run_dir: Path) -> str:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-m", "rizz.shell.cli", "replay", str(run_dir)], env=env, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "rizz.apps.cli", "replay", str(run_dir)], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()[-1]

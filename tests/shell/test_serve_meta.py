@@ -6,10 +6,10 @@ import json
 
 from stubs import HashEmbedder
 
-from rizz.shell.models.anthropic_backend import AnthropicModel
-from rizz.shell.serve.run import live_opener
-from rizz.shell.serve.tenants import FairModel
-from rizz.shell.session import Session
+from rizz.adapters.models.anthropic_backend import AnthropicModel
+from rizz.apps.serve.run import live_opener
+from rizz.apps.serve.tenants import FairModel
+from rizz.engine.session import Session
 
 
 def _backend(model_id: str = "claude-haiku-4-5", **kw) -> AnthropicModel:
@@ -56,7 +56,7 @@ def test_reading_a_tenant_that_has_no_folder_creates_nothing(tmp_path):
     (a newcomer's report: a read used to open, and so create, the tenant's session)."""
     from stubs import ArithmeticModel
 
-    from rizz.shell.serve.run import build
+    from rizz.apps.serve.run import build
 
     data = tmp_path / "data"
     _, tenants, fair = build(data, "default", ArithmeticModel(), embedder=HashEmbedder())

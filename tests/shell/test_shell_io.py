@@ -26,10 +26,11 @@ import pytest
 
 from livekit import HashEmbedder, StubModel, element
 from rizz import Session, Verdict
-from rizz.shell import durable, session as session_mod
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import replay
-from rizz.shell.streams import element_from_json
+from rizz.store import durable
+from rizz.engine import session as session_mod
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import replay
+from rizz.formats.streams import element_from_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -263,7 +264,7 @@ def test_a_stored_vector_file_is_what_np_save_writes(tmp_path):
 
     import numpy as np
 
-    from rizz.shell.embed import EmbeddingStore
+    from rizz.store.embeddings import EmbeddingStore
 
     store = EmbeddingStore(tmp_path)
     for i, n in enumerate((384, 16, 1)):
@@ -305,12 +306,12 @@ def test_rizz_run_durability_os_gives_the_same_run_and_a_bad_value_is_refused(tm
 
     from stubs import ArithmeticModel, HashEmbedder as ArithmeticEmbedder, arithmetic_stream
 
-    from rizz.shell import cli
-    from rizz.shell.models.cache import CachedModel, ResponseCache
+    from rizz.apps import cli
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
 
     stream = arithmetic_stream(tmp_path / "s.jsonl", 8)
-    monkeypatch.setattr("rizz.shell.embed.Embedder", ArithmeticEmbedder)
-    monkeypatch.setattr("rizz.shell.models.load_model", lambda spec, cache=None: CachedModel(ArithmeticModel(), ResponseCache(cache)))
+    monkeypatch.setattr("rizz.apps.cli.Embedder", ArithmeticEmbedder)
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, cache=None: CachedModel(ArithmeticModel(), ResponseCache(cache)))
     digests = {}
     for d in ("disk", "os"):
         res = CliRunner().invoke(cli.app, ["run", str(stream), "--out", str(tmp_path / d), "--rendering", "chat", "--durability", d])

@@ -1,4 +1,4 @@
-"""Assembly of split GGUF weights from part packages (rizz.shell.models.shipped), against
+"""Assembly of split GGUF weights from part packages (rizz.adapters.models.shipped), against
 small fake part distributions made here: order, resume after a torn write, a wrong hash
 refused, a missing part named, a corrupt cache file rebuilt."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rizz.shell.models.base import ModelUnavailableError
-from rizz.shell.models.shipped import SHIPPED, Part, ShippedModel, assemble, shipped_model
-from rizz.shell.models.spec import load_model
+from rizz.adapters.models.base import ModelUnavailableError
+from rizz.adapters.models.shipped import SHIPPED, Part, ShippedModel, assemble, shipped_model
+from rizz.adapters.models.spec import load_model
 
 
 def _fake_dist(site: Path, dist: str, version: str, relpath: str, data: bytes) -> None:
@@ -147,7 +147,7 @@ def test_unknown_embedded_name_is_a_spec_error():
 
 
 def test_module_main_reports_a_missing_part_in_one_line(monkeypatch, capsys, tmp_path):
-    from rizz.shell.models import shipped
+    from rizz.adapters.models import shipped
 
     monkeypatch.setenv("RIZZ_MODEL_CACHE", str(tmp_path))
     monkeypatch.setitem(shipped.SHIPPED, "fake-none", ShippedModel(
@@ -162,8 +162,8 @@ def test_module_main_reports_a_missing_part_in_one_line(monkeypatch, capsys, tmp
 def test_the_default_embedded_model_is_the_verified_qwen_05b_and_reads_its_chat_template(tmp_path):
     """The real shipped default (make setup installs and assembles it): name, window, rendering,
     a deterministic chat answer, and a Session over it."""
-    from rizz.shell.answering import default_rendering
-    from rizz.shell.models.base import Message
+    from rizz.engine.answering import default_rendering
+    from rizz.adapters.models.base import Message
 
     model = load_model("embedded", n_threads=1)
     assert model.name == "embedded:Qwen2.5-Coder-0.5B-Instruct.Q4_K_M" and model.context_window == 32768
@@ -171,7 +171,7 @@ def test_the_default_embedded_model_is_the_verified_qwen_05b_and_reads_its_chat_
     q = [Message("user", "What is 12 + 30? Reply with the final number only.")]
     first, second = model.generate(q, max_tokens=8), model.generate(q, max_tokens=8)
     assert first.text == second.text == "42" and first.finish_reason == "stop"
-    from rizz.shell.session import Session
+    from rizz.engine.session import Session
     from tests.shell.test_walls import BowEmbedder
 
     s = Session.open(tmp_path / "s", policy="frozen", model=model, embedder=BowEmbedder())
@@ -181,7 +181,7 @@ def test_the_default_embedded_model_is_the_verified_qwen_05b_and_reads_its_chat_
 
 
 def test_list_names_every_shipped_model_and_whether_its_parts_are_installed(monkeypatch, capsys):
-    from rizz.shell.models import shipped
+    from rizz.adapters.models import shipped
 
     monkeypatch.setitem(shipped.SHIPPED, "fake-none", ShippedModel(
         "fake-none", "embedded:fake-none", "n.gguf", (Part("no-such-dist-xyz", "1", "a/b.bin", 1, "0" * 64),) * 2, 2, "0" * 64, "chat", "t"))
@@ -193,7 +193,7 @@ def test_list_names_every_shipped_model_and_whether_its_parts_are_installed(monk
 
 
 def test_gguf_of_spec_names_the_file_and_rendering_of_a_local_spec(tmp_path):
-    from rizz.shell.models.shipped import gguf_of_spec
+    from rizz.adapters.models.shipped import gguf_of_spec
 
     assert gguf_of_spec(f"gguf:{tmp_path / 'm.gguf'}") == (tmp_path / "m.gguf", "raw")
     path, rendering = gguf_of_spec("embedded:smollm2-135m-instruct")

@@ -14,9 +14,9 @@ import pytest
 from rizz.core import Policy, Verdict, digest, rizz
 from rizz.core.apply import fold
 from rizz.core.serialize import to_data
-from rizz.shell import durable
-from rizz.shell.runstore import RunStore
-from rizz.shell.snapchunks import BLOCK_MAX, MIN_BLOCK, ChunkError, SnapshotChunks, blocks
+from rizz.store import durable
+from rizz.store.runstore import RunStore
+from rizz.store.snapchunks import BLOCK_MAX, MIN_BLOCK, ChunkError, SnapshotChunks, blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -117,9 +117,9 @@ def test_a_memory_store_whose_keys_are_not_its_records_is_written_whole(tmp_path
 
 
 def test_a_run_snapshots_incrementally_keeps_three_and_its_store_only_their_chunks(tmp_path):
-    from rizz.shell.models.cache import CachedModel, ResponseCache
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.run import replay, run_stream
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
+    from rizz.formats.policy_file import load_policy
+    from rizz.engine.run import replay, run_stream
     from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream
 
     stream = arithmetic_stream(tmp_path / "s.jsonl", 160)
@@ -135,8 +135,8 @@ def test_a_run_snapshots_incrementally_keeps_three_and_its_store_only_their_chun
     store = RunStore(out / "store.sqlite")
     assert store.chunk_shas() == set().union(*(h["chunks"] for h in heads))  # the others' chunks were dropped
     # a resume from the newest snapshot reaches the run's digest, and so does a replay without snapshots
-    from rizz.shell.logfold import restore_fold
-    from rizz.shell.runlog import RunDir
+    from rizz.engine.logfold import restore_fold
+    from rizz.store.runlog import RunDir
 
     fold_, _ = restore_fold(RunDir(out), load_policy("default"))
     assert digest(fold_.state) == summary["state_digest"] == replay(out, write_summary=False)["state_digest"]
@@ -145,7 +145,7 @@ def test_a_run_snapshots_incrementally_keeps_three_and_its_store_only_their_chun
 def test_snapshots_are_never_further_apart_than_the_tail_cap():
     """A first snapshot writes every chunk (~200 MB at 10^5 memories): the bytes rule alone would
     space the next one ~25,000 records away; SNAPSHOT_TAIL_MAX bounds a resume's refold tail."""
-    from rizz.shell import session as session_mod
+    from rizz.engine import session as session_mod
 
     s = session_mod.Session(Policy(), None, None, rendering="chat", snapshot_every=50)
     assert s._interval(200 * 2**20) == 1000 == session_mod.SNAPSHOT_TAIL_MAX
@@ -155,9 +155,9 @@ def test_snapshots_are_never_further_apart_than_the_tail_cap():
 
 
 def test_a_run_whose_newest_snapshot_lost_a_chunk_resumes_from_the_log_to_the_same_digest(tmp_path):
-    from rizz.shell.models.cache import CachedModel, ResponseCache
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.run import run_stream
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
+    from rizz.formats.policy_file import load_policy
+    from rizz.engine.run import run_stream
     from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream
 
     stream = arithmetic_stream(tmp_path / "s.jsonl", 150)

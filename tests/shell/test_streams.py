@@ -8,9 +8,9 @@ import attrs
 import pytest
 from typer.testing import CliRunner
 
-from rizz.shell.timekeys import TIME_EXPECTED
-from rizz.shell.cli_streams import app as streams_app
-from rizz.shell.streams import (
+from rizz.formats.timekeys import TIME_EXPECTED
+from rizz.apps.cli_streams import app as streams_app
+from rizz.formats.streams import (
     BadLine, StreamElement, StreamError, element_to_json, read_stream, write_stream,
 )
 
@@ -261,7 +261,7 @@ def test_all_bad_lines_with_skip_bad_is_refused_and_lists_them(tmp_path) -> None
 
 @pytest.mark.parametrize("command", ["run", "bench"])
 def test_run_and_bench_refuse_an_empty_stream_and_write_nothing(tmp_path, command) -> None:
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     path = tmp_path / "empty.jsonl"
     path.write_text("\n\n", encoding="utf-8")
@@ -290,8 +290,8 @@ def test_check_counts_singular_and_tasks_without_a_name(tmp_path) -> None:
 
 
 def test_build_refuses_an_empty_result_and_counts_untasked_as_dash(tmp_path, monkeypatch) -> None:
-    import rizz.shell.cli_streams as cli_streams
-    from rizz.shell.builders import BuildResult
+    import rizz.apps.cli_streams as cli_streams
+    from rizz.lab.builders import BuildResult
 
     built: list[StreamElement] = []
     monkeypatch.setattr(cli_streams, "resolve_data_root", lambda option: tmp_path)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import attrs
 
 from rizz.core import events as ev
-from rizz.shell.policy_file import load_policy
-from rizz.shell.session import Session
-from rizz.shell.streams import StreamElement
+from rizz.formats.policy_file import load_policy
+from rizz.engine.session import Session
+from rizz.formats.streams import StreamElement
 from tests.shell.test_walls import BowEmbedder
 
 Q = "What does the Pro plan cost per month, in dollars?"
@@ -150,7 +150,7 @@ def test_the_retirement_and_its_reason_are_in_the_run_and_rizz_diff_shows_them(f
     ``rizz diff`` of the step that contradicted the stored answer prints it with its reason."""
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     said = iter(SAID)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rizz.shell.policy_file import load_policy
-from rizz.shell.sweep import expand, load_sweep, run_sweep
+from rizz.formats.policy_file import load_policy
+from rizz.lab.sweep import expand, load_sweep, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_MINI = ROOT / "data" / "trace-mini" / "test.jsonl"
@@ -66,7 +66,7 @@ def test_a_yaml_error_names_the_file_and_line(tmp_path):
 def test_cli_refuses_a_bad_spec_before_writing(tmp_path):
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     res = CliRunner().invoke(app, ["sweep", str(_spec(tmp_path, grid={"write.nope": [1]})), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "$.grid.write.nope: no such policy field" in res.output
@@ -78,8 +78,8 @@ def test_two_streams_of_one_file_name_make_two_cells_and_limit_overrides(tmp_pat
     ``--limit`` overrides the spec's limit (a newcomer's report: both used to be refused/missing)."""
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
-    from rizz.shell.sweep import cell_stems
+    from rizz.apps.cli import app
+    from rizz.lab.sweep import cell_stems
 
     lines = TRACE_MINI.read_text().splitlines()
     for i, folder in enumerate(("a", "b")):

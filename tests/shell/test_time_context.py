@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from rizz.core import Policy
-from rizz.shell.session import Session
-from rizz.shell.streams import StreamElement, StreamError, read_stream, write_stream
+from rizz.engine.session import Session
+from rizz.formats.streams import StreamElement, StreamError, read_stream, write_stream
 from tests.shell.stubs import StubBackend  # by package path: the TZ test imports this module in a child
 from tests.shell.test_walls import BowEmbedder
 
@@ -130,10 +130,10 @@ def test_a_snapshot_written_before_instants_is_rebuilt_from_the_log(tmp_path) ->
     ``instant_us`` (written before the shell parsed instants) is ignored and rebuilt from the
     log, and the run reaches the uninterrupted digest (the instant is not in the digest)."""
 
-    from rizz.shell import durable
-    from rizz.shell.models.cache import CachedModel, ResponseCache
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.run import run_stream
+    from rizz.store import durable
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
+    from rizz.formats.policy_file import load_policy
+    from rizz.engine.run import run_stream
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from stubs import ArithmeticModel, HashEmbedder

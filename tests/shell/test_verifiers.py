@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rizz.shell.verifiers import VERIFIER_NAMES, VerifierResult, verify
-from rizz.shell.verifiers.metrics import (
+from rizz.adapters.verifiers import VERIFIER_NAMES, VerifierResult, verify
+from rizz.adapters.verifiers.metrics import (
     exact_match,
     first_char,
     fuzzy_ratio,
@@ -15,7 +15,7 @@ from rizz.shell.verifiers.metrics import (
     rouge_l,
     token_f1,
 )
-from rizz.shell.verifiers.sari import sari
+from rizz.adapters.verifiers.sari import sari
 
 # HumanEval/0 (openai/human-eval, MIT), as in /work/shared/data/humaneval.
 HE_PROMPT = (

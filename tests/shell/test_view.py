@@ -17,9 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from viewkit import HOSTILE, add_fake_peer, family_stream, make_bench, make_run, make_session, view_policy  # noqa: E402
 
-from rizz.shell.runlog import RunDir  # noqa: E402
-from rizz.shell.view import view_data, write_view  # noqa: E402
-from rizz.shell.view.page import embed_json  # noqa: E402
+from rizz.store.runlog import RunDir  # noqa: E402
+from rizz.lab.view import view_data, write_view  # noqa: E402
+from rizz.lab.view.page import embed_json  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -146,7 +146,7 @@ def test_embed_json_escapes_what_could_end_the_block():
 def test_cli_writes_the_view_into_the_run_dir_and_refuses_a_folder_without_runs(run_dir, tmp_path):
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     res = CliRunner().invoke(app, ["view", str(run_dir)])
     assert res.exit_code == 0, res.output
@@ -226,7 +226,7 @@ def test_tenants_in_one_stream_get_walled_branch_keys(tmp_path):
 def test_a_log_of_format_1_is_viewed_with_todays_refold(tmp_path):
     """tests/fixtures/v1-rundir's summary.json holds the digest of its time (tests/shell/test_live.py):
     the view says the refold differs from it, and shows the refold's, which replay gives."""
-    from rizz.shell.run import replay
+    from rizz.engine.run import replay
 
     r = view_data(FIXTURES / "v1-rundir")["runs"][0]
     assert r["digest_ok"] is False and r["summary"]["state_digest"] == replay(FIXTURES / "v1-rundir", write_summary=False)["state_digest"]
@@ -239,7 +239,7 @@ def test_a_log_that_does_not_fold_is_refused_with_its_line(run_dir, tmp_path):
 
     from typer.testing import CliRunner
 
-    from rizz.shell.cli import app
+    from rizz.apps.cli import app
 
     bad = tmp_path / "bad"
     shutil.copytree(run_dir, bad)

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from viewkit import HOSTILE, add_fake_peer, find_chromium, make_bench, make_run, make_session  # noqa: E402
 
-from rizz.shell.view import view_data, write_view  # noqa: E402
+from rizz.lab.view import view_data, write_view  # noqa: E402
 
 CHROMIUM = find_chromium()
 

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from rizz.core import Policy, TenantStates, digest
-from rizz.shell.policy_file import load_policy
-from rizz.shell.run import replay, run_stream
-from rizz.shell.session import Session
-from rizz.shell.streams import StreamElement, write_stream
+from rizz.formats.policy_file import load_policy
+from rizz.engine.run import replay, run_stream
+from rizz.engine.session import Session
+from rizz.formats.streams import StreamElement, write_stream
 from tests.core.helpers import unit
 
 
@@ -125,7 +125,7 @@ _ = digest
 
 
 def test_inspect_and_diff_of_a_tenanted_run_keep_the_walls(tmp_path, fake_model) -> None:
-    from rizz.shell.diff import diff_run, inspect_run
+    from rizz.lab.diff import diff_run, inspect_run
 
     stream = tmp_path / "walls.jsonl"
     write_stream(stream, _stream(True))
@@ -232,8 +232,8 @@ def test_a_merge_in_one_tenant_moves_only_that_tenants_answers_in_flight(tmp_pat
     from rizz.core import events as ev
     from rizz.core.apply import fold
     from rizz.core.records import empty_state
-    from rizz.shell.logfold import LogFold, load_inflight, save_inflight
-    from rizz.shell.logrecord import LogRecord, VerdictPart
+    from rizz.engine.logfold import LogFold, load_inflight, save_inflight
+    from rizz.formats.logrecord import LogRecord, VerdictPart
 
     lab, anchor = Label("solve-math", "sum"), np.eye(16, dtype=np.float32)[0].tobytes()
     pol = Policy()

@@ -112,9 +112,9 @@ def view_policy(folder: Path) -> Path:
 
 def make_run(out: Path, n: int = 48, *, policy: str | Path | None = None, stream: Path | None = None) -> Path:
     """``rizz run`` (in-process) of :func:`family_stream` into ``out`` with the stubs; returns ``out``."""
-    from rizz.shell.models.cache import CachedModel, ResponseCache
-    from rizz.shell.policy_file import load_policy
-    from rizz.shell.run import run_stream
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
+    from rizz.formats.policy_file import load_policy
+    from rizz.engine.run import run_stream
 
     out.mkdir(parents=True, exist_ok=True)
     stream = stream or family_stream(out.parent / f"{out.name}.jsonl", n)
@@ -126,8 +126,8 @@ def make_run(out: Path, n: int = 48, *, policy: str | Path | None = None, stream
 
 def make_bench(out: Path, n: int = 30, policies: Sequence[str] = ("frozen", "default")) -> Path:
     """``rizz bench`` (in-process) of :func:`family_stream` over ``policies`` into ``out``."""
-    from rizz.shell.bench import run_bench
-    from rizz.shell.models.cache import CachedModel, ResponseCache
+    from rizz.lab.bench import run_bench
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
 
     out.mkdir(parents=True, exist_ok=True)
     stream = family_stream(out.parent / f"{out.name}.jsonl", n)
@@ -177,8 +177,8 @@ def add_fake_peer(bench: Path, name: str = "peer:mem0", source: str = "frozen") 
     """A peer's folder in ``bench`` shaped as ``rizz bench -P peer:NAME`` writes it (run.json with
     no policy_data, log.jsonl without inputs, calls.jsonl with each answer request), made from
     ``source``'s answers; ``results.json`` lists it last. For the view only: no peer ran."""
-    from rizz.shell.logfold import views
-    from rizz.shell.runlog import RunDir
+    from rizz.engine.logfold import views
+    from rizz.store.runlog import RunDir
 
     out = bench / name
     out.mkdir()

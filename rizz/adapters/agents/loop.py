@@ -1,0 +1,124 @@
+"""The agent loop: one episode as a bounded sequence of model replies and tool executions.
+
+:func:`run_episode` drives an :class:`Agent` (the frozen model through the prompt compiler, or a
+scripted agent) against an :class:`~rizz.adapters.agents.env.Environment` and a user (scripted
+``turns``, a simulated user, or none). At most ``max_steps`` agent replies (the policy's
+``agents.max_steps``). A malformed call, an unknown tool or a tool exception becomes the tool's
+error result (``Error: ...``), which the model sees on its next step; nothing stops the run.
+
+Turn structure (issue #13): a reply with calls executes them and asks the agent again; a reply
+without calls is a message to the user that ends the turn: then the next scripted turn, or the
+simulated user's answer (``###STOP###`` ends the episode), or, with neither, the episode ends.
+A BFCL single-turn element (``bfcl_ast``) ends after its first reply: its calls are the answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import attrs
+
+from rizz.adapters.agents.calls import CallSyntaxError, ToolCall, format_call
+from rizz.adapters.agents.env import Environment
+from rizz.adapters.agents.tools import ToolError
+from rizz.adapters.agents.episode import Episode
+from rizz.formats.streams import StreamElement
+
+__all__ = ["STOP", "Agent", "AgentReply", "User", "run_episode"]
+
+#: The simulated user's end-of-conversation marker (τ-bench).
+STOP = "###STOP###"
+
+
+@attrs.frozen
+class AgentReply:
+    """One agent reply: its text, the calls parsed from it (empty: a message to the user), or
+    ``error`` (a malformed call attempt), and the prompt tokens of the call (0 for scripts)."""
+
+    text: str
+    calls: tuple[ToolCall, ...] = ()
+    error: str | None = None
+    prompt_tokens: int = 0
+    overflow: bool = False
+
+
+class Agent(Protocol):
+    def reply(self, el: StreamElement, transcript: list[dict[str, Any]], env: Environment) -> AgentReply:
+        """The next reply given the transcript so far."""
+        ...
+
+
+class User(Protocol):
+    def reply(self, transcript: list[dict[str, Any]]) -> str:
+        """The simulated user's next message (``STOP`` in it ends the episode)."""
+        ...
+
+
+def _execute(env: Environment, call: ToolCall) -> tuple[str, bool]:
+    try:
+        return env.call(call.name, call.arguments), False
+    except ToolError as err:
+        return f"Error: {err}", True
+
+
+def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps: int, user: User | None = None) -> Episode:
+    """Run one episode of ``el`` (an element with ``tools``). Returns its :class:`Episode`."""
+    transcript: list[dict[str, Any]] = []
+    user_calls = 0
+    if el.user is not None and user is not None:
+        transcript.append({"role": "user", "text": user.reply([])})
+        user_calls += 1
+    else:
+        transcript.append({"role": "user", "text": el.input})
+    turns = list(el.turns or ())
+    single = el.verifier == "bfcl_ast"
+    turn_calls: list[list[tuple[str, ...]]] = [[]]
+    steps = errors = tokens_max = 0
+    stop = "max_steps"
+    while steps < max_steps:
+        r = agent.reply(el, transcript, env)
+        steps += 1
+        tokens_max = max(tokens_max, r.prompt_tokens)
+        if r.overflow:
+            stop = "overflow"
+            break
+        if r.error is not None:
+            transcript.append({"role": "assistant", "text": r.text, "calls": []})
+            transcript.append({"role": "tool", "name": "", "arguments": {}, "result": f"Error: {r.error}", "error": True})
+            errors += 1
+            transcript[-2]["malformed"] = True
+            continue
+        transcript.append({"role": "assistant", "text": r.text, "calls": [c.to_json() for c in r.calls]})
+        if r.calls:
+            turn_calls[-1].append(tuple(format_call(c) for c in r.calls))
+            if single:
+                stop = "done"
+                break
+            for call in r.calls:
+                result, failed = _execute(env, call)
+                errors += failed
+                transcript.append({"role": "tool", "name": call.name, "arguments": call.arguments,
+                                   "result": result, "error": failed})
+            continue
+        if single:
+            stop = "done"
+            break
+        if turns:
+            transcript.append({"role": "user", "text": turns.pop(0)})
+            turn_calls.append([])
+            continue
+        if el.user is not None and user is not None:
+            said = user.reply(transcript)
+            user_calls += 1
+            transcript.append({"role": "user", "text": said})
+            if STOP in said:
+                stop = "user_stop"
+                break
+            continue
+        stop = "done"
+        break
+    return Episode(tuple(transcript), env.state_digest(), tuple(tuple(t) for t in turn_calls), steps, user_calls,
+                   errors, stop, tokens_max)
+
+
+_ = CallSyntaxError

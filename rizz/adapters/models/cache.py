@@ -1,0 +1,252 @@
+"""Persistent response cache (one sqlite3 file) and a backend wrapper that uses it.
+
+Key: sha256 hex of the canonical JSON of ``(model name, [(role, content), ...], rendering,
+max_tokens, [stop, ...], temperature)``. The stored value is the full :class:`Generation`
+but its ``attempts`` (a hit makes no request: it comes back with ``attempts`` 1).
+A hit returns the stored text, token counts, model and finish reason with ``cached=True``,
+``latency_s`` = the lookup time and ``cost_usd`` = ``0.0`` (``None`` stays ``None``): a hit
+costs nothing and makes no model call.
+
+Safe for several threads of one process (one connection, a lock) and for several processes
+on one file (sqlite's own locking, WAL journal, ``INSERT OR REPLACE``).
+
+Corruption (issue #12 §7): the file is only a cache, so a damaged one is never fatal. On
+open, ``PRAGMA quick_check`` runs; a file that is not a database, fails the check, or raises
+``sqlite3.DatabaseError`` on a later read or write is moved aside to ``<file>.corrupt``
+(with its ``-wal``/``-shm``), a message goes to stderr, and an empty cache is created in its
+place (``rebuilt`` says why). Requests are then answered by the model again (the same
+answers for the deterministic embedded model). A full disk raises
+:class:`~rizz.store.durable.DiskFull`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Sequence
+
+import attrs
+
+from rizz.store.durable import disk_full, fault_point
+from rizz.adapters.models.base import (
+    Generation,
+    Message,
+    ModelBackend,
+    answer_and_reasoning,
+    check_generate_args,
+)
+
+__all__ = ["ResponseCache", "CachedModel", "cache_key"]
+
+_SCHEMA = """CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    generation TEXT NOT NULL,
+    created REAL NOT NULL
+)"""
+
+
+def cache_key(
+    model: str,
+    messages: Sequence[Message],
+    rendering: str,
+    max_tokens: int,
+    stop: Sequence[str],
+    temperature: float | None,
+) -> str:
+    """sha256 hex (64 chars) identifying one request.
+
+    ``temperature`` None (a backend that sends none: the model's own sampling) keys as JSON null;
+    a number keys exactly as before, so existing caches stay valid.
+    """
+    payload = json.dumps(
+        [
+            model,
+            [[m.role, m.content] for m in messages],
+            rendering,
+            int(max_tokens),
+            list(stop),
+            None if temperature is None else float(temperature),
+        ],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """sqlite3-backed map from :func:`cache_key` to :class:`Generation`.
+
+    Args:
+        path: the database file; parent directories are created.
+
+    Attributes:
+        hits, misses: lookups served / not served since this object was opened.
+        rebuilt: why the file was found corrupt and rebuilt empty (``None``: it was sound).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self.rebuilt: str | None = None
+        self.hits = 0
+        self.misses = 0
+        try:
+            self._open(check=True)
+        except sqlite3.DatabaseError as e:
+            if disk_full(e, str(self.path)) is not None:
+                raise disk_full(e, str(self.path)) from None
+            self._rebuild(str(e))
+
+    def _open(self, check: bool) -> None:
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
+        with self._lock:
+            if check:
+                row = self._db.execute("PRAGMA quick_check").fetchone()
+                if row is None or row[0] != "ok":
+                    self._db.close()
+                    raise sqlite3.DatabaseError(f"quick_check: {row[0] if row else 'no result'}")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(_SCHEMA)
+            self._db.commit()
+
+    def _rebuild(self, why: str) -> None:
+        """Move the damaged file aside and start an empty cache (caller holds no lock)."""
+        try:
+            self._db.close()
+        except (AttributeError, sqlite3.Error):
+            pass
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(str(self.path) + suffix)
+            if src.exists():
+                os.replace(src, Path(str(self.path) + ".corrupt" + suffix))
+        self.rebuilt = why
+        print(f"rizz: {self.path}: corrupt response cache ({why}); moved to {self.path}.corrupt and "
+              "rebuilt empty (it is only a cache: answers are asked again)", file=sys.stderr)
+        self._open(check=False)
+
+    def get(self, key: str) -> Generation | None:
+        """The stored generation for ``key`` (as stored, ``cached`` False), or ``None``.
+
+        A damaged file or row is a miss (the file is rebuilt, see the module docstring).
+        """
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT generation FROM responses WHERE key = ?", (key,)
+                ).fetchone()
+        except sqlite3.DatabaseError as e:
+            self._rebuild(str(e))
+            row = None
+        if row is None:
+            self.misses += 1
+            return None
+        try:
+            gen = Generation(**json.loads(row[0]))
+        except (ValueError, TypeError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return gen
+
+    def put(self, key: str, generation: Generation) -> None:
+        """Store ``generation`` under ``key`` (replacing any previous value)."""
+        fields = attrs.asdict(attrs.evolve(generation, cached=False))
+        fields.pop("attempts")  # how the request went, not the answer: a hit makes no request
+        data = json.dumps(fields)
+        row = (key, generation.model, data, time.time())
+        sql = "INSERT OR REPLACE INTO responses (key, model, generation, created) VALUES (?, ?, ?, ?)"
+        fault_point("cache.put")
+        for attempt in (0, 1):
+            try:
+                with self._lock:
+                    self._db.execute(sql, row)
+                    self._db.commit()
+                return
+            except sqlite3.DatabaseError as e:
+                full = disk_full(e, str(self.path))
+                if full is not None:
+                    raise full from None
+                if attempt:
+                    raise
+                self._rebuild(str(e))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> "ResponseCache":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class CachedModel:
+    """A backend that answers repeated requests from a :class:`ResponseCache`.
+
+    Same protocol as the wrapped backend; ``name``, ``context_window`` and ``count_tokens``
+    are the backend's. The temperature in the key is the backend's ``temperature``
+    attribute (0.0 if it has none).
+
+    Example:
+        >>> m = CachedModel(EmbeddedModel(), ResponseCache("run/cache.sqlite"))  # doctest: +SKIP
+    """
+
+    def __init__(self, backend: ModelBackend, cache: ResponseCache) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.name = backend.name
+        self.context_window = backend.context_window
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return int(getattr(self.backend, "reasoning_tokens", 0))
+
+    @property
+    def temperature(self) -> float | None:
+        t = getattr(self.backend, "temperature", 0.0)
+        return None if t is None else float(t)
+
+    def count_tokens(self, text: str) -> int:
+        return self.backend.count_tokens(text)
+
+    def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        stop: Sequence[str] = (),
+        rendering: str = "chat",
+    ) -> Generation:
+        """The cached answer if this exact request was seen, else the backend's (then stored)."""
+        check_generate_args(messages, max_tokens, stop, rendering)
+        t0 = time.perf_counter()
+        key = cache_key(self.name, messages, rendering, max_tokens, stop, self.temperature)
+        hit = self.cache.get(key)
+        if hit is not None:
+            if not hit.reasoning and hit.raw is None:  # stored before reasoning was split off
+                hit = attrs.evolve(hit, **answer_and_reasoning(hit.text))  # type: ignore[arg-type]
+            return attrs.evolve(
+                hit,
+                cached=True,
+                latency_s=time.perf_counter() - t0,
+                cost_usd=None if hit.cost_usd is None else 0.0,
+            )
+        gen = self.backend.generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering)
+        self.cache.put(key, gen)
+        return gen
+
+    def __repr__(self) -> str:
+        return f"CachedModel({self.backend!r}, {str(self.cache.path)!r})"

@@ -1,0 +1,495 @@
+"""The ``rizz`` command line (specs/stream-format.md): run, replay, diff, inspect, convert, policy, streams, bench, sweep, serve, demo, view."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import attrs
+
+from rizz.extras import extra_needed
+
+with extra_needed("cli", "the rizz command"):
+    import typer
+
+from rizz.core.policy import CompilerPolicy
+from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
+from rizz.apps.cli_streams import app as streams_app
+from rizz.adapters.models.spec import spec_help
+from rizz.formats.policy_file import PolicyError, constants_markdown, dump_policy, load_policy
+from rizz.lab.progress import StepProgress, new_progress, time_estimate
+from rizz.adapters.embedder import Embedder
+from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
+from rizz.core import policy_schema
+from rizz.formats.streams import StreamError, read_stream
+from rizz.formats.wording import plural
+from rizz.lab.diff import branch_table, diff_run, inspect_run
+from rizz.lab.episode_view import episode_rows, episodes_text
+from rizz.lab.peers.setup import peer_model
+from rizz.lab.report import format_table
+from rizz.store.convert import ConvertError, convert_run_dir, run_dirs_in
+from rizz.store.durable import EXIT_DISK_FULL, disk_full
+from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch
+
+__all__ = ["app", "main"]
+
+#: Shipped real data slices (repository root ``data/``).
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+#: Demo stream length per policy: the first 60 elements of the interleaved slice (7-14 per task), sized for ~14 minutes with the Qwen 0.5B on 2 quiet cores (README).
+DEMO_LIMIT = 60
+#: Demo prompt budget (tokens): keeps a step of the embedded model on 2 cores to seconds.
+DEMO_BUDGET = 2048
+#: Seconds per demo step of each policy with the embedded model (the Qwen2.5-Coder 0.5B) on 2
+#: quiet cores: the README's "Quick start" run, 2026-12-02 (steps' wall times summed over the
+#: first 60 elements at --budget 2048: frozen 242.6 s, default 492.5 s).
+DEMO_STEP_SECONDS = {"frozen": 242.6 / 60, "default": 492.5 / 60}
+
+#: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
+MODEL_HELP = spec_help().replace("[", "\\[")  # every spec form and option (rizz/adapters/models/spec.py)
+#: Smallest prompt budget a policy accepts (the ``compiler.token_budget`` minimum).
+MIN_BUDGET = int(attrs.fields(CompilerPolicy).token_budget.metadata["min"])
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+    help="rizz: a frozen LLM that improves over a stream of mixed tasks through routed, verifier-gated memory (RIZZ).",
+)
+policy_app = typer.Typer(no_args_is_help=True, add_completion=False, help="Check, show and describe YAML policies.")
+app.add_typer(policy_app, name="policy")
+app.add_typer(streams_app, name="streams")
+
+
+# the names this module's commands call (public in cli_errors, shared with cli_scale and rizz view)
+_fail, _check_out, _check_rendering, _load_policy_or_exit = fail, check_out, check_rendering, load_policy_or_exit
+
+
+def _resume_hint(out: Path, per_policy: bool = False) -> str:
+    """What a stopped run (``per_policy``: a bench's runs, ``out/<policy>/``) keeps and how to
+    go on (the same words for every stop); names the log only once a step is in it."""
+    logs = list(out.glob("*/log.jsonl")) if per_policy else [out / "log.jsonl"]
+    if not any(p.is_file() and p.stat().st_size for p in logs):
+        return "no step had finished, so there is nothing to keep; run the same command again to start"
+    return f"every finished step is in {out / '<policy>' / 'log.jsonl' if per_policy else out / 'log.jsonl'}; run the same command again to resume"
+
+
+@app.command()
+def run(
+    stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
+    policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file, or a shipped name (policies/): default, frozen, single-branch, no-procedural, no-anti-fragmentation, judge-always, ace-style, evidence, zones-family, zones-own-first, zones-own, learned-routing, labels-tuned, prefix-cache."),
+    out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR; an unfinished one is resumed."),
+    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="Record malformed stream lines in RUN_DIR/bad_lines.json and go on."),
+    rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise)."),
+    cache: Optional[Path] = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
+    snapshot_every: int = typer.Option(50, min=1, help="Records between state snapshots (at least; more once a snapshot writes over N × 8 KiB; never over 1000 apart)."),
+    budget: Optional[int] = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
+    user_model: Optional[str] = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model)."),
+    durability: str = typer.Option("disk", "--durability", help="disk: each step is fsynced before the next (survives a power loss); os: handed to the OS only, fsynced at the end (survives kill -9, not a power loss)."),
+) -> None:
+    """Run STREAM through RIZZ with POLICY; write RUN_DIR (log, snapshots, summary.json).
+
+    Running the same command again on an unfinished RUN_DIR resumes it.
+    """
+    # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
+    from rizz.engine.run import run_stream
+
+    pol = _load_policy_or_exit(policy)
+    if not stream.exists():
+        _fail(f"stream file not found: {stream}")
+    try:
+        elements = read_stream(stream, skip_bad=skip_bad).elements  # refuse a bad stream before writing anything
+    except StreamError as e:
+        _fail(str(e))
+    n = len(elements)
+    _check_oracle(model, stream, elements, limit)
+    _check_rendering(rendering)
+    if durability not in ("disk", "os"):
+        _fail(f"--durability must be disk or os, got {durability!r}")
+    _check_out(out, "run.json", "RUN_DIR", also=("responses.sqlite",))
+    new_dir = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        backend = load_model(model, cache=cache or out / "responses.sqlite")
+        umodel = load_model(user_model, cache=cache or out / "responses.sqlite") if user_model else None
+    except (ValueError, ModelUnavailableError, KeyboardInterrupt) as e:
+        if new_dir and not any(out.iterdir()):  # a refused command leaves no RUN_DIR behind
+            out.rmdir()
+        if isinstance(e, KeyboardInterrupt):
+            _fail(f"interrupted; {_resume_hint(out)}", 130)
+        _fail(str(e))
+    try:  # outside the bar's `with`: the bar ends its line before any message is said
+        embedder = Embedder()
+        with new_progress() as prog:
+            on_step = StepProgress(prog, pol.name, min(n, limit) if limit is not None else n, echo=lambda m: typer.echo(m, err=True))
+            summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
+                                 rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, on_resume=on_step.resume, budget=budget,
+                                 user_model=umodel, durability=durability)
+    except (StreamError, RunDirBusy, RunDirMismatch) as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        _fail(f"interrupted; {_resume_hint(out)}", 130)
+    except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
+        _fail(f"{e}\n{_resume_hint(out)}")
+    except Exception as e:  # a full disk stops cleanly (issue #12 §7); anything else propagates
+        full = e if isinstance(e, OSError) and "disk full" in str(e) else disk_full(e, "the run", out)
+        if full is None:
+            raise
+        _fail(str(full), EXIT_DISK_FULL)
+    typer.echo(json.dumps({k: summary[k] for k in ("steps", "answered", "mean_reward", "model_calls", "branches", "state_digest")}, indent=1))
+
+
+@app.command()
+def replay(
+    run_dir: Path = typer.Argument(..., help="A RUN_DIR written by `rizz run`."),
+    policy: Optional[str] = typer.Option(None, "--policy", "-p", help="Refold under this policy instead of the run's own (writes summary.replay.json)."),
+) -> None:
+    """Refold RUN_DIR's log with no model calls; print the final state's digest, and say
+    whether it equals the digest the run recorded (summary.json).
+
+    Under another --policy the logged answers and rewards are refolded as they are: the
+    memory and branches are that policy's, the rewards the run's (it is not a new run; use
+    `rizz run` or `rizz bench` to measure a policy); it writes summary.replay.json and says
+    what differs from the run's summary.json (branches, labels, digest).
+    """
+    # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
+    from rizz.engine.run import replay as do_replay
+    from rizz.engine.run import replay_differences
+
+    pol = _load_policy_or_exit(policy) if policy else None
+    try:  # what the run recorded, read before a refold under its own policy rewrites summary.json
+        recorded = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = None
+    try:
+        summary = do_replay(run_dir, pol, policy)
+    except FileNotFoundError as e:
+        _fail(str(e))
+    except RunDirBusy as e:  # replay writes summary.json, so it takes the lock a running run or server holds
+        _fail(f"{str(e).split(';')[0]}; replay it once that process has finished (replay writes summary.json)")
+    typer.echo(summary["state_digest"])  # stdout: the digest alone (scripts read it); what it means goes to stderr
+
+    def say(message: str) -> None:
+        typer.echo(message, err=True)
+
+    if recorded is None:
+        say(f"no digest recorded to compare with: {run_dir / 'summary.json'} is missing or unreadable "
+            "(a run that has not finished; a live session's directory until its first replay)")
+    elif "answers_from" in summary:
+        say(f"wrote {run_dir / 'summary.replay.json'}: the run's answers and rewards refolded under {summary['policy']}")
+        changed = replay_differences(recorded, summary)
+        say(f"differs from the run's summary.json ({recorded.get('policy')}) in: " + "; ".join(changed) if changed
+            else f"the same branches, labels and digest as the run's summary.json ({recorded.get('policy')})")
+    elif recorded.get("state_digest") == summary["state_digest"]:
+        say(f"= the digest the run recorded in {run_dir / 'summary.json'}: its log replays to the same state")
+    else:
+        say(f"≠ the digest the run recorded in {run_dir / 'summary.json'} ({recorded.get('state_digest')}): its log refolds to "
+            "another state (was it written by another version of rizz?); summary.json now holds the refolded one")
+
+
+@app.command()
+def diff(
+    run_dir: Path = typer.Argument(..., help="A RUN_DIR."),
+    at: int = typer.Option(..., "--at", min=0, help="First step whose changes to show. Steps are numbered from 0: step 0 is the first element (progress counts steps done: 10/84 means steps 0..9)."),
+    to: Optional[int] = typer.Option(None, "--to", min=0, help="Last step to show (default: --at)."),
+) -> None:
+    """What changed in the state between steps: spawns, merges, writes, quarantine, counters, drops.
+
+    Each step shows its prompt's tokens and budget, and which limit set the budget: the
+    policy's compiler.token_budget, --budget, or the model's window less the reply's tokens.
+    """
+    try:
+        typer.echo(diff_run(run_dir, at, to))
+    except (ValueError, FileNotFoundError) as e:
+        _fail(str(e))
+
+
+@app.command()
+def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", help="Machine-readable rows (every field)."),
+            episodes: bool = typer.Option(False, "--episodes", help="The run's agent episodes: request → calls → results → final answer."),
+            full: bool = typer.Option(False, "--full", help="With --episodes: every event of long episodes."),
+            wide: bool = typer.Option(False, "--wide", help="Every column, however wide the table (by default columns are dropped to fit the terminal).")) -> None:
+    """Branches of the run's final state: label, where the label came from (judge, fallback, snapped, declared,
+    context or placeholder, at which step), traffic, mean reward and memory sizes (--episodes: its episodes).
+
+    The table fits the terminal: the least needed columns are left out and long labels fold
+    onto more lines; --wide shows every column, including how the inputs reached each branch
+    (by the judge's label, a snapped label, a declared one, or by anchor similarity alone).
+    """
+    from rich.console import Console
+
+    if episodes:
+        try:
+            typer.echo(json.dumps(episode_rows(run_dir), indent=1) if as_json else episodes_text(run_dir, full=full))
+        except FileNotFoundError as e:
+            _fail(str(e))
+        return
+    try:
+        rows = inspect_run(run_dir)
+    except FileNotFoundError as e:
+        _fail(str(e))
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    if not rows:
+        typer.echo(f"{run_dir}: no branches yet (no step has been folded)")
+        return
+    if full:
+        typer.echo("(--full applies to --episodes only)", err=True)
+    console = Console()
+    table, dropped = branch_table(rows, console.width, wide=wide)
+    console.print(f"branches of {run_dir}", markup=False, highlight=False)
+    (Console(width=10_000) if wide else console).print(table)
+    if dropped:  # wrapped to the terminal like the table
+        console.print(f"(left out to fit {console.width} columns: {', '.join(dropped)}; --wide shows them, --json gives every field)",
+                      markup=False, highlight=False)
+
+
+@app.command()
+def convert(
+    run_dir: Path = typer.Argument(..., help="A RUN_DIR (or a bench folder: each of its runs)."),
+    keep_files: bool = typer.Option(False, "--keep-files", help="Leave the old embeddings/ and prompts/ folders in place (ignored from now on)."),
+) -> None:
+    """Move a RUN_DIR written before rizz kept one store (its embeddings/ and prompts/ folders: a
+    file per vector and per compiled prompt) into RUN_DIR/store.sqlite, byte for byte.
+
+    Not needed to replay or resume an old RUN_DIR (it is read as it is); it turns its ~2 files
+    per step into one. Every entry is read back and compared with its file before the folders
+    are removed; safe to interrupt (run it again). `rizz replay RUN_DIR` afterwards prints the
+    same digest. Does nothing to a RUN_DIR already in one store.
+    """
+    try:
+        targets = run_dirs_in(run_dir)
+        for rd in targets:
+            convert_run_dir(rd, keep_files=keep_files, log=lambda m: typer.echo(m, err=True))
+    except (FileNotFoundError, ConvertError, RunDirBusy) as e:
+        _fail(str(e))
+
+
+def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: Optional[int]) -> None:
+    """``--model oracle`` only replays episodes' gold actions: refuse a stream whose (first
+    ``limit``) elements include one that is not an episode (it would answer "" and score 0)."""
+    if model.strip() != "oracle":
+        return
+    plain = [el for el in elements[:limit] if not el.is_episode]
+    if plain:
+        _fail(f"--model oracle replays each episode's gold actions (validation only), but {plural(len(plain), 'element')} of "
+              f"{stream} {'is' if len(plain) == 1 else 'are'} not an episode (no 'tools'; the first: {plain[0].id!r}); "
+              "use a model (e.g. --model embedded), or an episode stream (rizz streams build bfcl)")
+
+
+def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Optional[int], rendering: Optional[str], command: str, title: str,
+           budget: Optional[int] = None, ray_address: Optional[str] = None, user_model: Optional[str] = None) -> None:
+    # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
+    from rizz.lab.bench import run_bench
+    from rizz.lab.peers.run_peer import PEERS, PeerError, is_peer, peer_python
+
+    if not stream.exists():
+        _fail(f"stream file not found: {stream}")
+    try:
+        elements = read_stream(stream).elements  # refuse a bad stream before writing anything
+    except StreamError as e:
+        _fail(str(e))
+    _check_oracle(model, stream, elements, limit)
+    if not policies:
+        _fail("-P/--policies: give at least one policy or peer:NAME (comma-separated)")
+    for p in policies:  # and a bad policy name or file too
+        if is_peer(p):
+            try:
+                peer_python(p.partition(":")[2])
+            except PeerError as e:
+                _fail(str(e))
+        else:
+            try:
+                load_policy(p)
+            except PolicyError as e:
+                hint = f"\n(the peer {p.lower()} is the entry peer:{p.lower()})" if p.lower() in PEERS else ""
+                _fail(f"{e}{hint}")
+    _check_rendering(rendering)
+    if user_model is not None and ray_address is not None:
+        _fail("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
+    _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",))  # the cache comes first
+    made_out = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+
+    def fail_before_running(message: str) -> None:  # nothing ran: leave no folder behind that this command made
+        if made_out:
+            import shutil
+
+            shutil.rmtree(out, ignore_errors=True)
+        _fail(message)
+
+    if ray_address is not None:  # the model is built on each Ray worker, not here
+        if any(is_peer(p) for p in policies):
+            _fail("peer:NAME entries cannot run with --ray (they share one in-process model server); run them without --ray")
+        from functools import partial
+
+        # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
+        from rizz.lab.ray_tasks import model_from_spec
+
+        try:
+            results = run_bench(stream, policies, out, None, None, limit=limit, rendering=rendering, budget=budget, command=command,
+                                title=title, ray_address=ray_address, model_factory=partial(model_from_spec, model),
+                                log=lambda m: typer.echo(m, err=True))
+        except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, ModelUnavailableError, RuntimeError) as e:
+            _fail(str(e))
+        except KeyboardInterrupt:
+            _fail(f"interrupted; finished policies are in {out}/<policy>/; run the same command again to resume", 130)
+        typer.echo(format_table(results))
+        typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/*.png   results: {out / 'results.json'}   Ray tasks: {out / 'ray.json'}")
+        return
+    import contextlib
+
+    peers = any(is_peer(p) for p in policies)
+    try:  # with peers, one OpenAI-compatible model path for every entry (rizz.lab.peers.setup)
+        ctx = peer_model(model, out / "responses.sqlite") if peers else contextlib.nullcontext(None)
+        pm = ctx.__enter__()
+        backend = pm.backend if peers else load_model(model, cache=out / "responses.sqlite")
+        umodel = load_model(user_model, cache=out / "responses.sqlite") if user_model else None
+    except (ValueError, ModelUnavailableError, RuntimeError) as e:
+        fail_before_running(str(e))
+    try:
+        with new_progress() as prog:
+            results = run_bench(stream, policies, out, backend, Embedder(), limit=limit, rendering=rendering, budget=budget,
+                                command=command, title=title, progress=prog, peer_model=pm, user_model=umodel)
+    except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, PeerError) as e:
+        _fail(str(e))
+    except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
+        _fail(f"{e}\n{_resume_hint(out, per_policy=True)}")
+    except KeyboardInterrupt:
+        _fail(f"interrupted; {_resume_hint(out, per_policy=True)}", 130)
+    finally:
+        ctx.__exit__(None, None, None)
+    typer.echo(format_table(results))
+    typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/*.png   results: {out / 'results.json'}")
+
+
+@app.command()
+def bench(
+    stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
+    policies: str = typer.Option("frozen,default,single-branch,no-procedural,no-anti-fragmentation", "--policies", "-P",
+                                 help="Comma-separated policy files or shipped names; peer:ace and peer:mem0 run those packages (docs/peers.md)."),
+    out: Path = typer.Option(..., "--out", "-o", help="BENCH_DIR: one RUN_DIR per policy, report.md, results.json, plots."),
+    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
+    rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default by backend)."),
+    budget: Optional[int] = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
+    ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
+                                      help="Run each policy as a Ray task: a local Ray by default, or a cluster (auto | HOST:PORT | ray://HOST:10001). ADDRESS may follow --ray or be written --ray=ADDRESS."),
+    user_model: Optional[str] = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model); not with --ray."),
+) -> None:
+    """Several policies over the same stream and model, side by side (report.md, results.json, PNG plots).
+
+    A shared response cache means an identical prompt is paid for once; rerunning the same
+    command resumes an interrupted bench. With --ray the policies run as Ray tasks (same
+    digests and results; each task's cache is merged into the bench's).
+    """
+    _bench(stream, [p.strip() for p in policies.split(",") if p.strip()], out, model, limit, rendering,
+           "rizz " + " ".join(sys.argv[1:]), f"rizz bench: {stream.name}", budget, ray, user_model)
+
+
+@app.command()
+def demo(
+    out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where to write the bench."),
+    limit: int = typer.Option(DEMO_LIMIT, "--limit", "-n", min=1, help="Stream elements per policy."),
+    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP + " (default: the embedded offline model)"),
+    budget: int = typer.Option(DEMO_BUDGET, "--budget", min=MIN_BUDGET, help="Prompt budget cap in tokens, for both policies."),
+) -> None:
+    """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model.
+
+    Says how long it should take before it starts (the README's measurement, scaled by the
+    load on the cores; a resumed demo counts only its steps left); each policy's progress
+    shows its time remaining.
+    """
+    stream = DATA_DIR / "trace-mini" / "test.jsonl"
+    if not stream.exists():
+        _fail(f"shipped demo data not found at {stream}; run from a clone of the rizz repository")
+    typer.echo(_demo_estimate(out, limit, model, budget), err=True)
+    _bench(stream, ["frozen", "default"], out, model, limit, None, "rizz " + " ".join(sys.argv[1:]),
+           "rizz demo: frozen vs RIZZ on TRACE (interleaved, shipped slice)", budget)
+
+
+def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
+    """The line ``rizz demo`` says first: what it runs and how long that should take."""
+    import os
+
+    try:  # a resumed demo: only the steps left (a damaged log is the bench's to report)
+        left = {p: max(0, limit - sum(1 for r in RunDir(out / p).records() if r.get("kind", "step") == "step")) for p in DEMO_STEP_SECONDS}
+    except (ValueError, OSError):
+        left = dict.fromkeys(DEMO_STEP_SECONDS, limit)
+    head = f"rizz demo: frozen, then default, over the first {limit} elements of the shipped TRACE slice"
+    if model.strip() != "embedded":
+        return f"{head}; no time estimate for --model {model} (the measured figures are the embedded model's)"
+    threads = int(os.environ.get("RIZZ_THREADS", "2"))
+    guess = time_estimate(left, DEMO_STEP_SECONDS, os.getloadavg()[0], os.cpu_count() or 1, threads)
+    return f"{head}: {guess}" + (f" (measured at --budget {DEMO_BUDGET}; this is --budget {budget})" if budget != DEMO_BUDGET else "")
+
+
+@policy_app.command("check")
+def policy_check(files: list[str] = typer.Argument(..., help="Policy YAML files or shipped names.")) -> None:
+    """Exit 0 when every policy is valid; otherwise name each bad field by its path and exit 1."""
+    bad = 0
+    for f in files:
+        try:
+            p = load_policy(f)
+            typer.echo(f"{f}: ok ({p.name})")
+        except PolicyError as e:
+            bad += 1
+            typer.secho(str(e), fg="red", err=True)
+    raise typer.Exit(1 if bad else 0)
+
+
+@policy_app.command("show")
+def policy_show(file: str = typer.Argument(..., help="Policy file or shipped name.")) -> None:
+    """Print the fully resolved policy (extends applied, defaults filled in) as YAML."""
+    typer.echo(dump_policy(_load_policy_or_exit(file)), nl=False)
+
+
+@policy_app.command("schema")
+def policy_schema_cmd() -> None:
+    """Print the policy JSON Schema (the content of specs/policy.schema.json)."""
+    typer.echo(json.dumps(policy_schema(), indent=2))
+
+
+@policy_app.command("constants")
+def policy_constants_cmd() -> None:
+    """Print the table of every policy constant with its default, range and source (specs/constants.md)."""
+    typer.echo(constants_markdown(), nl=False)
+
+
+#: What may follow ``--ray`` as its ADDRESS: local, auto, ray://..., HOST:PORT.
+_RAY_ADDRESS = re.compile(r"^(local|auto|ray://\S+|[\w.\-]+:\d+)$")
+
+
+def ray_flag(argv: list[str]) -> list[str]:
+    """``--ray`` takes an optional ADDRESS: a bare ``--ray`` (not followed by an address-like
+    token: local, auto, ray://..., HOST:PORT) becomes ``--ray=local``."""
+    out = []
+    for i, a in enumerate(argv):
+        if a == "--ray" and not (i + 1 < len(argv) and _RAY_ADDRESS.match(argv[i + 1])):
+            a = "--ray=local"
+        out.append(a)
+    return out
+
+
+# `rizz sweep` and `rizz serve` (issue #14) live in their own module.
+from rizz.apps.cli_scale import register as _register_scale  # noqa: E402
+
+_register_scale(app)
+
+# `rizz view` (issue #28) lives in its own package.
+from rizz.apps.view_command import register as _register_view  # noqa: E402
+
+_register_view(app)
+
+
+def main() -> None:
+    app(args=ray_flag(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

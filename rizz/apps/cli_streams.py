@@ -1,0 +1,156 @@
+"""``rizz streams ...``: build benchmark streams and check stream files.
+
+Mounted into the main CLI as ``rizz streams``; runnable alone as
+``python -m rizz.apps.cli_streams``.
+
+Data root resolution for ``build`` (first that applies): ``--data-root DIR``; the
+environment variable ``RIZZ_DATA_ROOT``; ``../shared/data`` relative to the working
+directory. The full data is only needed for full-size streams; small real slices ship in
+the repository under ``data/``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Optional
+
+from rizz.extras import extra_needed
+
+with extra_needed("cli", "the rizz command"):
+    import typer
+
+from rizz.lab.builders import BENCHES, BuildError, BuildOptions, build, prompt_chars
+from rizz.formats.streams import StreamElement, StreamError, count_tasks, read_stream, write_stream
+from rizz.formats.wording import plural as _plural
+
+__all__ = ["app", "resolve_data_root", "DEFAULT_DATA_ROOT", "DATA_ROOT_ENV"]
+
+DEFAULT_DATA_ROOT = Path("..") / "shared" / "data"
+DATA_ROOT_ENV = "RIZZ_DATA_ROOT"
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="Build benchmark streams (JSONL, specs/stream-format.md) and check stream files.")
+
+
+@app.callback()
+def _streams() -> None:
+    """Build benchmark streams (JSONL, specs/stream-format.md) and check stream files."""
+
+
+#: Builders whose data ships in a package, not under the data root.
+PACKAGED_BENCHES = ("bfcl",)
+
+
+def resolve_data_root(option: Optional[Path]) -> Path:
+    """The benchmark data root: ``option``, else ``$RIZZ_DATA_ROOT``, else ``../shared/data``.
+
+    Raises:
+      BuildError: if the chosen directory does not exist (the message says the data is only
+        needed for full-size runs and that shipped slices live in ``data/``).
+    """
+    if option is not None:
+        root, how = option, "--data-root"
+    elif os.environ.get(DATA_ROOT_ENV):
+        root, how = Path(os.environ[DATA_ROOT_ENV]), f"${DATA_ROOT_ENV}"
+    else:
+        root, how = DEFAULT_DATA_ROOT, "the default ../shared/data"
+    if not root.is_dir():
+        raise BuildError(
+            f"benchmark data root not found: {root} (from {how}). Pass --data-root DIR or set "
+            f"{DATA_ROOT_ENV}. The full benchmark data is only needed to build full-size streams; "
+            "small real slices ship in this repository under data/ (data/trace-mini, "
+            "data/streambench-mini, data/locomo-mini, data/interference-mini, data/bfcl-mini, "
+            "data/tau-bench-mini).")
+    return root
+
+
+def _task_counts(elements: Iterable[StreamElement]) -> str:
+    """``FOMC 40, - 3`` (:func:`rizz.formats.streams.count_tasks`, formatted)."""
+    return ", ".join(f"{t} {c}" for t, c in count_tasks(elements).items())
+
+
+def _split_csv(value: Optional[str]) -> Optional[tuple[str, ...]]:
+    if value is None:
+        return None
+    return tuple(v.strip() for v in value.split(",") if v.strip()) or None
+
+
+@app.command("build")
+def build_cmd(
+    bench: str = typer.Argument(..., help=f"One of: {', '.join(BENCHES)}."),
+    out: Path = typer.Option(..., "--out", help="Stream file to write (JSONL)."),
+    order: Optional[str] = typer.Option(
+        None, help="sequential | interleaved (default: interleaved for streambench and interference, else sequential)."),
+    split: str = typer.Option("test", help="train | eval | test (bfcl: train | test; tau-bench: train | dev | test)."),
+    per_task: Optional[int] = typer.Option(None, "--per-task", help="First N items per task."),
+    seed: int = typer.Option(0, help="Seed of the interleaving shuffle."),
+    tasks: Optional[str] = typer.Option(
+        None, help="Comma list: TRACE tasks, LoCoMo conversations (conv-41), StreamBench sources or interference groups (numbers, letters, code, text)."),
+    data_root: Optional[Path] = typer.Option(
+        None, "--data-root", help=f"Benchmark data (default ${DATA_ROOT_ENV}, else ../shared/data)."),
+    max_input_chars: Optional[int] = typer.Option(
+        None, "--max-input-chars", help="Drop (and count) elements with more prompt chars than this."),
+    warn_chars: int = typer.Option(24000, "--warn-chars", help="Report elements longer than this."),
+    pool: str = typer.Option("500", help="TRACE test pool: 500 or 5000."),
+    keep_duplicates: bool = typer.Option(False, "--keep-duplicates",
+                                         help="TRACE: keep repeated (prompt, answer) records."),
+    categories: Optional[str] = typer.Option(
+        None, "--categories", help="bfcl: comma list of simple_python, multiple, parallel, parallel_multiple, multi_turn_base."),
+    domain: Optional[str] = typer.Option(None, "--domain", help="tau-bench: retail | airline."),
+) -> None:
+    """Build BENCH's stream deterministically and write it to --out."""
+    try:
+        opts = BuildOptions(split=split, order=order, per_task=per_task, seed=seed,
+                            tasks=_split_csv(categories) or _split_csv(tasks), max_input_chars=max_input_chars,
+                            warn_chars=warn_chars, pool=pool, keep_duplicates=keep_duplicates, domain=domain)
+        if bench not in BENCHES:
+            raise BuildError(f"unknown benchmark {bench!r}; expected one of {', '.join(BENCHES)}")
+        # BFCL's data ships inside the bfcl-eval wheel: no data root needed (nor checked)
+        root = Path(data_root or ".") if bench in PACKAGED_BENCHES else resolve_data_root(data_root)
+        result = build(bench, root, opts)
+        if not result.elements:
+            raise BuildError(f"no elements to write to {out} (an empty stream file is refused by "
+                             "`rizz streams check` and `rizz run`); check --tasks, --per-task and --max-input-chars")
+    except BuildError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    for note in result.notes:
+        typer.echo(f"note: {note}", err=True)
+    n = write_stream(out, result.elements)
+    typer.echo(f"wrote {_plural(n, 'element')} to {out} ({_task_counts(result.elements)})")
+
+
+@app.command("check")
+def check_cmd(
+    stream: Path = typer.Argument(..., help="Stream file (JSONL) to validate."),
+    first_only: bool = typer.Option(False, "--first", help="Stop at the first bad line (default: report every bad line)."),
+    all_errors: bool = typer.Option(True, "--all", hidden=True, help="Kept for old scripts: every bad line is the default."),
+) -> None:
+    """Validate a stream file against the contract; exit 1 naming FILE:LINE and field if bad.
+
+    Prints ``FILE: N elements ok, M bad; TASK N, ...; longest N chars`` (``-`` counts elements
+    without ``metadata.task``, as in ``summary.json``). An empty file is an error.
+    """
+    del all_errors  # accepted for old scripts; reporting every bad line is the default
+    try:
+        read = read_stream(stream, skip_bad=not first_only)
+    except StreamError as err:
+        for bad in err.bad:  # a file whose every line is bad
+            typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1) from None
+    except OSError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1) from None
+    for bad in read.bad:
+        typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
+    longest = max((prompt_chars(el) for el in read.elements), default=0)
+    typer.echo(f"{stream}: {_plural(len(read.elements), 'element')} ok, {len(read.bad)} bad; "
+               f"{_task_counts(read.elements)}; longest {_plural(longest, 'char')}")
+    if read.bad:
+        raise typer.Exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,37 @@
+"""``rizz view RUN_DIR [--out FILE.html]``; :func:`register` adds it to the ``rizz`` app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rizz.apps.cli_errors import fail as _fail
+from rizz.engine.logfold import LogFoldError
+from rizz.formats.logrecord import LogRecordError
+from rizz.lab.view import write_view
+
+__all__ = ["register", "view"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``view`` to ``app``."""
+    app.command()(view)
+
+
+def view(
+    run_dir: Path = typer.Argument(..., help="A RUN_DIR (rizz run, or a live Session's folder), a bench or sweep folder, or a rizz serve --data folder."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="The HTML file to write (default: RUN_DIR/view.html)."),
+) -> None:
+    """One self-contained HTML view of RUN_DIR: branch tree, every step's route and prompt, the memory, runs side by side.
+
+    Built by refolding the log (no model call); open the file in any browser, no server or network needed.
+    """
+    if out is not None and out.is_dir():
+        _fail(f"--out {out}: is a folder; give the HTML file to write (e.g. {out / 'view.html'})")
+    try:
+        path = write_view(run_dir, out)
+    except (FileNotFoundError, LogRecordError, LogFoldError) as e:
+        _fail(str(e))
+    typer.echo(f"{path}  ({path.stat().st_size / 1e6:.1f} MB; open it in a browser)")

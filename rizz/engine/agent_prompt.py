@@ -1,0 +1,90 @@
+"""An agent step's prompt: task, tool list and transcript, plus retrieved memory, under the budget.
+
+The prompt compiler (:func:`rizz.core.compile_prompt`, spec §5) budgets every step's prompt:
+
+* the *task* -- the element's instruction (e.g. τ-bench's policy), the call protocol and the tool
+  list -- is the protected ``instruction`` block: never elided;
+* the running *transcript* is the protected ``input`` block, fitted first: while task plus
+  transcript exceed the budget, the oldest tool result is elided (``[tool result elided]``),
+  then, with none left, the oldest turns after the first user turn are dropped;
+* memory (rules, solved examples = verified trajectories, mistakes = first wrong calls) fills the
+  rest and gives way first, as for any element.
+
+:class:`~rizz.core.PromptBudgetError` is raised only when the task alone does not fit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from rizz.core import CompiledPrompt, PromptBudgetError, compile_prompt, prompt_blocks
+from rizz.core.policy import CompilerPolicy
+from rizz.adapters.agents.calls import ToolCall, format_call
+from rizz.formats.streams import StreamElement
+from rizz.adapters.agents.env import plain
+
+__all__ = ["NATIVE_PROTOCOL", "PROTOCOL", "ELIDED", "episode_prompt", "task_text", "transcript_text"]
+
+#: How the model calls tools in the text protocol (Python call syntax, as BFCL prompts).
+PROTOCOL = ("You can call the tools listed below. To call tools, reply with Python call syntax only, "
+            "e.g. [tool_a(x=1), tool_b(name='abc')]; the results come back to you. To answer the user, "
+            "reply in plain text with no call.")
+#: The same for backends with native tool calling (Anthropic ``tool_use``, OpenAI ``tools``):
+#: the calls go through the API's own structures, not the reply text.
+NATIVE_PROTOCOL = ("You can call the tools listed below with function calling; the results come back to you. "
+                   "To answer the user, reply in plain text with no call.")
+ELIDED = "[tool result elided]"
+#: Tokens kept free for separators the compiler adds between blocks.
+_SLACK = 16
+
+
+def task_text(el: StreamElement, protocol: str = PROTOCOL) -> str:
+    """The protected task: the element's instruction, the call ``protocol`` and the tool list
+    (one JSON a line, keys sorted: the same text in every process)."""
+    tools = "\n".join(json.dumps(plain(t), ensure_ascii=False) for t in el.tools or ())
+    head = f"{el.instruction}\n\n" if el.instruction else ""
+    return f"{head}{protocol}\n\nTools:\n{tools}"
+
+
+def _line(e: dict[str, Any], elided: bool) -> str:
+    if e["role"] == "user":
+        return f"User: {e['text']}"
+    if e["role"] == "assistant":
+        calls = e.get("calls") or []
+        if calls:
+            return "Assistant: [" + ", ".join(format_call(ToolCall(n, a)) for n, a in calls) + "]"
+        return f"Assistant: {e['text']}"
+    return f"Tool {e['name'] or '(call)'}: {ELIDED if elided else e['result']}"
+
+
+def transcript_text(transcript: list[dict[str, Any]], elided: set[int] = frozenset(), dropped: int = 0) -> str:  # type: ignore[assignment]
+    """The transcript as prompt text; ``elided`` tool events show :data:`ELIDED`; the ``dropped``
+    oldest events after the first are left out (with a note)."""
+    lines = [_line(transcript[0], False)] if transcript else []
+    if dropped:
+        lines.append(f"[{dropped} earlier events elided]")
+    lines += [_line(e, i in elided) for i, e in enumerate(transcript) if i > dropped]
+    return "\n".join(lines) + "\nAssistant:"
+
+
+def episode_prompt(retrieved: Any, el: StreamElement, transcript: list[dict[str, Any]], policy: CompilerPolicy,
+                   count_tokens: Callable[[str], int], budget: int, protocol: str = PROTOCOL) -> CompiledPrompt:
+    """Compile one agent step's prompt (see the module docstring). Raises PromptBudgetError."""
+    task = task_text(el, protocol)
+    base = count_tokens(task) + _SLACK
+    if base > budget:
+        raise PromptBudgetError(base, budget)
+    tools = [i for i, e in enumerate(transcript) if e["role"] == "tool"]
+    elided: set[int] = set()
+    dropped = 0
+    text = transcript_text(transcript)
+    while base + count_tokens(text) > budget:
+        if len(elided) < len(tools):
+            elided.add(tools[len(elided)])
+        elif dropped < len(transcript) - 1:
+            dropped += 1
+        else:
+            raise PromptBudgetError(base + count_tokens(text), budget)
+        text = transcript_text(transcript, elided, dropped)
+    return compile_prompt(prompt_blocks(retrieved, text, task, None), policy, count_tokens, budget)

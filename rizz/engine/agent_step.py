@@ -1,0 +1,84 @@
+"""An episode as one element of the Session/run loop (the glue to the core; issue #13).
+
+* :func:`answer_episode`: after the route round and retrieval
+  (:func:`rizz.engine.answering.answer_element`), run the agent loop with the episode's
+  retrieved memory in every prompt; the pending answer's ``answer`` is the compact trajectory
+  (request → calls → final answer), what a verified episode writes to episodic memory, and
+  ``wrong_call`` the first wrong call, what a failed one writes as the branch-local
+  anti-pattern (chosen when the verdict is folded: :func:`rizz.engine.logfold.memory_input`).
+* :func:`verify_episode_pending`: the episode verifier's verdict.
+
+Both the trajectory and the wrong call travel in the log record (``answer.extracted``,
+``episode.wrong_call``), so replay and resume need nothing else. The core sees an episode as
+one transition, as any element (route round at answer time, feedback round with the verdict,
+distill round for rules; spec §6 gates apply unchanged).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from rizz.core import StepInput, Verdict
+from rizz.adapters.agents.env import make_environment
+from rizz.adapters.agents.episode import compact_trajectory
+from rizz.adapters.agents.loop import run_episode
+from rizz.engine.model_agent import LLMUser, ModelAgent
+from rizz.engine.pending import Call, Pending
+from rizz.adapters.verifiers.episodes import first_wrong_call, verify_episode
+from rizz.engine.native_agent import NativeToolAgent, native_kind
+
+__all__ = ["answer_episode", "verify_episode_pending"]
+
+
+def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge: Any, calls: list[Any], *, keys: tuple[str, str | None],
+                   time: float, model: Any, policy: Any, budget: int, rendering: str, user_model: Any = None,
+                   data_roots: tuple[Any, ...] = ()) -> Any:
+    """Run ``el``'s episode and return its :class:`~rizz.engine.pending.Pending`.
+
+    ``routed``: the route round's result; ``retrieved``: the memory read with its decision;
+    ``budget``: the prompt budget of every agent call (tokens); ``user_model``: τ-bench's
+    simulated customer (None: ``model``).
+    """
+    env = make_environment(el.environment, data_roots=data_roots)
+    if getattr(model, "scripted", False):  # --model oracle; with --user-model a model plays its customer
+        agent = model.agent()
+        user = (LLMUser(user_model, el.user, policy.agents.user_tokens) if user_model is not None and el.user is not None
+                else model.user())
+    else:
+        kind = native_kind(model)  # anthropic: tool_use blocks; openai: tools / tool_calls; template: <tool_call>
+        if kind is not None:
+            agent = NativeToolAgent(model, policy, retrieved, budget)
+            rendering = "chat" if kind == "template" else rendering  # the GGUF's chat template, whatever --rendering
+        else:  # SmolLM2, a gguf:PATH without a tool template, any text backend: Python call syntax, parsed with ast
+            agent = ModelAgent(model, policy, retrieved, budget, rendering)
+        umodel = user_model or model
+        user = LLMUser(umodel, el.user, policy.agents.user_tokens) if el.user is not None else None
+    ep = run_episode(el, agent, env, max_steps=policy.agents.max_steps, user=user)
+    gens = list(getattr(agent, "generations", ()))
+    calls = list(calls) + [Call.of("answer", g) for g in gens]
+    calls += [Call.of("user", g) for g in getattr(user, "generations", ())]
+    prompts = getattr(agent, "prompts", [])
+    prompt = max(prompts, key=lambda p: p.token_count) if prompts else None
+    first = prompts[0] if prompts else None
+    answer = compact_trajectory(ep)
+    step_input = attrs.evolve(
+        base, answer=answer,
+        prompt_rule_ids=first.item_ids("rules") if first else (), prompt_episode_keys=first.item_ids("examples") if first else (),
+        prompt_tokens=prompt.token_count if prompt else 0,
+        completion_tokens=sum(c.completion_tokens for c in calls if c.kind == "answer"),
+        dropped=len(prompt.dropped) if prompt else 0)
+    reasoning = "\n\n".join(g.reasoning for g in gens if getattr(g, "reasoning", ""))
+    return Pending(el, step_input, prompt, ep.final, answer, bool(ep.calls) or bool(ep.final), judge, tuple(calls),
+                   ep.stop == "overflow", rendering, routed, keys, time, reasoning=reasoning, episode=ep,
+                   wrong_call=first_wrong_call(el, ep))
+
+
+def verify_episode_pending(p: Any, data_roots: tuple[Any, ...] = ()) -> Verdict:
+    """The element's episode verifier on ``p.episode`` (0 for an overflowing episode)."""
+    el = p.element
+    if p.overflow or p.episode is None:
+        return Verdict(0.0, el.verifier, parsed=False)
+    v = verify_episode(el, p.episode, data_roots=data_roots)
+    return Verdict(v.reward, el.verifier, parsed=v.parsed)

@@ -1,0 +1,208 @@
+"""The effects of answering one element: embed, judge (when needed), route, retrieve, compile,
+render, call the model, extract the answer — and turn it into a log record.
+
+:func:`answer_element` routes once: the core's ``route_round`` decides (and folds a spawn into a
+new state value that the caller commits only after the record is on disk); retrieval reads that
+state with that decision. :class:`~rizz.engine.session.Session` calls it under its lock.
+
+A tool-using episode element (issue #13) takes the same route and retrieval, then runs the agent
+loop (:func:`rizz.engine.agent_step.answer_episode`) instead of one model call; its record
+carries the whole episode (``episode``), so a refold calls no model and no tool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any, Sequence
+
+import attrs
+import numpy as np
+
+from rizz.core import (
+    AdaptiveState,
+    Policy,
+    PromptBudgetError,
+    Rizz,
+    StepInput,
+    Verdict,
+    compile_prompt,
+    needs_label,
+    normalise_label,
+    prompt_blocks,
+    retrieve,
+    sub_state,
+    unwall,
+)
+from rizz.core.compiler import MEMORY_BLOCKS
+from rizz.engine.agent_step import answer_episode, verify_episode_pending
+from rizz.engine.pending import Call, Embedded, Pending
+from rizz.formats import logrecord as lr
+from rizz.engine.judge import label_input
+from rizz.adapters.models.base import Message, ModelBackend
+from rizz.engine.render import TEMPLATE_SLACK, answer_settings, render
+from rizz.formats.streams import StreamElement
+from rizz.adapters.verifiers import correction_of, extract_answer, verify
+
+__all__ = ["answer_element", "budget", "default_rendering", "embed_texts", "evidence_text", "record_of", "verify_pending"]
+
+
+def default_rendering(model: ModelBackend) -> str:
+    """The backend's own ``default_rendering`` where it has one (the shipped Qwen instruct
+    models: ``chat``; SmolLM2-135M: ``raw``), else ``raw`` for local GGUF models (few-shot
+    completion) and ``chat`` for API backends."""
+    own = getattr(model, "default_rendering", None) or getattr(getattr(model, "backend", None), "default_rendering", None)
+    if own in ("raw", "chat", "chat-turns"):
+        return str(own)
+    return "raw" if model.name.startswith(("embedded", "gguf")) else "chat"
+
+
+def embed_texts(embedder: Any, store: Any, texts: Sequence[str]) -> list[Embedded]:
+    """Embed ``texts`` (through ``store.embed`` when there is a store, so the log holds keys).
+
+    New vectors are put with ``defer=True`` when the store can (``EmbeddingStore``): fsynced in
+    the background; the Session flushes the store before it writes a record naming them."""
+    if store is not None:
+        keys, vecs = store.embed(embedder, list(texts), **({"defer": True} if hasattr(store, "flush") else {}))
+    else:
+        vecs = embedder.embed(list(texts))
+        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    return [Embedded(v.tobytes(), k) for k, v in zip(keys, np.asarray(vecs, dtype=np.float32))]
+
+
+def budget(policy: Policy, model: ModelBackend, shape: str | None, cap: int | None, reply_tokens: int | None = None) -> int:
+    """Prompt budget in tokens: min(policy budget, ``cap``, window − answer tokens − thinking
+    allowance (``?reasoning=N``) − template slack). Answer tokens: ``reply_tokens`` when given
+    (an agent step reserves the policy's ``agents.reply_tokens``), else the shape's."""
+    thinking = int(getattr(model, "reasoning_tokens", 0))
+    answer = answer_settings(shape).max_tokens if reply_tokens is None else int(reply_tokens)
+    room = model.context_window - answer - thinking - TEMPLATE_SLACK
+    return max(1, min(policy.compiler.token_budget, room, cap if cap is not None else room))
+
+
+def evidence_text(el: StreamElement) -> str | None:
+    """The element's evidence items as the one text a step input carries (None without any)."""
+    items = el.evidence_items
+    return "\n\n".join(items) if items else None
+
+
+def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: int, *, model: ModelBackend, embedder: Any,
+                   store: Any, rendering: str, budget_cap: int | None, user_model: ModelBackend | None = None,
+                   data_roots: tuple[Any, ...] = ()) -> Pending:
+    """Answer ``el`` as step ``step`` against ``state`` (nothing is committed: see module docstring).
+
+    ``user_model``: τ-bench's simulated customer (default ``model``); ``data_roots``: where an
+    episode's environment data (τ-bench databases) is looked up first."""
+    policy = core.policy
+    text = el.input if not el.instruction else f"{el.instruction}\n\n{el.input}"
+    (emb,) = embed_texts(embedder, store, [text])
+    base = StepInput(step=step, item_id=el.id, text=el.input, embedding=emb.vec, instruction=el.instruction,
+                     evidence=evidence_text(el), scope=el.scope, shape=el.shape, context_only=el.context_only,
+                     tenant=el.tenant, time=el.time, instant_us=el.instant_us)
+    now = time.time()
+    if el.context_only:
+        return Pending(el, base, None, None, None, True, None, (), False, rendering, core.route_round(state, base), (emb.key, None), now)
+    calls: list[Call] = []
+    judge, lkey = None, None
+    declared = el.metadata.get("label") if policy.routing.declared_label else None
+    if declared is not None:  # a caller-declared route (metadata.label, issue #10): no judge call
+        base = attrs.evolve(base, declared_label=normalise_label(declared["function"], declared["application"]))
+    elif needs_label(sub_state(state, el.tenant), policy, emb.vec, el.shape):  # behind the tenant's wall
+        jl = label_input(model, el.input, instruction=el.instruction, shape=el.shape,
+                         fallback_application=policy.routing.fallback_application)
+        # an episode's function is what the agent does (issue #13): use-tools / <application>
+        label = normalise_label("use-tools" if el.is_episode else jl.function, jl.application)
+        (lemb,) = embed_texts(embedder, store, [label.application.replace("-", " ")])
+        base, lkey = attrs.evolve(base, label=label, label_embedding=lemb.vec), lemb.key
+        judge = {"function": label.function, "application": label.application, "raw": jl.raw,
+                 "repaired": jl.repaired, "fallback": jl.fallback}
+        if jl.generation is not None:
+            calls.append(Call.of("judge", jl.generation))
+    routed = core.route_round(state, base)
+    own, local, inner = unwall(routed.state, base, routed.decision)  # the tenant's sub-state and step (rizz.core.tenants)
+    retrieved = retrieve(own, policy, local, inner)
+    blocks = prompt_blocks(retrieved, el.input, el.instruction, base.evidence)
+    keys = (emb.key, lkey)
+    if el.is_episode:  # a tool-using episode (issue #13): the agent loop, one transition of the core
+        return answer_episode(el, base, routed, retrieved, judge, calls, keys=keys, time=now, model=model, policy=policy,
+                              budget=budget(policy, model, None, budget_cap, policy.agents.reply_tokens), rendering=rendering, user_model=user_model,
+                              data_roots=data_roots)
+    try:
+        prompt = compile_prompt(blocks, policy.compiler, model.count_tokens, budget(policy, model, el.shape, budget_cap))
+    except PromptBudgetError:
+        return Pending(el, base, None, None, "", False, judge, tuple(calls), True, rendering, routed, keys, now)
+    settings = answer_settings(el.shape)
+    raw = rendering == "raw"
+    gen = model.generate(render(prompt, el.shape, rendering), max_tokens=settings.max_tokens,
+                         stop=settings.stop if raw else (), rendering="raw" if raw else "chat")
+    calls.append(Call.of("answer", gen))
+    ext = extract_answer(gen.text, el.shape)
+    step_input = attrs.evolve(
+        base, answer=ext.answer, prompt_rule_ids=prompt.item_ids("rules"), prompt_episode_keys=prompt.item_ids("examples"),
+        prompt_tokens=prompt.token_count, completion_tokens=gen.completion_tokens, dropped=len(prompt.dropped),
+        prompt_blocks=tuple(sec.block for sec in prompt.sections if sec.block in MEMORY_BLOCKS),
+    )
+    return Pending(el, step_input, prompt, gen.reply, ext.answer, ext.parsed, judge, tuple(calls), False, rendering, routed, keys, now,
+                   reasoning=gen.reasoning)
+
+
+def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | None = None,
+                   calls: list[Call] | None = None, data_roots: tuple[Any, ...] = (), corrections: bool = False) -> Verdict | None:
+    """Score ``p`` with the element's own verifier (None for context-only input).
+
+    ``corrections``: a verdict below 1.0 carries the reference as its ``correction``
+    (:func:`~rizz.adapters.verifiers.correction_of`), as a user who corrects the answer would
+    (the ``write.corrections`` policy setting, issue #24).
+
+    ``calls``: where an ``llm_judge`` verifier's model calls are appended (kind ``verify``).
+    An episode is scored by its episode verifier (``bfcl_ast``, ``bfcl_multi_turn``, ``tau_db``)
+    on what it did; ``data_roots``: where τ-bench databases are looked up first.
+    """
+    el = p.element
+    if el.context_only:
+        return None
+    name = el.verifier or "exact_match"
+    if el.is_episode:
+        return verify_episode_pending(p, data_roots)
+    if p.overflow:
+        return Verdict(0.0, name, parsed=False)
+    judge_fn = None
+    if name == "llm_judge":
+        jm = judge_model or model
+
+        def judge_fn(prompt: str) -> str:
+            g = jm.generate([Message("user", prompt)], max_tokens=8)
+            if calls is not None:
+                calls.append(Call.of("verify", g))
+            return g.text
+
+    res = verify(name, p.raw_output or "", el.references or "", shape=el.shape, metadata=dict(el.metadata), judge=judge_fn)
+    fix = correction_of(el.references or "", el.shape) if corrections and res.reward < 1.0 else None
+    return Verdict(float(res.reward), name, parsed=res.parsed, correction=fix)
+
+
+def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, run_dir: Any = None) -> lr.LogRecord:
+    """The ``step`` or ``answer`` log record of ``p`` (saving the prompt text in ``run_dir``)."""
+    el, inp = p.element, p.step_input
+    prompt = None
+    if p.prompt is not None:
+        sha = hashlib.sha256(p.prompt.text.encode("utf-8")).hexdigest()
+        if run_dir is not None:
+            run_dir.save_prompt(sha, p.prompt.text)
+        prompt = lr.PromptPart(sha, p.prompt.token_count, p.prompt.budget, p.rendering,
+                               [[d.block, d.id, d.tokens, d.reason] for d in p.prompt.dropped],
+                               list(inp.prompt_rule_ids), list(inp.prompt_episode_keys), list(inp.prompt_blocks))
+    d = p.routed.decision if p.routed is not None else None
+    return lr.LogRecord(
+        step=inp.step, id=el.id, v=lr.LOG_VERSION, kind=kind, task=el.task, context_only=el.context_only,
+        input=lr.InputPart(inp.text, p.keys[0], inp.instruction, inp.evidence, inp.scope, inp.shape, inp.tenant, inp.time),
+        route=lr.RoutePart(d.branch_id, d.score, d.spawn is not None) if d is not None else None,
+        calls=list(p.calls), overflow=p.overflow, wall_s=round(wall_s, 4),
+        judge=lr.JudgePart(**p.judge, label_embedding=p.keys[1]) if p.judge is not None else None,
+        prompt=prompt,
+        answer=lr.AnswerPart(p.raw_output, p.answer, p.parsed, p.reasoning or None) if not el.context_only else None,
+        verdict=lr.VerdictPart(verdict.reward, verdict.verifier, verdict.parsed, verdict.correction) if verdict is not None else None,
+        time=p.time if kind == "answer" else None,
+        episode=lr.EpisodePart(**p.episode.to_json(), wrong_call=p.wrong_call) if p.episode is not None else None,
+        declared_label=lr.LabelPart(inp.declared_label.function, inp.declared_label.application) if inp.declared_label is not None else None,
+    )

@@ -1,0 +1,242 @@
+"""``rizz run`` and ``rizz replay``: a stream through a Session into a RUN_DIR, and back.
+
+A run is resumable: running the same command on an unfinished RUN_DIR refolds its log
+(from the newest snapshot) and continues with the next element; because every model call
+is deterministic (and cached), the final state equals an uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from rizz.core import AdaptiveState, Policy, digest
+from rizz.core.serialize import canonical_json
+from rizz.engine.logfold import restore_fold, views
+from rizz.store.durable import fault_point
+from rizz.formats.logrecord import LOG_VERSION
+from rizz.formats.policy_file import parse_policy, policy_data
+from rizz.store.runlog import RunDir, model_meta, write_json_atomic
+from rizz.engine.session import Session, default_rendering
+from rizz.formats.streams import StreamElement, read_stream
+from rizz.formats.wording import plural
+
+__all__ = ["KEEP_SNAPSHOTS", "episode_summary", "evaluated_tokens", "replay", "replay_differences", "run_stream", "summarise"]
+
+#: Snapshots a run keeps (the newest; a resume needs only the newest sound one, and the store
+#: drops the chunks of the others, issue #27). ``Session.open`` keeps as many.
+KEEP_SNAPSHOTS = 3
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def evaluated_tokens(call: dict[str, Any]) -> int:
+    """Prompt tokens a backend evaluated for one logged call (a ``calls`` item of a record):
+    0 for a response-cache hit, else its ``evaluated_tokens`` when written, else all its
+    ``prompt_tokens`` (:class:`rizz.formats.logrecord.CallPart`)."""
+    return 0 if call.get("cached") else int(call.get("evaluated_tokens", call["prompt_tokens"]))
+
+
+def episode_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per task, over the answered episodes (issue #13): ``n``, ``mean_reward``,
+    ``turns_per_episode`` (user turns), ``tool_errors`` (total), ``model_calls_per_episode``
+    (agent calls), ``prompt_tokens_per_episode`` (every call of the step). Empty without episodes.
+
+    ``records``: one dict per element as :func:`~rizz.engine.logfold.views` joins them (a live
+    answer and its verdict in one); an episode whose answer expired is left out."""
+    out: dict[str, Any] = {}
+    done = [r for r in records if "episode" in r and "verdict" in r]
+    for task in sorted({r.get("task") or "-" for r in done}):
+        eps = [r for r in done if (r.get("task") or "-") == task]
+        n = len(eps)
+        out[task] = {
+            "n": n,
+            "mean_reward": round(sum(r["verdict"]["reward"] for r in eps) / n, 6),
+            "turns_per_episode": round(sum(sum(1 for e in r["episode"]["transcript"] if e["role"] == "user") for r in eps) / n, 4),
+            "tool_errors": sum(r["episode"]["tool_errors"] for r in eps),
+            "model_calls_per_episode": round(sum(r["episode"]["model_calls"] for r in eps) / n, 4),
+            "prompt_tokens_per_episode": round(sum(c["prompt_tokens"] for r in eps for c in r["calls"]) / n, 1),
+        }
+    return out
+
+
+def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[str, Any]) -> dict[str, Any]:
+    """``summary.json`` (specs/stream-format.md) (plus extra fields) from the log records and final state.
+
+    ``records``: the log's JSON objects, any version (joined per element by :func:`views`).
+    """
+    records = views(records)
+    answered = [r for r in records if "verdict" in r]
+    per_task: dict[str, list[float]] = {}
+    for r in answered:
+        per_task.setdefault(r.get("task") or "-", []).append(r["verdict"]["reward"])
+    calls = [c for r in records for c in r.get("calls", [])]
+    costs = [c["cost_usd"] for c in calls if c.get("cost_usd") is not None]
+    n_calls = sum(1 for c in calls if not c["cached"])
+    return {
+        "steps": len(records),
+        "answered": len(answered),
+        "mean_reward": round(sum(r["verdict"]["reward"] for r in answered) / len(answered), 6) if answered else 0.0,
+        "per_task": {t: {"n": len(v), "mean_reward": round(sum(v) / len(v), 6)} for t, v in sorted(per_task.items())},
+        "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
+        # issue #27: of those, the tokens sent to a backend (the response cache answered the
+        # rest) and the tokens it evaluated (the rest it read from its own prompt/KV cache)
+        "prompt_tokens_sent": sum(c["prompt_tokens"] for c in calls if not c["cached"]),
+        "prompt_tokens_evaluated": sum(evaluated_tokens(c) for c in calls),
+        "completion_tokens": sum(c["completion_tokens"] for c in calls),
+        "model_calls": len(calls),
+        "model_calls_uncached": n_calls,
+        "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,
+        "calls_by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in ("judge", "answer", "distill", "verify", "user")},
+        "usage_estimated": any(c.get("usage_estimated", False) for c in calls),
+        "retried_calls": sum(1 for c in calls if c.get("attempts", 1) > 1),
+        "model_requests": sum(c.get("attempts", 1) for c in calls if not c["cached"]),
+        "answer_prompt_tokens_max": max((r["prompt"]["tokens"] for r in records if "prompt" in r), default=0),
+        "budget_exceeded": sum(1 for r in records if "prompt" in r and r["prompt"]["tokens"] > r["prompt"]["budget"]),
+        "overflow": sum(1 for r in records if r.get("overflow")),
+        "cost_usd": round(sum(costs), 6) if costs else None,
+        "wall_s": round(sum(r.get("wall_s", 0.0) for r in records), 2),
+        "branches": {"total": len(state.branches), "active": len(state.active_branches())},
+        "branch_labels": {b.id: {"label": str(b.label), "shape": b.shape, "traffic": b.stats.traffic, "active": b.active}
+                          for b in (state.branches[i] for i in state.branch_ids())},
+        "state_digest": digest(state),
+        "policy": meta.get("policy"),
+        "model": meta.get("model"),
+        "episodes": episode_summary(records),
+    }
+
+
+def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str | Path, model: Any, embedder: Any, *,
+               limit: int | None = None, skip_bad: bool = False, rendering: str | None = None, snapshot_every: int = 50,
+               budget: int | None = None, user_model: Any = None, durability: str = "disk",
+               on_step: Callable[[dict[str, Any], Session], None] | None = None,
+               on_resume: Callable[[list[dict[str, Any]]], None] | None = None,
+               log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
+    """Run (or resume) ``stream`` into ``out``; returns the summary. See module docstring.
+
+    ``on_resume(records)``: called once before the first new step with the elements already
+    finished (one record per element, :func:`~rizz.engine.logfold.views`; [] for a new run);
+    ``on_step(record, session)``: after each new element, its record with the calls of the
+    distillation it made due (so the two add up to ``summary.json``'s figures).
+
+    ``durability``: ``"disk"`` (each element's records fsynced before the next element) or
+    ``"os"`` (handed to the OS; fsynced when the run ends): :class:`~rizz.store.runlog.RunDir`.
+
+    Raises StreamError (bad line, unless ``skip_bad``), RunDirBusy, RunDirMismatch.
+    """
+    stream = Path(stream)
+    read = read_stream(stream, skip_bad=skip_bad)
+    elements: list[StreamElement] = list(read.elements)[: limit if limit is not None else None]
+    with RunDir(out, durability=durability) as rd:
+        meta = rd.check_or_write_meta({
+            "stream": str(stream), "stream_sha256": _sha256_file(stream), "policy": policy_source,
+            "policy_digest": "sha256:" + hashlib.sha256(canonical_json(policy).encode()).hexdigest(),
+            "policy_data": policy_data(policy),
+            "model": model.name, "embedder": embedder.name, "embedder_dim": embedder.dim,
+            "rendering": rendering or default_rendering(model),
+            "budget_cap": budget, "log_version": LOG_VERSION,
+            **({"user_model": user_model.name} if user_model is not None else {}),
+            **model_meta(model),
+        })
+        if read.bad:  # written only once the run's settings are accepted (a refused resume writes nothing)
+            write_json_atomic(rd.root / "bad_lines.json", [{"line": b.line, "field": b.field, "message": b.message} for b in read.bad])
+            log(f"skipped {plural(len(read.bad), 'bad line')} of {stream}; see {rd.root / 'bad_lines.json'}")
+        if rd.repair():
+            log(f"{rd.log_path}: dropped a partial last record left by an interrupted run")
+        fold, records = restore_fold(rd, policy)
+        for n, why in rd.ignored_snapshots:
+            log(f"{rd.snap_dir / f'{n:08d}.json'}: {why}; ignored and rebuilt from the log")
+        done = fold.answers
+        if done and done >= len(elements):
+            log(f"{rd.root}: already finished ({plural(done, 'step')}); nothing to run")
+        elif done:
+            log(f"resuming {rd.root} after {plural(done, 'finished step')}")
+        session = Session(policy, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget,
+                          run_dir=rd, snapshot_every=snapshot_every, keep_snapshots=KEEP_SNAPSHOTS, fold=fold, user_model=user_model,
+                          history=records)
+        records.extend(session.recover(records[-1] if records else None))  # a distillation a kill interrupted
+        if on_resume is not None:
+            on_resume(views(records))
+        for el in elements[done:]:
+            fault_point("step")
+            recs = session.run_element(el)
+            records.extend(recs)
+            if on_step is not None:
+                on_step(views(recs)[0], session)
+        summary = summarise(records, session.state, meta)
+        write_json_atomic(rd.summary_path, summary)
+        stale = rd.root / "summary.replay.json"
+        if len(elements) > done and stale.exists():  # a counterfactual refold of fewer steps than the run now has
+            stale.unlink()
+            log(f"{stale}: removed (it refolded the run before these new steps); `rizz replay --policy` rebuilds it")
+        return summary
+
+
+def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str | None = None, *, write_summary: bool = True) -> dict[str, Any]:
+    """Refold RUN_DIR's log with no model calls (under ``policy``, default: the run's own).
+
+    Any RUN_DIR: ``rizz run``'s, a live session's (``Session.open``), and log format 1.
+
+    With the run's policy the digest equals the run's and ``summary.json`` is rewritten. Under
+    another policy the logged answers and verdicts are refolded as they are: the state
+    (branches, memory, digest) is that policy's, but answers, rewards and model calls are the
+    run's own (a counterfactual memory, not a new run); the summary then carries
+    ``answers_from`` (the run's policy) and goes to ``summary.replay.json``.
+    Raises FileNotFoundError for a directory that is not a RUN_DIR.
+    """
+    rd = RunDir(run_dir)
+    meta = rd.meta()
+    if policy is None:
+        policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
+        policy_source = meta["policy"]
+    fold, records = restore_fold(rd, policy, use_snapshots=False)
+    summary = summarise(records, fold.state, dict(meta, policy=policy_source))
+    if policy_source != meta["policy"]:
+        summary["answers_from"] = meta["policy"]
+    if write_summary:
+        with rd:
+            write_json_atomic(rd.root / ("summary.json" if policy_source == meta["policy"] else "summary.replay.json"), summary)
+    return summary
+
+
+def replay_differences(run: dict[str, Any], refold: dict[str, Any]) -> list[str]:
+    """What a refold under another policy (``summary.replay.json``) changed against the run's
+    own ``summary.json``, one phrase per differing field (branches, their labels, the digest,
+    and any other field); [] when only the policy's name differs.
+
+    Example:
+        >>> replay_differences({"branches": {"total": 3, "active": 2}, "state_digest": "sha256:aa", "policy": "default",
+        ...                     "branch_labels": {"b0": {"label": "x/y"}, "b1": {"label": "p/q"}, "b2": {"label": "x/y"}}},
+        ...                    {"branches": {"total": 1, "active": 1}, "state_digest": "sha256:bb", "policy": "single-branch",
+        ...                     "branch_labels": {"b0": {"label": "any/global"}}, "answers_from": "default"})
+        ['branches 3 (2 active) → 1 (1 active)', 'labels p/q, x/y → any/global', 'state digest sha256:aa → sha256:bb']
+    """
+    out = []
+    for key in sorted(set(run) | set(refold)):
+        a, b = run.get(key), refold.get(key)
+        if a == b or key in ("policy", "answers_from"):
+            continue
+        if key == "branches":
+            out.append(f"branches {a['total']} ({a['active']} active) → {b['total']} ({b['active']} active)")
+        elif key == "branch_labels":
+            def labels(rows: dict[str, Any]) -> str:
+                names = sorted({r["label"] for r in rows.values()})
+                return ", ".join(names[:6]) + (f" (+{len(names) - 6} more)" if len(names) > 6 else "") if names else "none"
+
+            if labels(a) != labels(b):
+                out.append(f"labels {labels(a)} → {labels(b)}")
+        elif key == "state_digest":
+            out.append(f"state digest {a} → {b}")
+        else:
+            out.append(f"{key} {json.dumps(a)} → {json.dumps(b)}")
+    order = {"branches": 0, "labels": 1, "state": 2}
+    return sorted(out, key=lambda t: order.get(t.split(" ", 1)[0], 3))

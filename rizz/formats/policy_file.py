@@ -1,0 +1,343 @@
+"""Load YAML policies into validated :class:`rizz.core.Policy` records.
+
+A policy file is YAML whose keys follow ``specs/policy.schema.json`` (generated from the
+records by :func:`rizz.core.policy_schema`). ``extends: other.yaml`` (relative to the file)
+takes that policy and overrides it key by key (maps merge recursively; lists and scalars
+replace); ``name`` is never inherited: a file without one is named after its file stem.
+A key written twice in one mapping and an empty file are errors. Validation reports *every*
+bad field with its JSON path and what was expected::
+
+    $.routing.snap_threshold: expected a number in [0, 1], got 1.7
+    $.routing.snap_treshold: unknown key; did you mean `snap_threshold`? (allowed: confident_margin, ...)
+
+Raises :class:`PolicyError` (a ``ValueError``) carrying ``errors`` (list of str) and ``path``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import cattrs
+import yaml
+
+from rizz.core.policy import PROTECTED_BLOCKS, Policy, policy_schema
+from rizz.errors import RizzError
+from rizz.formats.schema_check import schema_errors
+from rizz.formats.streams import VERIFIERS, non_finite
+from rizz.formats.wording import did_you_mean
+
+#: Verifier names (specs/stream-format.md); thresholds may only name these.
+VERIFIER_NAMES = VERIFIERS
+
+__all__ = ["PolicyError", "dump_policy", "load_policy", "parse_policy", "policy_data", "POLICY_DIR"]
+
+def _policy_dir() -> Path:
+    packaged = Path(__file__).resolve().parents[1] / "policies"  # a wheel install: package data (setup.py)
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "policies"  # a checkout
+
+
+#: The policies shipped with rizz (``policies/`` at the repository root; ``rizz/policies/`` in a wheel).
+POLICY_DIR = _policy_dir()
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+class PolicyError(ValueError, RizzError):
+    """A policy file is unreadable or invalid; ``errors`` lists each problem with its path."""
+
+    def __init__(self, path: str, errors: list[str], lines: list[int | None] | None = None) -> None:
+        self.path = path
+        self.errors = errors
+        self.lines = list(lines) if lines is not None else [None] * len(errors)  # 1-based, per error
+        shown = [f"  {path}:{n}: {e}" if n else f"  {e}" for e, n in zip(errors, self.lines)]
+        super().__init__(f"{path}: invalid policy\n" + "\n".join(shown))
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+def _describe(schema: dict[str, Any]) -> str:
+    t = schema.get("type")
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    if t in ("number", "integer"):
+        word = "an integer" if t == "integer" else "a number"
+        if "minimum" in schema and "maximum" in schema:
+            return f"{word} in [{_fmt(schema['minimum'])}, {_fmt(schema['maximum'])}]"
+        return word
+    if t == "boolean":
+        return "true or false"
+    if t == "array":
+        inner = schema.get("items", {})
+        return "a list of distinct values, each " + _describe(inner) if inner else "a list"
+    if t == "object":
+        return "a mapping"
+    return str(t)
+
+
+def _shown_value(value: Any) -> str:
+    """A bad value as YAML spells it (``true``, ``false``, ``null``; others by ``repr``)."""
+    if value is True or value is False:
+        return str(value).lower()
+    return "null" if value is None else repr(value)
+
+
+def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
+    # NaN/inf (YAML .nan/.inf) first: every range check would let them through
+    out = [f"{path}: expected a finite number, got {number!r}" for path, number in non_finite(data, "$")]
+    for err in sorted(schema_errors(data, schema), key=lambda e: list(map(str, e.path))):
+        path = err.json_path
+        if err.keyword == "additionalProperties":
+            allowed = sorted(err.schema.get("properties", {}))
+            extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
+            for key in extra:
+                out.append(f"{path}.{key}: unknown key{did_you_mean(str(key), allowed)} (allowed: {', '.join(allowed)})")
+        elif err.keyword == "uniqueItems":
+            out.append(f"{path}: expected distinct values, got {_shown_value(err.instance)}")
+        else:
+            out.append(f"{path}: expected {_describe(err.schema)}, got {_shown_value(err.instance)}")
+    return list(dict.fromkeys(out))  # one line per problem (an enum and a type check may both fire)
+
+
+def _shown(path: Path) -> str:
+    """``path`` as a user wrote it would look: relative to the working directory when under it."""
+    try:
+        return os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
+    except (OSError, ValueError):
+        return str(path)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key written twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} written twice (first on line {seen[key]})", key_node.start_mark)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
+    shown = _shown(path)
+    if path in seen:
+        raise PolicyError(shown, [f"$.extends: cycle through {' -> '.join(_shown(q) for q in seen + (path,))}"])
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        names = sorted(q.stem for q in POLICY_DIR.glob('*.yaml'))
+        hint = "" if path.exists() else f"{did_you_mean(path.stem, names)} (shipped names: {', '.join(names)})"
+        raise PolicyError(shown, [f"cannot read: {e.strerror}{hint}"]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise PolicyError(shown, [f"not UTF-8 text (byte {e.start + 1}, line {line})"], [line]) from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+        raise PolicyError(shown, [f"YAML error at {where}: {e.problem}"], [mark.line + 1 if mark else None]) from None
+    except (yaml.YAMLError, TypeError, ValueError, RecursionError) as e:  # e.g. a control character, a list as key
+        mark = getattr(e, "problem_mark", None)
+        raise PolicyError(shown, [f"YAML error: {str(e).splitlines()[0] if str(e) else type(e).__name__}"],
+                          [mark.line + 1 if mark else None]) from None
+    if data is None:
+        raise PolicyError(shown, ["$: the file is empty (start from the defaults with `extends: default`)"])
+    if not isinstance(data, dict):
+        raise PolicyError(shown, [f"$: expected a mapping, got {type(data).__name__}"])
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    if not isinstance(parent, str):
+        raise PolicyError(shown, [f"$.extends: expected a path, got {parent!r}"])
+    base_path = (path.parent / parent).resolve()
+    if not base_path.exists() and not Path(parent).suffix and (POLICY_DIR / f"{parent}.yaml").exists():
+        base_path = POLICY_DIR / f"{parent}.yaml"  # `extends: default` names a shipped policy
+    if not base_path.exists():
+        names = sorted(p.stem for p in POLICY_DIR.glob('*.yaml'))
+        raise PolicyError(shown, [f"$.extends: {parent!r} not found{did_you_mean(Path(parent).stem, names)} "
+                                  f"(looked for {_shown(base_path)}; shipped names: " + ", ".join(names) + ")"])
+    base = _read(base_path, seen + (path,))
+    base.pop("name", None)  # a name names one file; the child is named by its own `name` or stem
+    return _merge(base, data)
+
+
+def parse_policy(data: dict[str, Any], source: str = "<policy>") -> Policy:
+    """Validate a policy mapping (``extends`` already resolved) and build the record."""
+    errors = _errors(data, policy_schema()) + _threshold_name_errors(data)
+    if errors:
+        raise PolicyError(source, list(dict.fromkeys(errors)))
+    try:
+        policy = _converter.structure(data, Policy)
+    except (cattrs.BaseValidationError, ValueError, TypeError) as e:  # ranges the schema cannot say
+        msgs = cattrs.transform_error(e, path="$") if isinstance(e, cattrs.BaseValidationError) else [str(e)]
+        raise PolicyError(source, msgs) from None
+    errors = _cross_field_errors(policy)
+    if errors:
+        raise PolicyError(source, errors)
+    return policy
+
+
+def _threshold_name_errors(data: Any) -> list[str]:
+    """``write.thresholds`` keys must name verifiers (checked on the raw mapping, with the schema)."""
+    write = data.get("write") if isinstance(data, dict) else None
+    thresholds = write.get("thresholds") if isinstance(write, dict) else None
+    if not isinstance(thresholds, dict):
+        return []
+    return [f"$.write.thresholds.{name}: unknown verifier{did_you_mean(name, VERIFIER_NAMES)} (expected one of {', '.join(VERIFIER_NAMES)})"
+            for name in sorted(map(str, thresholds)) if name not in VERIFIER_NAMES]
+
+
+def _folder_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be one folder's name (inside BENCH_DIR), or None."""
+    if not name.strip():
+        return "expected a non-empty name"
+    if any(c in name for c in "/\\\0"):
+        return "expected no '/', '\\' or NUL in the name"
+    if name.startswith("."):
+        return "expected a name that does not start with '.'"
+    if name.startswith("peer:"):
+        return "expected a name that does not start with 'peer:' (bench entries peer:NAME are the peers)"
+    return None
+
+
+def _cross_field_errors(p: Policy) -> list[str]:
+    """Checks that involve two fields (the schema checks one field at a time)."""
+    out = []
+    bad = _folder_name_problem(p.name)
+    if bad:
+        out.append(f"$.name: {bad}, got {p.name!r} (the name is the policy's run folder in a bench: BENCH_DIR/<name>)")
+    if p.retrieval.rule_m_min > p.retrieval.rule_m_max:
+        out.append(f"$.retrieval.rule_m_min: expected at most retrieval.rule_m_max ({p.retrieval.rule_m_max:g}), got {p.retrieval.rule_m_min:g}")
+    if p.lifecycle.max_active > p.lifecycle.max_branches:
+        out.append(f"$.lifecycle.max_active: expected at most lifecycle.max_branches ({p.lifecycle.max_branches}), got {p.lifecycle.max_active}")
+    if p.quarantine.enabled and p.write.failure_threshold > p.quarantine.middling_min:
+        out.append(f"$.write.failure_threshold: expected at most quarantine.middling_min ({p.quarantine.middling_min:g}), got {p.write.failure_threshold:g}")
+    for b in p.compiler.drop_order:
+        if b in PROTECTED_BLOCKS:
+            out.append(f"$.compiler.drop_order: {b!r} is never dropped (instruction and input are protected); remove it")
+    if "input" not in p.compiler.layout:
+        out.append("$.compiler.layout: must include 'input'")
+    return out
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Load and validate a policy file (following ``extends``).
+
+    A bare name such as ``default`` resolves to ``policies/default.yaml`` when no such file
+    exists in the working directory. Raises :class:`PolicyError`.
+    """
+    p = Path(path)
+    if not p.exists() and not p.suffix and (POLICY_DIR / f"{p}.yaml").exists():
+        p = POLICY_DIR / f"{p}.yaml"
+    data = _read(p.resolve(), ())
+    data.setdefault("name", p.stem)
+    try:
+        return parse_policy(data, _shown(p.resolve()))
+    except PolicyError as e:  # say on which line of the file each bad field is (issue #12 §7), in line order
+        try:
+            root = yaml.compose(p.resolve().read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+        except (OSError, yaml.YAMLError):
+            root = None
+        placed = [_as_written(err, root) for err in e.errors]
+        placed.sort(key=lambda lp: (lp[0] is None, lp[0] or 0))  # stable: one line's errors keep their order
+        raise PolicyError(e.path, [err for _, err in placed], [line for line, _ in placed]) from None
+
+
+_PATH_PART = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]")
+#: How ``_shown_value`` spells the YAML scalars that other spellings also mean (``yes``, ``off``, ``~``).
+_CANONICAL = ("true", "false", "null")
+
+
+def _as_written(error: str, root: Any) -> tuple[int | None, str]:
+    """``(line, error)`` for an error whose ``$.a.b[2]`` path names a node of the file ``root``
+    (composed YAML): the 1-based line of the deepest node of the path that exists (a missing
+    key: its parent's line; ``None`` when the path is not in this file, e.g. inherited through
+    ``extends``), and the error saying a value as it is written when YAML read it as another
+    (``got yes (YAML reads it as true)``)."""
+    head = error.split(":", 1)[0].split(" ", 1)[0]
+    if root is None or not head.startswith("$"):
+        return None, error
+    node, line, whole = root, None, True
+    for key, index in _PATH_PART.findall(head[1:]):
+        if isinstance(node, yaml.MappingNode) and key:
+            match = [(k, v) for k, v in node.value if getattr(k, "value", None) == key]
+            if not match:
+                whole = False
+                break
+            line, node = match[0][0].start_mark.line + 1, match[0][1]
+        elif isinstance(node, yaml.SequenceNode) and index and int(index) < len(node.value):
+            node = node.value[int(index)]
+            line = node.start_mark.line + 1
+        else:
+            whole = False
+            break
+    if whole and isinstance(node, yaml.ScalarNode):
+        for canon in _CANONICAL:
+            if error.endswith(f", got {canon}") and node.value.lower() != canon:
+                return line, f"{error[: -len(canon)]}{node.value or '(nothing)'} (YAML reads it as {canon})"
+    return line, error
+
+
+def policy_data(policy: Policy) -> dict[str, Any]:
+    """The full policy as plain data (lists for tuples); ``parse_policy`` inverts it."""
+    def plain(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return list(v) if isinstance(v, tuple) else v
+
+    return plain(_converter.unstructure(policy))
+
+
+def dump_policy(policy: Policy) -> str:
+    """The full policy as YAML (every field, defaults included)."""
+    return yaml.safe_dump(policy_data(policy), sort_keys=False, allow_unicode=True)
+
+
+def constants_markdown() -> str:
+    """``specs/constants.md``: every policy field with its default, range and source."""
+    import typing
+
+    import attrs
+
+    head = [
+        "# Constants and where they come from",
+        "",
+        "Every constant is a policy field (`policies/default.yaml`; schema `specs/policy.schema.json`).",
+        "`paper §N` = a value stated in the RIZZ paper (section numbers: `specs/stream-format.md`);",
+        "`rizz` = this project's choice where the paper gives no number.",
+        "Generated by `rizz policy constants > specs/constants.md`; a test keeps it in sync.",
+        "",
+        "| field | default | range | source | meaning |",
+        "|---|---|---|---|---|",
+    ]
+    rows = []
+    hints = typing.get_type_hints(Policy)
+    base = Policy()
+    for sec in attrs.fields(Policy):
+        if sec.name == "name":
+            continue
+        inst = getattr(base, sec.name)
+        for f in attrs.fields(hints[sec.name]):
+            md, v = f.metadata, getattr(inst, f.name)
+            rng = f"[{_fmt(md['min'])}, {_fmt(md['max'])}]" if "min" in md else ("one of " + ", ".join(md["enum"]) if "enum" in md else "")
+            shown = ", ".join(v) if isinstance(v, tuple) else (", ".join(f"{k}: {x}" for k, x in v.items()) if isinstance(v, dict) else v)
+            rows.append(f"| `{sec.name}.{f.name}` | {shown} | {rng} | {md.get('src', '')} | {md.get('doc', '')} |")
+    return "\n".join(head + rows) + "\n"

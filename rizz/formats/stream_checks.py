@@ -1,0 +1,322 @@
+"""Line checks of the stream format (specs/stream-format.md): the field table's names and the
+validators :mod:`rizz.formats.streams` runs on every decoded line.
+
+Each check raises :class:`FieldError` naming the field's path (``metadata.shape``,
+``tools[0].name``); :mod:`rizz.formats.streams` turns it into ``FILE:LINE: field 'PATH': ...``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Mapping
+
+from rizz.errors import RizzError
+from rizz.formats.timekeys import TIME_EXPECTED, canonical_time
+from rizz.formats.wording import did_you_mean
+
+#: Expected output shapes (``metadata.shape``; §3 step 4).
+SHAPES: tuple[str, ...] = ("letter", "number", "label", "span", "text", "code", "json")
+#: Verifier names (``verifier``; §1).
+VERIFIERS: tuple[str, ...] = (
+    "exact_match", "label_match", "first_char", "fuzzy_ratio", "rouge_l",
+    "sari", "token_f1", "code_exec", "llm_judge",
+    "bfcl_ast", "bfcl_multi_turn", "tau_db",
+)
+#: Verifiers that score a whole tool-using episode (an element with ``tools``; issue #13).
+EPISODE_VERIFIERS: tuple[str, ...] = ("bfcl_ast", "bfcl_multi_turn", "tau_db")
+#: Top-level fields in canonical order (specs/stream-format.md).
+FIELDS: tuple[str, ...] = (
+    "id", "input", "instruction", "metadata", "evidence", "reference", "verifier", "context_only",
+    "tools", "turns", "user", "environment",
+)
+#: Episode fields (specs/stream-format.md, "Episode elements"); written only when present.
+EPISODE_FIELDS: tuple[str, ...] = ("tools", "turns", "user", "environment")
+#: Metadata keys the contract names; always present (possibly None) after reading.
+METADATA_KEYS: tuple[str, ...] = ("task", "scope", "shape", "time")
+#: ``metadata.f1_variant`` values ``token_f1`` accepts (rizz/adapters/verifiers/metrics.py).
+F1_VARIANTS: tuple[str, ...] = ("hotpotqa", "set", "stem")
+
+
+class FieldError(RizzError):
+    """One field of one record is bad (:mod:`rizz.formats.streams` reports it with the line)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"field '{field}': {message}")
+        self.field = field
+        self.message = message
+
+
+def describe(value: Any) -> str:
+    if isinstance(value, str):
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "...'"
+    if value is None or isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def _expect(field: str, expected: str, value: Any) -> FieldError:
+    return FieldError(field, f"expected {expected}, got {describe(value)}")
+
+
+def _check_str(field: str, value: Any, *, optional: bool = False, nonempty: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str):
+        raise _expect(field, "a string or null" if optional else "a string", value)
+    if nonempty and not value.strip():
+        raise FieldError(field, "expected a non-empty string, got ''")
+
+
+def _check_str_or_list(field: str, value: Any, *, what: str) -> None:
+    if value is None or isinstance(value, str):
+        return
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise FieldError(field, f"expected {what}, got an empty list")
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise _expect(f"{field}[{i}]", "a string", item)
+        return
+    raise _expect(field, what, value)
+
+
+def _is_finite_number(value: Any) -> bool:
+    """An int, or a float that is neither NaN nor infinite (bool is not a number here)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def non_finite(value: Any, path: str) -> list[tuple[str, float]]:
+    """``(path, number)`` for every NaN/±Infinity float nested in ``value``, in document order.
+
+    Walks mappings (``path.key``) and lists/tuples (``path[i]``); an overflowing JSON literal
+    such as ``1e999`` parses to ``inf`` and is caught too. Range checks let NaN through
+    (every comparison with it is false), so streams and policy files both refuse these first.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return [(path, value)]
+    if isinstance(value, Mapping):
+        return [bad for key, item in value.items() for bad in non_finite(item, f"{path}.{key}")]
+    if isinstance(value, (list, tuple)):
+        return [bad for i, item in enumerate(value) for bad in non_finite(item, f"{path}[{i}]")]
+    return []
+
+
+def _check_code_exec(meta: Mapping[str, Any]) -> None:
+    """What ``code_exec`` runs: ``prompt + answer``, ``tests``, then ``check(entry_point)``."""
+    _check_str("metadata.tests", meta.get("tests"), nonempty=True)
+    entry = meta.get("entry_point")
+    _check_str("metadata.entry_point", entry, nonempty=True)
+    if not entry.isidentifier():
+        raise _expect("metadata.entry_point", "a Python function name (the tests call check(entry_point))", entry)
+    _check_str("metadata.prompt", meta.get("prompt"), optional=True)
+    if "timeout_s" in meta:
+        timeout = meta["timeout_s"]
+        if not _is_finite_number(timeout) or timeout <= 0:
+            raise _expect("metadata.timeout_s", "a positive finite number of seconds", timeout)
+
+
+def _check_metadata(meta: Any, verifier: Any) -> None:
+    if not isinstance(meta, Mapping):
+        raise _expect("metadata", "an object or null", meta)
+    for key in meta:
+        if not isinstance(key, str):
+            raise _expect("metadata", "string keys", key)
+    _check_str("metadata.task", meta.get("task"), optional=True)
+    _check_str("metadata.scope", meta.get("scope"), optional=True)
+    _check_str("metadata.tenant", meta.get("tenant"), optional=True, nonempty=True)
+    shape = meta.get("shape")
+    if shape is not None and shape not in SHAPES:
+        raise _expect("metadata.shape", "one of " + ", ".join(SHAPES), shape)
+    time = meta.get("time")
+    if time is not None:
+        try:
+            canonical_time(time)
+        except ValueError:
+            raise _expect("metadata.time", TIME_EXPECTED + " or null", time) from None
+    label = meta.get("label")
+    if label is not None:
+        if not isinstance(label, Mapping) or set(label) - {"function", "application"}:
+            raise _expect("metadata.label", "an object {function, application} or null", label)
+        _check_str("metadata.label.function", label.get("function"), nonempty=True)
+        _check_str("metadata.label.application", label.get("application"), nonempty=True)
+    if verifier == "code_exec":
+        _check_code_exec(meta)
+    else:
+        for key in ("tests", "entry_point"):
+            if key in meta:
+                _check_str(f"metadata.{key}", meta[key], optional=True)
+    if verifier == "token_f1" and "f1_variant" in meta and meta["f1_variant"] not in F1_VARIANTS:
+        raise _expect("metadata.f1_variant", "one of " + ", ".join(F1_VARIANTS), meta["f1_variant"])
+    if verifier == "sari":
+        _check_str("metadata.source", meta.get("source"), nonempty=True)
+    elif "source" in meta:
+        _check_str("metadata.source", meta["source"], optional=True)
+    for field, number in non_finite(meta, "metadata")[:1]:
+        raise _expect(field, "a finite number", number)
+
+
+def _check_tools(tools: Any) -> None:
+    """``tools``: a non-empty list of JSON-schema function descriptions (OpenAI/BFCL shape)."""
+    if not isinstance(tools, (list, tuple)) or not tools:
+        raise _expect("tools", "a non-empty list of function descriptions", tools)
+    names: set[str] = set()
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise _expect(f"tools[{i}]", "an object with 'name' (and 'description', 'parameters')", tool)
+        _check_str(f"tools[{i}].name", tool.get("name"), nonempty=True)
+        if tool["name"] in names:
+            raise FieldError(f"tools[{i}].name", f"repeated tool name {tool['name']!r}")
+        names.add(tool["name"])
+        _check_str(f"tools[{i}].description", tool.get("description"), optional=True)
+        params = tool.get("parameters")
+        if params is not None and not isinstance(params, Mapping):
+            raise _expect(f"tools[{i}].parameters", "a JSON-schema object or null", params)
+        if isinstance(params, Mapping) and not isinstance(params.get("properties", {}), Mapping):
+            raise _expect(f"tools[{i}].parameters.properties", "an object", params.get("properties"))
+    for field, number in non_finite(list(tools), "tools")[:1]:
+        raise _expect(field, "a finite number", number)
+
+
+def _check_episode(obj: Mapping[str, Any], verifier: Any) -> None:
+    """Episode fields: ``tools``; ``turns`` (scripted user turns) or ``user`` (a simulated
+    user's hidden brief); ``environment`` (``name`` + initial configuration)."""
+    present = [k for k in EPISODE_FIELDS if obj.get(k) is not None]
+    if verifier in EPISODE_VERIFIERS and "tools" not in present:
+        raise FieldError("tools", f"required when 'verifier' is {verifier!r} (an episode element)")
+    if not present:
+        return
+    if "tools" not in present:
+        raise FieldError("tools", f"required in an episode element (it has {present[0]!r})")
+    _check_tools(obj["tools"])
+    if obj.get("context_only", False):
+        raise FieldError("context_only", "an episode element (with 'tools') cannot be context_only")
+    turns, user = obj.get("turns"), obj.get("user")
+    if turns is not None and user is not None:
+        raise FieldError("user", "give either 'turns' (scripted user turns) or 'user' (a simulated user's brief), not both")
+    if turns is not None:
+        if not isinstance(turns, (list, tuple)):
+            raise _expect("turns", "a list of strings (the user's later turns)", turns)
+        for i, turn in enumerate(turns):
+            _check_str(f"turns[{i}]", turn)
+    if user is not None:
+        _check_str("user", user, nonempty=True)
+    env = obj.get("environment")
+    if env is not None:
+        if not isinstance(env, Mapping):
+            raise _expect("environment", "an object with 'name' and its initial configuration", env)
+        _check_str("environment.name", env.get("name"), nonempty=True)
+        for field, number in non_finite(env, "environment")[:1]:
+            raise _expect(field, "a finite number", number)
+    if verifier in EPISODE_VERIFIERS and env is None:
+        raise FieldError("environment", f"required when 'verifier' is {verifier!r}")
+    if verifier == "bfcl_multi_turn" and turns is None:
+        raise FieldError("turns", "required when 'verifier' is 'bfcl_multi_turn' (may be an empty list)")
+    if verifier == "tau_db" and user is None:
+        raise FieldError("user", "required when 'verifier' is 'tau_db' (the simulated customer's brief)")
+    if verifier is not None and verifier not in EPISODE_VERIFIERS:
+        raise _expect("verifier", "an episode verifier (" + ", ".join(EPISODE_VERIFIERS) + ") for an element with 'tools'", verifier)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_unicode(obj: Mapping[str, Any]) -> None:
+    """Raise :class:`FieldError` for a lone UTF-16 surrogate (JSON ``"\\udc80"`` unpaired) in any
+    key or string of the line: it decodes, but no UTF-8 text (prompt, log, hash) can hold it."""
+
+    def find(value: Any, path: str) -> tuple[str, str] | None:
+        if isinstance(value, str):
+            m = _SURROGATE.search(value)
+            return (path, m.group()) if m else None
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                m = _SURROGATE.search(k)
+                if m:
+                    return (path or "<key>", m.group())
+                hit = find(v, f"{path}.{k}" if path else k)
+                if hit:
+                    return hit
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                hit = find(v, f"{path}[{i}]")
+                if hit:
+                    return hit
+        return None
+
+    hit = find(obj, "")
+    if hit is not None:
+        raise FieldError(hit[0], f"a lone UTF-16 surrogate \\u{ord(hit[1]):04x} (an unpaired \\u escape); expected valid Unicode text")
+
+
+def validate(obj: Any) -> None:
+    """Raise :class:`FieldError` for the first contract violation in a decoded line."""
+    if not isinstance(obj, Mapping):
+        raise _expect("<line>", "a JSON object", obj)
+    _check_unicode(obj)
+    unknown = [k for k in obj if k not in FIELDS]
+    if unknown:
+        raise FieldError(unknown[0], "unknown field; expected one of " + ", ".join(FIELDS))
+    for required in ("id", "input"):
+        if required not in obj:
+            raise FieldError(required, "required field missing")
+    _check_str("id", obj["id"], nonempty=True)
+    _check_str("input", obj["input"])
+    _check_str("instruction", obj.get("instruction"), optional=True)
+    verifier = obj.get("verifier")
+    if verifier is not None and verifier not in VERIFIERS:
+        hint = did_you_mean(verifier, VERIFIERS) if isinstance(verifier, str) else ""
+        raise FieldError("verifier", f"expected one of {', '.join(VERIFIERS)} or null, got {describe(verifier)}{hint}")
+    meta = obj.get("metadata")
+    _check_metadata({} if meta is None else meta, verifier)
+    _check_str_or_list("evidence", obj.get("evidence"), what="a string, a list of strings or null")
+    _check_str_or_list("reference", obj.get("reference"), what="a string, a list of strings or null")
+    context_only = obj.get("context_only", False)
+    if not isinstance(context_only, bool):
+        raise _expect("context_only", "true or false", context_only)
+    if verifier not in (None, "code_exec") and not context_only and obj.get("reference") is None:
+        raise FieldError("reference", f"required when 'verifier' is {verifier!r} (the verifier scores against it)")
+    _check_episode(obj, verifier)
+
+
+class _Repeated(dict):  # type: ignore[type-arg]
+    """Internal: a decoded JSON object in which the keys ``repeated`` occurred more than once."""
+
+    repeated: tuple[str, ...] = ()
+
+
+def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json`` ``object_pairs_hook``: a dict, marked (:class:`_Repeated`) if a key repeats."""
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for key, _ in pairs:
+        if key in seen and key not in repeated:
+            repeated.append(key)
+        seen.add(key)
+    marked = _Repeated(obj)
+    marked.repeated = tuple(repeated)
+    return marked
+
+
+def check_repeated(value: Any, path: str = "") -> None:
+    """Raise :class:`FieldError` at the first key repeated in one object (depth first)."""
+    if isinstance(value, _Repeated):
+        key = value.repeated[0]
+        raise FieldError(f"{path}.{key}" if path else key, f"repeated key {key!r} in one JSON object")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_repeated(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            check_repeated(item, f"{path}[{i}]")

@@ -1,0 +1,311 @@
+"""``rizz diff`` and ``rizz inspect``: what a step changed, and what the bank holds, for a person.
+
+Both refold the run's log with the run's own policy (no model calls); ``diff`` keeps the
+events of the requested steps and the compiler's drops from the log records.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+from rizz.core import AdaptiveState
+from rizz.core import events as ev
+from rizz.core.evidence import block_shown
+from rizz.core.tenants import branch_key
+from rizz.lab.episode_view import episode_lines
+from rizz.engine.logfold import LogFold
+from rizz.formats.logrecord import parse
+from rizz.formats.policy_file import parse_policy
+from rizz.store.runlog import RunDir
+from rizz.formats.wording import ordinal, plural
+
+__all__ = ["COLUMNS", "LabelSources", "ROUTED_BY", "branch_rows", "branch_table", "budget_source", "describe_event", "diff_run",
+           "inspect_run"]
+
+
+def _clip(text: str, n: int = 60) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[: n - 1] + "…"
+
+
+def describe_event(e: object) -> str | None:
+    """One line for a person, or None for bookkeeping events not worth a line."""
+    match e:
+        case ev.BranchSpawned(branch_id=b, label=lab, shape=shape):
+            return f"+ branch {b} spawned: {lab} (shape {shape or '-'})"
+        case ev.LabelSnapped(proposed=p, snapped=s, method=m, score=sc):
+            return f"~ label {p} snapped to {s} by {m} ({sc:.3f})"
+        case ev.Routed(branch_id=b, score=sc, reward=r):
+            return f"→ routed to {b} (score {sc:.3f})" + (f", reward {r:.3f}" if r is not None else ", context only")
+        case ev.EpisodeWritten(branch_id=b, episode=x):
+            return f"+ episode written to {b}: {_clip(x.input)} ⇒ {_clip(x.answer, 30)}"
+        case ev.EpisodeDeduplicated(branch_id=b, key=k):
+            return f"= same content already in {b} ({k}); nothing written"
+        case ev.AntiPatternWritten(branch_id=b, anti_pattern=a):
+            return f"+ anti-pattern in {b}: {_clip(a.input)} ⇏ {_clip(a.answer, 30)} (reward {a.reward:.3f})"
+        case ev.Quarantined(branch_id=b, item=q):
+            return f"! quarantined in {b} ({q.reason}, reward {q.reward:.3f}): {_clip(q.input)}"
+        case ev.InteractionDiscarded(branch_id=b, reason=r):
+            return f"- not written to {b}: {r}"
+        case ev.ContextStored(branch_id=b, item=c):
+            return f"+ context stored in {b} (scope {c.scope}): {_clip(c.text)}"
+        case ev.RuleAdded(branch_id=b, rule=r):
+            return f"+ candidate rule {r.id} in {b}: {_clip(r.text(), 80)}"
+        case ev.RuleCountersMoved(rule_id=r, helpful=h, harmful=a):
+            return f"~ rule {r}: helpful +{h}, harmful +{a}"
+        case ev.RuleActivated(rule_id=r):
+            return f"* rule {r} activated"
+        case ev.RuleRetired(rule_id=r):
+            return f"- rule {r} retired"
+        case ev.RulePromoted(rule_id=r, tier=t, function=f):
+            return f"* rule {r} promoted to the {t} tier ({f})"
+        case ev.BranchesMerged(kept=k, absorbed=a):
+            return f"~ branch {a} merged into {k}"
+        case ev.BranchDeactivated(branch_id=b, reason=r):
+            return f"- branch {b} deactivated: {r}"
+        case ev.BranchPruned(branch_id=b, reason=r):
+            return f"- branch {b} pruned: {r}"
+        case ev.MemoryRetired(branch_id=b, store=store, key=k, reason=r):
+            return f"~ {b}: {store} {k} retired ({r})"
+    return None
+
+
+def _fold_until(rd: RunDir, stop: int, keep_from: int,
+                each: Callable[[dict[str, Any], tuple], None] | None = None) -> tuple[AdaptiveState, list[tuple[dict[str, Any], tuple]]]:
+    """Fold the log in order until the first step/answer record past step ``stop`` (log order:
+    a live log's verdicts for steps ≤ ``stop`` that arrived after it are not included);
+    ``each(record, events)`` sees every record folded."""
+    meta = rd.meta()
+    fold = LogFold(parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data"), rd.embeddings)
+    kept = []
+    for i, rec in enumerate(rd.records(), 1):
+        if rec["step"] > stop and rec.get("kind", "step") in ("step", "answer"):
+            break
+        events = fold.apply(parse(rec, f"{rd.log_path}:{i}"))
+        if each is not None:
+            each(rec, events)
+        if keep_from <= rec["step"] <= stop:
+            kept.append((rec, events))
+    return fold.state, kept
+
+
+def budget_source(budget: int, policy_budget: int, cap: int | None) -> str:
+    """Which limit set a prompt's token ``budget`` (:func:`rizz.engine.answering.budget`: the
+    smallest of the policy's ``compiler.token_budget``, the ``--budget`` cap and the model's
+    window less the reply's tokens), in words for ``rizz diff``.
+
+    Example:
+        >>> budget_source(2048, 8192, 2048), budget_source(8192, 8192, None), budget_source(8120, 16384, None)
+        ('--budget', "the policy's compiler.token_budget", "the model's window less the reply's tokens")
+    """
+    if cap is not None and budget == cap:
+        return "--budget"
+    if budget == policy_budget:
+        return "the policy's compiler.token_budget"
+    return "the model's window less the reply's tokens"
+
+
+def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
+    """Text describing what steps ``at``..``to`` (inclusive, 0-based: step 0 is the first
+    element) changed; each step's line also gives its element's place counted from 1, as
+    progress counts steps done.
+
+    Raises ValueError when ``at`` or ``to`` is negative or past the end of the log, when
+    ``to < at``, or when the log is empty.
+    """
+    rd = RunDir(run_dir)
+    to = at if to is None else to
+    if at < 0:
+        raise ValueError(f"--at {at}: steps are numbered from 0")
+    if to < at:
+        raise ValueError(f"--to {to} is before --at {at}")
+    n = sum(1 for r in rd.records() if r.get("kind", "step") in ("step", "answer"))
+    if n == 0:
+        raise ValueError(f"the log of {run_dir} has no steps yet")
+    for flag, step in (("--at", at), ("--to", to)):
+        if step >= n:
+            raise ValueError(f"{flag} {step}: step {step} is not in the log of {run_dir} (it has {'step 0 only' if n == 1 else f'steps 0..{n - 1}'})")
+    state, kept = _fold_until(rd, to, at)
+    meta = rd.meta()
+    policy_budget = int(meta["policy_data"]["compiler"]["token_budget"])
+    lines = []
+    for rec, events in kept:
+        kind = rec.get("kind", "step")
+        head = (f"step {rec['step']} [{rec['id']}]" + (f" {kind}" if kind != "step" else "") + f" ({ordinal(rec['step'] + 1)} element)"
+                + (f" task {rec['task']}" if rec.get("task") else ""))
+        if rec.get("answer"):
+            head += f": answer {_clip(str(rec['answer']['extracted']), 40)!r}"
+        lines.append(head)
+        if rec.get("judge"):
+            j = rec["judge"]
+            lines.append(f"  judge proposed {j['function']}/{j['application']}" + (" (fallback label)" if j.get("fallback") else ""))
+        for e in events:
+            d = describe_event(e)
+            if d:
+                lines.append("  " + d)
+        p = rec.get("prompt")
+        if p:
+            lines.append(f"  prompt: {p['tokens']} tokens (budget {p['budget']}: {budget_source(p['budget'], policy_budget, meta.get('budget_cap'))}), "
+                         f"{plural(len(p['rule_ids']), 'rule')}, {plural(len(p['episode_keys']), 'example')}")
+            for block, item, tokens, reason in p["dropped"]:
+                lines.append(f"  compiler dropped {block}/{item} ({tokens} tokens, {reason})")
+        if rec.get("overflow"):
+            lines.append("  input alone exceeds the prompt budget: not sent to the model (reward 0)")
+        closed = {(r["id"], r["step"]) for r, _ in kept if r.get("kind") in ("verdict", "expire")}
+        if kind == "answer" and (rec["id"], rec["step"]) not in closed:
+            lines.append("  verdict not yet in the log at this point (a live session folds it when it arrives)")
+        if kind == "verdict":
+            lines.append(f"  verdict: reward {rec['verdict']['reward']:.3f} ({rec['verdict']['verifier']})")
+        if kind == "expire":
+            lines.append(f"  expired: {rec['reason']}")
+        if rec.get("episode"):
+            lines += episode_lines(rec["episode"])
+    lines.append(f"after step {to}: {plural(len(state.branches), 'branch', 'branches')} ({len(state.active_branches())} active)")
+    return "\n".join(lines)
+
+
+#: How an input reached its branch (``rizz inspect``'s ``routed_by``): with the judge's label as
+#: it gave it, a label snapped to a known one, a caller-declared label, by anchor similarity
+#: alone (no label asked: the judge was skipped), or as context (context-only input).
+ROUTED_BY = ("judge", "snapped", "declared", "anchor", "context")
+
+
+class LabelSources:
+    """Where each branch's label came from, and how its inputs reached it, read from the log
+    records and the events their fold produced (:meth:`add`); :meth:`row` gives a branch's.
+
+    A branch's label is made when it spawns, from its first input: ``judge`` (the judge's label
+    as it gave it), ``fallback`` (the judge's reply lacked the function or the application: that
+    part was made from the input's words, :func:`rizz.engine.judge.fallback_label`),
+    ``snapped`` (the judge's label snapped to a known one: ``label_proposed`` is the judge's),
+    ``declared`` (``metadata.label``), ``context`` (a context branch, named after the scope),
+    or ``placeholder`` (no label was asked: ``unknown/unknown``, or ``any/global`` in one
+    shared branch). A merge adds the absorbed branch's inputs to the kept one's.
+    """
+
+    def __init__(self) -> None:
+        self.made: dict[str, dict[str, Any]] = {}
+        self.routed: dict[str, Counter[str]] = {}
+        self._answered: dict[tuple[str, int], str] = {}  # (id, step) -> branch (view key), for verdicts' merges
+
+    def add(self, rec: dict[str, Any], events: tuple) -> None:
+        kind, route = rec.get("kind", "step"), rec.get("route")
+        branch = None
+        if kind in ("step", "answer") and route:
+            branch = route["branch"]
+            self._answered[(rec["id"], rec["step"])] = branch
+            snapped = next((e for e in events if isinstance(e, ev.LabelSnapped)), None)
+            judge = rec.get("judge")
+            how = ("context" if rec.get("context_only") else "declared" if rec.get("declared_label")
+                   else "anchor" if not judge else "snapped" if snapped is not None else "judge")
+            self.routed.setdefault(branch, Counter())[how] += 1
+            if route.get("spawned"):
+                made = {"anchor": "placeholder", "judge": "fallback" if judge and judge.get("fallback") else "judge"}.get(how, how)
+                self.made[branch] = {"label_from": made, "label_step": rec["step"],
+                                     "label_proposed": str(snapped.proposed) if snapped is not None else None}
+        elif kind == "verdict":
+            branch = self._answered.get((rec["id"], rec["step"]))
+        tenant = branch.rsplit("/", 1)[0] if branch and "/" in branch else None
+        for e in events:
+            if isinstance(e, ev.BranchesMerged):
+                kept, gone = branch_key(tenant, e.kept), branch_key(tenant, e.absorbed)
+                self.routed.setdefault(kept, Counter()).update(self.routed.pop(gone, Counter()))
+
+    def row(self, branch: str) -> dict[str, Any]:
+        """``label_from``, ``label_step``, ``label_proposed`` and ``routed_by`` (counts per
+        :data:`ROUTED_BY`) of ``branch``; None values for a branch the log does not show spawning."""
+        made = self.made.get(branch, {"label_from": None, "label_step": None, "label_proposed": None})
+        counts = self.routed.get(branch, Counter())
+        return {**made, "routed_by": {k: counts[k] for k in ROUTED_BY}}
+
+
+def inspect_run(run_dir: str | Path) -> list[dict[str, Any]]:
+    """One row per branch of the run's final state: id, label, active, sizes, traffic, reward
+    (and, under ``evidence.enabled``, the blocks its evidence withholds now), and where its label
+    came from and how its inputs reached it (:class:`LabelSources`)."""
+    rd = RunDir(run_dir)
+    sources = LabelSources()
+    state, _ = _fold_until(rd, 10**12, 10**12, each=sources.add)
+    policy = parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data")
+    return [{**row, **sources.row(row["branch"])} for row in branch_rows(state, policy)]
+
+
+def branch_rows(state: Any, policy: Any = None) -> list[dict[str, Any]]:
+    """One row per branch of ``state`` (``rizz inspect``, ``rizz serve``'s ``/branches``):
+    label, shape, sizes, traffic, answered steps and their mean reward (None before the first
+    answered step); with an evidence-enabled ``policy`` also the blocks its evidence withholds."""
+    rows = []
+    for bid in state.branch_ids():
+        b = state.branches[bid]
+        row = {
+            "branch": bid, "label": str(b.label), "shape": b.shape or "-", "active": b.active,
+            "episodes": len(b.episodes), "rules": len(b.rules), "anti_patterns": len(b.anti_patterns),
+            "context": len(b.context), "quarantined": len(b.quarantine), "traffic": b.stats.traffic,
+            "answered": b.stats.answered,
+            "mean_reward": round(b.stats.mean_reward, 4) if b.stats.answered else None,
+        }
+        if policy is not None and policy.evidence.enabled:  # issue #10: the blocks this branch's evidence withholds now
+            row["withheld"] = ",".join(k for k in ("examples", "rules", "mistakes", "scoped_context", "working_memory")
+                                       if not block_shown(b, k, policy)) or "-"
+        rows.append(row)
+    return rows
+
+
+def _routed(r: dict[str, Any]) -> str:
+    counts = r.get("routed_by") or {}
+    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n) or "–"
+
+
+def _label_from(r: dict[str, Any]) -> str:
+    return "–" if r.get("label_from") is None else f"{r['label_from']} @{r['label_step']}"
+
+
+#: ``rizz inspect``'s columns in display order: (row key, header, priority: the order in which
+#: they are dropped to fit the terminal, highest first; those of priority ≤ :data:`KEEP` never).
+COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("branch", "branch", 0), ("label", "label", 0), ("label_from", "label from\n@ step", 1), ("label_proposed", "judge's label\n(snapped)", 12),
+    ("shape", "shape", 5),
+    ("active", "active", 8), ("traffic", "traffic", 2), ("routed_by", "inputs routed by", 13), ("answered", "answered", 9),
+    ("mean_reward", "mean\nreward", 3), ("episodes", "episodes", 4), ("rules", "rules", 7), ("anti_patterns", "anti-\npatterns", 6),
+    ("context", "context", 10), ("quarantined", "quaran-\ntined", 11), ("withheld", "withheld", 14),
+)
+_TEXT = {"branch", "label", "label_from", "label_proposed", "shape", "routed_by", "withheld"}
+_CELL = {"label_from": _label_from, "routed_by": _routed}
+#: Columns of this priority or less are always shown (then long labels fold to fit).
+KEEP = 3
+#: The label column's width: room is kept for labels this long before other columns are added
+#: (LABEL_ROOM), and a label folds onto more lines rather than get less than LABEL_MIN.
+LABEL_ROOM, LABEL_MIN = 40, 16
+
+
+def branch_table(rows: list[dict[str, Any]], width: int, wide: bool = False) -> tuple[Any, list[str]]:
+    """``(rich Table, dropped column keys)`` of :func:`inspect_run`'s rows for a terminal of
+    ``width`` characters: columns are dropped, least needed first (:data:`COLUMNS`), until the
+    rest fit with room for labels up to :data:`LABEL_ROOM` characters; a longer label folds onto
+    more lines, never cut. Those of priority ≤ :data:`KEEP` go only when even a label folded to
+    :data:`LABEL_MIN` leaves them no room (branch and label always stay). ``wide`` keeps every
+    column."""
+    from rich import box
+    from rich.table import Table
+
+    def cell(r: dict[str, Any], key: str) -> str:
+        v = _CELL[key](r) if key in _CELL else r.get(key)
+        return "–" if v is None else {True: "yes", False: "no"}.get(v, str(v)) if isinstance(v, bool) else str(v)
+
+    present = [c for c in COLUMNS if any(c[0] in r for r in rows)]
+    # a column takes its widest line and 3 more (padding and the gap to the next); the table 1 less
+    need = {k: max([len(line) for line in h.split("\n")] + [len(cell(r, k)) for r in rows]) + 3 for k, h, _ in present}
+    shown = list(present)
+    for label_width, keep in ((LABEL_ROOM, KEEP), (LABEL_MIN, 0)):
+        need["label"] = min(need["label"], label_width + 3)
+        while not wide and sum(need[k] for k, _, _ in shown) - 1 > width and max(p for _, _, p in shown) > keep:
+            shown.remove(max(shown, key=lambda c: c[2]))
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for key, header, _ in shown:
+        table.add_column(header, justify="left" if key in _TEXT else "right", overflow="fold",
+                         no_wrap=key not in ("label", "routed_by"), min_width=LABEL_MIN if key == "label" else None)
+    for r in rows:
+        table.add_row(*[cell(r, key) for key, _, _ in shown])
+    return table, [c[0] for c in present if c not in shown]

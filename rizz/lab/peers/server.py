@@ -1,0 +1,190 @@
+"""llama.cpp's OpenAI-compatible server (``llama_cpp.server``), in-process on 127.0.0.1.
+
+``rizz bench -P ...,peer:ace,...`` with the embedded model needs one model path that the
+peers (which speak the OpenAI API) and rizz's own policies share: :class:`LlamaServer` loads
+the same GGUF into ``llama_cpp.server``'s FastAPI app and serves it with uvicorn on a thread
+of this process, on ``127.0.0.1`` and a free port, until :meth:`LlamaServer.stop`.
+
+Determinism (the same settings as :class:`rizz.adapters.models.embedded.EmbeddedModel`):
+- the model's context is reset before every request, so llama-cpp-python does not reuse the
+  KV cache of a previous prompt's prefix (that changes batch splits and greedy output);
+- every completion request is pinned to greedy decoding as the in-process backend runs it
+  (:data:`PINNED`: temperature 0, seed 0, and llama-cpp-python's library default
+  ``repeat_penalty`` 1.0 where the server's own default is 1.1), whatever the client sends:
+  the peers' clients (litellm, the openai SDK) send their own temperatures.
+
+Threads: ``RIZZ_THREADS`` (default 2), as the embedded backend. Window: ``n_ctx`` 8192 tokens
+(SmolLM2-135M's trained window; :data:`rizz.adapters.models.openai_backend.DEFAULT_CONTEXT_WINDOW`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from rizz.adapters.asgi import replay_body
+from rizz.adapters.models.base import ModelUnavailableError
+from rizz.adapters.models.embedded import default_gguf_path
+
+__all__ = ["MODEL_ALIAS", "PINNED", "LlamaServer"]
+
+MODEL_ALIAS = "smollm2"  # the model id the server answers to (GET /v1/models)
+STARTUP_TIMEOUT_S = 120.0
+#: Sampling fields forced on every ``/v1/completions`` and ``/v1/chat/completions`` request
+#: (the values :class:`rizz.adapters.models.embedded.EmbeddedModel` decodes with).
+PINNED = {"temperature": 0.0, "seed": 0, "repeat_penalty": 1.0}
+_COMPLETION_PATHS = ("/v1/completions", "/v1/chat/completions")
+
+
+class _PinSampling:
+    """ASGI middleware: rewrite the JSON body of completion requests with :data:`PINNED`."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST" or scope.get("path") not in _COMPLETION_PATHS:
+            await self.app(scope, receive, send)
+            return
+        chunks = []
+        while True:
+            msg = await receive()
+            chunks.append(msg.get("body", b""))
+            if not msg.get("more_body"):
+                break
+        body = b"".join(chunks)
+        try:
+            data = json.loads(body)
+            if isinstance(data, dict):
+                data.update(PINNED)
+                body = json.dumps(data).encode("utf-8")
+        except ValueError:
+            pass  # the server answers a malformed body itself
+        headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+        scope = dict(scope, headers=headers + [(b"content-length", str(len(body)).encode())])
+        await self.app(scope, replay_body(receive, body), send)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _ResettingProxy:
+    """Wraps llama_cpp.server's ``LlamaProxy``: every model handed to a request is reset first
+    (the server holds its lock while the request uses the model, so this is race-free)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __call__(self, model: str | None = None) -> Any:
+        llama = self._inner(model)
+        llama.reset()
+        return llama
+
+    def __iter__(self) -> Any:
+        return iter(self._inner)
+
+    def __getitem__(self, model: str) -> Any:
+        return self._inner[model]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class LlamaServer:
+    """``llama_cpp.server`` serving one GGUF on ``http://127.0.0.1:PORT`` from this process.
+
+    Args:
+      gguf: the weights (default: the embedded model's SmolLM2-135M-Instruct Q4_1).
+      n_ctx: context window, tokens. n_threads: llama.cpp threads (default ``RIZZ_THREADS`` or 2).
+      port: TCP port (default: a free one).
+      chat_format: llama-cpp-python's chat handler (``ModelSettings.chat_format``); None = the
+        GGUF's own template. ``"chatml-function-calling"`` serves OpenAI ``tools`` /
+        ``tool_calls`` (SmolLM2 speaks ChatML); it calls a tool only when the request
+        says ``tool_choice="auto"`` or names one.
+
+    Use as a context manager, or :meth:`start` / :meth:`stop`. ``url`` is the server root
+    (``openai:{url}#smollm2`` is its rizz model spec).
+
+    Raises:
+      ModelUnavailableError: the GGUF or ``llama_cpp.server``'s extras (fastapi, uvicorn,
+        sse-starlette, starlette-context, pydantic-settings) are missing.
+      RuntimeError: the server did not answer ``GET /v1/models`` within STARTUP_TIMEOUT_S.
+    """
+
+    def __init__(self, gguf: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int | None = None,
+                 port: int | None = None, chat_format: str | None = None) -> None:
+        self.gguf = Path(gguf) if gguf is not None else default_gguf_path()
+        self.n_ctx = int(n_ctx)
+        self.n_threads = int(n_threads or os.environ.get("RIZZ_THREADS", "2"))
+        self.port = int(port or _free_port())
+        self.chat_format = chat_format
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def spec(self) -> str:
+        """The ``--model`` spec of this server for rizz's own backend."""
+        return f"openai:{self.url}#{MODEL_ALIAS}"
+
+    def start(self) -> "LlamaServer":
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            import uvicorn
+            from llama_cpp.server import app as server_app
+            from llama_cpp.server.settings import ModelSettings, ServerSettings
+        except ImportError as e:
+            raise ModelUnavailableError(f"llama_cpp.server needs its extras ({e}); pip install 'rizz[peers]'") from None
+        ms = ModelSettings(model=str(self.gguf), model_alias=MODEL_ALIAS, n_ctx=self.n_ctx, n_threads=self.n_threads,
+                           n_threads_batch=self.n_threads, seed=0, verbose=False,
+                           chat_format=self.chat_format)
+        app = server_app.create_app(server_settings=ServerSettings(host="127.0.0.1", port=self.port), model_settings=[ms])
+        server_app._llama_proxy = _ResettingProxy(server_app._llama_proxy)
+        config = uvicorn.Config(_PinSampling(app), host="127.0.0.1", port=self.port, log_level="warning", access_log=False)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="llama-server", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + "/v1/models", timeout=2) as resp:
+                    if resp.status == 200:
+                        return self
+            except OSError:
+                pass
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"llama_cpp.server did not come up on {self.url}")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Stop serving and free the model (idempotent)."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self._server = self._thread = None
+        try:
+            from llama_cpp.server import app as server_app
+
+            proxy = server_app._llama_proxy
+            if proxy is not None:
+                getattr(proxy, "free", lambda: None)()
+            server_app._llama_proxy = None
+        except ImportError:
+            pass
+
+    def __enter__(self) -> "LlamaServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

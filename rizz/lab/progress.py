@@ -1,0 +1,129 @@
+"""Per-step progress for long runs: one ``rich`` bar per run, or a plain line every 10 steps
+when stderr is not a terminal (CI logs, ``nohup``), so a long bench is never silent.
+
+``RIZZ_PROGRESS=1`` forces the bar on without a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Callable, Mapping
+
+from rizz.extras import extra_needed
+
+__all__ = ["clock_text", "new_progress", "StepProgress", "time_estimate"]
+
+#: Steps between plain progress lines when no terminal shows the bar.
+LINE_EVERY = 10
+
+
+def new_progress() -> Any:
+    """A ``rich.progress.Progress`` (disabled when stderr is not a TTY and RIZZ_PROGRESS≠1)."""
+    with extra_needed("cli", "the progress bar"):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TimeRemainingColumn(), TextColumn("{task.fields[info]}"), transient=False,
+                    disable=not sys.stderr.isatty() and os.environ.get("RIZZ_PROGRESS") != "1")
+
+
+class StepProgress:
+    """The ``on_step`` (and ``on_resume``) callback of :func:`rizz.engine.run.run_stream` for one run.
+
+    Keeps the running mean reward (over answered steps) and prompt tokens (all calls) of the
+    whole run, the steps a resumed run had finished included (:meth:`resume`), so the figures
+    equal ``summary.json``'s ``mean_reward`` and ``prompt_tokens``; shows them with the branch
+    count on ``progress``'s bar ``label`` (whose columns give elapsed and remaining time); without
+    a terminal it calls ``echo`` with ``"<label> N/T steps done: reward … | branches … | tokens …
+    | ETA h:mm:ss"`` every ``LINE_EVERY`` steps (a count: ``rizz diff`` numbers steps from 0, so N
+    steps done are steps 0..N-1; the ETA is the mean time of this session's steps so far times
+    the steps left). ``clock``: seconds, monotonic (tests pass their own).
+    """
+
+    def __init__(self, progress: Any, label: str, total: int | None,
+                 echo: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.progress, self.label, self.total, self.echo, self.clock = progress, label, total, echo, clock
+        self.task = progress.add_task(label, total=total, info="") if progress is not None else None
+        self.reward_sum, self.answered, self.tokens = 0.0, 0, 0
+        self.t0, self.done0 = clock(), 0  # where this session's steps (and the ETA's rate) start
+
+    @property
+    def mean_reward(self) -> float:
+        return self.reward_sum / self.answered if self.answered else 0.0
+
+    def _count(self, rec: dict[str, Any]) -> None:
+        if "verdict" in rec:
+            self.reward_sum += rec["verdict"]["reward"]
+            self.answered += 1
+        self.tokens += sum(c["prompt_tokens"] for c in rec["calls"])
+
+    def resume(self, records: list[dict[str, Any]]) -> None:
+        """Count the steps a resumed run had finished (one record per element, as
+        :func:`rizz.engine.logfold.views` joins them) and start the bar there; its time
+        estimate then uses only the steps run from now on."""
+        for rec in records:
+            self._count(rec)
+        self.t0, self.done0 = self.clock(), len(records)
+        if self.progress is not None:
+            info = f"reward {self.mean_reward:.3f} | branches – | tokens {self.tokens}" if records else ""
+            self.progress.reset(self.task, completed=len(records), info=info)
+
+    def __call__(self, rec: dict[str, Any], session: Any) -> None:
+        self._count(rec)
+        info = f"reward {self.mean_reward:.3f} | branches {len(session.state.branches) if session is not None else '–'} | tokens {self.tokens}"
+        done = rec["step"] + 1
+        if self.progress is None:
+            return
+        self.progress.update(self.task, completed=done, info=info)
+        if self.progress.disable and done % LINE_EVERY == 0:
+            of = f"/{self.total}" if self.total is not None else ""
+            eta = ""
+            if self.total is not None and done > self.done0:
+                eta = f" | ETA {clock_text((self.clock() - self.t0) / (done - self.done0) * max(0, self.total - done))}"
+            self.echo(f"{self.label.strip()} {done}{of} steps done: {info}{eta}")
+
+    def finish(self, steps: int) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, completed=steps)
+
+
+def clock_text(seconds: float) -> str:
+    """``h:mm:ss`` (as rich's time columns show it).
+
+    Example:
+        >>> clock_text(0), clock_text(61.4), clock_text(3725)
+        ('0:00:00', '0:01:01', '1:02:05')
+    """
+    s = int(round(seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def time_estimate(steps_left: Mapping[str, int], seconds_per_step: Mapping[str, float], load: float, cores: int,
+                  threads: int) -> str:
+    """A run's time, said before it starts: ``steps_left`` per policy times its measured
+    ``seconds_per_step`` (on ``cores`` idle cores), and, when other processes keep the cores
+    busy (1-minute ``load`` average ≥ 0.5), that times ``(load + threads) / cores`` — the share
+    of the cores the run's ``threads`` model threads get beside that load.
+
+    Example:
+        >>> time_estimate({"frozen": 84, "default": 84}, {"frozen": 1.7, "default": 3.0}, 0.1, 2, 2)
+        'about 7 min on idle cores (frozen 2 min, default 4 min)'
+        >>> time_estimate({"frozen": 0, "default": 42}, {"frozen": 1.7, "default": 3.0}, 3.0, 2, 2)
+        'about 2 min on idle cores (frozen done, default 2 min); the cores are busy now (load average 3.0 on 2 cores), so expect about 2.5× that: 5 min'
+    """
+    per = {p: n * seconds_per_step[p] for p, n in steps_left.items()}
+    total = sum(per.values())
+    parts = ", ".join(f"{p} {_minutes(s) if steps_left[p] else 'done'}" for p, s in per.items())
+    text = f"about {_minutes(total)} on idle cores ({parts})"
+    if load >= 0.5:
+        factor = max(1.0, (load + threads) / cores)
+        text += (f"; the cores are busy now (load average {load:.1f} on {cores} cores), so expect about {factor:.1f}× that: "
+                 f"{_minutes(total * factor)}")
+    return text

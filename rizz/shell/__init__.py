@@ -1,1 +1,0 @@
-"""Effect shell: models, embedder, verifiers, run log, CLI. Calls the core; never called by it."""

@@ -1,0 +1,463 @@
+"""RUN_DIR: the durable record of a run.
+
+Layout::
+
+    RUN_DIR/
+      run.json            what the run is (stream hash, policy, model, embedder, rendering)
+      log.jsonl           append-only typed records (rizz/formats/logrecord.py), flushed + synced:
+                          a step, an answer, a verdict, an expiry or a distillation each
+      store.sqlite        content-addressed side store (rizz/store/runstore.py, SQLite WAL):
+                          embeddings by key, compiled prompt texts by sha256, snapshot chunks;
+                          committed before the log record that names them
+      snapshots/NNNNNNNN.json   state snapshots (rizz.core.to_data; large parts as chunks in
+                          store.sqlite, rizz/store/snapchunks.py), checksummed, atomic writes;
+                          the newest few are kept
+      snapshots/NNNNNNNN.inflight.json   answers in flight at that snapshot (log format 2)
+      responses.sqlite    response cache (model, prompt, parameters) → generation
+      summary.json        summary (specs/stream-format.md), at the end of a run and by replay
+      .lock               held by the process using the directory
+
+A RUN_DIR written before issue #27 has ``embeddings/`` (one ``.npy`` file per vector,
+:class:`~rizz.store.embeddings.EmbeddingStore`) and ``prompts/`` (one ``<sha256>.txt`` per prompt)
+instead of ``store.sqlite``, and full snapshots. It is read and resumed in that layout
+(:attr:`RunDir.layout` ``"files"``) until ``rizz convert`` moves it into ``store.sqlite``
+(:func:`rizz.store.convert.convert_run_dir`).
+
+A record is appended before the call that made it returns, so a kill at any moment leaves at
+most a partial last line, which :meth:`RunDir.records` drops (and :meth:`RunDir.repair`
+truncates) — nothing already recorded is lost.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+from rizz.core import AdaptiveState, from_data, to_data
+from rizz.errors import RizzError
+from rizz.store.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes, snapshot_header, write_then_rename
+from rizz.formats.policy_file import parse_policy
+from rizz.store.embeddings import DURABILITY, EmbeddingStore
+from rizz.extras import extra_needed
+from rizz.store.runstore import STORE_FILE, RunStore
+from rizz.store.snapchunks import ChunkError, SnapshotChunks
+
+with extra_needed("lab", "the run log"):
+    from filelock import FileLock, Timeout
+
+__all__ = ["RunDir", "RunDirBusy", "RunDirMismatch", "write_json_atomic"]
+
+
+class RunDirBusy(RuntimeError, RizzError):
+    """Another process holds the RUN_DIR lock."""
+
+
+class RunDirMismatch(RuntimeError, RizzError):
+    """RUN_DIR was started with a different stream, policy, model or embedder."""
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to ``path`` via a temp file, fsync and ``os.replace``."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, ensure_ascii=False, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class RunDir:
+    """Owner of one RUN_DIR. Use as a context manager to hold the lock.
+
+    ``durability``: ``"disk"`` (default): :meth:`append` returns once the record is on disk
+    (``fdatasync``; the directory is fsynced once, when the log is created), and the store
+    commits (fsyncs) the vectors and prompt a record names before the record is written
+    (a Session flushes it first). In the ``"files"`` layout the vectors' renames into
+    ``embeddings/`` are not followed by a directory fsync: on a journaling file system (ext4,
+    xfs) the log's next sync commits them, as they happened before it. ``"os"``: records,
+    vectors and prompts are handed to the OS (written and flushed, not fsynced): they survive
+    ``kill -9`` of the process but not a power loss or an OS crash; the log and the store are
+    fsynced on :meth:`sync` (a Session's close). Snapshots are fsynced either way.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk") -> None:
+        if durability not in DURABILITY:
+            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+        self.durability = durability
+        self._store: EmbeddingStore | RunStore | None = None
+        self._sync_lock = threading.Lock()
+        self.root = Path(root)
+        self.log_path = self.root / "log.jsonl"
+        self.meta_path = self.root / "run.json"
+        self.summary_path = self.root / "summary.json"
+        self.snap_dir = self.root / "snapshots"
+        self.prompt_dir = self.root / "prompts"  # the "files" layout only
+        self.store_path = self.root / STORE_FILE
+        self._lock: FileLock | None = None
+        self._log: Any = None
+        self.ignored_snapshots: list[tuple[int, str]] = []  # (steps, why) skipped by latest_snapshot
+
+    # -- lock ------------------------------------------------------------------------
+    def __enter__(self) -> "RunDir":
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.root / ".lock"), timeout=0)
+        try:
+            self._lock.acquire()
+        except Timeout:
+            owner = (self.root / ".lock.pid").read_text().strip() if (self.root / ".lock.pid").exists() else "?"
+            if owner == str(os.getpid()):
+                raise RunDirBusy(f"{self.root} is already open in this process (a Session or a run holds it); "
+                                 "close that one first, or use another directory") from None
+            raise RunDirBusy(f"{self.root} is in use by another rizz process (pid {owner}); wait for it or use another --out") from None
+        (self.root / ".lock.pid").write_text(str(os.getpid()))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.sync()
+        except OSError:
+            if not exc or exc[0] is None:
+                raise
+        finally:
+            with self._sync_lock:
+                if self._log is not None:
+                    self._log.close()
+                    self._log = None
+            if self._store is not None and isinstance(self._store, RunStore):
+                try:
+                    self._store.close()
+                except OSError:
+                    if not exc or exc[0] is None:
+                        raise
+            if self._lock is not None:
+                self._lock.release()
+
+    # -- metadata ----------------------------------------------------------------------
+    def check_or_write_meta(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """Write ``run.json`` for a new run; for an existing one, refuse any difference in
+        the fields that decide the results (stream, policy, model, embedder, rendering, budget cap,
+        the simulated user's model of τ-bench episodes)."""
+        if not self.meta_path.exists():
+            write_json_atomic(self.meta_path, meta)
+            return meta
+        old = json.loads(self.meta_path.read_text(encoding="utf-8"))
+        diffs = [k for k in ("stream_sha256", "policy_digest", "model", "embedder", "embedder_dim", "rendering", "budget_cap", "user_model") if old.get(k) != meta.get(k)]
+        if "policy_digest" in diffs and _same_policy(old.get("policy_data"), meta.get("policy_data")):
+            diffs.remove("policy_digest")  # written before a policy field was added (its default keeps the old behaviour)
+        if diffs:
+            lines = [f"  {k}: run has {old.get(k)!r}, this command has {meta.get(k)!r}" for k in diffs]
+            todo = "Use a new --out directory."
+            if "policy_digest" in diffs:
+                lines.append(_policy_line(old, meta))
+                todo = ("To resume, give the policy the run started with, unchanged; to run this policy,"
+                        " use a new --out directory.")
+            raise RunDirMismatch(f"{self.root} was started with different settings; resume refused:\n" + "\n".join(lines) + "\n" + todo)
+        return old
+
+    def meta(self) -> dict[str, Any]:
+        if not self.meta_path.exists():
+            subs = sorted(d.name for d in self.root.glob("*/") if (d / "run.json").exists()) if self.root.is_dir() else []
+            hint = f"; a bench folder? its runs: {', '.join(str(self.root / s) for s in subs)}" if subs else ""
+            raise FileNotFoundError(f"{self.root}: no run.json — not a rizz RUN_DIR{hint}")
+        return json.loads(self.meta_path.read_text(encoding="utf-8"))
+
+    @property
+    def layout(self) -> str:
+        """``"sqlite"`` (``store.sqlite``; every new RUN_DIR) or ``"files"`` (``embeddings/`` and
+        ``prompts/`` folders and no ``store.sqlite``: written before issue #27, until ``rizz convert``)."""
+        if self.store_path.exists():
+            return "sqlite"
+        return "files" if (self.root / "embeddings").is_dir() or self.prompt_dir.is_dir() else "sqlite"
+
+    @property
+    def embeddings(self) -> EmbeddingStore | RunStore:
+        """The run's embedding store (one per RunDir, with its ``durability``): a
+        :class:`~rizz.store.runstore.RunStore`, or in the ``"files"`` layout an
+        :class:`~rizz.store.embeddings.EmbeddingStore` on ``embeddings/``."""
+        if self._store is None:
+            if self.layout == "files":
+                self._store = EmbeddingStore(self.root / "embeddings", durability=self.durability)
+            else:
+                self._store = RunStore(self.store_path, durability=self.durability)
+        return self._store
+
+    # -- log -----------------------------------------------------------------------------
+    def repair(self) -> int:
+        """Truncate a partial last line left by a kill. Returns the bytes removed."""
+        if not self.log_path.exists():
+            return 0
+        data = self.log_path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end == len(data):
+            return 0
+        with open(self.log_path, "r+b") as f:
+            f.truncate(end)
+            f.flush()
+            os.fsync(f.fileno())
+        return len(data) - end
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """The complete records of ``log.jsonl`` in order (a partial last line is skipped)."""
+        if not self.log_path.exists():
+            return
+        with open(self.log_path, "rb") as f:
+            for n, line in enumerate(f, 1):
+                if not line.endswith(b"\n"):
+                    return
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{self.log_path}:{n}: corrupt log record ({e.msg})") from None
+
+    def append(self, record: dict[str, Any], *, sync: bool = True) -> int:
+        """Append one record, written and flushed to the OS; with ``sync`` (and durability
+        ``"disk"``) also ``fdatasync``ed before returning. ``sync=False`` lets a caller write
+        several records and make them durable with one :meth:`sync` (a verdict and the
+        distillation it makes due). Returns the number of records appended so far (for
+        :meth:`sync_log`).
+
+        Raises:
+            DiskFull: out of space; the partial record is cut off again (or, if even that
+                fails, dropped by the next run's :meth:`repair`).
+        """
+        if self._log is None:
+            new = not self.log_path.exists()
+            self._log = open(self.log_path, "ab")
+            if new and self.durability == "disk":  # the log's directory entry, once
+                fsync_path(self.root)
+        data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+        start = self._log.tell()
+        try:
+            if FAULT_ENV in os.environ:  # crash tests: a kill with half a record written (really written)
+                self._log.write(data[: len(data) // 2])
+                self._log.flush()
+                fault_point("log.append")
+                data = data[len(data) // 2:]
+            self._log.write(data)
+            self._log.flush()
+            self.appended += 1
+            if sync and self.durability == "disk":
+                self.sync_log(self.appended)
+        except OSError as e:
+            full = disk_full(e, f"step {record.get('step')} to {self.log_path}", self.root)
+            with self._sync_lock:
+                try:
+                    self._log.close()  # may fail again flushing on a full disk
+                except OSError:
+                    pass
+                self._log = None
+            try:
+                with open(self.log_path, "r+b") as f:
+                    f.truncate(start)
+            except OSError:
+                pass
+            raise full or e
+        return self.appended
+
+    appended = 0  # records appended by this RunDir (written and flushed to the OS)
+    _synced = 0  # of those, how many are known to be on disk
+    _sync_lock = threading.Lock()  # (replaced per instance in __init__)
+
+    def sync_log(self, upto: int) -> None:
+        """Group commit: return once the first ``upto`` records appended are on disk. One
+        ``fdatasync`` covers every record written before it, so a caller whose records another
+        thread's sync already covered returns at once. Safe to call without the caller's lock
+        (``Session`` does, so threads share syncs); a closed log was synced when it closed."""
+        with self._sync_lock:
+            if self._synced >= upto:
+                return
+            if self._log is None:
+                raise OSError(errno.EIO, f"{self.log_path}: closed after an error before records {self._synced + 1}..{upto} "
+                                         "were synced; they are dropped or kept by the next open")
+            target = self.appended  # every record counted here was written before the sync below
+            _fdatasync(self._log.fileno())
+            self._synced = max(self._synced, target)
+
+    def sync(self) -> None:
+        """Make every record appended so far durable (``fdatasync`` of the log; with durability
+        ``"os"`` also fsync the vectors written since the last call). Raises OSError."""
+        if self._store is not None:
+            self._store.sync() if self.durability == "os" else self._store.flush()
+        self.sync_log(self.appended)
+
+    _prompt_dir_made = False
+    _prompt_root = ""
+
+    def save_prompt(self, sha: str, text: str) -> None:
+        """Keep a compiled prompt's text under ``sha`` (hex sha256 of its UTF-8 bytes): in
+        ``store.sqlite``, committed with the vectors of the record that names it (the next
+        flush of :attr:`embeddings`); in the ``"files"`` layout as ``prompts/<sha>.txt`` (not
+        synced: no refold needs it)."""
+        store = self.embeddings
+        if isinstance(store, RunStore):
+            store.put_prompt(sha, text)
+            return
+        if not self._prompt_dir_made:
+            self.prompt_dir.mkdir(exist_ok=True)
+            self._prompt_root = os.fspath(self.prompt_dir)
+            self._prompt_dir_made = True
+        p = f"{self._prompt_root}{os.sep}{sha}.txt"
+        if not os.path.exists(p):
+            write_then_rename(text.encode("utf-8"), p[:-4] + ".tmp", p, sync=False, site="prompt.write")
+
+    def prompt_text(self, sha: str) -> str | None:
+        """The text of the compiled prompt ``sha`` (the log's ``prompt.sha256``), or None when
+        it was not kept (a RUN_DIR written before prompts were saved)."""
+        store = self.embeddings
+        if isinstance(store, RunStore):
+            return store.prompt(sha)
+        p = self.prompt_dir / f"{sha}.txt"
+        return p.read_text(encoding="utf-8") if p.is_file() else None
+
+    # -- snapshots --------------------------------------------------------------------
+    @property
+    def chunks(self) -> SnapshotChunks | None:
+        """The incremental snapshot writer/loader of this RUN_DIR (None in the ``"files"`` layout,
+        whose snapshots are whole)."""
+        store = self.embeddings
+        if not isinstance(store, RunStore):
+            return None
+        if self._chunks is None:
+            self._chunks = SnapshotChunks(store)
+        return self._chunks
+
+    _chunks: SnapshotChunks | None = None
+
+    def save_snapshot(self, steps_done: int, state: AdaptiveState) -> int:
+        """Write ``snapshots/NNNNNNNN.json`` with a checksum (``rizz.store.durable``), atomically;
+        in the ``"sqlite"`` layout its large parts as chunks in ``store.sqlite``
+        (:mod:`rizz.store.snapchunks`), committed and fsynced first. Returns the bytes written
+        (the file, plus the chunks new to the store)."""
+        self.snap_dir.mkdir(exist_ok=True)
+        path = self.snap_dir / f"{steps_done:08d}.json"
+        chunks = self.chunks
+        if chunks is None:
+            data = snapshot_bytes(to_data(state))
+            written = 0
+        else:
+            tree, refs, written = chunks.tree(state)
+            store = self.embeddings
+            store.flush()
+            if store.durability == "os":  # snapshots are fsynced whatever the durability
+                store.sync()
+            data = snapshot_bytes(tree, refs, written)
+        tmp = path.with_suffix(".json.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data[: len(data) // 2])
+            f.flush()
+            fault_point("snapshot.write")  # crash tests: a kill mid-snapshot
+            f.write(data[len(data) // 2:])
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return len(data) + written
+
+    def snapshot_steps(self) -> list[int]:
+        """The records-done counts of the snapshots on disk, oldest first."""
+        if not self.snap_dir.is_dir():
+            return []
+        return sorted(int(p.stem) for p in self.snap_dir.glob("*.json") if p.stem.isdigit())
+
+    def newest_snapshot_bytes(self) -> int | None:
+        """What writing the newest snapshot cost (bytes: its file, plus the chunks it added), None without one."""
+        done = self.snapshot_steps()
+        head = snapshot_header(self.snap_dir / f"{done[-1]:08d}.json") if done else None
+        return None if head is None else int(head["written"])
+
+    def prune_snapshots(self, keep: int) -> None:
+        """Delete all but the newest ``keep`` snapshots (and their in-flight files), then the
+        store's chunks that no kept snapshot names."""
+        done = self.snapshot_steps()
+        if len(done) <= keep:
+            return
+        for n in done[:-keep]:
+            for p in (self.snap_dir / f"{n:08d}.json", self.snap_dir / f"{n:08d}.inflight.json"):
+                p.unlink(missing_ok=True)
+        store = self.embeddings
+        if isinstance(store, RunStore):
+            kept: set[str] = set()
+            for n in done[-keep:]:
+                head = snapshot_header(self.snap_dir / f"{n:08d}.json")
+                kept |= head["chunks"] if head is not None else set()
+            store.drop_chunks(store.chunk_shas() - kept)
+
+    def inflight_path(self, records_done: int) -> Path:
+        """Where the answers in flight beside snapshot ``records_done`` are kept (log format 2)."""
+        self.snap_dir.mkdir(exist_ok=True)
+        return self.snap_dir / f"{records_done:08d}.inflight.json"
+
+    def latest_snapshot(self, at_most: int) -> tuple[int, AdaptiveState] | None:
+        """The newest sound snapshot taken after ≤ ``at_most`` steps, as (steps done, state).
+
+        A snapshot whose checksum fails (or that has none), whose chunks are missing or damaged,
+        or whose records this version cannot build (e.g. a time-stamped context item written
+        before ``instant_us`` existed), is skipped and listed in :attr:`ignored_snapshots`; the
+        caller refolds from the log and rewrites it.
+        """
+        self.ignored_snapshots = []
+        done = [n for n in self.snapshot_steps() if n <= at_most]
+        for n in reversed(done):
+            data, why = read_snapshot(self.snap_dir / f"{n:08d}.json")
+            if why is None:
+                try:
+                    chunks = self.chunks
+                    return n, (chunks.load(data) if chunks is not None else from_data(data))
+                except (TypeError, ValueError) as e:  # a snapshot is a cache: the log rebuilds it
+                    why = str(e) if isinstance(e, ChunkError) else f"not readable by this version: {e}"
+            self.ignored_snapshots.append((n, why))
+        return None
+
+
+
+def model_meta(model: Any) -> dict[str, Any]:
+    """The ``run.json`` fields that say what each call of ``model`` sends beyond the prompt:
+    ``reasoning_tokens`` (the thinking allowance, ``?reasoning=N``; 0 without) and, when the
+    backend (under a cache, or :class:`~rizz.apps.serve.tenants.FairModel`) has them,
+    ``request_options`` (the Anthropic backend's sampling/thinking fields per model).
+    Recorded, not compared on resume."""
+    inner = getattr(model, "backend", model)
+    opts = getattr(inner, "request_options", None)
+    return {"reasoning_tokens": int(getattr(model, "reasoning_tokens", 0)),
+            **({"request_options": opts} if isinstance(opts, dict) else {})}
+
+
+def _fdatasync(fd: int) -> None:
+    """``os.fdatasync`` where there is one (Linux; the file's size is data), else ``os.fsync``."""
+    getattr(os, "fdatasync", os.fsync)(fd)
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"routing.snap_threshold": 0.92, ...}`` of nested policy data."""
+    out: dict[str, Any] = {}
+    for k, v in (data.items() if isinstance(data, dict) else ()):
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def _policy_line(old: dict[str, Any], meta: dict[str, Any], shown: int = 5) -> str:
+    """The policy ``run.json`` recorded vs the one given now (name or path), and the first
+    ``shown`` fields whose values differ (``policy_data``; short values shown old -> new)."""
+    was, now = old.get("policy"), meta.get("policy")
+    line = (f"  policy: {now!r} both times, but it changed since the run started" if was == now
+            else f"  policy: run has {was!r}, this command has {now!r}")
+    a, b = _flat(old.get("policy_data")), _flat(meta.get("policy_data"))
+    if a and b:
+        changed = [k if len(repr(a.get(k))) + len(repr(b.get(k))) > 40 else f"{k} {a.get(k)!r} -> {b.get(k)!r}"
+                   for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]  # long values (lists): the name only
+        more = f" and {len(changed) - shown} more" if len(changed) > shown else ""
+        line += f" (differing fields: {'; '.join(changed[:shown])}{more})" if changed else ""
+    return line
+
+
+def _same_policy(a: Any, b: Any) -> bool:
+    """Both policy_data parse (with today's defaults for fields added since) to equal policies."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return False
+    try:
+        return parse_policy(a) == parse_policy(b)
+    except Exception:
+        return False
