@@ -285,6 +285,10 @@ def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp
     labels = got.pop("branch_labels")
     assert len(labels) == want["branches"]["total"] and sum(v["traffic"] for v in labels.values()) == want["steps"]
     assert got.pop("state_digest") == V1_DIGEST  # the fixture's own refold (see V1_DIGEST)
+    # since 2026-12-02 the judge is not shown the expected output shape: its prompts are shorter
+    # (the fixture's 2785 tokens, now 2776, over its 3 judge calls); every other figure is the same
+    got_pt, want_pt = got.pop("prompt_tokens"), want.pop("prompt_tokens")
+    assert 0 < want_pt - got_pt <= 10 * got["calls_by_kind"]["judge"]
     assert {k: v for k, v in got.items() if k != "wall_s"} == {k: v for k, v in want.items() if k not in ("wall_s", "state_digest")}
     kinds = [json.loads(l).get("kind") for l in (tmp_path / "v2" / "log.jsonl").read_text().splitlines()]
     assert kinds.count("step") == 16 and kinds.count("distill") == 6
