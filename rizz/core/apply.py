@@ -11,16 +11,16 @@ masks inactive branches).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import singledispatch
-from typing import Iterable
 
 import attrs
 import numpy as np
 from pyrsistent import pset, pvector
 
 from rizz.core import events as ev
-from rizz.core.episode_index import EpisodeIndex
 from rizz.core.bandit import bandit_update
+from rizz.core.episode_index import EpisodeIndex
 from rizz.core.evidence import moved
 from rizz.core.records import AdaptiveState, Branch, BranchStats, Evidence, QuarantinedItem, RuleCounters
 from rizz.core.sketch import merge_sketches

@@ -20,7 +20,8 @@ second copy of every episode row (float32, capacity doubling) plus 16 bytes per 
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from pyrsistent import PMap, pmap
@@ -50,7 +51,7 @@ class _Where:
         self._n = n
 
     @classmethod
-    def from_array(cls, arr: np.ndarray, spare: int = 0) -> "_Where":
+    def from_array(cls, arr: np.ndarray, spare: int = 0) -> _Where:
         data = np.zeros((2, max(arr.shape[1] + spare, 8)), dtype=np.int64)
         data[:, : arr.shape[1]] = arr
         return cls(data, arr.shape[1])
@@ -60,7 +61,7 @@ class _Where:
         view.flags.writeable = False
         return view
 
-    def append(self, number: int, local: int) -> "_Where":
+    def append(self, number: int, local: int) -> _Where:
         data, used = self._data, self._used
         if used[0] != self._n or self._n == data.shape[1]:
             data = np.zeros((2, max(8, 2 * self._n)), dtype=np.int64)
@@ -90,7 +91,7 @@ class EpisodeIndex:
         self.stores = stores
 
     @classmethod
-    def build(cls, branches: Iterable[Any]) -> "EpisodeIndex":
+    def build(cls, branches: Iterable[Any]) -> EpisodeIndex:
         """Index the episodes of ``branches`` (objects with ``id`` and ``episodes``), laid out in
         creation order. O(n·d) copy; used on merge, prune and ``from_data``."""
         live = sorted((b for b in branches if len(b.episodes)), key=lambda b: branch_number(b.id))
@@ -109,7 +110,7 @@ class EpisodeIndex:
         """Read-only ``(2, n)`` int64: branch numbers (row 0) and local rows (row 1) of every row."""
         return self._where.rows()
 
-    def with_write(self, branches: PMap, branch_id: str, old_store: Any, vec: bytes) -> "EpisodeIndex":
+    def with_write(self, branches: PMap, branch_id: str, old_store: Any, vec: bytes) -> EpisodeIndex:
         """The index after branch ``branch_id`` went from ``old_store`` to ``branches[branch_id].episodes``
         (= ``old_store.add(episode, vec)``, ``vec`` the (d,) float32 bytes of the new row).
 

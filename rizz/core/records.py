@@ -81,8 +81,8 @@ class AntiPattern:
 
 def check_time_pair(obj: object, attribute: object, value: int | None) -> None:
     """attrs validator: ``time`` (canonical text) and ``instant_us`` (int µs UTC) come together."""
-    if (getattr(obj, "time") is None) != (value is None) or (value is not None and (isinstance(value, bool) or not isinstance(value, int))):
-        raise ValueError(f"{type(obj).__name__}: time {getattr(obj, 'time')!r} needs its instant_us (int microseconds since "
+    if (obj.time is None) != (value is None) or (value is not None and (isinstance(value, bool) or not isinstance(value, int))):
+        raise ValueError(f"{type(obj).__name__}: time {obj.time!r} needs its instant_us (int microseconds since "
                          f"1970-01-01 UTC, parsed by the shell: rizz.formats.timekeys.time_fields), got {value!r}")
 
 
@@ -132,7 +132,7 @@ class MemoryStore(Generic[T]):
     def __len__(self) -> int:
         return len(self.records)
 
-    def add(self, record: T, vec: bytes) -> "MemoryStore[T]":
+    def add(self, record: T, vec: bytes) -> MemoryStore[T]:
         matrix = self.matrix if len(self.matrix) or self.matrix.dim else EmbeddingMatrix(len(vec) // 4)
         scope = getattr(record, "scope", None)
         scopes = self.scopes
@@ -140,7 +140,7 @@ class MemoryStore(Generic[T]):
             scopes = scopes.set(scope, scopes.get(scope, pvector()).append(len(self.records)))
         return MemoryStore(self.records.append(record), matrix.append(vec), self.keys.add(record.key), scopes)  # type: ignore[attr-defined]
 
-    def without(self, key: str) -> "MemoryStore[T]":
+    def without(self, key: str) -> MemoryStore[T]:
         """This store less the record with ``key`` (rows re-laid out in order); itself when absent."""
         if key not in self.keys:
             return self
@@ -153,7 +153,7 @@ class MemoryStore(Generic[T]):
         matrix = self.matrix.take(idx) if idx else EmbeddingMatrix(self.matrix.dim)
         return MemoryStore(recs, matrix, self.keys.remove(key), pmap({k: pvector(v) for k, v in by_scope.items()}))
 
-    def merged(self, other: "MemoryStore[T]") -> "MemoryStore[T]":
+    def merged(self, other: MemoryStore[T]) -> MemoryStore[T]:
         """This store followed by the records of ``other`` whose keys are new."""
         idx = [i for i, r in enumerate(other.records) if r.key not in self.keys]  # type: ignore[attr-defined]
         if not idx:

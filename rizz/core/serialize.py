@@ -21,17 +21,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
 from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
 
-from rizz.core import events as _events
-from rizz.core import inputs as _inputs
-from rizz.core import records as _records
-from rizz.core import routing as _routing
-from rizz.core import tenants as _tenants
+from rizz.core import events as _events, inputs as _inputs, records as _records, routing as _routing, tenants as _tenants
 from rizz.core.vec import EmbeddingMatrix
 
 __all__ = ["Hook", "canonical_json", "digest", "from_data", "record_from_data", "to_data"]
@@ -101,7 +98,8 @@ def _tree(obj: Any, for_digest: bool, hook: Hook | None = None) -> Any:
     if attrs.has(type(obj)):
         out: dict[str, Any] = {"_t": _wire(type(obj))}
         for f in attrs.fields(type(obj)):
-            if f.metadata.get("derived") or (for_digest and f.metadata.get("digest") is False):  # derived data (the episodic index) is rebuilt, never stored
+            # derived data (the episodic index) is rebuilt, never stored
+            if f.metadata.get("derived") or (for_digest and f.metadata.get("digest") is False):
                 continue
             value = getattr(obj, f.name)
             if f.metadata.get("omit_default") and value == _default(f):

@@ -43,14 +43,14 @@ the event). Candidates are the rows with cosine ≥ :data:`SAME_INPUT_COSINE` to
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from rizz.core import events as ev
+from rizz.core.episode_index import index_of
 from rizz.core.inputs import StepInput, Verdict
 from rizz.core.policy import Policy
-from rizz.core.episode_index import index_of
 from rizz.core.records import AdaptiveState, Episode, MemoryStore, Turn
 from rizz.core.vec import as_vector
 

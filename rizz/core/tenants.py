@@ -32,8 +32,6 @@ Pure: no clock, randomness or I/O.
 
 from __future__ import annotations
 
-from typing import Union
-
 import attrs
 from attrs import field, frozen
 from pyrsistent import PMap, pmap
@@ -41,7 +39,7 @@ from pyrsistent import PMap, pmap
 from rizz.core.inputs import CandidateRule, StepInput, Verdict
 from rizz.core.records import AdaptiveState, Branch, empty_state
 from rizz.core.routing import RouteDecision
-from rizz.core.transition import Plan, RouteResult, Rizz, StepResult
+from rizz.core.transition import Plan, Rizz, RouteResult, StepResult
 
 __all__ = [
     "AnyState",
@@ -108,7 +106,7 @@ class TenantStates:
         return self.untenanted.steps + sum(s.steps for s in self.tenants.values())
 
 
-AnyState = Union[AdaptiveState, TenantStates]
+AnyState = AdaptiveState | TenantStates
 
 
 def _key(tenant: str | None) -> str:

@@ -10,7 +10,7 @@ appended after it (it only reads ``[:n]``).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -87,7 +87,7 @@ class EmbeddingMatrix:
         self._n = _n
 
     @classmethod
-    def from_rows(cls, rows: np.ndarray, dim: int, spare: int = 0) -> "EmbeddingMatrix":
+    def from_rows(cls, rows: np.ndarray, dim: int, spare: int = 0) -> EmbeddingMatrix:
         """A matrix of ``rows`` ((n, dim) float32, copied) with room for ``spare`` more rows
         before its first append copies (a loaded state's matrices grow again at once)."""
         rows = np.asarray(rows, dtype=np.float32).reshape(-1, dim)
@@ -123,7 +123,7 @@ class EmbeddingMatrix:
         """``(n,)`` float32 dot products of every row with the ``(d,)`` query (see :func:`row_dots`)."""
         return row_dots(self.rows(), q)
 
-    def append(self, vec: bytes) -> "EmbeddingMatrix":
+    def append(self, vec: bytes) -> EmbeddingMatrix:
         v = as_vector(vec)
         if v.shape != (self._dim,):
             raise ValueError(f"expected a ({self._dim},) vector, got {v.shape}")
@@ -137,12 +137,12 @@ class EmbeddingMatrix:
         st.used = self._n + 1
         return EmbeddingMatrix(self._dim, st, self._n + 1)
 
-    def take(self, index: Iterable[int]) -> "EmbeddingMatrix":
+    def take(self, index: Iterable[int]) -> EmbeddingMatrix:
         """A new matrix of the given rows, in the given order (copies)."""
         idx = np.fromiter(index, dtype=np.int64)
         return EmbeddingMatrix.from_rows(self.rows()[idx], self._dim)
 
-    def concat(self, other: "EmbeddingMatrix") -> "EmbeddingMatrix":
+    def concat(self, other: EmbeddingMatrix) -> EmbeddingMatrix:
         return EmbeddingMatrix.from_rows(np.concatenate([self.rows(), other.rows()]), self._dim)
 
     def row_bytes(self, i: int) -> bytes:

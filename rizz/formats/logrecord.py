@@ -177,7 +177,7 @@ class CallPart:
     evaluated_tokens: int | None = None
 
     @classmethod
-    def of(cls, kind: str, g: Any) -> "CallPart":
+    def of(cls, kind: str, g: Any) -> CallPart:
         """The call that produced ``g`` (a ``rizz.adapters.models.Generation``)."""
         ev = getattr(g, "evaluated_prompt_tokens", None)
         ev = ev if ev is not None and ev < g.prompt_tokens and not g.cached else None

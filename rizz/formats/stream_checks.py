@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rizz.errors import RizzError
 from rizz.formats.timekeys import TIME_EXPECTED, canonical_time

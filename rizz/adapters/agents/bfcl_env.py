@@ -27,8 +27,9 @@ import inspect
 import json
 import sys
 import types
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from rizz.adapters.agents.tools import ToolError, to_text
 
