@@ -85,7 +85,7 @@ class EpisodeIndex:
 
     __slots__ = ("matrix", "_where", "stores")
 
-    def __init__(self, matrix: EmbeddingMatrix, where: _Where, stores: PMap) -> None:
+    def __init__(self, matrix: EmbeddingMatrix, where: _Where, stores: PMap[str, Any]) -> None:
         self.matrix = matrix
         self._where = where
         self.stores = stores
@@ -110,7 +110,7 @@ class EpisodeIndex:
         """Read-only ``(2, n)`` int64: branch numbers (row 0) and local rows (row 1) of every row."""
         return self._where.rows()
 
-    def with_write(self, branches: PMap, branch_id: str, old_store: Any, vec: bytes) -> EpisodeIndex:
+    def with_write(self, branches: PMap[str, Any], branch_id: str, old_store: Any, vec: bytes) -> EpisodeIndex:
         """The index after branch ``branch_id`` went from ``old_store`` to ``branches[branch_id].episodes``
         (= ``old_store.add(episode, vec)``, ``vec`` the (d,) float32 bytes of the new row).
 
@@ -128,7 +128,7 @@ class EpisodeIndex:
             self.stores.set(branch_id, branches[branch_id].episodes),
         )
 
-    def is_current(self, branches: PMap) -> bool:
+    def is_current(self, branches: PMap[str, Any]) -> bool:
         """Whether the index holds exactly the episodes of ``branches`` (identity per store)."""
         live = 0
         for bid, b in branches.items():
@@ -142,7 +142,8 @@ class EpisodeIndex:
         """``(n,)`` float32 ``matrix.rows() @ q`` for a ``(d,)`` float32 query: one BLAS gemv
         (threaded when numpy's BLAS is). Can differ from :func:`~rizz.core.vec.row_dots` in the
         last bits (summation order)."""
-        return self.matrix.rows() @ q
+        out: np.ndarray = self.matrix.rows() @ q
+        return out
 
     def __repr__(self) -> str:
         return f"EpisodeIndex(n={len(self)}, branches={len(self.stores)})"

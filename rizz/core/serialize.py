@@ -31,12 +31,16 @@ from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
 from rizz.core import events as _events, inputs as _inputs, records as _records, routing as _routing, tenants as _tenants
 from rizz.core.vec import EmbeddingMatrix
 
+# attrs.Factory's class: attrs's stubs type attrs.Factory as a function, which isinstance() does not take
+_FACTORY: Any = type(attrs.Factory(list))
+
 __all__ = ["Hook", "canonical_json", "digest", "from_data", "record_from_data", "to_data"]
 
 def _wire(cls: type) -> str:
     """The record's type tag: its ``WIRE_NAME`` when it was renamed in Python (the tag written
     before stays, so digests and snapshots hold), else its class name."""
-    return cls.__dict__.get("WIRE_NAME", cls.__name__)
+    name: str = cls.__dict__.get("WIRE_NAME", cls.__name__)
+    return name
 
 
 _TYPES: dict[str, type] = {}
@@ -78,9 +82,9 @@ def _tree(obj: Any, for_digest: bool, hook: Hook | None = None) -> Any:
             raise ValueError(f"non-finite float {obj!r} cannot be serialised")
         return obj
     if hook is not None:
-        out = hook(obj)
-        if out is not None:
-            return out
+        hooked = hook(obj)
+        if hooked is not None:
+            return hooked
     if isinstance(obj, bytes):
         return {"_b": _b64(obj)}
     if isinstance(obj, EmbeddingMatrix):
@@ -111,7 +115,7 @@ def _tree(obj: Any, for_digest: bool, hook: Hook | None = None) -> Any:
 
 def _default(f: Any) -> Any:
     d = f.default
-    return d.factory() if isinstance(d, attrs.Factory) and not d.takes_self else d  # type: ignore[attr-defined]
+    return d.factory() if isinstance(d, _FACTORY) and not d.takes_self else d
 
 
 def from_data(data: Any, hook: Hook | None = None) -> Any:

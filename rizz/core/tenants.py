@@ -32,6 +32,8 @@ Pure: no clock, randomness or I/O.
 
 from __future__ import annotations
 
+from typing import overload
+
 import attrs
 from attrs import field, frozen
 from pyrsistent import PMap, pmap
@@ -76,12 +78,12 @@ class TenantStates:
     """
 
     untenanted: AdaptiveState = field(factory=empty_state)
-    tenants: PMap = field(factory=pmap)
-    answers: PMap = field(factory=pmap)
-    fed: PMap = field(factory=pmap)
+    tenants: PMap[str, AdaptiveState] = field(factory=pmap)
+    answers: PMap[str, int] = field(factory=pmap)
+    fed: PMap[str, tuple[int, int]] = field(factory=pmap)
 
     @property
-    def branches(self) -> PMap:
+    def branches(self) -> PMap[str, Branch]:
         out = dict(self.untenanted.branches)
         for t in sorted(self.tenants):
             out.update({f"{t}/{bid}": b for bid, b in self.tenants[t].branches.items()})
@@ -173,6 +175,10 @@ def _walls(state: AnyState, first_step: int) -> TenantStates:
     return TenantStates(untenanted=state, answers=pmap({"": first_step}))
 
 
+@overload
+def with_sub_state(state: TenantStates, tenant: str | None, sub: AdaptiveState) -> TenantStates: ...
+@overload
+def with_sub_state(state: AnyState, tenant: str | None, sub: AdaptiveState) -> AnyState: ...
 def with_sub_state(state: AnyState, tenant: str | None, sub: AdaptiveState) -> AnyState:
     """``state`` with the sub-state of ``tenant`` replaced by ``sub`` (every other sub-state
     stays the same object). A plain state stays plain while no tenant has been seen."""
@@ -249,6 +255,7 @@ def answers_after(state: AnyState, decision: RouteDecision | WalledDecision, inp
 def fed_branch(state: AnyState, step: int) -> str | None:
     """The branch (view key) whose verdict for global step ``step`` was the last one folded in
     its sub-state, or None (used to finish a distillation cut off by a crash)."""
+    pairs: list[tuple[str | None, AdaptiveState, int]]
     if isinstance(state, AdaptiveState):
         pairs = [(None, state, step)]
     else:
