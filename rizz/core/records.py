@@ -303,11 +303,6 @@ class Branch:
     active: bool = True
     sketch: Sketch | None = field(default=None, metadata={"omit_default": True})  # sketch.enabled only
 
-    @property
-    def failures(self) -> MemoryStore[AntiPattern]:
-        """Deprecated alias of :attr:`anti_patterns` (its name before issue #11 §6)."""
-        return self.anti_patterns
-
 
 @frozen
 class Turn:

@@ -56,16 +56,6 @@ class Retrieved:
     context: tuple[Scored, ...] = ()
     working: tuple[Turn, ...] = ()
 
-    @property
-    def examples(self) -> tuple[Scored, ...]:
-        """Deprecated alias of :attr:`episodes` (its name before issue #11 §6)."""
-        return self.episodes
-
-    @property
-    def failures(self) -> tuple[Scored, ...]:
-        """Deprecated alias of :attr:`anti_patterns` (its name before issue #11 §6)."""
-        return self.anti_patterns
-
 
 _NO_COUNTS = RuleCounters()  # counters of a rule missing from the ledger (frozen, shared)
 

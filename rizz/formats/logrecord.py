@@ -39,6 +39,9 @@ from attrs import field, frozen
 
 from rizz.errors import RizzError
 
+# attrs.Factory's class: attrs's stubs type attrs.Factory as a function, which isinstance() does not take
+_FACTORY: Any = type(attrs.Factory(list))
+
 __all__ = [
     "KINDS",
     "LOG_VERSION",
@@ -314,7 +317,7 @@ def unstructure(rec: LogRecord) -> dict[str, Any]:
         out["episode"] = episode
     if rec.kind != "step":  # live records: leave out what equals its default
         for a in attrs.fields(LogRecord)[4:]:
-            default = a.default.factory() if isinstance(a.default, attrs.Factory) else a.default  # type: ignore[attr-defined]
+            default = a.default.factory() if isinstance(a.default, _FACTORY) else a.default
             if getattr(rec, a.name) == default:
                 out.pop(a.name, None)
     return out

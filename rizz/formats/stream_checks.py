@@ -288,7 +288,7 @@ def validate(obj: Any) -> None:
     _check_episode(obj, verifier)
 
 
-class _Repeated(dict):  # type: ignore[type-arg]
+class _Repeated(dict):
     """Internal: a decoded JSON object in which the keys ``repeated`` occurred more than once."""
 
     repeated: tuple[str, ...] = ()

@@ -108,7 +108,7 @@ def run_bench(
                 emb_path = None
             summary = run_peer(stream, source.partition(":")[2], out / source, model, proxy, peer_model.model_id, limit=limit,
                                rendering=rendering or peer_model.rendering, write_threshold=default.write_threshold,
-                               embedder_path=emb_path, budget=budget, on_step=lambda rec, on_peer=on_peer: on_peer(rec, None), log=log)
+                               embedder_path=emb_path, budget=budget, on_step=lambda rec: on_peer(rec, None), log=log)  # noqa: B023 - run_peer returns first
             on_peer.finish(summary["steps"])
             continue
         on_step = StepProgress(progress, f"{pol.name:>22}", total, echo=log)

@@ -189,7 +189,7 @@ class SnapshotChunks:
                 if hit is not None and all(map(is_, part, hit[0])):
                     out.append([reuse(key, hit), size])
                     continue
-                sha, got = inner(lambda part=part: _dumps([to_data(x, hook) for x in part]))
+                sha, got = inner(lambda: _dumps([to_data(x, hook) for x in part]))  # noqa: B023 - called at once
                 new[key] = (part, sha, got)
                 out.append([sha, size])
             return {"_vc": out, "tail": [to_data(x, hook) for x in items[end:]]}

@@ -124,7 +124,7 @@ def assert_index_matches(state):
     assert _rows_by_position(idx) == _rows_by_position(EpisodeIndex.build(state.branches.values()))
     for bid, b in state.branches.items():
         for i in range(len(b.episodes)):
-            assert _rows_by_position(idx)[(int(bid[1:]), i)] == b.episodes.matrix.row_bytes(i)
+            assert _rows_by_position(idx)[(int(bid[1:]), i)] == b.episodes.matrix.rows()[i].tobytes()
 
 
 @settings(max_examples=150, deadline=None)

@@ -82,7 +82,7 @@ def load_category(category: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [(e, answers[e["id"]]) for e in entries]
 
 
-class _AnyModel(dict):  # type: ignore[type-arg]
+class _AnyModel(dict):
     def __missing__(self, key: str) -> Any:
         return types.SimpleNamespace(underscore_to_dot=False)
 
