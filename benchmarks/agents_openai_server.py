@@ -39,9 +39,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--port", type=int, default=None, help="fixed port: the model spec (and so a resume) names it")
     args = ap.parse_args(argv)
 
-    from rizz.lab.bench import run_bench
     from rizz.adapters.embedder import Embedder
     from rizz.adapters.models.openai_backend import OpenAICompatModel
+    from rizz.lab.bench import run_bench
     from rizz.lab.peers.server import MODEL_ALIAS, LlamaServer
     from rizz.lab.report import format_table
 

@@ -24,8 +24,8 @@ from collections import defaultdict
 from rizz.adapters.agents.env import make_environment
 from rizz.adapters.agents.loop import run_episode
 from rizz.adapters.models.oracle import NullAgent, OracleAgent, ScriptedUser
-from rizz.formats.streams import read_stream
 from rizz.adapters.verifiers.episodes import gold_digest, verify_episode
+from rizz.formats.streams import read_stream
 
 
 def main(paths: list[str]) -> int:

@@ -60,8 +60,7 @@ from typing import NamedTuple
 import attrs
 import numpy as np
 
-from rizz.core import Label, Policy, Rizz, StepInput, Verdict, compile_prompt, prompt_blocks, rizz
-from rizz.core import events as ev
+from rizz.core import Label, Policy, Rizz, StepInput, Verdict, compile_prompt, events as ev, prompt_blocks, rizz
 from rizz.core.apply import fold
 from rizz.core.records import AdaptiveState, AntiPattern, ContextItem, Episode, QuarantinedItem, Rule, StepRecord, Turn
 
@@ -166,7 +165,8 @@ def build_events(world: World, lay: Layout) -> list[object]:
         bid, label = f"b{b}", world.labels[b]
         for j in range(8):
             rid = f"r{b}-{j}"
-            rule = Rule(rid, f"the input is a {label.application} item of kind {j}", f"apply strategy {j} step by step", lay.rule_vecs[b * 8 + j].tobytes(), bid, label.function, t)
+            rule = Rule(rid, f"the input is a {label.application} item of kind {j}", f"apply strategy {j} step by step",
+                        lay.rule_vecs[b * 8 + j].tobytes(), bid, label.function, t)
             out.append(ev.RuleAdded(bid, rule))
             if j < 4:  # half the rules earned activation
                 out += [ev.RuleCountersMoved(rid, 1, 0, bid), ev.RuleCountersMoved(rid, 1, 0, bid), ev.RuleActivated(rid)]
@@ -278,7 +278,8 @@ def blas_summary() -> str:
         from threadpoolctl import threadpool_info
 
         info = threadpool_info()
-        return "; ".join(f"{i.get('internal_api')} {i.get('version')} ({i.get('threading_layer')}, {i.get('architecture')}), {i.get('num_threads')} threads" for i in info) or "no BLAS pool found"
+        return "; ".join(f"{i.get('internal_api')} {i.get('version')} ({i.get('threading_layer')}, {i.get('architecture')}), "
+                         f"{i.get('num_threads')} threads" for i in info) or "no BLAS pool found"
     except ImportError:
         cfg = np.show_config(mode="dicts")
         blas = cfg.get("Build Dependencies", {}).get("blas", {})
@@ -293,7 +294,8 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shapes", type=int, default=1, help="distinct output shapes among branches (1: every branch is scanned)")
-    ap.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (threadpoolctl) for the whole run; default: numpy's own setting")
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="limit BLAS threads (threadpoolctl) for the whole run; default: numpy's own setting")
     ap.add_argument("--no-memory", action="store_true", help="skip tracemalloc (builds ~3x faster; memory columns show '-')")
     ap.add_argument("--policy", default=None, help="a shipped policy name or YAML file (default: the Python record's defaults, Policy())")
     args = ap.parse_args()

@@ -43,8 +43,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rizz.engine.logfold import restore_fold  # noqa: E402
-from rizz.formats.policy_file import load_policy  # noqa: E402
 from rizz.engine.run import replay, run_stream  # noqa: E402
+from rizz.formats.policy_file import load_policy  # noqa: E402
 from rizz.store.runlog import RunDir  # noqa: E402
 
 

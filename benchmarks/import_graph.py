@@ -47,8 +47,9 @@ import sys
 import tarfile
 import tempfile
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Bottom to top: each layer imports only the layers before it.

@@ -46,9 +46,9 @@ import json
 import sys
 from pathlib import Path
 
+from rizz.adapters.models import Message
 from rizz.core import normalise_label
 from rizz.engine import judge as J
-from rizz.adapters.models import Message
 
 VARIANTS = ("shipped", "with-shape", "no-answer", "no-shot")
 
@@ -123,7 +123,7 @@ def main(argv=None) -> int:
 
     wanted = [t for t in args.tasks.split(",") if t]
     els, count = [], collections.Counter()
-    for n, line in enumerate(Path(args.stream).read_text(encoding="utf-8").splitlines(), 1):
+    for line in Path(args.stream).read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         el = json.loads(line)

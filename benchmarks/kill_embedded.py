@@ -63,6 +63,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from rizz.store.durable import FAULT_ENV, FAULT_SITES as SITES  # noqa: E402  (the first three: hit at least once)
+
 TRACES = {"log.append": "partial log line", "snapshot.write": "snapshot .tmp", "embedding.write": "vector .tmp",
           "prompt.write": "prompt .tmp"}
 

@@ -44,14 +44,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import attrs
 import yaml
 
-from rizz.core import Policy, StepInput, Verdict, needs_label, rizz
-from rizz.core import events as ev
+from rizz.core import Policy, StepInput, Verdict, events as ev, needs_label, rizz
 from rizz.lab.labels import label_quality
 
 #: The default grid: one family per knob group of issue #10 §4 (judge prompt aside), each
@@ -206,9 +206,8 @@ def parse_grid(text: str) -> dict[str, list[Any]]:
 
 def points(base: str, families: dict[str, dict[str, list[Any]]]) -> list[Point]:
     """The base, then every point of every family (validated; duplicates of a point dropped)."""
-    from rizz.lab.sweep import SweepSpec, expand
-
     from rizz.formats.policy_file import policy_data
+    from rizz.lab.sweep import SweepSpec, expand
 
     base_pol = _load(base)
     out = [Point("base", {}, base_pol)]

@@ -33,11 +33,11 @@ def main() -> None:
 
     import llama_cpp
 
-    from rizz.core.compiler import PromptItem, compile_prompt
     from rizz.adapters.models.base import render_raw
     from rizz.adapters.models.embedded import default_gguf_path
-    from rizz.formats.policy_file import load_policy
+    from rizz.core.compiler import PromptItem, compile_prompt
     from rizz.engine.render import render
+    from rizz.formats.policy_file import load_policy
 
     frozen = load_policy("frozen").compiler
 

@@ -67,12 +67,12 @@ def main() -> None:
 
     import llama_cpp
 
-    from rizz.core.compiler import PromptItem, compile_prompt
     from rizz.adapters.embedder import Embedder
     from rizz.adapters.models.base import render_raw
     from rizz.adapters.models.shipped import gguf_of_spec
-    from rizz.formats.policy_file import load_policy
+    from rizz.core.compiler import PromptItem, compile_prompt
     from rizz.engine.render import render
+    from rizz.formats.policy_file import load_policy
 
     try:
         gguf, rendering = gguf_of_spec(args.model)
@@ -129,10 +129,10 @@ def main() -> None:
         task, gold = r["metadata"]["task"], r["reference"].strip()[:1]
         chosen = {
             "none": [],
-            "same_task": nearest(i, lambda p: p["metadata"]["task"] == task),
+            "same_task": nearest(i, lambda p, task=task: p["metadata"]["task"] == task),
             "shared": nearest(i, lambda p: True),
-            "other_task": nearest(i, lambda p: p["metadata"]["task"] != task),
-            "same_task_verified": nearest(i, lambda p: p["metadata"]["task"] == task and p["id"] in frozen_right),
+            "other_task": nearest(i, lambda p, task=task: p["metadata"]["task"] != task),
+            "same_task_verified": nearest(i, lambda p, task=task: p["metadata"]["task"] == task and p["id"] in frozen_right),
         }
         for cond, ex in chosen.items():
             pred = argmax(r["input"], ex)

@@ -12,12 +12,14 @@ the blocks evidence withholds at the end of the run (evidence policies), per-tas
 paired Δ (:func:`rizz.lab.stats.paired_delta`) against ``frozen`` and ``single-branch`` for
 all tasks and for the letter tasks (C-STANCE, FOMC, ScienceQA) alone. Reads logs only.
 """
-import json, sys
+import json
+import sys
 from pathlib import Path
-from rizz.lab.stats import bootstrap_ci, paired_delta
-from rizz.lab.labels import label_quality
-from rizz.lab.diff import inspect_run
+
 from rizz.engine.logfold import views
+from rizz.lab.diff import inspect_run
+from rizz.lab.labels import label_quality
+from rizz.lab.stats import bootstrap_ci, paired_delta
 
 runs = {a.split("=")[0]: Path(a.split("=")[1]) for a in sys.argv[1:]}
 # one record per answered element, any log version (distill / live verdict records joined by views)
@@ -39,7 +41,8 @@ for p, r in recs.items():
     bl = {row["branch"]: {"label": row["label"], "shape": row["shape"]} for row in rows}
     lq = label_quality(r, bl)
     print(f"{p}: mean {sum(rew[p])/n:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] calls/step {len(calls)/n:.2f} {kinds} max_prompt {mx} over {over} "
-          f"branches {len(rows)} purity {lq['purity']} frag {lq['fragmentation']} per_task {json.dumps({t: v['branches'] for t, v in lq['per_task'].items()})}")
+          f"branches {len(rows)} purity {lq['purity']} frag {lq['fragmentation']} "
+          f"per_task {json.dumps({t: v['branches'] for t, v in lq['per_task'].items()})}")
     for b in lq["branches"]:
         print(f"    {b['id']} {b['label']} {b['shape']} traffic {b['traffic']} {b['majority_task']} {b['purity']}")
     if any("withheld" in row for row in rows):
@@ -55,9 +58,11 @@ for p, r in recs.items():
 pols = list(recs)
 letters = {"C-STANCE", "FOMC", "ScienceQA"}
 for base in ("frozen", "single-branch"):
-    if base not in rew: continue
+    if base not in rew:
+        continue
     for p in pols:
-        if p == base: continue
+        if p == base:
+            continue
         d = paired_delta(rew[p], rew[base])
         li = [i for i, x in enumerate(recs[p]) if x["task"] in letters]
         dl = paired_delta([rew[p][i] for i in li], [rew[base][i] for i in li])

@@ -42,8 +42,8 @@ def main() -> None:
 
     import ray
 
-    from rizz.lab.bench import run_bench
     from rizz.adapters.embedder import Embedder
+    from rizz.lab.bench import run_bench
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)

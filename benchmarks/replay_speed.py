@@ -59,12 +59,12 @@ from shell_overhead import StubModel, bench_elements  # noqa: E402
 from rizz.core import CandidateRule, Policy, digest, rizz  # noqa: E402
 from rizz.core.apply import fold  # noqa: E402
 from rizz.engine.logfold import LogFold, record_inputs, refold, restore_fold, save_inflight  # noqa: E402
-from rizz.store.durable import read_snapshot  # noqa: E402
+from rizz.engine.session import Session  # noqa: E402
 from rizz.formats.logrecord import parse  # noqa: E402
 from rizz.formats.policy_file import policy_data  # noqa: E402
-from rizz.store.runlog import RunDir  # noqa: E402
-from rizz.engine.session import Session  # noqa: E402
 from rizz.formats.streams import element_from_json  # noqa: E402
+from rizz.store.durable import read_snapshot  # noqa: E402
+from rizz.store.runlog import RunDir  # noqa: E402
 
 
 def write_run(root: Path, policy: Policy, world, state0, steps: int, every: int, seed: int) -> dict:

@@ -25,11 +25,11 @@ import sys
 
 import attrs
 
-from rizz.core import Label, StepInput, Verdict, rizz, walled
 from rizz.adapters.embedder import Embedder
+from rizz.adapters.verifiers.metrics import token_f1
+from rizz.core import Label, StepInput, Verdict, rizz, walled
 from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import read_stream
-from rizz.adapters.verifiers.metrics import token_f1
 
 LABEL = Label("answer-question", "conversation-memory")  # stand-in judge label: one kind of work
 

@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from stub_model import StubModel  # noqa: E402
 
-from rizz.formats.policy_file import load_policy  # noqa: E402
 from rizz.apps.serve.run import serve  # noqa: E402
+from rizz.formats.policy_file import load_policy  # noqa: E402
 
 
 def main() -> None:

@@ -57,13 +57,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from core_overhead import SESSIONS, build_events, count_tokens, make_layout, make_world, members  # noqa: E402
 
+from rizz.adapters.models import Generation  # noqa: E402
 from rizz.core import Policy, StepInput, Verdict, compile_prompt, prompt_blocks, rizz  # noqa: E402
 from rizz.core.apply import fold  # noqa: E402
 from rizz.engine.logfold import LogFold, save_inflight  # noqa: E402
-from rizz.adapters.models import Generation  # noqa: E402
-from rizz.store.runlog import RunDir  # noqa: E402
 from rizz.engine.session import Session  # noqa: E402
 from rizz.formats.streams import element_from_json  # noqa: E402
+from rizz.store.runlog import RunDir  # noqa: E402
 
 CHUNK = 25
 
@@ -114,7 +114,7 @@ class StubEmbedder:
         return np.stack(out)
 
 
-def bench_elements(world, where: list[int], vecs: np.ndarray, dim: int) -> tuple["StubEmbedder", list[dict]]:
+def bench_elements(world, where: list[int], vecs: np.ndarray, dim: int) -> tuple[StubEmbedder, list[dict]]:
     """Stream elements (dicts) for the branches ``where`` of ``world`` and a stub embedder that
     maps their texts to ``vecs`` (len(where), dim) and each label to its branch's label vector."""
     emb = StubEmbedder(dim)

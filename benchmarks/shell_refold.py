@@ -30,13 +30,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from core_overhead import SESSIONS, build_events, make_layout, make_world, members  # noqa: E402
 from shell_overhead import StubEmbedder, StubModel  # noqa: E402
 
-from rizz.core import Policy, Verdict, rizz  # noqa: E402
+from rizz.core import (  # noqa: E402
+    Policy,
+    Verdict,
+    digest,  # noqa: E402
+    rizz,
+)
 from rizz.core.apply import fold  # noqa: E402
-from rizz.core import digest  # noqa: E402
 from rizz.engine.logfold import LogFold, load_inflight, save_inflight  # noqa: E402
+from rizz.engine.session import Session  # noqa: E402
 from rizz.formats.logrecord import parse  # noqa: E402
 from rizz.store.runlog import RunDir  # noqa: E402
-from rizz.engine.session import Session  # noqa: E402
 
 
 def main() -> None:

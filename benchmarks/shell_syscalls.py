@@ -38,9 +38,9 @@ def child(elements: int, durability: str, out: Path) -> None:
     from rizz.core import Policy, Verdict, rizz
     from rizz.core.apply import fold
     from rizz.engine.logfold import LogFold
-    from rizz.store.runlog import RunDir
     from rizz.engine.session import Session
     from rizz.formats.streams import element_from_json
+    from rizz.store.runlog import RunDir
 
     null = os.open(os.devnull, os.O_WRONLY)
 

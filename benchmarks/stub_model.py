@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rizz.adapters.models import CachedModel, Generation, Message, ModelError, ResponseCache
 

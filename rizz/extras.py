@@ -13,7 +13,7 @@ against ``pyproject.toml``.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from rizz.errors import MissingExtraError
 

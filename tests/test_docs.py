@@ -42,9 +42,9 @@ def _run(name: str, i: int, code: str, globs: dict) -> None:
 
 def _mkdocs_or_skip() -> None:
     try:
+        import material  # noqa: F401
         import mkdocs  # noqa: F401
         import mkdocstrings  # noqa: F401
-        import material  # noqa: F401
     except ImportError as e:  # the `test` extra brings them; CI must have them
         if os.environ.get("CI"):
             pytest.fail(f"the docs build needs the test extra's mkdocs packages: {e}")

@@ -120,7 +120,7 @@ print(json.dumps({
     "found": [m for m in %r if importlib.util.find_spec(m) is not None],
     "dists": sorted(d.metadata["Name"].lower().replace("_", "-") for d in importlib.metadata.distributions()),
 }))
-""" % (HEAVY,)
+""" % (HEAVY,)  # noqa: UP031 - the script holds dict braces; %r puts the list in
 
 
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:

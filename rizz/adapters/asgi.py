@@ -3,7 +3,8 @@ llama.cpp server): hand an app a request body that a middleware has already read
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 __all__ = ["replay_body"]
 

@@ -14,8 +14,9 @@ reads the exact float32 bytes back instead of calling the model.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -24,8 +24,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 __all__ = ["QUIET_S", "STEP_PERCENT", "TAIL_LINES", "Stages", "main"]
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import attrs
 
@@ -15,20 +16,20 @@ from rizz.extras import extra_needed
 with extra_needed("cli", "the rizz command"):
     import typer
 
-from rizz.core.policy import CompilerPolicy
-from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
-from rizz.apps.cli_streams import app as streams_app
-from rizz.adapters.models.spec import spec_help
-from rizz.formats.policy_file import PolicyError, constants_markdown, dump_policy, load_policy
-from rizz.lab.progress import StepProgress, new_progress, time_estimate
 from rizz.adapters.embedder import Embedder
 from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
+from rizz.adapters.models.spec import spec_help
+from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
+from rizz.apps.cli_streams import app as streams_app
 from rizz.core import policy_schema
+from rizz.core.policy import CompilerPolicy
+from rizz.formats.policy_file import PolicyError, constants_markdown, dump_policy, load_policy
 from rizz.formats.streams import StreamError, read_stream
 from rizz.formats.wording import plural
 from rizz.lab.diff import branch_table, diff_run, inspect_run
 from rizz.lab.episode_view import episode_rows, episodes_text
 from rizz.lab.peers.setup import peer_model
+from rizz.lab.progress import StepProgress, new_progress, time_estimate
 from rizz.lab.report import format_table
 from rizz.store.convert import ConvertError, convert_run_dir, run_dirs_in
 from rizz.store.durable import EXIT_DISK_FULL, disk_full
@@ -82,13 +83,13 @@ def run(
     policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file, or a shipped name (policies/): default, frozen, single-branch, no-procedural, no-anti-fragmentation, judge-always, ace-style, evidence, zones-family, zones-own-first, zones-own, learned-routing, labels-tuned, prefix-cache."),
     out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR; an unfinished one is resumed."),
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Record malformed stream lines in RUN_DIR/bad_lines.json and go on."),
-    rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise)."),
-    cache: Optional[Path] = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
+    rendering: str | None = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise)."),
+    cache: Path | None = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
     snapshot_every: int = typer.Option(50, min=1, help="Records between state snapshots (at least; more once a snapshot writes over N × 8 KiB; never over 1000 apart)."),
-    budget: Optional[int] = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
-    user_model: Optional[str] = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model)."),
+    budget: int | None = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
+    user_model: str | None = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model)."),
     durability: str = typer.Option("disk", "--durability", help="disk: each step is fsynced before the next (survives a power loss); os: handed to the OS only, fsynced at the end (survives kill -9, not a power loss)."),
 ) -> None:
     """Run STREAM through RIZZ with POLICY; write RUN_DIR (log, snapshots, summary.json).
@@ -146,7 +147,7 @@ def run(
 @app.command()
 def replay(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR written by `rizz run`."),
-    policy: Optional[str] = typer.Option(None, "--policy", "-p", help="Refold under this policy instead of the run's own (writes summary.replay.json)."),
+    policy: str | None = typer.Option(None, "--policy", "-p", help="Refold under this policy instead of the run's own (writes summary.replay.json)."),
 ) -> None:
     """Refold RUN_DIR's log with no model calls; print the final state's digest, and say
     whether it equals the digest the run recorded (summary.json).
@@ -157,8 +158,7 @@ def replay(
     what differs from the run's summary.json (branches, labels, digest).
     """
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
-    from rizz.engine.run import replay as do_replay
-    from rizz.engine.run import replay_differences
+    from rizz.engine.run import replay as do_replay, replay_differences
 
     pol = _load_policy_or_exit(policy) if policy else None
     try:  # what the run recorded, read before a refold under its own policy rewrites summary.json
@@ -195,7 +195,7 @@ def replay(
 def diff(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR."),
     at: int = typer.Option(..., "--at", min=0, help="First step whose changes to show. Steps are numbered from 0: step 0 is the first element (progress counts steps done: 10/84 means steps 0..9)."),
-    to: Optional[int] = typer.Option(None, "--to", min=0, help="Last step to show (default: --at)."),
+    to: int | None = typer.Option(None, "--to", min=0, help="Last step to show (default: --at)."),
 ) -> None:
     """What changed in the state between steps: spawns, merges, writes, quarantine, counters, drops.
 
@@ -270,7 +270,7 @@ def convert(
         _fail(str(e))
 
 
-def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: Optional[int]) -> None:
+def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: int | None) -> None:
     """``--model oracle`` only replays episodes' gold actions: refuse a stream whose (first
     ``limit``) elements include one that is not an episode (it would answer "" and score 0)."""
     if model.strip() != "oracle":
@@ -282,8 +282,8 @@ def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: Opti
               "use a model (e.g. --model embedded), or an episode stream (rizz streams build bfcl)")
 
 
-def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: Optional[int], rendering: Optional[str], command: str, title: str,
-           budget: Optional[int] = None, ray_address: Optional[str] = None, user_model: Optional[str] = None) -> None:
+def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int | None, rendering: str | None, command: str, title: str,
+           budget: int | None = None, ray_address: str | None = None, user_model: str | None = None) -> None:
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
     from rizz.lab.bench import run_bench
     from rizz.lab.peers.run_peer import PEERS, PeerError, is_peer, peer_python
@@ -375,12 +375,12 @@ def bench(
                                  help="Comma-separated policy files or shipped names; peer:ace and peer:mem0 run those packages (docs/peers.md)."),
     out: Path = typer.Option(..., "--out", "-o", help="BENCH_DIR: one RUN_DIR per policy, report.md, results.json, plots."),
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
-    rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default by backend)."),
-    budget: Optional[int] = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
-    ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
+    rendering: str | None = typer.Option(None, help="raw | chat | chat-turns (default by backend)."),
+    budget: int | None = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
+    ray: str | None = typer.Option(None, "--ray", metavar="[ADDRESS]",
                                       help="Run each policy as a Ray task: a local Ray by default, or a cluster (auto | HOST:PORT | ray://HOST:10001). ADDRESS may follow --ray or be written --ray=ADDRESS."),
-    user_model: Optional[str] = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model); not with --ray."),
+    user_model: str | None = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model); not with --ray."),
 ) -> None:
     """Several policies over the same stream and model, side by side (report.md, results.json, PNG plots).
 

@@ -9,7 +9,6 @@ in :mod:`rizz.apps.cli_scale`, ``rizz view``) refuse the same way without import
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -35,7 +34,7 @@ def load_policy_or_exit(path: str) -> Policy:
         raise  # not reached: fail raises
 
 
-def check_rendering(rendering: Optional[str]) -> None:
+def check_rendering(rendering: str | None) -> None:
     """Refuse a ``--rendering`` that is none of :data:`rizz.engine.render.RENDERINGS`."""
     if rendering is not None and rendering not in RENDERINGS:
         fail(f"--rendering {rendering!r}: expected one of {', '.join(RENDERINGS)}")

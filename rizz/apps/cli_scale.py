@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import attrs
 
@@ -13,12 +12,12 @@ from rizz.extras import MissingExtraError, extra_needed
 with extra_needed("cli", "the rizz command"):
     import typer
 
+from rizz.adapters.models import ModelError, ModelUnavailableError, load_model
 from rizz.adapters.models.spec import spec_help
 from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
-from rizz.formats.policy_file import PolicyError
-from rizz.adapters.models import ModelError, ModelUnavailableError, load_model
 from rizz.apps.serve.app import load_keys
 from rizz.apps.serve.run import is_loopback, serve as do_serve
+from rizz.formats.policy_file import PolicyError
 from rizz.formats.streams import StreamError
 from rizz.lab.sweep_report import format_sweep_table
 from rizz.store.runlog import RunDirBusy, RunDirMismatch
@@ -38,9 +37,9 @@ def register(app: typer.Typer) -> None:
 def sweep(
     spec: Path = typer.Argument(..., help="Sweep spec (YAML): base, grid, streams, seeds, baselines, limit, budget, model (rizz/lab/sweep.py)."),
     out: Path = typer.Option(..., "--out", "-o", help="SWEEP_DIR: `cells/<stream[.seed]>/<policy>/` runs, report.md, results.json, plots."),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP + " (default: the spec's model, else embedded)"),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="First N elements of each stream (overrides the spec's limit)."),
-    ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
+    model: str | None = typer.Option(None, "--model", "-m", help=MODEL_HELP + " (default: the spec's model, else embedded)"),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="First N elements of each stream (overrides the spec's limit)."),
+    ray: str | None = typer.Option(None, "--ray", metavar="[ADDRESS]",
                                       help="Run each (policy, cell) as a Ray task: a local Ray by default, or a cluster (auto | HOST:PORT | ray://HOST:10001)."),
 ) -> None:
     """A grid over policy fields x streams x seeds: validated policies, run (optionally on Ray), one report.
@@ -78,10 +77,10 @@ def serve(
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP + " (one instance, queued fairly between tenants)"),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; without --keys only loopback is accepted."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
-    keys: Optional[Path] = typer.Option(None, "--keys", help="YAML file: tenant -> API key (or list of keys), sent as 'Authorization: Bearer KEY'."),
+    keys: Path | None = typer.Option(None, "--keys", help="YAML file: tenant -> API key (or list of keys), sent as 'Authorization: Bearer KEY'."),
     queue_timeout: float = typer.Option(300.0, "--queue-timeout", min=0.1, help="Longest wait (s) for the shared model before 504."),
     max_body_kib: int = typer.Option(1024, "--max-body-kib", min=1, help="Largest request body (KiB); a larger one gets 413 unread."),
-    rendering: Optional[str] = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise); "
+    rendering: str | None = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise); "
                                             "a one-line question to a GGUF model needs chat for an answer. Fixed per tenant folder once it exists."),
 ) -> None:
     """Serve one durable live session per tenant over HTTP (FastAPI): answer, verdict, state, branches, /metrics, /docs.

@@ -12,17 +12,17 @@ the repository under ``data/``.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
 
 from rizz.extras import extra_needed
 
 with extra_needed("cli", "the rizz command"):
     import typer
 
-from rizz.lab.builders import BENCHES, BuildError, BuildOptions, build, prompt_chars
 from rizz.formats.streams import StreamElement, StreamError, count_tasks, read_stream, write_stream
 from rizz.formats.wording import plural as _plural
+from rizz.lab.builders import BENCHES, BuildError, BuildOptions, build, prompt_chars
 
 __all__ = ["app", "resolve_data_root", "DEFAULT_DATA_ROOT", "DATA_ROOT_ENV"]
 
@@ -42,7 +42,7 @@ def _streams() -> None:
 PACKAGED_BENCHES = ("bfcl",)
 
 
-def resolve_data_root(option: Optional[Path]) -> Path:
+def resolve_data_root(option: Path | None) -> Path:
     """The benchmark data root: ``option``, else ``$RIZZ_DATA_ROOT``, else ``../shared/data``.
 
     Raises:
@@ -70,7 +70,7 @@ def _task_counts(elements: Iterable[StreamElement]) -> str:
     return ", ".join(f"{t} {c}" for t, c in count_tasks(elements).items())
 
 
-def _split_csv(value: Optional[str]) -> Optional[tuple[str, ...]]:
+def _split_csv(value: str | None) -> tuple[str, ...] | None:
     if value is None:
         return None
     return tuple(v.strip() for v in value.split(",") if v.strip()) or None
@@ -80,24 +80,24 @@ def _split_csv(value: Optional[str]) -> Optional[tuple[str, ...]]:
 def build_cmd(
     bench: str = typer.Argument(..., help=f"One of: {', '.join(BENCHES)}."),
     out: Path = typer.Option(..., "--out", help="Stream file to write (JSONL)."),
-    order: Optional[str] = typer.Option(
+    order: str | None = typer.Option(
         None, help="sequential | interleaved (default: interleaved for streambench and interference, else sequential)."),
     split: str = typer.Option("test", help="train | eval | test (bfcl: train | test; tau-bench: train | dev | test)."),
-    per_task: Optional[int] = typer.Option(None, "--per-task", help="First N items per task."),
+    per_task: int | None = typer.Option(None, "--per-task", help="First N items per task."),
     seed: int = typer.Option(0, help="Seed of the interleaving shuffle."),
-    tasks: Optional[str] = typer.Option(
+    tasks: str | None = typer.Option(
         None, help="Comma list: TRACE tasks, LoCoMo conversations (conv-41), StreamBench sources or interference groups (numbers, letters, code, text)."),
-    data_root: Optional[Path] = typer.Option(
+    data_root: Path | None = typer.Option(
         None, "--data-root", help=f"Benchmark data (default ${DATA_ROOT_ENV}, else ../shared/data)."),
-    max_input_chars: Optional[int] = typer.Option(
+    max_input_chars: int | None = typer.Option(
         None, "--max-input-chars", help="Drop (and count) elements with more prompt chars than this."),
     warn_chars: int = typer.Option(24000, "--warn-chars", help="Report elements longer than this."),
     pool: str = typer.Option("500", help="TRACE test pool: 500 or 5000."),
     keep_duplicates: bool = typer.Option(False, "--keep-duplicates",
                                          help="TRACE: keep repeated (prompt, answer) records."),
-    categories: Optional[str] = typer.Option(
+    categories: str | None = typer.Option(
         None, "--categories", help="bfcl: comma list of simple_python, multiple, parallel, parallel_multiple, multi_turn_base."),
-    domain: Optional[str] = typer.Option(None, "--domain", help="tau-bench: retail | airline."),
+    domain: str | None = typer.Option(None, "--domain", help="tau-bench: retail | airline."),
 ) -> None:
     """Build BENCH's stream deterministically and write it to --out."""
     try:

@@ -27,8 +27,8 @@ from rizz.core.records import AdaptiveState, Branch, Label, empty_state
 from rizz.core.retrieval import Retrieved, retrieve, rule_score
 from rizz.core.routing import RouteDecision, jaccard, needs_label, normalise_label, route, snap_label
 from rizz.core.serialize import digest, from_data, to_data
-from rizz.core.transition import Plan, Rizz, RouteResult, StepResult, rizz
 from rizz.core.tenants import TenantStates, WalledDecision, sub_state, unwall, walled
+from rizz.core.transition import Plan, Rizz, RouteResult, StepResult, rizz
 from rizz.errors import RizzError
 
 __all__ = [

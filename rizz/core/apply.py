@@ -11,16 +11,17 @@ masks inactive branches).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import singledispatch
-from typing import Iterable
+from typing import Any
 
 import attrs
 import numpy as np
 from pyrsistent import pset, pvector
 
 from rizz.core import events as ev
-from rizz.core.episode_index import EpisodeIndex
 from rizz.core.bandit import bandit_update
+from rizz.core.episode_index import EpisodeIndex
 from rizz.core.evidence import moved
 from rizz.core.records import AdaptiveState, Branch, BranchStats, Evidence, QuarantinedItem, RuleCounters
 from rizz.core.sketch import merge_sketches
@@ -35,7 +36,7 @@ def _put(state: AdaptiveState, branch: Branch) -> AdaptiveState:
     return attrs.evolve(state, branches=state.branches.set(branch.id, branch))
 
 
-def _stats(branch: Branch, **changes: object) -> Branch:
+def _stats(branch: Branch, **changes: Any) -> Branch:
     return attrs.evolve(branch, stats=attrs.evolve(branch.stats, **changes))
 
 
@@ -43,7 +44,7 @@ def _counters(state: AdaptiveState, rule_id: str) -> RuleCounters:
     return state.rule_ledger.get(rule_id, RuleCounters())
 
 
-def _ledger(state: AdaptiveState, rule_id: str, **changes: object) -> AdaptiveState:
+def _ledger(state: AdaptiveState, rule_id: str, **changes: Any) -> AdaptiveState:
     c = attrs.evolve(_counters(state, rule_id), **changes)
     return attrs.evolve(state, rule_ledger=state.rule_ledger.set(rule_id, c))
 
@@ -243,7 +244,7 @@ def _(e: ev.MemoryRetired, s: AdaptiveState) -> AdaptiveState:
     store = getattr(b, e.store)
     rec = next(r for r in store.records if r.key == e.key)
     i = next(i for i, r in enumerate(store.records) if r.key == e.key)
-    text = getattr(rec, "input", None) or getattr(rec, "text", "")
+    text: str = getattr(rec, "input", "") or getattr(rec, "text", "")
     item = QuarantinedItem(e.key, text, getattr(rec, "answer", ""), getattr(rec, "reward", 0.0), e.reason, e.step)
     b = attrs.evolve(b, **{e.store: store.without(e.key)}, quarantine=b.quarantine.append(item))
     if e.store != "episodes":

@@ -20,7 +20,7 @@ reported ``token_count`` is ``count_tokens(text)`` of the final text, never an e
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from attrs import frozen
 

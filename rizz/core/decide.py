@@ -12,22 +12,22 @@ import hashlib
 import numpy as np
 
 from rizz.core import events as ev
+from rizz.core.evidence import decide_evidence
 from rizz.core.inputs import CandidateRule, StepInput, Verdict
 from rizz.core.policy import Policy
 from rizz.core.records import (
+    ROUTE_SCORE_DECIMALS,
     AdaptiveState,
     AntiPattern,
     Branch,
     ContextItem,
     Episode,
-    ROUTE_SCORE_DECIMALS,
     QuarantinedItem,
     Rule,
     RuleCounters,
     StepRecord,
     Turn,
 )
-from rizz.core.evidence import decide_evidence
 from rizz.core.routing import RouteDecision
 from rizz.core.sketch import update_sketch
 from rizz.core.vec import as_vector
@@ -195,7 +195,8 @@ def _new_rules(branch: Branch, policy: Policy, inp: StepInput, written: list[obj
     after this step's write (``written``: the step's write events)."""
     if not inp.candidate_rules and not inp.distilled:
         return []
-    keys = tuple(e.key for e in branch.episodes.records[-policy.rules.distill_every :]) + tuple(e.episode.key for e in written if isinstance(e, ev.EpisodeWritten))
+    keys = tuple(e.key for e in branch.episodes.records[-policy.rules.distill_every :]) + tuple(
+        e.episode.key for e in written if isinstance(e, ev.EpisodeWritten))
     return decide_distilled(branch, policy, inp.step, inp.candidate_rules, inp.distilled, batch_keys(policy, keys))
 
 

@@ -20,7 +20,8 @@ second copy of every episode row (float32, capacity doubling) plus 16 bytes per 
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from pyrsistent import PMap, pmap
@@ -50,7 +51,7 @@ class _Where:
         self._n = n
 
     @classmethod
-    def from_array(cls, arr: np.ndarray, spare: int = 0) -> "_Where":
+    def from_array(cls, arr: np.ndarray, spare: int = 0) -> _Where:
         data = np.zeros((2, max(arr.shape[1] + spare, 8)), dtype=np.int64)
         data[:, : arr.shape[1]] = arr
         return cls(data, arr.shape[1])
@@ -60,7 +61,7 @@ class _Where:
         view.flags.writeable = False
         return view
 
-    def append(self, number: int, local: int) -> "_Where":
+    def append(self, number: int, local: int) -> _Where:
         data, used = self._data, self._used
         if used[0] != self._n or self._n == data.shape[1]:
             data = np.zeros((2, max(8, 2 * self._n)), dtype=np.int64)
@@ -84,13 +85,13 @@ class EpisodeIndex:
 
     __slots__ = ("matrix", "_where", "stores")
 
-    def __init__(self, matrix: EmbeddingMatrix, where: _Where, stores: PMap) -> None:
+    def __init__(self, matrix: EmbeddingMatrix, where: _Where, stores: PMap[str, Any]) -> None:
         self.matrix = matrix
         self._where = where
         self.stores = stores
 
     @classmethod
-    def build(cls, branches: Iterable[Any]) -> "EpisodeIndex":
+    def build(cls, branches: Iterable[Any]) -> EpisodeIndex:
         """Index the episodes of ``branches`` (objects with ``id`` and ``episodes``), laid out in
         creation order. O(n·d) copy; used on merge, prune and ``from_data``."""
         live = sorted((b for b in branches if len(b.episodes)), key=lambda b: branch_number(b.id))
@@ -109,7 +110,7 @@ class EpisodeIndex:
         """Read-only ``(2, n)`` int64: branch numbers (row 0) and local rows (row 1) of every row."""
         return self._where.rows()
 
-    def with_write(self, branches: PMap, branch_id: str, old_store: Any, vec: bytes) -> "EpisodeIndex":
+    def with_write(self, branches: PMap[str, Any], branch_id: str, old_store: Any, vec: bytes) -> EpisodeIndex:
         """The index after branch ``branch_id`` went from ``old_store`` to ``branches[branch_id].episodes``
         (= ``old_store.add(episode, vec)``, ``vec`` the (d,) float32 bytes of the new row).
 
@@ -127,7 +128,7 @@ class EpisodeIndex:
             self.stores.set(branch_id, branches[branch_id].episodes),
         )
 
-    def is_current(self, branches: PMap) -> bool:
+    def is_current(self, branches: PMap[str, Any]) -> bool:
         """Whether the index holds exactly the episodes of ``branches`` (identity per store)."""
         live = 0
         for bid, b in branches.items():
@@ -141,7 +142,8 @@ class EpisodeIndex:
         """``(n,)`` float32 ``matrix.rows() @ q`` for a ``(d,)`` float32 query: one BLAS gemv
         (threaded when numpy's BLAS is). Can differ from :func:`~rizz.core.vec.row_dots` in the
         last bits (summation order)."""
-        return self.matrix.rows() @ q
+        out: np.ndarray = self.matrix.rows() @ q
+        return out
 
     def __repr__(self) -> str:
         return f"EpisodeIndex(n={len(self)}, branches={len(self.stores)})"

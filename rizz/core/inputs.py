@@ -8,6 +8,7 @@ only reads them, so a logged stream refolds to the same state (STYLE.md §1).
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
 
 from attrs import field, frozen
 
@@ -62,6 +63,14 @@ class CandidateRule:
     embedding: bytes = field(converter=_vec, repr=vec_repr)
 
 
+def _str_tuple(xs: Iterable[str]) -> tuple[str, ...]:
+    return tuple(xs)
+
+
+def _rule_tuple(xs: Iterable[CandidateRule]) -> tuple[CandidateRule, ...]:
+    return tuple(xs)
+
+
 @frozen
 class StepInput:
     """One stream element as the core sees it.
@@ -104,15 +113,15 @@ class StepInput:
     label: Label | None = None
     label_embedding: bytes = field(default=b"", repr=vec_repr)
     answer: str | None = None
-    prompt_rule_ids: tuple[str, ...] = field(default=(), converter=tuple)
-    prompt_episode_keys: tuple[str, ...] = field(default=(), converter=tuple)
+    prompt_rule_ids: tuple[str, ...] = field(default=(), converter=_str_tuple)
+    prompt_episode_keys: tuple[str, ...] = field(default=(), converter=_str_tuple)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     dropped: int = 0
-    candidate_rules: tuple[CandidateRule, ...] = field(default=(), converter=tuple)
+    candidate_rules: tuple[CandidateRule, ...] = field(default=(), converter=_rule_tuple)
     distilled: bool = False
     tenant: str | None = field(default=None, metadata={"omit_default": True})
     time: str | None = field(default=None, metadata={"omit_default": True})
-    prompt_blocks: tuple[str, ...] = field(default=(), converter=tuple, metadata={"omit_default": True})
+    prompt_blocks: tuple[str, ...] = field(default=(), converter=_str_tuple, metadata={"omit_default": True})
     declared_label: Label | None = field(default=None, metadata={"omit_default": True})
     instant_us: int | None = field(default=None, validator=check_time_pair, metadata={"omit_default": True})

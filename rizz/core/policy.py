@@ -59,7 +59,7 @@ SHAPES = ("letter", "number", "label", "span", "text", "code", "json")
 def _num(default: float, lo: float, hi: float, src: str, doc: str, *, integer: bool = False) -> Any:
     kind = int if integer else float
 
-    def check(inst: Any, att: attrs.Attribute, value: Any) -> None:
+    def check(inst: Any, att: attrs.Attribute[Any], value: Any) -> None:
         ok = _is_number(value) and (not integer or float(value).is_integer())
         if not ok or not (lo <= value <= hi):
             want = "an integer" if integer else "a number"
@@ -105,7 +105,7 @@ def _optional(f: Any) -> Any:
 
 
 def _order(default: tuple[str, ...], doc: str) -> Any:
-    def check(inst: Any, att: attrs.Attribute, value: tuple[str, ...]) -> None:
+    def check(inst: Any, att: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
         bad = [b for b in value if b not in BLOCKS]
         if bad or len(set(value)) != len(value):
             raise ValueError(f"{att.name}: expected distinct blocks from {BLOCKS}, got {value!r}")
@@ -300,6 +300,9 @@ class EvidencePolicy:
 
 
 #: The compiler's memory blocks (rizz.core.compiler.MEMORY_BLOCKS): what block evidence can gate.
+# attrs.Factory's class: attrs's stubs type attrs.Factory as a function, which isinstance() does not take
+_FACTORY: Any = type(attrs.Factory(list))
+
 _MEMORY_BLOCKS = ("scoped_context", "rules", "examples", "mistakes", "working_memory")
 
 
@@ -388,7 +391,7 @@ def policy_schema(cls: type = Policy) -> dict[str, Any]:
         if "doc" in md and "description" not in sub:
             sub["description"] = md["doc"] + (f" [{md['src']}]" if "src" in md else "")
         if not attrs.has(typ):
-            default = att.default.factory() if isinstance(att.default, attrs.Factory) else att.default  # type: ignore[attr-defined]
+            default = att.default.factory() if isinstance(att.default, _FACTORY) else att.default
             sub["default"] = list(default) if isinstance(default, tuple) else default
         props[att.name] = sub
     schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}

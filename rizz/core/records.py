@@ -10,7 +10,8 @@ records in a ``PVector`` and their embeddings in an aligned :class:`EmbeddingMat
 
 from __future__ import annotations
 
-from typing import ClassVar, Generic, TypeVar
+from collections.abc import Iterable
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 import attrs
 from attrs import Factory, field, frozen
@@ -41,7 +42,18 @@ __all__ = [
     "empty_state",
 ]
 
-T = TypeVar("T")
+class Keyed(Protocol):
+    """What a :class:`MemoryStore` holds: records with a ``key``."""
+
+    @property
+    def key(self) -> str: ...
+
+
+T = TypeVar("T", bound=Keyed)
+
+
+def _str_tuple(xs: Iterable[str]) -> tuple[str, ...]:
+    return tuple(xs)
 
 
 @frozen
@@ -79,10 +91,10 @@ class AntiPattern:
     scope: str | None = field(default=None, metadata={"omit_default": True})  # set when write.supersede is on
 
 
-def check_time_pair(obj: object, attribute: object, value: int | None) -> None:
+def check_time_pair(obj: Any, attribute: object, value: int | None) -> None:
     """attrs validator: ``time`` (canonical text) and ``instant_us`` (int µs UTC) come together."""
-    if (getattr(obj, "time") is None) != (value is None) or (value is not None and (isinstance(value, bool) or not isinstance(value, int))):
-        raise ValueError(f"{type(obj).__name__}: time {getattr(obj, 'time')!r} needs its instant_us (int microseconds since "
+    if (obj.time is None) != (value is None) or (value is not None and (isinstance(value, bool) or not isinstance(value, int))):
+        raise ValueError(f"{type(obj).__name__}: time {obj.time!r} needs its instant_us (int microseconds since "
                          f"1970-01-01 UTC, parsed by the shell: rizz.formats.timekeys.time_fields), got {value!r}")
 
 
@@ -124,50 +136,50 @@ class MemoryStore(Generic[T]):
     de-duplication; ``scopes`` maps a scope key → the rows whose record has that scope (so
     scoped-context retrieval does not scan every record)."""
 
-    records: PVector = field(factory=pvector)
+    records: PVector[T] = field(factory=pvector)
     matrix: EmbeddingMatrix = field(factory=lambda: EmbeddingMatrix(0))
-    keys: PSet = field(factory=pset)
-    scopes: PMap = field(factory=pmap)
+    keys: PSet[str] = field(factory=pset)
+    scopes: PMap[str, PVector[int]] = field(factory=pmap)
 
     def __len__(self) -> int:
         return len(self.records)
 
-    def add(self, record: T, vec: bytes) -> "MemoryStore[T]":
+    def add(self, record: T, vec: bytes) -> MemoryStore[T]:
         matrix = self.matrix if len(self.matrix) or self.matrix.dim else EmbeddingMatrix(len(vec) // 4)
         scope = getattr(record, "scope", None)
         scopes = self.scopes
         if scope is not None:
             scopes = scopes.set(scope, scopes.get(scope, pvector()).append(len(self.records)))
-        return MemoryStore(self.records.append(record), matrix.append(vec), self.keys.add(record.key), scopes)  # type: ignore[attr-defined]
+        return MemoryStore(self.records.append(record), matrix.append(vec), self.keys.add(record.key), scopes)
 
-    def without(self, key: str) -> "MemoryStore[T]":
+    def without(self, key: str) -> MemoryStore[T]:
         """This store less the record with ``key`` (rows re-laid out in order); itself when absent."""
         if key not in self.keys:
             return self
-        idx = [i for i, r in enumerate(self.records) if r.key != key]  # type: ignore[attr-defined]
+        idx = [i for i, r in enumerate(self.records) if r.key != key]
         recs = pvector(self.records[i] for i in idx)
-        by_scope: dict = {}
+        by_scope: dict[str, list[int]] = {}
         for i, r in enumerate(recs):
             if getattr(r, "scope", None) is not None:
                 by_scope.setdefault(r.scope, []).append(i)  # type: ignore[attr-defined]
         matrix = self.matrix.take(idx) if idx else EmbeddingMatrix(self.matrix.dim)
         return MemoryStore(recs, matrix, self.keys.remove(key), pmap({k: pvector(v) for k, v in by_scope.items()}))
 
-    def merged(self, other: "MemoryStore[T]") -> "MemoryStore[T]":
+    def merged(self, other: MemoryStore[T]) -> MemoryStore[T]:
         """This store followed by the records of ``other`` whose keys are new."""
-        idx = [i for i, r in enumerate(other.records) if r.key not in self.keys]  # type: ignore[attr-defined]
+        idx = [i for i, r in enumerate(other.records) if r.key not in self.keys]
         if not idx:
             return self
         if not len(self):
             return other
         extra = other.matrix.take(idx)
         recs = self.records.extend(other.records[i] for i in idx)
-        by_scope: dict = {}
+        by_scope: dict[str, list[int]] = {}
         for i, r in enumerate(recs):
             if getattr(r, "scope", None) is not None:
                 by_scope.setdefault(r.scope, []).append(i)  # type: ignore[attr-defined]
         scopes = pmap({k: pvector(v) for k, v in by_scope.items()})
-        return MemoryStore(recs, self.matrix.concat(extra), self.keys | pset(r.key for r in recs), scopes)  # type: ignore[attr-defined]
+        return MemoryStore(recs, self.matrix.concat(extra), cast("PSet[str]", self.keys | pset(r.key for r in recs)), scopes)
 
 
 @frozen
@@ -183,7 +195,7 @@ class Rule:
     step: int
     # content keys of the episodes it was distilled from (the distillation batch); kept only
     # under write.supersede_derived, so a superseded episode retires its rules (issue #12 §5)
-    sources: tuple[str, ...] = field(default=(), converter=tuple, metadata={"omit_default": True})
+    sources: tuple[str, ...] = field(default=(), converter=_str_tuple, metadata={"omit_default": True})
 
     def text(self) -> str:
         return f"IF {self.antecedent} THEN {self.strategy}"
@@ -196,7 +208,7 @@ class RuleCounters:
     helpful: int = 0
     harmful: int = 0
     status: str = "candidate"  # "candidate" | "active" | "retired"
-    helpful_branches: PSet = field(factory=pset)  # branches whose steps found it helpful
+    helpful_branches: PSet[str] = field(factory=pset)  # branches whose steps found it helpful
     tier: str = "branch"  # "branch" | "family" | "global"
 
 
@@ -260,13 +272,13 @@ class BranchStats:
     traffic: int = 0
     answered: int = 0
     reward_sum: float = 0.0
-    recent_rewards: PVector = field(factory=pvector)  # last 32 rewards
+    recent_rewards: PVector[float] = field(factory=pvector)  # last 32 rewards
     last_used: int = -1
     created: int = 0
-    shapes: PMap = field(factory=pmap)  # shape -> count
+    shapes: PMap[str, int] = field(factory=pmap)  # shape -> count
     successes_since_distill: int = 0
     centroid_sum: bytes = b""  # float32 sum of episodic embeddings
-    block_evidence: PMap = field(factory=pmap, metadata={"omit_default": True})  # block kind -> Evidence
+    block_evidence: PMap[str, Evidence] = field(factory=pmap, metadata={"omit_default": True})  # block kind -> Evidence
 
     @property
     def mean_reward(self) -> float:
@@ -282,19 +294,14 @@ class Branch:
     anchor: bytes  # g_b: (d,) float32, the embedding of the input that spawned it
     label_embedding: bytes  # ψ(a_b), b"" when unknown
     shape: str | None  # output shape it serves (None: context branch or unknown)
-    episodes: MemoryStore = field(factory=MemoryStore)
-    rules: PVector = field(factory=pvector)  # of Rule
-    anti_patterns: MemoryStore = field(factory=MemoryStore, metadata={"wire": "failures"})  # N; key "failures" on the wire
-    context: MemoryStore = field(factory=MemoryStore)
-    quarantine: PVector = field(factory=pvector)  # of QuarantinedItem
+    episodes: MemoryStore[Episode] = field(factory=MemoryStore)
+    rules: PVector[Rule] = field(factory=pvector)
+    anti_patterns: MemoryStore[AntiPattern] = field(factory=MemoryStore, metadata={"wire": "failures"})  # N; key "failures" on the wire
+    context: MemoryStore[ContextItem] = field(factory=MemoryStore)
+    quarantine: PVector[QuarantinedItem] = field(factory=pvector)
     stats: BranchStats = field(factory=BranchStats)
     active: bool = True
     sketch: Sketch | None = field(default=None, metadata={"omit_default": True})  # sketch.enabled only
-
-    @property
-    def failures(self) -> MemoryStore:
-        """Deprecated alias of :attr:`anti_patterns` (its name before issue #11 §6)."""
-        return self.anti_patterns
 
 
 @frozen
@@ -340,7 +347,7 @@ class History:
     Serialised under its earlier name ``Diagnostics`` (``WIRE_NAME``), so digests hold."""
 
     WIRE_NAME: ClassVar[str] = "Diagnostics"
-    records: PVector = field(factory=pvector)  # of StepRecord
+    records: PVector[StepRecord] = field(factory=pvector)
 
 
 @frozen
@@ -357,15 +364,15 @@ class AdaptiveState:
     ``repr``, ``to_data`` or the digest (field metadata ``derived``).
     """
 
-    branches: PMap = field(factory=pmap)
+    branches: PMap[str, Branch] = field(factory=pmap)
     next_branch: int = 0
-    working_memory: PVector = field(factory=pvector)  # of Turn, newest last
+    working_memory: PVector[Turn] = field(factory=pvector)  # newest last
     history: History = field(factory=History, metadata={"wire": "diagnostics"})  # H; key "diagnostics" on the wire
-    rule_ledger: PMap = field(factory=pmap)
-    family_rules: PMap = field(factory=pmap)
-    global_rules: PVector = field(factory=pvector)
+    rule_ledger: PMap[str, RuleCounters] = field(factory=pmap)
+    family_rules: PMap[str, PVector[str]] = field(factory=pmap)
+    global_rules: PVector[str] = field(factory=pvector)
     steps: int = 0
-    zone_evidence: PMap = field(factory=pmap, metadata={"omit_default": True})  # (source, reader) -> Evidence
+    zone_evidence: PMap[tuple[str, str], Evidence] = field(factory=pmap, metadata={"omit_default": True})  # (source, reader) -> Evidence
     router: RouterState | None = field(default=None, metadata={"omit_default": True})  # routing.router: linucb only
     episode_index: EpisodeIndex = field(
         default=Factory(lambda s: EpisodeIndex.build(s.branches.values()), takes_self=True),
@@ -396,10 +403,10 @@ def _creation(branch: Branch) -> tuple[int, str]:
     return len(branch.id), branch.id
 
 
-_ORDER: tuple[PMap | None, tuple[Branch, ...]] = (None, ())  # the last map ordered, and its order
+_ORDER: tuple[PMap[str, Branch] | None, tuple[Branch, ...]] = (None, ())  # the last map ordered, and its order
 
 
-def _in_creation_order(branches: PMap) -> tuple[Branch, ...]:
+def _in_creation_order(branches: PMap[str, Branch]) -> tuple[Branch, ...]:
     """The branches of ``branches`` in creation order; the last answer is kept for the same map
     (routing and lifecycle ask several times per step: a replay spent ~7% of its time sorting)."""
     global _ORDER

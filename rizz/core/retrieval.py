@@ -56,16 +56,6 @@ class Retrieved:
     context: tuple[Scored, ...] = ()
     working: tuple[Turn, ...] = ()
 
-    @property
-    def examples(self) -> tuple[Scored, ...]:
-        """Deprecated alias of :attr:`episodes` (its name before issue #11 §6)."""
-        return self.episodes
-
-    @property
-    def failures(self) -> tuple[Scored, ...]:
-        """Deprecated alias of :attr:`anti_patterns` (its name before issue #11 §6)."""
-        return self.anti_patterns
-
 
 _NO_COUNTS = RuleCounters()  # counters of a rule missing from the ledger (frozen, shared)
 
@@ -167,11 +157,11 @@ def _episodes(
         return ()
     q = as_vector(inp.embedding)
     walled = not p.examples_cross_scope
-    if not others:  # only the routed branch: its own rows
-        scores = own.episodes.matrix.dots(q)  # type: ignore[union-attr]
+    if not others and own is not None:  # only the routed branch: its own rows
+        scores = own.episodes.matrix.dots(q)
         if walled:
-            scores += _penalty(_foreign_scope(own, inp.scope))  # type: ignore[arg-type]
-        return tuple(_scored_rows(own, scores, _top(scores, k)))  # type: ignore[arg-type]
+            scores += _penalty(_foreign_scope(own, inp.scope))
+        return tuple(_scored_rows(own, scores, _top(scores, k)))
     index = index_of(state)
     nums, local = index.where()
     by_num = {branch_number(b.id): b for b in others}

@@ -112,7 +112,8 @@ def _anchor_matrix(branches: list[Branch]) -> np.ndarray:
 def _anchor_cos(branches: list[Branch], embedding: bytes) -> np.ndarray:
     if not branches:
         return np.zeros(0, dtype=np.float32)
-    return _anchor_matrix(branches) @ as_vector(embedding)
+    out: np.ndarray = _anchor_matrix(branches) @ as_vector(embedding)
+    return out
 
 
 def needs_label(state: AdaptiveState, policy: Policy, embedding: bytes, shape: str | None) -> bool:
@@ -208,11 +209,11 @@ def route(state: AdaptiveState, policy: Policy, inp: StepInput) -> RouteDecision
     if inp.context_only:
         actives = state.active_branches()
         cos = _anchor_cos(actives, inp.embedding)
-        label = Label(CONTEXT_FUNCTION, _norm(inp.scope or "general"))
+        context_label = Label(CONTEXT_FUNCTION, _norm(inp.scope or "general"))
         if len(cos) and (cos.max() >= r.context_spawn_similarity or not _can_spawn(state, policy)):
             i = int(np.argmax(cos))
             return RouteDecision(actives[i].id, actives[i].label, float(cos[i]))
-        return _spawn(state, inp, label, None)
+        return _spawn(state, inp, context_label, None)
 
     snapped_ev = None
     label: Label | None
@@ -227,13 +228,14 @@ def route(state: AdaptiveState, policy: Policy, inp: StepInput) -> RouteDecision
     sk = policy.sketch
     energies = [energy(b.sketch, inp.embedding) for b in cands] if sk.enabled else [0.0] * len(cands)
     if r.declared_label and inp.declared_label is not None:
-        same = [b for b in cands if b.label == label]
+        declared = inp.declared_label  # == label
+        same = [b for b in cands if b.label == declared]
         if same:
             i = max(range(len(same)), key=lambda j: float(np.dot(as_vector(same[j].anchor), as_vector(inp.embedding))))
-            return RouteDecision(same[i].id, label, 1.0)  # type: ignore[arg-type]
+            return RouteDecision(same[i].id, declared, 1.0)
         if _can_spawn(state, policy):
-            d = _spawn(state, inp, label, inp.shape)  # type: ignore[arg-type]
-            return RouteDecision(d.branch_id, label, 0.0, spawn=d.spawn)  # type: ignore[arg-type]
+            d = _spawn(state, inp, declared, inp.shape)
+            return RouteDecision(d.branch_id, declared, 0.0, spawn=d.spawn)
     if r.router == "linucb" and cands:
         return _bandit_route(state, policy, inp, label, cands, cos, energies, snapped_ev)
     if label is None:

@@ -21,25 +21,26 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
 from pyrsistent import PMap, PSet, PVector, pmap, pset, pvector
 
-from rizz.core import events as _events
-from rizz.core import inputs as _inputs
-from rizz.core import records as _records
-from rizz.core import routing as _routing
-from rizz.core import tenants as _tenants
+from rizz.core import events as _events, inputs as _inputs, records as _records, routing as _routing, tenants as _tenants
 from rizz.core.vec import EmbeddingMatrix
+
+# attrs.Factory's class: attrs's stubs type attrs.Factory as a function, which isinstance() does not take
+_FACTORY: Any = type(attrs.Factory(list))
 
 __all__ = ["Hook", "canonical_json", "digest", "from_data", "record_from_data", "to_data"]
 
 def _wire(cls: type) -> str:
     """The record's type tag: its ``WIRE_NAME`` when it was renamed in Python (the tag written
     before stays, so digests and snapshots hold), else its class name."""
-    return cls.__dict__.get("WIRE_NAME", cls.__name__)
+    name: str = cls.__dict__.get("WIRE_NAME", cls.__name__)
+    return name
 
 
 _TYPES: dict[str, type] = {}
@@ -81,9 +82,9 @@ def _tree(obj: Any, for_digest: bool, hook: Hook | None = None) -> Any:
             raise ValueError(f"non-finite float {obj!r} cannot be serialised")
         return obj
     if hook is not None:
-        out = hook(obj)
-        if out is not None:
-            return out
+        hooked = hook(obj)
+        if hooked is not None:
+            return hooked
     if isinstance(obj, bytes):
         return {"_b": _b64(obj)}
     if isinstance(obj, EmbeddingMatrix):
@@ -101,7 +102,8 @@ def _tree(obj: Any, for_digest: bool, hook: Hook | None = None) -> Any:
     if attrs.has(type(obj)):
         out: dict[str, Any] = {"_t": _wire(type(obj))}
         for f in attrs.fields(type(obj)):
-            if f.metadata.get("derived") or (for_digest and f.metadata.get("digest") is False):  # derived data (the episodic index) is rebuilt, never stored
+            # derived data (the episodic index) is rebuilt, never stored
+            if f.metadata.get("derived") or (for_digest and f.metadata.get("digest") is False):
                 continue
             value = getattr(obj, f.name)
             if f.metadata.get("omit_default") and value == _default(f):
@@ -113,7 +115,7 @@ def _tree(obj: Any, for_digest: bool, hook: Hook | None = None) -> Any:
 
 def _default(f: Any) -> Any:
     d = f.default
-    return d.factory() if isinstance(d, attrs.Factory) and not d.takes_self else d  # type: ignore[attr-defined]
+    return d.factory() if isinstance(d, _FACTORY) and not d.takes_self else d
 
 
 def from_data(data: Any, hook: Hook | None = None) -> Any:

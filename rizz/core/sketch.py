@@ -45,7 +45,8 @@ def _shrink(m: np.ndarray, rank: int) -> np.ndarray:
         s2 = np.maximum(s2[:rank] - s2[rank], 0.0)
         vt = vt[:rank]
     keep = s2 > _EPS
-    return (np.sqrt(s2[keep])[:, None] * vt[keep]).astype(np.float32)
+    out: np.ndarray = (np.sqrt(s2[keep])[:, None] * vt[keep]).astype(np.float32)
+    return out
 
 
 def update_sketch(sk: Sketch | None, embedding: bytes, rank: int, decay: float = 1.0) -> Sketch:

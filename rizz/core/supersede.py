@@ -43,14 +43,15 @@ the event). Candidates are the rows with cosine ≥ :data:`SAME_INPUT_COSINE` to
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from rizz.core import events as ev
+from rizz.core.episode_index import index_of
 from rizz.core.inputs import StepInput, Verdict
 from rizz.core.policy import Policy
-from rizz.core.episode_index import index_of
 from rizz.core.records import AdaptiveState, Episode, MemoryStore, Turn
 from rizz.core.vec import as_vector
 
@@ -75,7 +76,7 @@ def _near(m: np.ndarray, q: np.ndarray) -> list[int]:
     return cand[m[cand] @ q >= SAME_INPUT_COSINE].tolist() if len(cand) else []
 
 
-def _same_input(store: MemoryStore, q: np.ndarray, text: str, scope: str | None, text_field: str) -> list[object]:
+def _same_input(store: MemoryStore[Any], q: np.ndarray, text: str, scope: str | None, text_field: str) -> list[object]:
     recs = (store.records[i] for i in _near(store.matrix.rows(), q))
     return [r for r in recs if getattr(r, text_field) == text and getattr(r, "scope", None) == scope]
 

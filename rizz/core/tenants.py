@@ -32,7 +32,7 @@ Pure: no clock, randomness or I/O.
 
 from __future__ import annotations
 
-from typing import Union
+from typing import overload
 
 import attrs
 from attrs import field, frozen
@@ -41,7 +41,7 @@ from pyrsistent import PMap, pmap
 from rizz.core.inputs import CandidateRule, StepInput, Verdict
 from rizz.core.records import AdaptiveState, Branch, empty_state
 from rizz.core.routing import RouteDecision
-from rizz.core.transition import Plan, RouteResult, Rizz, StepResult
+from rizz.core.transition import Plan, Rizz, RouteResult, StepResult
 
 __all__ = [
     "AnyState",
@@ -78,12 +78,12 @@ class TenantStates:
     """
 
     untenanted: AdaptiveState = field(factory=empty_state)
-    tenants: PMap = field(factory=pmap)
-    answers: PMap = field(factory=pmap)
-    fed: PMap = field(factory=pmap)
+    tenants: PMap[str, AdaptiveState] = field(factory=pmap)
+    answers: PMap[str, int] = field(factory=pmap)
+    fed: PMap[str, tuple[int, int]] = field(factory=pmap)
 
     @property
-    def branches(self) -> PMap:
+    def branches(self) -> PMap[str, Branch]:
         out = dict(self.untenanted.branches)
         for t in sorted(self.tenants):
             out.update({f"{t}/{bid}": b for bid, b in self.tenants[t].branches.items()})
@@ -108,7 +108,7 @@ class TenantStates:
         return self.untenanted.steps + sum(s.steps for s in self.tenants.values())
 
 
-AnyState = Union[AdaptiveState, TenantStates]
+AnyState = AdaptiveState | TenantStates
 
 
 def _key(tenant: str | None) -> str:
@@ -175,6 +175,10 @@ def _walls(state: AnyState, first_step: int) -> TenantStates:
     return TenantStates(untenanted=state, answers=pmap({"": first_step}))
 
 
+@overload
+def with_sub_state(state: TenantStates, tenant: str | None, sub: AdaptiveState) -> TenantStates: ...
+@overload
+def with_sub_state(state: AnyState, tenant: str | None, sub: AdaptiveState) -> AnyState: ...
 def with_sub_state(state: AnyState, tenant: str | None, sub: AdaptiveState) -> AnyState:
     """``state`` with the sub-state of ``tenant`` replaced by ``sub`` (every other sub-state
     stays the same object). A plain state stays plain while no tenant has been seen."""
@@ -251,6 +255,7 @@ def answers_after(state: AnyState, decision: RouteDecision | WalledDecision, inp
 def fed_branch(state: AnyState, step: int) -> str | None:
     """The branch (view key) whose verdict for global step ``step`` was the last one folded in
     its sub-state, or None (used to finish a distillation cut off by a crash)."""
+    pairs: list[tuple[str | None, AdaptiveState, int]]
     if isinstance(state, AdaptiveState):
         pairs = [(None, state, step)]
     else:

@@ -7,7 +7,8 @@ through the state value.
 
 A step is three decide/apply rounds: route (spawn, snap) → memory (superseded memories
 retired (issue #12 §5, :mod:`rizz.core.supersede`), stats, writes, quarantine, rule counters,
-new rules, working memory, history) → lifecycle (merge, deactivate, prune). Each round decides past-tense events against the state the previous round left and
+new rules, working memory, history) → lifecycle (merge, deactivate, prune). Each round decides past-tense events against the state the previous round
+left and
 folds them with :func:`rizz.core.apply.apply`.
 
 A live session (many answers in flight, verdicts late) folds the same rounds as separate
@@ -19,7 +20,8 @@ its verdict arrives, and ``distill_round`` for rules the model distilled afterwa
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from rizz.core import events as ev
 from rizz.core.apply import fold

@@ -10,7 +10,7 @@ appended after it (it only reads ``[:n]``).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -60,7 +60,8 @@ def row_dots(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     its result can differ from a BLAS gemv in the last bits (summation order: ~5e-8 on unit
     vectors of 384 dimensions).
     """
-    return np.einsum("ij,j->i", rows, q)
+    out: np.ndarray = np.einsum("ij,j->i", rows, q)
+    return out
 
 
 class _Storage:
@@ -87,7 +88,7 @@ class EmbeddingMatrix:
         self._n = _n
 
     @classmethod
-    def from_rows(cls, rows: np.ndarray, dim: int, spare: int = 0) -> "EmbeddingMatrix":
+    def from_rows(cls, rows: np.ndarray, dim: int, spare: int = 0) -> EmbeddingMatrix:
         """A matrix of ``rows`` ((n, dim) float32, copied) with room for ``spare`` more rows
         before its first append copies (a loaded state's matrices grow again at once)."""
         rows = np.asarray(rows, dtype=np.float32).reshape(-1, dim)
@@ -123,7 +124,7 @@ class EmbeddingMatrix:
         """``(n,)`` float32 dot products of every row with the ``(d,)`` query (see :func:`row_dots`)."""
         return row_dots(self.rows(), q)
 
-    def append(self, vec: bytes) -> "EmbeddingMatrix":
+    def append(self, vec: bytes) -> EmbeddingMatrix:
         v = as_vector(vec)
         if v.shape != (self._dim,):
             raise ValueError(f"expected a ({self._dim},) vector, got {v.shape}")
@@ -137,16 +138,14 @@ class EmbeddingMatrix:
         st.used = self._n + 1
         return EmbeddingMatrix(self._dim, st, self._n + 1)
 
-    def take(self, index: Iterable[int]) -> "EmbeddingMatrix":
+    def take(self, index: Iterable[int]) -> EmbeddingMatrix:
         """A new matrix of the given rows, in the given order (copies)."""
         idx = np.fromiter(index, dtype=np.int64)
         return EmbeddingMatrix.from_rows(self.rows()[idx], self._dim)
 
-    def concat(self, other: "EmbeddingMatrix") -> "EmbeddingMatrix":
+    def concat(self, other: EmbeddingMatrix) -> EmbeddingMatrix:
         return EmbeddingMatrix.from_rows(np.concatenate([self.rows(), other.rows()]), self._dim)
 
-    def row_bytes(self, i: int) -> bytes:
-        return self.rows()[i].tobytes()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, EmbeddingMatrix):

@@ -16,13 +16,14 @@ The prompt compiler (:func:`rizz.core.compile_prompt`, spec §5) budgets every s
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from rizz.adapters.agents.calls import ToolCall, format_call
+from rizz.adapters.agents.env import plain
 from rizz.core import CompiledPrompt, PromptBudgetError, compile_prompt, prompt_blocks
 from rizz.core.policy import CompilerPolicy
-from rizz.adapters.agents.calls import ToolCall, format_call
 from rizz.formats.streams import StreamElement
-from rizz.adapters.agents.env import plain
 
 __all__ = ["NATIVE_PROTOCOL", "PROTOCOL", "ELIDED", "episode_prompt", "task_text", "transcript_text"]
 

@@ -20,14 +20,14 @@ from typing import Any
 
 import attrs
 
-from rizz.core import StepInput, Verdict
 from rizz.adapters.agents.env import make_environment
 from rizz.adapters.agents.episode import compact_trajectory
 from rizz.adapters.agents.loop import run_episode
-from rizz.engine.model_agent import LLMUser, ModelAgent
-from rizz.engine.pending import Call, Pending
 from rizz.adapters.verifiers.episodes import first_wrong_call, verify_episode
+from rizz.core import StepInput, Verdict
+from rizz.engine.model_agent import LLMUser, ModelAgent
 from rizz.engine.native_agent import NativeToolAgent, native_kind
+from rizz.engine.pending import Call, Pending
 
 __all__ = ["answer_episode", "verify_episode_pending"]
 

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import numpy as np
 
+from rizz.adapters.models.base import Message, ModelBackend
+from rizz.adapters.verifiers import correction_of, extract_answer, verify
 from rizz.core import (
     AdaptiveState,
     Policy,
@@ -36,13 +39,11 @@ from rizz.core import (
 )
 from rizz.core.compiler import MEMORY_BLOCKS
 from rizz.engine.agent_step import answer_episode, verify_episode_pending
-from rizz.engine.pending import Call, Embedded, Pending
-from rizz.formats import logrecord as lr
 from rizz.engine.judge import label_input
-from rizz.adapters.models.base import Message, ModelBackend
+from rizz.engine.pending import Call, Embedded, Pending
 from rizz.engine.render import TEMPLATE_SLACK, answer_settings, render
+from rizz.formats import logrecord as lr
 from rizz.formats.streams import StreamElement
-from rizz.adapters.verifiers import correction_of, extract_answer, verify
 
 __all__ = ["answer_element", "budget", "default_rendering", "embed_texts", "evidence_text", "record_of", "verify_pending"]
 

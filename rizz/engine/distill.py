@@ -13,7 +13,7 @@ Garbage gives ``()``; model output never raises.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import attrs
 

@@ -29,6 +29,7 @@ import collections
 import json
 import re
 import unicodedata
+
 import attrs
 
 from rizz.adapters.models.base import Generation, Message, ModelBackend

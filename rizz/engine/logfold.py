@@ -26,17 +26,17 @@ already holds (``inp=``, ``routed=``, ``rules=``) so nothing is read back or rou
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import attrs
 from attrs import frozen
 from pyrsistent import PMap, pmap
 
-from rizz.core import AdaptiveState, CandidateRule, Label, Policy, RouteDecision, RouteResult, StepInput, Verdict, rizz, walled
-from rizz.core import events as ev
-from rizz.core.tenants import decision_tenant, follow_merge
+from rizz.core import AdaptiveState, CandidateRule, Label, Policy, RouteDecision, RouteResult, StepInput, Verdict, events as ev, rizz, walled
 from rizz.core.serialize import from_data, to_data
+from rizz.core.tenants import decision_tenant, follow_merge
 from rizz.errors import RizzError
 from rizz.formats.logrecord import LogRecord, VerdictPart, parse
 from rizz.formats.timekeys import time_fields
@@ -144,7 +144,8 @@ class LogFold:
             if d is not w.decision:
                 self.inflight = self.inflight.set(k, attrs.evolve(w, decision=d))
 
-    def _apply(self, rec: LogRecord, inp: StepInput | None, routed: RouteResult | None, rules: tuple[CandidateRule, ...] | None) -> tuple[object, ...]:
+    def _apply(self, rec: LogRecord, inp: StepInput | None, routed: RouteResult | None,
+               rules: tuple[CandidateRule, ...] | None) -> tuple[object, ...]:
         core = self.core
         if rec.kind in ("step", "answer"):
             if inp is None:
@@ -205,7 +206,8 @@ def load_inflight(path: Path) -> tuple[int, PMap] | None:
                                   for row in data["inflight"]})
 
 
-def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True, records: list[dict[str, Any]] | None = None) -> tuple[LogFold, list[dict[str, Any]]]:
+def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True,
+                 records: list[dict[str, Any]] | None = None) -> tuple[LogFold, list[dict[str, Any]]]:
     """The fold of RUN_DIR ``rd``'s whole log: from the newest snapshot (with its answers in
     flight) plus the records after it, or from record 0. Returns ``(fold, records as JSON)``.
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rizz.core import CompiledPrompt, PromptBudgetError
-from rizz.core.policy import Policy
 from rizz.adapters.agents.calls import CallSyntaxError, parse_reply
 from rizz.adapters.agents.env import Environment
 from rizz.adapters.agents.loop import STOP, AgentReply
-from rizz.engine.agent_prompt import PROTOCOL, episode_prompt
 from rizz.adapters.models.base import Generation, Message, ModelBackend
+from rizz.core import CompiledPrompt, PromptBudgetError
+from rizz.core.policy import Policy
+from rizz.engine.agent_prompt import PROTOCOL, episode_prompt
 from rizz.formats.streams import StreamElement
 
 __all__ = ["LLMUser", "ModelAgent", "PromptedAgent", "USER_PROMPT"]

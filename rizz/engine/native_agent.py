@@ -51,17 +51,17 @@ import re
 import time
 from typing import Any
 
-from rizz.core import CompiledPrompt
-from rizz.core.policy import Policy
 from rizz.adapters.agents.calls import ToolCall
 from rizz.adapters.agents.env import plain
 from rizz.adapters.agents.loop import AgentReply
-from rizz.engine.model_agent import PromptedAgent
-from rizz.engine.agent_prompt import NATIVE_PROTOCOL
 from rizz.adapters.agents.qwen_tools import parse_tool_calls, template_calls_tools
-from rizz.adapters.models.base import ContextWindowExceeded, Generation, Message, answer_and_reasoning, sdk_create
-from rizz.formats.streams import StreamElement
 from rizz.adapters.models.anthropic_backend import price_usd
+from rizz.adapters.models.base import ContextWindowExceeded, Generation, Message, answer_and_reasoning, sdk_create
+from rizz.core import CompiledPrompt
+from rizz.core.policy import Policy
+from rizz.engine.agent_prompt import NATIVE_PROTOCOL
+from rizz.engine.model_agent import PromptedAgent
+from rizz.formats.streams import StreamElement
 
 __all__ = ["SYSTEM", "NativeToolAgent", "api_name", "json_schema", "native_kind"]
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from rizz.core.compiler import CompiledPrompt
 from rizz.adapters.models.base import Message
+from rizz.core.compiler import CompiledPrompt
 
 __all__ = ["CACHEABLE_BLOCKS", "RENDERINGS", "AnswerSettings", "answer_settings", "render", "stable_prefix", "TEMPLATE_SLACK"]
 

@@ -10,19 +10,20 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rizz.core import AdaptiveState, Policy, digest
 from rizz.core.serialize import canonical_json
 from rizz.engine.logfold import restore_fold, views
-from rizz.store.durable import fault_point
+from rizz.engine.session import Session, default_rendering
 from rizz.formats.logrecord import LOG_VERSION
 from rizz.formats.policy_file import parse_policy, policy_data
-from rizz.store.runlog import RunDir, model_meta, write_json_atomic
-from rizz.engine.session import Session, default_rendering
 from rizz.formats.streams import StreamElement, read_stream
 from rizz.formats.wording import plural
+from rizz.store.durable import fault_point
+from rizz.store.runlog import RunDir, model_meta, write_json_atomic
 
 __all__ = ["KEEP_SNAPSHOTS", "episode_summary", "evaluated_tokens", "replay", "replay_differences", "run_stream", "summarise"]
 

@@ -25,25 +25,26 @@ import math
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import attrs
 
-from rizz.core import AdaptiveState, CandidateRule, Policy, StepInput, Verdict, digest, distill_batch
-from rizz.core.tenants import AnyState, answers_after, fed_branch, locate
-from rizz.core.serialize import canonical_json
-from rizz.errors import RizzError
-from rizz.formats import logrecord as lr
-from rizz.engine.answering import answer_element, default_rendering, embed_texts, record_of, verify_pending
-from rizz.engine.pending import Call, Pending
-from rizz.engine.distill import distill_rules
-from rizz.engine.logfold import LogFold, restore_fold, save_inflight
-from rizz.adapters.models.base import ModelBackend
-from rizz.formats.streams import StreamElement, element_from_json
 from rizz.adapters.embedder import Embedder
 from rizz.adapters.models import load_model
+from rizz.adapters.models.base import ModelBackend
+from rizz.core import AdaptiveState, CandidateRule, Policy, StepInput, Verdict, digest, distill_batch
+from rizz.core.serialize import canonical_json
+from rizz.core.tenants import AnyState, answers_after, fed_branch, locate
+from rizz.engine.answering import answer_element, default_rendering, embed_texts, record_of, verify_pending
+from rizz.engine.distill import distill_rules
+from rizz.engine.logfold import LogFold, restore_fold, save_inflight
+from rizz.engine.pending import Call, Pending
+from rizz.errors import RizzError
+from rizz.formats import logrecord as lr
 from rizz.formats.policy_file import load_policy, policy_data
+from rizz.formats.streams import StreamElement, element_from_json
 from rizz.store.embeddings import DURABILITY
 from rizz.store.runlog import RunDir, model_meta
 
@@ -178,7 +179,7 @@ class Session:
              embedder: Any = None, rendering: str | None = None, budget_cap: int | None = None,
              snapshot_every: int = 50, keep_snapshots: int = 3, cache: str | Path | None = None,
              user_model: ModelBackend | str | None = None, data_roots: tuple[Any, ...] = (),
-             durability: str = "disk") -> "Session":
+             durability: str = "disk") -> Session:
         """Create the session directory ``path``, or resume it (after a close or any crash).
 
         ``policy``: a Policy or a policy file/name; ``model``: a backend or a model spec
@@ -251,7 +252,7 @@ class Session:
                     self._snapshot()
                 self.run_dir.__exit__(None, None, None) if self._failed is None else self.run_dir.__exit__(OSError, None, None)
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:

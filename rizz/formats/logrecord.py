@@ -39,6 +39,9 @@ from attrs import field, frozen
 
 from rizz.errors import RizzError
 
+# attrs.Factory's class: attrs's stubs type attrs.Factory as a function, which isinstance() does not take
+_FACTORY: Any = type(attrs.Factory(list))
+
 __all__ = [
     "KINDS",
     "LOG_VERSION",
@@ -177,7 +180,7 @@ class CallPart:
     evaluated_tokens: int | None = None
 
     @classmethod
-    def of(cls, kind: str, g: Any) -> "CallPart":
+    def of(cls, kind: str, g: Any) -> CallPart:
         """The call that produced ``g`` (a ``rizz.adapters.models.Generation``)."""
         ev = getattr(g, "evaluated_prompt_tokens", None)
         ev = ev if ev is not None and ev < g.prompt_tokens and not g.cached else None
@@ -314,7 +317,7 @@ def unstructure(rec: LogRecord) -> dict[str, Any]:
         out["episode"] = episode
     if rec.kind != "step":  # live records: leave out what equals its default
         for a in attrs.fields(LogRecord)[4:]:
-            default = a.default.factory() if isinstance(a.default, attrs.Factory) else a.default  # type: ignore[attr-defined]
+            default = a.default.factory() if isinstance(a.default, _FACTORY) else a.default
             if getattr(rec, a.name) == default:
                 out.pop(a.name, None)
     return out

@@ -229,7 +229,8 @@ def _cross_field_errors(p: Policy) -> list[str]:
     if p.lifecycle.max_active > p.lifecycle.max_branches:
         out.append(f"$.lifecycle.max_active: expected at most lifecycle.max_branches ({p.lifecycle.max_branches}), got {p.lifecycle.max_active}")
     if p.quarantine.enabled and p.write.failure_threshold > p.quarantine.middling_min:
-        out.append(f"$.write.failure_threshold: expected at most quarantine.middling_min ({p.quarantine.middling_min:g}), got {p.write.failure_threshold:g}")
+        out.append(f"$.write.failure_threshold: expected at most quarantine.middling_min ({p.quarantine.middling_min:g}), "
+                   f"got {p.write.failure_threshold:g}")
     for b in p.compiler.drop_order:
         if b in PROTECTED_BLOCKS:
             out.append(f"$.compiler.drop_order: {b!r} is never dropped (instruction and input are protected); remove it")

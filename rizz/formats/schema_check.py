@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numbers
 import re
-from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 __all__ = ["SchemaError", "schema_errors"]
 

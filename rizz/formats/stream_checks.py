@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rizz.errors import RizzError
 from rizz.formats.timekeys import TIME_EXPECTED, canonical_time
@@ -287,7 +288,7 @@ def validate(obj: Any) -> None:
     _check_episode(obj, verifier)
 
 
-class _Repeated(dict):  # type: ignore[type-arg]
+class _Repeated(dict):
     """Internal: a decoded JSON object in which the keys ``repeated`` occurred more than once."""
 
     repeated: tuple[str, ...] = ()

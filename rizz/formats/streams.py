@@ -28,14 +28,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import attrs
 from pyrsistent import PMap, freeze, pmap, thaw
 
 from rizz.errors import RizzError
-from rizz.formats.timekeys import canonical_time, instant_us
 from rizz.formats.stream_checks import (  # noqa: F401 - the field table's names are part of this module's API
     EPISODE_FIELDS,
     EPISODE_VERIFIERS,
@@ -51,6 +51,7 @@ from rizz.formats.stream_checks import (  # noqa: F401 - the field table's names
     pairs_hook,
     validate,
 )
+from rizz.formats.timekeys import canonical_time, instant_us
 
 __all__ = [
     "SHAPES",
@@ -92,7 +93,7 @@ def _freeze_or_none(value: Any) -> PMap | None:
     return None if value is None else freeze(dict(value))
 
 
-def _element_validator(inst: "StreamElement", _attr: Any, _value: Any) -> None:
+def _element_validator(inst: StreamElement, _attr: Any, _value: Any) -> None:
     try:
         validate(element_to_json(inst))
     except FieldError as err:
@@ -367,7 +368,8 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
     if not elements and not bad:
         raise StreamError(name, "no stream elements (the file is empty or has only blank lines)")
     if not elements:
-        raise StreamError(name, "no stream elements: the only non-blank line is bad" if len(bad) == 1 else f"no stream elements: all {len(bad)} non-blank lines are bad", bad)
+        raise StreamError(name, "no stream elements: the only non-blank line is bad" if len(bad) == 1
+                          else f"no stream elements: all {len(bad)} non-blank lines are bad", bad)
     return StreamRead(tuple(elements), tuple(bad))
 
 

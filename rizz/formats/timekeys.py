@@ -25,7 +25,7 @@ time zone is ever read.
 from __future__ import annotations
 
 import math
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 __all__ = ["TIME_EXPECTED", "canonical_time", "instant_us", "time_fields"]
 
@@ -34,7 +34,7 @@ TIME_EXPECTED = (
     "an ISO 8601 date or date-time (e.g. 2026-05-24 or 2026-05-24T09:30:00+02:00; no offset = UTC) "
     "or a number of seconds since 1970-01-01 UTC"
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def canonical_time(value: object) -> str:
@@ -71,7 +71,7 @@ def instant_us(value: object) -> int:
     Raises ValueError for a value :func:`canonical_time` refuses."""
     dt = datetime.fromisoformat(canonical_time(value))
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     d = dt - _EPOCH
     return (d.days * 86_400 + d.seconds) * 1_000_000 + d.microseconds
 

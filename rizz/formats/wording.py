@@ -4,7 +4,7 @@ for a misspelt key."""
 from __future__ import annotations
 
 import difflib
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["did_you_mean", "ordinal", "plural"]
 

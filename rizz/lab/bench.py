@@ -15,16 +15,17 @@ afterwards, and ``BENCH_DIR/ray.json`` records each task's wall time and node.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from rizz.formats.policy_file import load_policy
-from rizz.lab.progress import StepProgress
-from rizz.engine.run import run_stream
 from rizz.adapters.embedder import bundled_model_dir
+from rizz.engine.run import run_stream
+from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import read_stream
 from rizz.lab.peers.proxy import CallProxy
 from rizz.lab.peers.run_peer import is_peer, run_peer
+from rizz.lab.progress import StepProgress
 from rizz.lab.ray_tasks import RunSpec, driver_torch_threads, pinned_embedder, run_specs_on_ray
 from rizz.lab.report import build_report
 from rizz.store.runlog import write_json_atomic
@@ -107,7 +108,7 @@ def run_bench(
                 emb_path = None
             summary = run_peer(stream, source.partition(":")[2], out / source, model, proxy, peer_model.model_id, limit=limit,
                                rendering=rendering or peer_model.rendering, write_threshold=default.write_threshold,
-                               embedder_path=emb_path, budget=budget, on_step=lambda rec: on_peer(rec, None), log=log)
+                               embedder_path=emb_path, budget=budget, on_step=lambda rec: on_peer(rec, None), log=log)  # noqa: B023 - run_peer returns first
             on_peer.finish(summary["steps"])
             continue
         on_step = StepProgress(progress, f"{pol.name:>22}", total, echo=log)

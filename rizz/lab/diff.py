@@ -7,19 +7,19 @@ events of the requested steps and the compiler's drops from the log records.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from rizz.core import AdaptiveState
-from rizz.core import events as ev
+from rizz.core import AdaptiveState, events as ev
 from rizz.core.evidence import block_shown
 from rizz.core.tenants import branch_key
-from rizz.lab.episode_view import episode_lines
 from rizz.engine.logfold import LogFold
 from rizz.formats.logrecord import parse
 from rizz.formats.policy_file import parse_policy
-from rizz.store.runlog import RunDir
 from rizz.formats.wording import ordinal, plural
+from rizz.lab.episode_view import episode_lines
+from rizz.store.runlog import RunDir
 
 __all__ = ["COLUMNS", "LabelSources", "ROUTED_BY", "branch_rows", "branch_table", "budget_source", "describe_event", "diff_run",
            "inspect_run"]
@@ -147,7 +147,8 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
                 lines.append("  " + d)
         p = rec.get("prompt")
         if p:
-            lines.append(f"  prompt: {p['tokens']} tokens (budget {p['budget']}: {budget_source(p['budget'], policy_budget, meta.get('budget_cap'))}), "
+            lines.append(f"  prompt: {p['tokens']} tokens "
+                         f"(budget {p['budget']}: {budget_source(p['budget'], policy_budget, meta.get('budget_cap'))}), "
                          f"{plural(len(p['rule_ids']), 'rule')}, {plural(len(p['episode_keys']), 'example')}")
             for block, item, tokens, reason in p["dropped"]:
                 lines.append(f"  compiler dropped {block}/{item} ({tokens} tokens, {reason})")

@@ -18,7 +18,8 @@ runs written before show ``?``.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = ["label_quality", "label_markdown"]
 

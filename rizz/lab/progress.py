@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from rizz.extras import extra_needed
 
@@ -117,7 +118,7 @@ def time_estimate(steps_left: Mapping[str, int], seconds_per_step: Mapping[str, 
         'about 7 min on idle cores (frozen 2 min, default 4 min)'
         >>> time_estimate({"frozen": 0, "default": 42}, {"frozen": 1.7, "default": 3.0}, 3.0, 2, 2)
         'about 2 min on idle cores (frozen done, default 2 min); the cores are busy now (load average 3.0 on 2 cores), so expect about 2.5× that: 5 min'
-    """
+    """  # noqa: E501 - a doctest's output is one line
     per = {p: n * seconds_per_step[p] for p, n in steps_left.items()}
     total = sum(per.values())
     parts = ", ".join(f"{p} {_minutes(s) if steps_left[p] else 'done'}" for p, s in per.items())

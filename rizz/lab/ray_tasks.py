@@ -35,19 +35,21 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import attrs
 
-from rizz.formats.wording import plural
 from rizz.adapters.embedder import Embedder
 from rizz.adapters.models import load_model
 from rizz.adapters.models.cache import ResponseCache
 from rizz.engine.run import run_stream
+from rizz.formats.wording import plural
 from rizz.store.runlog import RunDir, write_json_atomic
 
-__all__ = ["RunSpec", "TaskResult", "driver_torch_threads", "merge_cache_rows", "model_from_spec", "pinned_embedder", "ray_session", "run_specs_on_ray"]
+__all__ = ["RunSpec", "TaskResult", "driver_torch_threads", "merge_cache_rows", "model_from_spec", "pinned_embedder", "ray_session",
+           "run_specs_on_ray"]
 
 #: RUN_DIR entries never shipped back (the lock belongs to the worker's process).
 _SKIP = {".lock", ".lock.pid"}

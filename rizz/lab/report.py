@@ -22,19 +22,20 @@ the same order (checked; a mismatch raises ValueError naming the policy).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from rizz.engine.logfold import views
+from rizz.engine.run import evaluated_tokens
+from rizz.extras import extra_needed
+from rizz.formats.wording import plural
 from rizz.lab.labels import label_markdown, label_quality
 from rizz.lab.peers.report import peer_markdown, peer_results
 from rizz.lab.stats import N_RESAMPLES, bootstrap_ci, paired_delta
-from rizz.engine.logfold import views
 from rizz.store.runlog import RunDir, write_json_atomic
-from rizz.formats.wording import plural
-from rizz.extras import extra_needed
-from rizz.engine.run import evaluated_tokens
 
 __all__ = ["BASELINES", "PLOTS", "build_report", "format_table"]
 
@@ -303,7 +304,8 @@ def _rows(results: dict[str, Any]) -> list[list[str]]:
             delta = "–"
         b = r["branches"]
         rows.append([p, f"{r['mean_reward']:.3f} {_fmt_ci(r['ci95'], '.3f')}", delta, f"{r['calls_per_answered_step']:.2f}",
-                     f"{r['prompt_tokens']}", f"{r.get('prompt_tokens_evaluated', '–')}", f"{r['max_prompt_tokens']}", "/".join("–" if b.get(k) is None else str(b[k]) for k in ("total", "active")), f"{r['wall_s']:.1f}"])
+                     f"{r['prompt_tokens']}", f"{r.get('prompt_tokens_evaluated', '–')}", f"{r['max_prompt_tokens']}",
+                     "/".join("–" if b.get(k) is None else str(b[k]) for k in ("total", "active")), f"{r['wall_s']:.1f}"])
     return rows
 
 
@@ -364,7 +366,8 @@ def _markdown(results: dict[str, Any]) -> str:
             "- *calls/answered step* counts every model call (judge, answer, distill) per answered step; *prompt tokens* is their "
             "total prompt size; *evaluated prompt tokens* the part the model evaluated: not the calls the response cache answered, "
             "nor the tokens a backend read from its own prompt cache (Anthropic, an OpenAI-compatible server's prefix cache) or "
-            "reused from its KV cache (embedded?kv_reuse=1); *max prompt tokens* is the largest compiled answer prompt, which must stay within the token budget "
+            "reused from its KV cache (embedded?kv_reuse=1); *max prompt tokens* is the largest compiled answer prompt, "
+            "which must stay within the token budget "
             "(for a `peer:` entry, which compiles none: its largest answer call's prompt as the model server counted it, chat "
             "template included, so a few tokens above the same text compiled by rizz).",
             "- *branches* is the branch bank's final size (total/active, after merges and prunes); the branch plot counts spawns.",

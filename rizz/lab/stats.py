@@ -8,7 +8,8 @@ the sweep report (:mod:`rizz.lab.sweep_report`).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -34,18 +34,19 @@ from __future__ import annotations
 
 import itertools
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import attrs
 import numpy as np
 import yaml
 
+from rizz.adapters.embedder import Embedder
+from rizz.engine.run import run_stream
 from rizz.errors import RizzError
 from rizz.formats.policy_file import PolicyError, load_policy, parse_policy, policy_data
 from rizz.formats.wording import did_you_mean, plural
-from rizz.adapters.embedder import Embedder
-from rizz.engine.run import run_stream
 from rizz.lab.ray_tasks import RunSpec, driver_torch_threads, model_from_spec, pinned_embedder, run_specs_on_ray
 from rizz.lab.report import build_report
 from rizz.lab.sweep_report import write_sweep_report

@@ -16,14 +16,15 @@ steps by (cell, step id), since every policy ran every cell's stream in the same
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from rizz.extras import extra_needed
 from rizz.lab.stats import N_RESAMPLES, bootstrap_ci, paired_delta
 from rizz.store.runlog import RunDir, write_json_atomic
-from rizz.extras import extra_needed
 
 __all__ = ["write_sweep_report"]
 

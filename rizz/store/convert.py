@@ -24,9 +24,10 @@ import hashlib
 import os
 import shutil
 import sqlite3
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 

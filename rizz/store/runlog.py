@@ -34,15 +34,16 @@ import errno
 import json
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from rizz.core import AdaptiveState, from_data, to_data
 from rizz.errors import RizzError
-from rizz.store.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes, snapshot_header, write_then_rename
-from rizz.formats.policy_file import parse_policy
-from rizz.store.embeddings import DURABILITY, EmbeddingStore
 from rizz.extras import extra_needed
+from rizz.formats.policy_file import parse_policy
+from rizz.store.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes, snapshot_header, write_then_rename
+from rizz.store.embeddings import DURABILITY, EmbeddingStore
 from rizz.store.runstore import STORE_FILE, RunStore
 from rizz.store.snapchunks import ChunkError, SnapshotChunks
 
@@ -102,7 +103,7 @@ class RunDir:
         self.ignored_snapshots: list[tuple[int, str]] = []  # (steps, why) skipped by latest_snapshot
 
     # -- lock ------------------------------------------------------------------------
-    def __enter__(self) -> "RunDir":
+    def __enter__(self) -> RunDir:
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = FileLock(str(self.root / ".lock"), timeout=0)
         try:
@@ -145,7 +146,8 @@ class RunDir:
             write_json_atomic(self.meta_path, meta)
             return meta
         old = json.loads(self.meta_path.read_text(encoding="utf-8"))
-        diffs = [k for k in ("stream_sha256", "policy_digest", "model", "embedder", "embedder_dim", "rendering", "budget_cap", "user_model") if old.get(k) != meta.get(k)]
+        diffs = [k for k in ("stream_sha256", "policy_digest", "model", "embedder", "embedder_dim", "rendering", "budget_cap", "user_model")
+                 if old.get(k) != meta.get(k)]
         if "policy_digest" in diffs and _same_policy(old.get("policy_data"), meta.get("policy_data")):
             diffs.remove("policy_digest")  # written before a policy field was added (its default keeps the old behaviour)
         if diffs:
@@ -255,7 +257,9 @@ class RunDir:
                     f.truncate(start)
             except OSError:
                 pass
-            raise full or e
+            if full is None:
+                raise
+            raise full from e
         return self.appended
 
     appended = 0  # records appended by this RunDir (written and flushed to the OS)

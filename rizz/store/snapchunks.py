@@ -42,8 +42,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Callable
 from operator import is_
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from pyrsistent import PVector, pmap, pset, pvector
@@ -188,7 +189,7 @@ class SnapshotChunks:
                 if hit is not None and all(map(is_, part, hit[0])):
                     out.append([reuse(key, hit), size])
                     continue
-                sha, got = inner(lambda: _dumps([to_data(x, hook) for x in part]))
+                sha, got = inner(lambda: _dumps([to_data(x, hook) for x in part]))  # noqa: B023 - called at once
                 new[key] = (part, sha, got)
                 out.append([sha, size])
             return {"_vc": out, "tail": [to_data(x, hook) for x in items[end:]]}

@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from rizz.adapters.agents.calls import ToolCall, format_call  # noqa: E402
 from rizz.adapters.embedder import Embedder  # noqa: E402
-from rizz.formats.policy_file import load_policy  # noqa: E402
 from rizz.engine.run import run_stream  # noqa: E402
+from rizz.formats.policy_file import load_policy  # noqa: E402
 from rizz.formats.streams import read_stream  # noqa: E402
 from tests.agents.conftest import StubModel  # noqa: E402
 

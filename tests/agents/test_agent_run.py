@@ -8,10 +8,9 @@ from pathlib import Path
 
 from rizz.adapters.agents.calls import ToolCall, format_call
 from rizz.engine.agent_prompt import ELIDED
-from rizz.formats.policy_file import load_policy
 from rizz.engine.run import replay, run_stream
+from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import read_stream, write_stream
-
 from tests.agents.conftest import StubModel
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -131,8 +130,8 @@ def test_resume_equals_uninterrupted(tmp_path, embedder) -> None:
 
 
 def test_diff_shows_the_episode_readably(tmp_path, embedder) -> None:
-    from rizz.lab.diff import diff_run
     from rizz.adapters.models.spec import load_model
+    from rizz.lab.diff import diff_run
 
     stream = tmp_path / "s.jsonl"
     write_stream(stream, TAU[:1])

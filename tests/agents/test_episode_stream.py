@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rizz.formats.streams import StreamError, StreamElement, dumps_element, element_to_json, read_stream
+from rizz.formats.streams import StreamElement, StreamError, dumps_element, element_to_json, read_stream
 
 TOOL = {"name": "get_order", "description": "Order details.",
         "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from rizz.lab.episode_view import HEAD, MAX_EVENTS, TAIL, WIDTH, episode_lines, episodes_text
-from rizz.apps.cli import app
 from rizz.adapters.models.spec import load_model
-from rizz.formats.policy_file import load_policy
+from rizz.apps.cli import app
 from rizz.engine.run import run_stream
+from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import read_stream, write_stream
+from rizz.lab.episode_view import HEAD, MAX_EVENTS, TAIL, WIDTH, episode_lines, episodes_text
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 

@@ -14,11 +14,10 @@ import attrs
 
 from rizz.core import StepInput, Verdict
 from rizz.engine.logfold import memory_input
-from rizz.formats.policy_file import load_policy
 from rizz.engine.run import replay
 from rizz.engine.session import Session
+from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import read_stream
-
 from tests.agents.conftest import StubModel
 
 DATA = Path(__file__).resolve().parents[2] / "data"

@@ -17,10 +17,10 @@ import pytest
 
 from rizz.adapters.agents.env import plain
 from rizz.adapters.agents.episode import Episode
-from rizz.formats.policy_file import load_policy
-from rizz.engine.run import replay, run_stream
-from rizz.formats.streams import read_stream, write_stream
 from rizz.adapters.verifiers.episodes import verify_episode
+from rizz.engine.run import replay, run_stream
+from rizz.formats.policy_file import load_policy
+from rizz.formats.streams import read_stream, write_stream
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

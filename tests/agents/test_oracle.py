@@ -12,8 +12,8 @@ from rizz.adapters.agents.env import make_environment
 from rizz.adapters.agents.loop import run_episode
 from rizz.adapters.agents.tools import ToolError
 from rizz.adapters.models.oracle import NullAgent, OracleAgent, ScriptedUser
-from rizz.formats.streams import read_stream
 from rizz.adapters.verifiers.episodes import first_wrong_call, gold_digest, verify_episode
+from rizz.formats.streams import read_stream
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 TAU = read_stream(DATA / "tau-bench-mini" / "test.jsonl").elements

@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 
 from rizz.adapters.agents.calls import ToolCall, format_call
-from rizz.lab.builders.bfcl import bfcl_elements
-from rizz.formats.policy_file import load_policy
 from rizz.engine.run import run_stream
+from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import write_stream
-
+from rizz.lab.builders.bfcl import bfcl_elements
 from tests.agents.conftest import StubModel
 
 APPS = {"simple_python": "A", "multiple": "B", "parallel": "C"}

@@ -10,19 +10,19 @@ that renders that template (then replay without it). Model tests: the shipped 0.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 
 from rizz.adapters.agents.episode import Episode
-from rizz.engine.native_agent import native_kind
 from rizz.adapters.agents.qwen_tools import ParsedReply, parse_tool_calls, template_calls_tools
 from rizz.adapters.models import Generation, Message
-from rizz.formats.policy_file import load_policy
+from rizz.engine.native_agent import native_kind
 from rizz.engine.run import replay, run_stream
+from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import read_stream, write_stream
-
 from tests.agents.conftest import StubModel
 
 ROOT = Path(__file__).resolve().parents[2]

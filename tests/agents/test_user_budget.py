@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rizz.engine.model_agent import USER_MARGIN, LLMUser
-
 from tests.agents.conftest import StubModel
 
 

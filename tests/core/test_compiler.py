@@ -3,13 +3,11 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from helpers import make_input, word_count
+from hypothesis import given, settings, strategies as st
 
 from rizz.core import Policy, PromptBudgetError, PromptItem, Verdict, compile_prompt, prompt_blocks, rizz
 from rizz.formats.policy_file import load_policy
-
-from helpers import make_input, word_count
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = load_policy(ROOT / "policies/default.yaml").compiler

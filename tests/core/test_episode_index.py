@@ -5,19 +5,16 @@ import json
 
 import attrs
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from helpers import make_input
+from hypothesis import given, settings, strategies as st
 
-from rizz.core import Label, Policy, StepInput, Verdict, digest, from_data, rizz, to_data
-from rizz.core import events as ev
+from rizz.core import Label, Policy, StepInput, Verdict, digest, events as ev, from_data, rizz, to_data
 from rizz.core.apply import fold
 from rizz.core.episode_index import EpisodeIndex
 from rizz.core.records import Episode
 from rizz.core.retrieval import Scored, _episodes
 from rizz.core.routing import CONTEXT_FUNCTION
 from rizz.core.vec import row_dots
-
-from helpers import make_input
 
 D = 16
 SHAPES = ("label", "number", None)
@@ -127,7 +124,7 @@ def assert_index_matches(state):
     assert _rows_by_position(idx) == _rows_by_position(EpisodeIndex.build(state.branches.values()))
     for bid, b in state.branches.items():
         for i in range(len(b.episodes)):
-            assert _rows_by_position(idx)[(int(bid[1:]), i)] == b.episodes.matrix.row_bytes(i)
+            assert _rows_by_position(idx)[(int(bid[1:]), i)] == b.episodes.matrix.rows()[i].tobytes()
 
 
 @settings(max_examples=150, deadline=None)

@@ -1,10 +1,8 @@
 import attrs
 import numpy as np
-
-from rizz.core import CandidateRule, Policy, Verdict, distill_batch, rizz
-from rizz.core import events as ev
-
 from helpers import embed, make_input
+
+from rizz.core import CandidateRule, Policy, Verdict, distill_batch, events as ev, rizz
 
 
 def _events(r, s, x, v):
@@ -53,7 +51,8 @@ def test_far_from_centroid_is_quarantined():
 
 
 def _rule(text):
-    v = np.zeros(32, np.float32); v[0] = 1
+    v = np.zeros(32, np.float32)
+    v[0] = 1
     return CandidateRule(f"the input is {text}", "answer with one letter", v)
 
 

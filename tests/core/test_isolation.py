@@ -1,14 +1,11 @@
 """Interference isolation, driven by hypothesis over random interleaved streams."""
 
 import attrs
-from hypothesis import settings
-from hypothesis import strategies as st
+from helpers import make_input
+from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from rizz.core import Policy, Verdict, digest, rizz
-from rizz.core import events as ev
-
-from helpers import make_input
+from rizz.core import Policy, Verdict, digest, events as ev, rizz
 
 DEFAULT = Policy()
 SINGLE = attrs.evolve(Policy(), routing=attrs.evolve(Policy().routing, mode="single"))

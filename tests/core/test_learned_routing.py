@@ -4,8 +4,8 @@ import json
 
 import attrs
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from helpers import DIM, embed, make_input
+from hypothesis import given, settings, strategies as st
 
 from rizz.core import Label, Policy, StepInput, Verdict, digest, from_data, rizz, to_data
 from rizz.core.bandit import FEATURES, choose
@@ -13,8 +13,6 @@ from rizz.core.evidence import withheld
 from rizz.core.records import Evidence
 from rizz.core.routing import route
 from rizz.core.sketch import energy, merge_sketches, overlap, update_sketch
-
-from helpers import DIM, embed, make_input
 
 # The digest of this stream under the code before issue #10 (commit 0343413): every new
 # feature off must leave it unchanged (AREAS.md constraint 1). Recomputed once since, when the
@@ -138,7 +136,7 @@ def test_sketch_energy_overlap_and_merge():
     rng = np.random.default_rng(0)
     basis = np.linalg.qr(rng.normal(size=(DIM, 3)))[0].T.astype(np.float32)  # 3 orthonormal rows
     sk = None
-    for i in range(30):
+    for _ in range(30):
         v = basis.T @ rng.normal(size=3).astype(np.float32)
         sk = update_sketch(sk, (v / np.linalg.norm(v)).astype(np.float32).tobytes(), rank=4)
     assert sk.count == 30 and len(sk.rows) // (4 * DIM) <= 4

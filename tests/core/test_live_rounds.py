@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-
 from helpers import make_input
-from rizz.core import CandidateRule, Policy, Verdict, digest, rizz
-from rizz.core import events as ev
+
+from rizz.core import CandidateRule, Policy, Verdict, digest, events as ev, rizz
 from rizz.core.apply import fold
 
 R = rizz(Policy())

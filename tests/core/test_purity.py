@@ -33,7 +33,8 @@ def test_core_imports_only_allowed_modules():
 
 
 def test_core_import_does_not_load_torch_or_yaml():
-    import subprocess, sys
+    import subprocess
+    import sys
 
     code = "import sys, rizz.core; print(sorted(m for m in ('torch','yaml','llama_cpp','sentence_transformers','anthropic') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -1,13 +1,11 @@
 import json
 
 import attrs
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from helpers import embed, make_input
+from hypothesis import given, settings, strategies as st
 
 from rizz.core import CandidateRule, Policy, StepInput, Verdict, digest, from_data, rizz, to_data
 from rizz.core.serialize import canonical_json
-
-from helpers import embed, make_input
 
 streams = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 999), st.sampled_from([0.0, 0.3, 1.0])), min_size=1, max_size=40)
 

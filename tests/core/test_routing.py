@@ -1,10 +1,9 @@
 import attrs
 import numpy as np
+from helpers import FAMILIES, embed, label_vec, make_input
 
 from rizz.core import Label, Policy, StepInput, Verdict, jaccard, needs_label, normalise_label, rizz, route, snap_label
 from rizz.core.routing import app_tokens
-
-from helpers import FAMILIES, embed, label_vec, make_input
 
 
 def test_normalise_label():
@@ -43,7 +42,8 @@ def test_snap_by_label_embedding_then_jaccard():
     snapped, ev = snap_label(s, r.policy, lab, label_vec(FAMILIES[0][0]).tobytes())
     assert snapped == FAMILIES[0][0] and ev.method == "embedding" and ev.score == 1.0
     # orthogonal psi, but a same-function sibling sharing 2 of 3 tokens (J = 2/3 >= 0.40).
-    other = np.zeros(32, np.float32); other[31] = 1
+    other = np.zeros(32, np.float32)
+    other[31] = 1
     snapped, ev = snap_label(s, r.policy, Label("classify", "monetary-policy"), other.tobytes())
     assert snapped == FAMILIES[0][0] and ev.method == "jaccard" and abs(ev.score - 2 / 3) < 1e-6
     # a different function never snaps by Jaccard

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import attrs
-import pytest
 import numpy as np
+import pytest
 
-from rizz.core import Policy, StepInput, Verdict, digest, from_data, rizz, to_data
-from rizz.core import events as ev
-from rizz.core.records import ContextItem
+from rizz.core import Policy, StepInput, Verdict, digest, events as ev, from_data, rizz, to_data
 from rizz.core.episode_index import EpisodeIndex
+from rizz.core.records import ContextItem
 from rizz.core.serialize import canonical_json
 from rizz.formats.timekeys import time_fields
 from tests.core.helpers import FAMILIES, embed, label_vec, make_input
@@ -129,8 +128,11 @@ def test_scope_walled_examples_equal_the_open_ranking_filtered_by_scope() -> Non
         assert all(e.item.scope in (None, scope) for e in got)
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import (  # noqa: E402
+    given,
+    settings,
+    strategies as st,  # noqa: E402
+)
 
 
 @settings(max_examples=60, deadline=None)

@@ -8,8 +8,7 @@ another tenant's elements appears in its sub-state or prompts.
 from __future__ import annotations
 
 import attrs
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from rizz.core import (
     CandidateRule,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import pytest
 from stubs import StubBackend
@@ -120,7 +121,7 @@ class ScriptedHTTPServer:
             target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
 
-    def __enter__(self) -> "ScriptedHTTPServer":
+    def __enter__(self) -> ScriptedHTTPServer:
         self._thread.start()
         return self
 

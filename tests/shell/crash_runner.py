@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stubs import ArithmeticModel, HashEmbedder  # noqa: E402
 
 from rizz.adapters.models.cache import CachedModel, ResponseCache  # noqa: E402
-from rizz.formats.policy_file import load_policy  # noqa: E402
 from rizz.engine.run import run_stream  # noqa: E402
+from rizz.formats.policy_file import load_policy  # noqa: E402
 
 if __name__ == "__main__":
     stream, out = Path(sys.argv[1]), Path(sys.argv[2])

@@ -11,9 +11,9 @@ import sys
 from typing import Any
 
 import numpy as np
+from stubs import StubBackend  # tests/shell is on sys.path (pytest, the child below, the benches)
 
 from tests.core.helpers import unit
-from stubs import StubBackend  # tests/shell is on sys.path (pytest, the child below, the benches)
 
 
 class HashEmbedder:

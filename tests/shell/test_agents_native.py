@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rizz.engine.native_agent import json_schema
 from rizz.adapters.models.anthropic_backend import AnthropicModel
 from rizz.adapters.models.openai_backend import OpenAICompatModel
-from rizz.formats.policy_file import load_policy
+from rizz.engine.native_agent import json_schema
 from rizz.engine.run import replay, run_stream
+from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import read_stream, write_stream
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -172,9 +172,9 @@ def test_under_serve_the_shared_queue_carries_native_tool_calls(tmp_path, http_s
     """``rizz serve`` wraps every tenant's model as CachedModel(FairModel(backend)): episodes
     still use the API's native tool calling, each request waits its turn in the shared queue,
     and the queue's metrics hook sees every call with its tokens."""
-    from rizz.engine.native_agent import native_kind
     from rizz.adapters.models.cache import CachedModel, ResponseCache
     from rizz.apps.serve.tenants import FairModel
+    from rizz.engine.native_agent import native_kind
 
     seen: list = []
     calls: list = []

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rizz.lab.builders import BuildError, BuildOptions, build, interleave, prompt_chars
 from rizz.apps.cli_streams import app, resolve_data_root
 from rizz.formats.streams import read_stream
+from rizz.lab.builders import BuildError, BuildOptions, build, interleave, prompt_chars
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data"

@@ -1,6 +1,6 @@
 """A backend that sends no temperature (``temperature=None``) is cached under its own key."""
-from rizz.adapters.models.cache import CachedModel, ResponseCache, cache_key
 from rizz.adapters.models.base import Message
+from rizz.adapters.models.cache import CachedModel, ResponseCache, cache_key
 
 
 def test_none_temperature_keys_apart_from_zero_and_numbers_key_as_before():

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from rizz.store import durable
 from rizz.adapters.models import Generation
 from rizz.adapters.models.cache import CachedModel, ResponseCache
-from rizz.formats.policy_file import load_policy
 from rizz.engine.run import replay, run_stream
+from rizz.formats.policy_file import load_policy
+from rizz.store import durable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream  # noqa: E402

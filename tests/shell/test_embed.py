@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from rizz.adapters.embedder import Embedder
-
 from rizz.store.embeddings import EmbeddingStore, embedding_key
 
 SENTENCES = [

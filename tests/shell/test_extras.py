@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rizz.errors import MissingExtraError
 from rizz.adapters.models.base import ModelUnavailableError
+from rizz.errors import MissingExtraError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,10 +84,10 @@ def test_the_rizz_command_runs_through_the_launcher() -> None:
 
 def _calls() -> dict[str, tuple[str, str, object]]:
     """Call sites that import their extra when called: name -> (blocked module, extra, call)."""
-    from rizz.lab import progress, report, sweep_report
     from rizz.adapters import embedder as embed
     from rizz.adapters.models import embedded, load_model
     from rizz.apps.serve import app, run
+    from rizz.lab import progress, report, sweep_report
 
     return {
         "embedder": ("sentence_transformers", "local", lambda: embed.Embedder()._load()),

@@ -15,18 +15,17 @@ import json
 import math
 import os
 import re
-from datetime import timedelta, timezone
+from datetime import UTC, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from typer.testing import CliRunner
 
-from rizz.core.policy import policy_schema
 from rizz.apps import cli
+from rizz.core.policy import policy_schema
 from rizz.formats.streams import EPISODE_VERIFIERS, SHAPES, VERIFIERS
 
 N = int(os.environ.get("RIZZ_FUZZ_EXAMPLES", "1000"))
@@ -75,7 +74,7 @@ def _assert_refused(code: int, out: str, exc, where: str, field: str | None, run
 
 # ------------------------------------------------------------------ stream lines
 text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
-_ZONES = [None, timezone.utc, timezone(timedelta(hours=2)), timezone(-timedelta(hours=5, minutes=30))]
+_ZONES = [None, UTC, timezone(timedelta(hours=2)), timezone(-timedelta(hours=5, minutes=30))]
 ident = st.text("abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=12)
 json_scalar = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False) | text
 str_or_list = text | st.lists(text, min_size=1, max_size=3)

@@ -19,7 +19,6 @@ from rizz.core import Label, StepInput, Verdict
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import label_sweep  # noqa: E402
-
 from test_run import TRACE_MINI, _answer  # noqa: E402,F401  (the run tests' stand-in model)
 
 
@@ -99,8 +98,8 @@ def test_parse_grid_and_bad_points_name_the_field():
 
 def test_a_logged_run_refolds_to_its_own_routes(tmp_path, fake_model, capsys):
     from rizz.adapters.embedder import Embedder
-    from rizz.formats.policy_file import load_policy
     from rizz.engine.run import run_stream
+    from rizz.formats.policy_file import load_policy
 
     lines = [l for l in TRACE_MINI.read_text().splitlines() if '"task": "FOMC"' in l or '"task": "ScienceQA"' in l][:10]
     stream_file = tmp_path / "s.jsonl"

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_run import TRACE_MINI, _answer  # noqa: F401  (same stand-in model as the run tests)
 
 from rizz.adapters.embedder import Embedder
-from rizz.formats.policy_file import load_policy
 from rizz.engine.run import replay, run_stream
-
-from test_run import TRACE_MINI, _answer  # noqa: F401  (same stand-in model as the run tests)
+from rizz.formats.policy_file import load_policy
 
 
 @pytest.fixture(scope="module")

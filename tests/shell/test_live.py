@@ -15,13 +15,13 @@ from pathlib import Path
 
 import attrs
 import pytest
-
 from livekit import HashEmbedder, StubModel, element
+
 from rizz import Session, Verdict
-from rizz.formats.policy_file import load_policy
 from rizz.engine.run import replay
-from rizz.store.runlog import RunDirBusy
 from rizz.engine.session import SessionError
+from rizz.formats.policy_file import load_policy
+from rizz.store.runlog import RunDirBusy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -256,7 +256,6 @@ def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp
     import numpy as np
 
     from rizz.adapters.embedder import Embedder
-
     from rizz.store.embeddings import EmbeddingStore, embedding_key
 
     sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
@@ -347,8 +346,7 @@ def test_an_answer_in_flight_follows_its_branch_into_a_merge(tmp_path):
     into b0: its verdict writes into b0, and a resume from a snapshot taken in between agrees."""
     import numpy as np
 
-    from rizz.core import Label, Policy, RouteDecision, RouteResult, StepInput
-    from rizz.core import events as ev
+    from rizz.core import Label, Policy, RouteDecision, RouteResult, StepInput, events as ev
     from rizz.core.apply import fold
     from rizz.engine.logfold import LogFold, load_inflight, save_inflight
     from rizz.formats.logrecord import LogRecord, VerdictPart

@@ -12,19 +12,18 @@ import tempfile
 from pathlib import Path
 
 import attrs
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-
 from livekit import HashEmbedder, StubModel, element
+
 from rizz import Session, Verdict
 from rizz.core import SHAPES, digest, from_data, to_data
-from rizz.formats import logrecord as lr
 from rizz.engine.logfold import restore_fold
-from rizz.formats.policy_file import load_policy, parse_policy, policy_data
-from rizz.store.runlog import RunDir
 from rizz.engine.session import SessionError
+from rizz.formats import logrecord as lr
+from rizz.formats.policy_file import load_policy, parse_policy, policy_data
 from rizz.formats.streams import dumps_element, element_from_json, read_stream, write_stream
+from rizz.store.runlog import RunDir
 
 _POLICY = load_policy("default")
 _POLICY = attrs.evolve(

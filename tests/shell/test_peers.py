@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from rizz.formats.policy_file import load_policy
 from rizz.lab.peers.proxy import CallProxy
 from rizz.lab.peers.run_peer import PEER_OPTIONS, PeerError, peer_python, run_peer
-from rizz.formats.policy_file import load_policy
 
 
 def _usage(messages) -> dict:
@@ -156,9 +156,9 @@ def test_mem0_prompt_is_frozens_prompt_with_the_memories_above(rendering):
     no ``Evidence:`` header, no budget)."""
     from stubs import HashEmbedder, StubBackend
 
-    from rizz.lab.peers.run_peer import mem0_messages
     from rizz.engine.session import Session
     from rizz.formats.streams import read_stream
+    from rizz.lab.peers.run_peer import mem0_messages
 
     class Recorder(StubBackend):
         name, context_window = "stub:recorder", 8192
@@ -426,9 +426,9 @@ def test_unknown_peer_is_a_clear_error():
 def test_bench_with_a_peer_writes_the_peers_table(http_server, tmp_path):
     """frozen and peer:mem0 in one bench over the stub: one report, Δ vs default, failures."""
     _need("mem0")
-    from rizz.lab.bench import run_bench
     from rizz.adapters.embedder import Embedder
     from rizz.adapters.models import load_model
+    from rizz.lab.bench import run_bench
     from rizz.lab.peers.setup import PeerModel
 
     srv = _stub(http_server, lambda msgs, body: json.dumps({"memory": []}) if body.get("response_format") else "4")
@@ -449,8 +449,8 @@ def test_bench_with_a_peer_writes_the_peers_table(http_server, tmp_path):
 def test_bench_with_a_peer_on_anthropic_reaches_one_model(http_server, monkeypatch, tmp_path):
     """--model anthropic:…: rizz's entries and mem0 are answered by the same Messages API."""
     _need("mem0")
-    from rizz.lab.bench import run_bench
     from rizz.adapters.embedder import Embedder
+    from rizz.lab.bench import run_bench
     from rizz.lab.peers.setup import peer_model
 
     def reply(body):  # mem0's fact extraction (its system prompt) gets its JSON, every answer "4"

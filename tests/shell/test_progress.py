@@ -45,12 +45,12 @@ def test_after_a_resume_the_figures_are_the_whole_runs_as_in_the_summary(tmp_pat
     summary.json said 0.083093."""
     from pathlib import Path
 
+    from conftest import FakeModel
     from livekit import HashEmbedder
     from test_run import _answer
 
-    from conftest import FakeModel
-    from rizz.formats.policy_file import load_policy
     from rizz.engine.run import run_stream
+    from rizz.formats.policy_file import load_policy
 
     monkeypatch.delenv("RIZZ_PROGRESS", raising=False)
     src = Path(__file__).resolve().parents[2] / "data" / "trace-mini" / "test.jsonl"

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from rizz.core.compiler import compile_prompt, prompt_blocks
-from rizz.core.retrieval import Retrieved
-from rizz.formats.logrecord import CallPart, unstructure, LogRecord
 from rizz.adapters.models import Generation, Message
 from rizz.adapters.models.anthropic_backend import AnthropicModel, cache_min_tokens, price_usd
-from rizz.formats.policy_file import load_policy
+from rizz.core.compiler import compile_prompt, prompt_blocks
+from rizz.core.retrieval import Retrieved
 from rizz.engine.render import render, stable_prefix
+from rizz.formats.logrecord import CallPart, LogRecord, unstructure
+from rizz.formats.policy_file import load_policy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_models_anthropic import KEY, message_body  # noqa: E402
@@ -98,9 +98,10 @@ def test_a_call_records_evaluated_tokens_only_when_fewer_were_evaluated():
 
 
 def test_summary_json_totals_sent_and_evaluated_prompt_tokens(tmp_path):
+    from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream
+
     from rizz.adapters.models.cache import CachedModel, ResponseCache
     from rizz.engine.run import run_stream
-    from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream
 
     class HalfCached(ArithmeticModel):
         def generate(self, messages, **kw):

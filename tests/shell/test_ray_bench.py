@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import stub_model  # noqa: E402
 
-from rizz.lab.bench import run_bench  # noqa: E402
 from rizz.adapters.models import ResponseCache  # noqa: E402
+from rizz.lab.bench import run_bench  # noqa: E402
 from rizz.lab.ray_tasks import _snapshot_cache, merge_cache_rows  # noqa: E402
 from rizz.store.runlog import RunDirMismatch  # noqa: E402
 

@@ -12,16 +12,16 @@ import json
 import numpy as np
 import pytest
 
-from rizz.core import Policy
 from rizz.adapters.models import Message, load_model
 from rizz.adapters.models.anthropic_backend import AnthropicModel, price_usd
 from rizz.adapters.models.openai_backend import OpenAICompatModel
 from rizz.adapters.models.reasoning import split_reasoning
 from rizz.adapters.models.spec import split_options
+from rizz.adapters.verifiers import extract_answer, verify
+from rizz.core import Policy
 from rizz.engine.run import summarise
 from rizz.engine.session import Session
 from rizz.formats.streams import element_from_json
-from rizz.adapters.verifiers import extract_answer, verify
 
 THINK_REPLY = "<think>Let me think step by step about what is asked here.</think>\npositive"
 
@@ -270,8 +270,8 @@ def test_reasoning_allowance_is_recorded_in_run_json_and_leaves_room_in_the_budg
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream
 
-    from rizz.formats.policy_file import load_policy
     from rizz.engine.run import run_stream
+    from rizz.formats.policy_file import load_policy
 
     model = ArithmeticModel()
     model.reasoning_tokens = 512
@@ -306,8 +306,8 @@ def test_the_issue_examples_end_to_end_six_reasoning_replies_without_usage(tmp_p
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from stubs import HashEmbedder
 
-    from rizz.formats.policy_file import load_policy
     from rizz.engine.run import run_stream
+    from rizz.formats.policy_file import load_policy
 
     srv = _chat_server(http_server, {"content": THINK_REPLY}, None)
     stream = tmp_path / "s.jsonl"

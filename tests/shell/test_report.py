@@ -40,8 +40,8 @@ def real_bench(tmp_path_factory, fake_model) -> Path:
     """BENCH_DIR of the real pipeline (fake model, real embedder); built once per module."""
     if "dir" not in _CACHE:
         from rizz.adapters.embedder import Embedder
-        from rizz.formats.policy_file import load_policy
         from rizz.engine.run import run_stream
+        from rizz.formats.policy_file import load_policy
 
         bench = tmp_path_factory.mktemp("bench")
         lines = [l for l in TRACE_MINI.read_text().splitlines() if '"task": "FOMC"' in l or '"task": "C-STANCE"' in l][:14]

@@ -90,8 +90,8 @@ def test_a_cache_hit_makes_no_request_and_counts_one(http_server, tmp_path):
 def test_run_summary_and_log_count_retried_calls(http_server, tmp_path):
     """Three elements, the second refused once: the log writes ``attempts`` on that call only
     (other lines are as before the field existed), the summary counts it."""
-    from rizz.formats.policy_file import load_policy
     from rizz.engine.run import run_stream
+    from rizz.formats.policy_file import load_policy
 
     seen: dict[str, int] = {}
 
@@ -126,8 +126,8 @@ def test_a_priced_run_counts_and_prices_judge_distill_and_retried_calls(http_ser
     ``calls_by_kind``, and ``cost_usd`` is the price of every call's tokens, retried ones included."""
     from stubs import ArithmeticModel, arithmetic_stream
 
-    from rizz.formats.policy_file import load_policy
     from rizz.engine.run import run_stream
+    from rizz.formats.policy_file import load_policy
 
     script = ArithmeticModel()
     seen: dict[str, int] = {}

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from rizz.core import Verdict
-from rizz.lab.diff import diff_run, inspect_run
 from rizz.adapters.embedder import Embedder
-from rizz.formats.policy_file import load_policy
+from rizz.core import Verdict
 from rizz.engine.run import replay, run_stream
-from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch
 from rizz.engine.session import Session
+from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import StreamError, read_stream
+from rizz.lab.diff import diff_run, inspect_run
+from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_MINI = ROOT / "data" / "trace-mini" / "test.jsonl"
@@ -77,10 +77,10 @@ def test_a_refused_resume_names_the_policy_and_says_what_to_do(tmp_path, stream,
 
 
 def test_cli_run_refused_resume_names_the_policy(tmp_path, stream, fake_model, monkeypatch):
+    from stubs import HashEmbedder
     from typer.testing import CliRunner
 
     from rizz.apps import cli
-    from stubs import HashEmbedder
 
     monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: fake_model(_answer))
     monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
@@ -436,7 +436,6 @@ def test_a_directory_as_the_stream_is_one_line_not_a_traceback(tmp_path):
 
 
 def test_replay_of_a_run_dir_another_process_holds_is_one_line(tmp_path, stream, fake_model, embedder):
-    from rizz.store.runlog import RunDir
 
     out = tmp_path / "held"
     _run(stream, out, fake_model, embedder, limit=1)

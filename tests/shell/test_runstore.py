@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rizz.store.convert import ConvertError, convert_run_dir
-from rizz.formats.policy_file import load_policy
 from rizz.engine.run import replay, run_stream
+from rizz.formats.policy_file import load_policy
+from rizz.store.convert import ConvertError, convert_run_dir
 from rizz.store.runlog import RunDir
 from rizz.store.runstore import RunStore, RunStoreError
 

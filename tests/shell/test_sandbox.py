@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rizz.adapters.verifiers import Isolation, SandboxResult, isolation, run_untrusted
-from rizz.adapters.verifiers import sandbox as sandbox_mod
+from rizz.adapters.verifiers import Isolation, SandboxResult, isolation, run_untrusted, sandbox as sandbox_mod
 
 OS_LEVEL = isolation().network == "netns"
 needs_os_level = pytest.mark.skipif(not OS_LEVEL, reason="namespaces/private uid need root on Linux")

@@ -16,10 +16,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+from test_sandbox import _sandbox_uid_processes  # noqa: E402 (pytest puts tests/shell on sys.path)
 
 from rizz.adapters.verifiers import isolation, verify
-
-from test_sandbox import _sandbox_uid_processes  # noqa: E402 (pytest puts tests/shell on sys.path)
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(isolation().network != "netns", reason="namespaces/private uid need root on Linux")]

@@ -428,8 +428,8 @@ def test_a_tenant_folder_of_other_settings_names_data_not_out(tmp_path):
     """The library's RunDirMismatch text tells a CLI user to pick another --out; serve's folders come from --data."""
     from fastapi.testclient import TestClient
 
-    from rizz.store.runlog import RunDirMismatch
     from rizz.apps.serve.run import build
+    from rizz.store.runlog import RunDirMismatch
 
     def opener(path):
         raise RunDirMismatch(f"{path} was started with different settings; resume refused:\n  model: ...\n"
@@ -478,8 +478,8 @@ def test_serve_answers_with_the_rendering_it_is_given(tmp_path):
     _sys.path.insert(0, str(Path(__file__).resolve().parent))
     from livekit import HashEmbedder, StubModel
 
-    from rizz.formats.policy_file import load_policy
     from rizz.apps.serve.run import build
+    from rizz.formats.policy_file import load_policy
 
     class LocalStub(StubModel):
         name = "gguf:stub.gguf"  # a local model: raw by default

@@ -23,14 +23,14 @@ from pathlib import Path
 
 import attrs
 import pytest
-
 from livekit import HashEmbedder, StubModel, element
+
 from rizz import Session, Verdict
-from rizz.store import durable
 from rizz.engine import session as session_mod
-from rizz.formats.policy_file import load_policy
 from rizz.engine.run import replay
+from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import element_from_json
+from rizz.store import durable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -302,12 +302,11 @@ def test_a_failed_log_sync_stops_the_session_until_it_is_reopened(tmp_path, monk
 
 
 def test_rizz_run_durability_os_gives_the_same_run_and_a_bad_value_is_refused(tmp_path, monkeypatch):
+    from stubs import ArithmeticModel, HashEmbedder as ArithmeticEmbedder, arithmetic_stream
     from typer.testing import CliRunner
 
-    from stubs import ArithmeticModel, HashEmbedder as ArithmeticEmbedder, arithmetic_stream
-
-    from rizz.apps import cli
     from rizz.adapters.models.cache import CachedModel, ResponseCache
+    from rizz.apps import cli
 
     stream = arithmetic_stream(tmp_path / "s.jsonl", 8)
     monkeypatch.setattr("rizz.apps.cli.Embedder", ArithmeticEmbedder)

@@ -162,8 +162,8 @@ def test_module_main_reports_a_missing_part_in_one_line(monkeypatch, capsys, tmp
 def test_the_default_embedded_model_is_the_verified_qwen_05b_and_reads_its_chat_template(tmp_path):
     """The real shipped default (make setup installs and assembles it): name, window, rendering,
     a deterministic chat answer, and a Session over it."""
-    from rizz.engine.answering import default_rendering
     from rizz.adapters.models.base import Message
+    from rizz.engine.answering import default_rendering
 
     model = load_model("embedded", n_threads=1)
     assert model.name == "embedded:Qwen2.5-Coder-0.5B-Instruct.Q4_K_M" and model.context_window == 32768

@@ -117,10 +117,11 @@ def test_a_memory_store_whose_keys_are_not_its_records_is_written_whole(tmp_path
 
 
 def test_a_run_snapshots_incrementally_keeps_three_and_its_store_only_their_chunks(tmp_path):
-    from rizz.adapters.models.cache import CachedModel, ResponseCache
-    from rizz.formats.policy_file import load_policy
-    from rizz.engine.run import replay, run_stream
     from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream
+
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
+    from rizz.engine.run import replay, run_stream
+    from rizz.formats.policy_file import load_policy
 
     stream = arithmetic_stream(tmp_path / "s.jsonl", 160)
     out = tmp_path / "r"
@@ -155,10 +156,11 @@ def test_snapshots_are_never_further_apart_than_the_tail_cap():
 
 
 def test_a_run_whose_newest_snapshot_lost_a_chunk_resumes_from_the_log_to_the_same_digest(tmp_path):
-    from rizz.adapters.models.cache import CachedModel, ResponseCache
-    from rizz.formats.policy_file import load_policy
-    from rizz.engine.run import run_stream
     from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream
+
+    from rizz.adapters.models.cache import CachedModel, ResponseCache
+    from rizz.engine.run import run_stream
+    from rizz.formats.policy_file import load_policy
 
     stream = arithmetic_stream(tmp_path / "s.jsonl", 150)
 

@@ -8,11 +8,16 @@ import attrs
 import pytest
 from typer.testing import CliRunner
 
-from rizz.formats.timekeys import TIME_EXPECTED
 from rizz.apps.cli_streams import app as streams_app
 from rizz.formats.streams import (
-    BadLine, StreamElement, StreamError, element_to_json, read_stream, write_stream,
+    BadLine,
+    StreamElement,
+    StreamError,
+    element_to_json,
+    read_stream,
+    write_stream,
 )
+from rizz.formats.timekeys import TIME_EXPECTED
 
 GOOD = {"id": "fomc-0007", "input": "What is the stance?", "instruction": None,
         "metadata": {"task": "FOMC", "scope": None, "shape": "letter", "time": None},

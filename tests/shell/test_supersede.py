@@ -9,8 +9,8 @@ from __future__ import annotations
 import attrs
 
 from rizz.core import events as ev
-from rizz.formats.policy_file import load_policy
 from rizz.engine.session import Session
+from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import StreamElement
 from tests.shell.test_walls import BowEmbedder
 

@@ -130,10 +130,10 @@ def test_a_snapshot_written_before_instants_is_rebuilt_from_the_log(tmp_path) ->
     ``instant_us`` (written before the shell parsed instants) is ignored and rebuilt from the
     log, and the run reaches the uninterrupted digest (the instant is not in the digest)."""
 
-    from rizz.store import durable
     from rizz.adapters.models.cache import CachedModel, ResponseCache
-    from rizz.formats.policy_file import load_policy
     from rizz.engine.run import run_stream
+    from rizz.formats.policy_file import load_policy
+    from rizz.store import durable
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from stubs import ArithmeticModel, HashEmbedder

@@ -17,9 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from viewkit import HOSTILE, add_fake_peer, family_stream, make_bench, make_run, make_session, view_policy  # noqa: E402
 
-from rizz.store.runlog import RunDir  # noqa: E402
 from rizz.lab.view import view_data, write_view  # noqa: E402
 from rizz.lab.view.page import embed_json  # noqa: E402
+from rizz.store.runlog import RunDir  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from rizz.core import Policy, TenantStates, digest
-from rizz.formats.policy_file import load_policy
 from rizz.engine.run import replay, run_stream
 from rizz.engine.session import Session
+from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import StreamElement, write_stream
 from tests.core.helpers import unit
 
@@ -228,8 +228,7 @@ def test_a_merge_in_one_tenant_moves_only_that_tenants_answers_in_flight(tmp_pat
     b0 while an answer of each tenant routed to its own b1 is pending: only Alice's moves."""
     from pyrsistent import pmap
 
-    from rizz.core import Label, RouteDecision, RouteResult, StepInput, WalledDecision
-    from rizz.core import events as ev
+    from rizz.core import Label, RouteDecision, RouteResult, StepInput, WalledDecision, events as ev
     from rizz.core.apply import fold
     from rizz.core.records import empty_state
     from rizz.engine.logfold import LogFold, load_inflight, save_inflight

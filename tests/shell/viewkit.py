@@ -17,12 +17,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
-
 from stubs import StubBackend
+
 from tests.core.helpers import unit
 
 #: Text that runs script if rendered as markup; the view must show it as text.
@@ -113,8 +114,8 @@ def view_policy(folder: Path) -> Path:
 def make_run(out: Path, n: int = 48, *, policy: str | Path | None = None, stream: Path | None = None) -> Path:
     """``rizz run`` (in-process) of :func:`family_stream` into ``out`` with the stubs; returns ``out``."""
     from rizz.adapters.models.cache import CachedModel, ResponseCache
-    from rizz.formats.policy_file import load_policy
     from rizz.engine.run import run_stream
+    from rizz.formats.policy_file import load_policy
 
     out.mkdir(parents=True, exist_ok=True)
     stream = stream or family_stream(out.parent / f"{out.name}.jsonl", n)
@@ -126,8 +127,8 @@ def make_run(out: Path, n: int = 48, *, policy: str | Path | None = None, stream
 
 def make_bench(out: Path, n: int = 30, policies: Sequence[str] = ("frozen", "default")) -> Path:
     """``rizz bench`` (in-process) of :func:`family_stream` over ``policies`` into ``out``."""
-    from rizz.lab.bench import run_bench
     from rizz.adapters.models.cache import CachedModel, ResponseCache
+    from rizz.lab.bench import run_bench
 
     out.mkdir(parents=True, exist_ok=True)
     stream = family_stream(out.parent / f"{out.name}.jsonl", n)
@@ -146,7 +147,7 @@ def make_session(path: Path, n: int = 20, *, policy: str | Path = "default") -> 
     s = Session.open(path, policy=str(policy), model=FamilyModel(), embedder=FamilyEmbedder(), durability="os")
     try:
         pending = []
-        for i, el in enumerate(elements):
+        for el in elements:
             p = s.answer(el)
             if not el.get("context_only"):
                 pending.append((p, el))

@@ -27,8 +27,9 @@ import inspect
 import json
 import sys
 import types
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from rizz.adapters.agents.tools import ToolError, to_text
 
@@ -81,7 +82,7 @@ def load_category(category: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [(e, answers[e["id"]]) for e in entries]
 
 
-class _AnyModel(dict):  # type: ignore[type-arg]
+class _AnyModel(dict):
     def __missing__(self, key: str) -> Any:
         return types.SimpleNamespace(underscore_to_dot=False)
 

@@ -28,7 +28,7 @@ import attrs
 
 from rizz.errors import RizzError
 
-__all__ = ["CallSyntaxError", "ToolCall", "format_call", "looks_like_call", "parse_reply"]
+__all__ = ["CallSyntaxError", "ToolCall", "format_call", "parse_reply"]
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.S)
 _CALL_START = re.compile(r"^\s*(\[|[A-Za-z_][\w.]*\s*\()")
@@ -59,11 +59,6 @@ def _strip(text: str) -> str:
     text = text.strip()
     m = _FENCE.match(text)
     return m.group(1).strip() if m else text
-
-
-def looks_like_call(text: str) -> bool:
-    """True when ``text`` is a call attempt (see the module docstring)."""
-    return bool(_CALL_START.match(_strip(text)))
 
 
 def _name(node: ast.AST) -> str:

@@ -12,7 +12,8 @@ Environments are built from a stream element's ``environment`` field by
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from rizz.adapters.agents.bfcl_env import bfcl_environment
 from rizz.adapters.agents.tau_env import tau_environment

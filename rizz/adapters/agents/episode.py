@@ -73,7 +73,8 @@ class Episode:
                 "prompt_tokens_max": self.prompt_tokens_max}
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "Episode":
+    def from_json(cls, obj: dict[str, Any]) -> Episode:
+        """The inverse of :meth:`to_json`: an episode read back from a run log's ``episode`` field."""
         return cls(tuple(obj["transcript"]), obj["env_digest"], tuple(tuple(tuple(s) for s in t) for t in obj["turn_calls"]),
                    obj["model_calls"], obj["user_calls"], obj["tool_errors"], obj["stop"], obj.get("prompt_tokens_max", 0))
 

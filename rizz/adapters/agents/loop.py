@@ -20,8 +20,8 @@ import attrs
 
 from rizz.adapters.agents.calls import CallSyntaxError, ToolCall, format_call
 from rizz.adapters.agents.env import Environment
-from rizz.adapters.agents.tools import ToolError
 from rizz.adapters.agents.episode import Episode
+from rizz.adapters.agents.tools import ToolError
 from rizz.formats.streams import StreamElement
 
 __all__ = ["STOP", "Agent", "AgentReply", "User", "run_episode"]

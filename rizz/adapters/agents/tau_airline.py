@@ -11,7 +11,8 @@ The current time is the policy's, 2024-05-15 15:00:00 EST (:data:`NOW`).
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rizz.adapters.agents.tau_db import COMMON_TOOLS, Tables
 from rizz.adapters.agents.tau_schema import COMMON_SCHEMAS, arr, fn, n, obj, s

@@ -20,8 +20,9 @@ import hashlib
 import json
 import operator
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from rizz.adapters.agents.tools import ToolError
 
@@ -119,7 +120,7 @@ class Tables:
                 rec = _canon(self._own[table][key])
                 base = self._base[table].get(key)
                 if base is None or _canon(base) != rec:
-                    h.update(f"{table}\0{key}\0{rec}\n".encode("utf-8"))
+                    h.update(f"{table}\0{key}\0{rec}\n".encode())
         return "sha256:" + h.hexdigest()
 
 

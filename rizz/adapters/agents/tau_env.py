@@ -5,7 +5,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from rizz.adapters.agents import tau_airline, tau_retail
 from rizz.adapters.agents.tau_db import TABLES, Tables, load_base, resolve_db

@@ -11,7 +11,8 @@ refunds and payments move the card's ``balance`` at once.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rizz.adapters.agents.tau_db import COMMON_TOOLS, Tables
 from rizz.adapters.agents.tau_schema import ADDRESS, COMMON_SCHEMAS, arr, fn, n, s

@@ -90,16 +90,15 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from rizz.extras import needs_extra
-from rizz.adapters.models.anthropic_params import MIN_THINKING_TOKENS, rejected_parameter, request_options
-from rizz.adapters.models.anthropic_params import table_row as _row
+from rizz.adapters.models.anthropic_params import MIN_THINKING_TOKENS, rejected_parameter, request_options, table_row as _row
 from rizz.adapters.models.base import (
     Generation,
     Message,
-    ModelRequestError,
     ModelConnectionError,
+    ModelRequestError,
     ModelUnavailableError,
     answer_and_reasoning,
     check_generate_args,
@@ -107,6 +106,7 @@ from rizz.adapters.models.base import (
     render_raw,
     sdk_create,
 )
+from rizz.extras import needs_extra
 
 __all__ = [
     "DEFAULT_MODEL_ID",

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import attrs
 
-from rizz.errors import RizzError
 from rizz.adapters.models.reasoning import split_reasoning
+from rizz.errors import RizzError
 
 __all__ = [
     "ROLES",

@@ -28,12 +28,11 @@ import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import attrs
 
-from rizz.store.durable import disk_full, fault_point
 from rizz.adapters.models.base import (
     Generation,
     Message,
@@ -41,6 +40,7 @@ from rizz.adapters.models.base import (
     answer_and_reasoning,
     check_generate_args,
 )
+from rizz.store.durable import disk_full, fault_point
 
 __all__ = ["ResponseCache", "CachedModel", "cache_key"]
 
@@ -186,7 +186,7 @@ class ResponseCache:
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> "ResponseCache":
+    def __enter__(self) -> ResponseCache:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -37,10 +37,10 @@ import importlib.metadata
 import os
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from rizz.extras import needs_extra
 from rizz.adapters.models.base import (
     ContextWindowExceeded,
     Generation,
@@ -51,6 +51,7 @@ from rizz.adapters.models.base import (
     render_raw,
 )
 from rizz.adapters.models.shipped import assemble, shipped_model
+from rizz.extras import needs_extra
 
 __all__ = [
     "DEFAULT_GGUF_DISTRIBUTION",

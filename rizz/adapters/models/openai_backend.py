@@ -49,9 +49,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from rizz.extras import needs_extra
 from rizz.adapters.models.base import (
     Generation,
     Message,
@@ -64,6 +64,7 @@ from rizz.adapters.models.base import (
     render_raw,
     sdk_create,
 )
+from rizz.extras import needs_extra
 
 __all__ = ["OpenAICompatModel", "DEFAULT_CONTEXT_WINDOW", "api_base_url"]
 

@@ -22,8 +22,7 @@ from typing import Any
 from rizz.adapters.agents.calls import ToolCall
 from rizz.adapters.agents.env import Environment
 from rizz.adapters.agents.loop import STOP, AgentReply
-from rizz.adapters.models.base import Generation, Message
-from rizz.adapters.models.base import estimate_tokens
+from rizz.adapters.models.base import Generation, Message, estimate_tokens
 from rizz.formats.streams import StreamElement
 
 __all__ = ["NullAgent", "OracleAgent", "OracleModel", "ScriptedUser", "gold_calls"]

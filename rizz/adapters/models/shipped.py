@@ -37,8 +37,8 @@ import importlib.metadata
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from attrs import frozen
 

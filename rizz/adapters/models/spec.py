@@ -33,8 +33,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from rizz.adapters.models.anthropic_backend import DEFAULT_MODEL_ID, AnthropicModel
 from rizz.adapters.models.base import ModelBackend
-from rizz.adapters.models.anthropic_backend import AnthropicModel, DEFAULT_MODEL_ID
 from rizz.adapters.models.cache import CachedModel, ResponseCache
 from rizz.adapters.models.embedded import EmbeddedModel
 from rizz.adapters.models.openai_backend import OpenAICompatModel

@@ -25,11 +25,11 @@ from typing import Any
 
 import attrs
 
+from rizz.adapters.agents.bfcl_env import ast_checker
 from rizz.adapters.agents.calls import ToolCall, format_call
 from rizz.adapters.agents.env import make_environment
 from rizz.adapters.agents.episode import Episode
 from rizz.formats.streams import StreamElement
-from rizz.adapters.agents.bfcl_env import ast_checker
 
 __all__ = ["EpisodeVerdict", "first_wrong_call", "verify_episode"]
 

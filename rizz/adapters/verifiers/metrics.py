@@ -19,12 +19,12 @@ from typing import Any
 
 import attrs
 
-from rizz.extras import extra_needed
-from rizz.formats.streams import VERIFIERS
 from rizz.adapters.models.reasoning import strip_reasoning
 from rizz.adapters.verifiers.extract import Extraction, extract_answer
 from rizz.adapters.verifiers.sandbox import run_untrusted
 from rizz.adapters.verifiers.sari import sari
+from rizz.extras import extra_needed
+from rizz.formats.streams import VERIFIERS
 
 with extra_needed("lab", "rizz.adapters.verifiers"):
     from rapidfuzz import fuzz

@@ -33,12 +33,13 @@ import hmac
 import logging
 import re
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rizz.adapters.asgi import replay_body
-from rizz.extras import extra_needed
-from rizz.apps.serve.tenants import TENANT_RE, FairModel, ModelQueueTimeout, ReusedId, Tenants, UnknownId
 from rizz.adapters.models.base import ModelError
+from rizz.apps.serve.tenants import TENANT_RE, FairModel, ModelQueueTimeout, ReusedId, Tenants, UnknownId
+from rizz.extras import extra_needed
 from rizz.formats.streams import element_from_json
 from rizz.store.runlog import RunDirBusy, RunDirMismatch
 

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import ipaddress
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from rizz.extras import extra_needed
-from rizz.apps.serve.app import MAX_BODY_BYTES, Metrics, create_app, load_keys
-from rizz.apps.serve.tenants import FairModel, LockedEmbedder, Tenants
-from rizz.formats.wording import plural
 from rizz.adapters.embedder import Embedder
 from rizz.adapters.models.cache import CachedModel, ResponseCache
+from rizz.apps.serve.app import MAX_BODY_BYTES, Metrics, create_app, load_keys
+from rizz.apps.serve.tenants import FairModel, LockedEmbedder, Tenants
 from rizz.core import Policy
+from rizz.extras import extra_needed
 from rizz.formats.policy_file import load_policy
+from rizz.formats.wording import plural
 
 __all__ = ["LOOPBACK", "build", "is_loopback", "live_opener", "serve"]
 

@@ -23,14 +23,15 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from rizz.errors import RizzError
 from rizz.adapters.models.base import Generation, Message, ModelError
-from rizz.formats.wording import plural
 from rizz.core import Verdict
+from rizz.errors import RizzError
+from rizz.formats.wording import plural
 from rizz.lab.diff import branch_rows as rows_of
 
 __all__ = ["FairModel", "LockedEmbedder", "ModelQueueTimeout", "ReusedId", "TENANT_RE", "Tenants", "UnknownId", "branch_rows"]

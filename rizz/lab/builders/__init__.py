@@ -9,11 +9,18 @@ inputs are reported in ``BuildResult.notes``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from rizz.lab.builders._common import (
-    ORDERS, SPLITS, BuildError, BuildOptions, BuildResult, fraction_split, interleave, prompt_chars,
+    ORDERS,
+    SPLITS,
+    BuildError,
+    BuildOptions,
+    BuildResult,
+    fraction_split,
+    interleave,
+    prompt_chars,
 )
 from rizz.lab.builders.bfcl import build_bfcl
 from rizz.lab.builders.hotpotqa import build_hotpotqa

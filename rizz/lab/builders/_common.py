@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -157,7 +158,8 @@ def finish(elements: Sequence[StreamElement], opts: BuildOptions, notes: list[st
     long = [el for el in elements if prompt_chars(el) > opts.warn_chars]
     if long:
         ids = ", ".join(el.id for el in long[:5]) + (", ..." if len(long) > 5 else "")
-        notes.append(f"{plural(len(long), 'element')} {'exceeds' if len(long) == 1 else 'exceed'} {opts.warn_chars} prompt chars (kept, not cut): {ids}")
+        notes.append(f"{plural(len(long), 'element')} {'exceeds' if len(long) == 1 else 'exceed'} {opts.warn_chars} prompt chars "
+                     f"(kept, not cut): {ids}")
     longest = max(elements, key=prompt_chars)
     notes.append(f"longest element: {longest.id} with {prompt_chars(longest)} prompt chars")
     return BuildResult(tuple(elements), tuple(notes))

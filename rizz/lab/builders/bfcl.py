@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, finish, select
-from rizz.formats.streams import StreamElement
 from rizz.adapters.agents.bfcl_env import AST_CATEGORIES, CATEGORIES, load_category
+from rizz.formats.streams import StreamElement
+from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, finish, select
 
 __all__ = ["BFCL_SPLITS", "bfcl_elements", "build_bfcl"]
 

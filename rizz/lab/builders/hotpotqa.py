@@ -18,10 +18,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rizz.lab.builders._common import (
-    BuildOptions, BuildResult, finish, fraction_split, interleave, load_json, select,
-)
 from rizz.formats.streams import StreamElement
+from rizz.lab.builders._common import (
+    BuildOptions,
+    BuildResult,
+    finish,
+    fraction_split,
+    interleave,
+    load_json,
+    select,
+)
 
 __all__ = ["HOTPOT_INSTRUCTION", "build_hotpotqa", "hotpotqa_elements"]
 

@@ -18,10 +18,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rizz.lab.builders._common import (
-    BuildOptions, BuildResult, finish, fraction_split, interleave, load_jsonl, select,
-)
 from rizz.formats.streams import StreamElement
+from rizz.lab.builders._common import (
+    BuildOptions,
+    BuildResult,
+    finish,
+    fraction_split,
+    interleave,
+    load_jsonl,
+    select,
+)
 
 __all__ = ["HUMANEVAL_INSTRUCTION", "build_humaneval", "humaneval_elements"]
 

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import attrs
 
+from rizz.formats.streams import StreamElement
 from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, finish, interleave, select
 from rizz.lab.builders.humaneval import humaneval_elements
 from rizz.lab.builders.trace import trace_elements
-from rizz.formats.streams import StreamElement
 
 __all__ = ["HELD_OUT_SKIP", "INTERFERENCE_GROUPS", "build_interference"]
 

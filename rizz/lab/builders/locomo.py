@@ -27,8 +27,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, finish, load_json, select
 from rizz.formats.streams import StreamElement
+from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, finish, load_json, select
 
 __all__ = ["LOCOMO_SPLITS", "LOCOMO_INSTRUCTION", "build_locomo", "iso_time", "locomo_elements"]
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rizz.formats.streams import StreamElement
 from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, finish, interleave, select
 from rizz.lab.builders.hotpotqa import hotpotqa_elements
 from rizz.lab.builders.humaneval import humaneval_elements
 from rizz.lab.builders.trace import trace_elements
-from rizz.formats.streams import StreamElement
 
 __all__ = ["STREAMBENCH_SOURCES", "build_streambench"]
 

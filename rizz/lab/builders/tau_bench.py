@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, finish, load_json, select
-from rizz.formats.streams import StreamElement
 from rizz.adapters.agents import tau_airline, tau_retail
+from rizz.formats.streams import StreamElement
+from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, finish, load_json, select
 
 __all__ = ["TAU_DOMAINS", "TAU_SPLITS", "build_tau_bench", "tau_elements"]
 

@@ -22,10 +22,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rizz.lab.builders._common import (
-    BuildError, BuildOptions, BuildResult, finish, interleave, load_json, select,
-)
 from rizz.formats.streams import StreamElement
+from rizz.lab.builders._common import (
+    BuildError,
+    BuildOptions,
+    BuildResult,
+    finish,
+    interleave,
+    load_json,
+    select,
+)
 
 __all__ = ["TRACE_TASKS", "TRACE_ORDER", "build_trace", "trace_elements"]
 

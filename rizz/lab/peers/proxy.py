@@ -233,7 +233,7 @@ class CallProxy:
         if self._cache is not None:
             self._cache.close()
 
-    def __enter__(self) -> "CallProxy":
+    def __enter__(self) -> CallProxy:
         return self
 
     def __exit__(self, *exc: object) -> None:

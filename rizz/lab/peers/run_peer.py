@@ -38,21 +38,24 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from rizz.errors import RizzError
 from rizz.adapters.models import Message
-from rizz.lab.peers.report import distinct_failures
-from rizz.engine.render import answer_settings, render
-from rizz.store.runlog import RunDir, RunDirMismatch, write_json_atomic
-from rizz.formats.streams import StreamElement, read_stream
 from rizz.adapters.verifiers import extract_answer, verify
 from rizz.core import compile_prompt, prompt_blocks
 from rizz.core.retrieval import Retrieved
-from rizz.engine.answering import budget as prompt_budget
-from rizz.engine.answering import evidence_text as step_evidence  # the evidence text rizz's own answer path compiles
+from rizz.engine.answering import (
+    budget as prompt_budget,
+    evidence_text as step_evidence,  # the evidence text rizz's own answer path compiles
+)
+from rizz.engine.render import answer_settings, render
+from rizz.errors import RizzError
 from rizz.formats.policy_file import load_policy
+from rizz.formats.streams import StreamElement, read_stream
+from rizz.lab.peers.report import distinct_failures
+from rizz.store.runlog import RunDir, RunDirMismatch, write_json_atomic
 
 __all__ = ["MEM0_TOP_K", "PEERS", "PEER_OPTIONS", "PeerError", "PeerWorker", "is_peer", "peer_python", "run_peer"]
 
@@ -175,7 +178,8 @@ def _sha(path: Path) -> str:
 def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: Any, model_id: str, *,
              limit: int | None = None, rendering: str = "chat", write_threshold: Callable[[str | None], float] = lambda v: 1.0,
              embedder_path: str | None = None, options: dict[str, Any] | None = None, budget: int | None = None,
-             on_step: Callable[[dict[str, Any]], None] | None = None, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
+             on_step: Callable[[dict[str, Any]], None] | None = None,
+             log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
     """Run peer ``name`` over ``stream`` into ``out``; returns the summary (see module docstring).
 
     Args:

@@ -136,7 +136,7 @@ class LlamaServer:
         """The ``--model`` spec of this server for rizz's own backend."""
         return f"openai:{self.url}#{MODEL_ALIAS}"
 
-    def start(self) -> "LlamaServer":
+    def start(self) -> LlamaServer:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             import uvicorn
@@ -183,7 +183,7 @@ class LlamaServer:
         except ImportError:
             pass
 
-    def __enter__(self) -> "LlamaServer":
+    def __enter__(self) -> LlamaServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -16,14 +16,15 @@ OpenAI-compatible upstream the peers call through the recording proxy:
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import attrs
 
 from rizz.adapters.models import CachedModel, ResponseCache, load_model
 from rizz.adapters.models.shipped import gguf_of_spec
-from rizz.lab.peers.server import LlamaServer, MODEL_ALIAS
+from rizz.lab.peers.server import MODEL_ALIAS, LlamaServer
 
 __all__ = ["PeerModel", "peer_model"]
 

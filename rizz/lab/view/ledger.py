@@ -88,7 +88,9 @@ class Ledger:
         return out
 
     def _event(self, e: object, tenant: str | None, at: int) -> tuple[int | None, str | None]:  # noqa: C901 - one case per event
-        key = (lambda b: branch_key(tenant, b))
+        def key(b: str) -> str:
+            return branch_key(tenant, b)
+
         match e:
             case ev.BranchSpawned(branch_id=b, label=lab, shape=shape):
                 rec = self.branch(key(b))

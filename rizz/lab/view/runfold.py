@@ -32,10 +32,10 @@ from rizz.core.tenants import TenantStates, branch_key, decision_tenant, locate
 from rizz.engine.logfold import LogFold, LogFoldError, record_inputs, views
 from rizz.formats.logrecord import LogRecord, parse
 from rizz.formats.policy_file import parse_policy
-from rizz.store.runlog import RunDir
-from rizz.lab.view.ledger import BLOCK_KIND, Ledger
 from rizz.lab.diff import branch_rows
 from rizz.lab.episode_view import episode_lines
+from rizz.lab.view.ledger import BLOCK_KIND, Ledger
+from rizz.store.runlog import RunDir
 
 __all__ = ["MAX_CANDIDATES", "view_run"]
 
