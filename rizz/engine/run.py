@@ -47,6 +47,20 @@ def evaluated_tokens(call: dict[str, Any]) -> int:
     return 0 if call.get("cached") else int(call.get("evaluated_tokens", call["prompt_tokens"]))
 
 
+def token_totals(calls: list[dict[str, Any]]) -> dict[str, int]:
+    """Token totals over logged calls (``calls`` items of records): every prompt
+    (``prompt_tokens``), the prompts a backend was sent (``prompt_tokens_sent``: the response
+    cache answered the rest), the tokens it evaluated (``prompt_tokens_evaluated``: the rest it
+    read from its own prompt or KV cache, :func:`evaluated_tokens`), and ``completion_tokens``.
+    Shared by ``summary.json`` and the bench's results."""
+    return {
+        "prompt_tokens": sum(int(c["prompt_tokens"]) for c in calls),
+        "prompt_tokens_sent": sum(int(c["prompt_tokens"]) for c in calls if not c.get("cached")),
+        "prompt_tokens_evaluated": sum(evaluated_tokens(c) for c in calls),
+        "completion_tokens": sum(int(c["completion_tokens"]) for c in calls),
+    }
+
+
 def episode_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Per task, over the answered episodes (issue #13): ``n``, ``mean_reward``,
     ``turns_per_episode`` (user turns), ``tool_errors`` (total), ``model_calls_per_episode``
@@ -88,12 +102,7 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
         "answered": len(answered),
         "mean_reward": round(sum(r["verdict"]["reward"] for r in answered) / len(answered), 6) if answered else 0.0,
         "per_task": {t: {"n": len(v), "mean_reward": round(sum(v) / len(v), 6)} for t, v in sorted(per_task.items())},
-        "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
-        # issue #27: of those, the tokens sent to a backend (the response cache answered the
-        # rest) and the tokens it evaluated (the rest it read from its own prompt/KV cache)
-        "prompt_tokens_sent": sum(c["prompt_tokens"] for c in calls if not c["cached"]),
-        "prompt_tokens_evaluated": sum(evaluated_tokens(c) for c in calls),
-        "completion_tokens": sum(c["completion_tokens"] for c in calls),
+        **token_totals(calls),
         "model_calls": len(calls),
         "model_calls_uncached": n_calls,
         "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,

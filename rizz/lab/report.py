@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from rizz.engine.logfold import views
-from rizz.engine.run import evaluated_tokens
+from rizz.engine.run import token_totals
 from rizz.extras import extra_needed
 from rizz.formats.wording import plural
 from rizz.lab.labels import label_markdown, label_quality
@@ -77,10 +77,7 @@ def _policy_stats(records: list[dict[str, Any]], summary: dict[str, Any], seed: 
         "model_calls": {"total": len(calls), "uncached": sum(1 for c in calls if not c.get("cached")),
                         "by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in kinds}},
         "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,
-        "prompt_tokens": sum(int(c["prompt_tokens"]) for c in calls),
-        "prompt_tokens_sent": sum(int(c["prompt_tokens"]) for c in calls if not c.get("cached")),
-        "prompt_tokens_evaluated": sum(evaluated_tokens(c) for c in calls),  # issue #27
-        "completion_tokens": sum(int(c["completion_tokens"]) for c in calls),
+        **token_totals(calls),
         # a peer has no compiled prompt: its largest answer call stands in (rizz.lab.peers), as
         # the server counted it (chat template included); its other calls (ACE's reflector) are not answer prompts
         "max_prompt_tokens": max((int(p["tokens"]) for p in prompts),
