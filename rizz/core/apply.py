@@ -143,7 +143,7 @@ def _(e: ev.RuleAdded, s: AdaptiveState) -> AdaptiveState:
 
 @apply.register
 def _(e: ev.DistillationRecorded, s: AdaptiveState) -> AdaptiveState:
-    return _put(s, _stats(s.branches[e.branch_id], successes_since_distill=0))
+    return _put(s, _stats(s.branches[e.branch_id], successes_since_distill=0, distill_due=e.next_due))
 
 
 @apply.register

@@ -163,6 +163,7 @@ class BranchPruned:
 class DistillationRecorded:
     branch_id: str
     rules_added: int
+    next_due: int = 0  # successes the branch's next distillation waits for (0: rules.distill_every)
 
 
 @frozen

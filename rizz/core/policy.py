@@ -164,6 +164,8 @@ class RetrievalPolicy:
     rule_m_min: float = _num(0.30, 0.0, 10.0, "paper §4 (m_min)", "lower clip of the rule multiplier")
     rule_m_max: float = _num(3.00, 0.0, 100.0, "paper §4 (m_max)", "upper clip of the rule multiplier")
     failures_k: int = _num(2, 0, 1000, "rizz", "anti-patterns retrieved from the selected branch only", integer=True)
+    failures_min_similarity: float = _optional(_num(-1.0, -1.0, 1.0, "rizz (results/2026-12-02-qwen15-heldout.md: a short answer's failure read as a vote on another input)",
+                                          "an anti-pattern is shown only for an input at least this cosine-similar to the one it failed on (-1: any)"))
     context_k: int = _num(6, 0, 1000, "rizz", "scoped-context items retrieved", integer=True)
     context_w_similarity: float = _num(0.7, 0.0, 1.0, "rizz", "weight of semantic similarity in the context score")
     context_w_recency: float = _num(0.3, 0.0, 1.0, "rizz", "weight of recency in the context score")
@@ -237,6 +239,9 @@ class RulePolicy:
 
     enabled: bool = _flag(True, "paper §6", "procedural memory on/off (no-procedural ablation)")
     distill_every: int = _num(4, 1, 1_000_000, "rizz", "verified successes in a branch between distillation requests", integer=True)
+    distill_growth: float = _optional(_num(1.0, 1.0, 16.0, "rizz (calls per answered step)",
+                                 "after each distillation of a branch, the successes its next one waits for are multiplied by this (1: every distill_every)"))
+    distill_max_every: int = _optional(_num(64, 1, 1_000_000, "rizz", "the successes a branch's distillation waits for never exceed this (with distill_growth > 1)", integer=True))
     activation_helpful: int = _num(2, 0, 1_000_000, "paper §6 ('repeated verified usefulness')", "helpful uses before a candidate rule becomes active", integer=True)
     retire_harmful_margin: int = _num(3, 1, 1_000_000, "rizz", "a rule with A − H ≥ this is retired", integer=True)
     helpful_reward: float = _num(1.0, 0.0, 1.0, "rizz", "reward at or above which a rule in the prompt counts as helpful")

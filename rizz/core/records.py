@@ -277,6 +277,7 @@ class BranchStats:
     created: int = 0
     shapes: PMap[str, int] = field(factory=pmap)  # shape -> count
     successes_since_distill: int = 0
+    distill_due: int = field(default=0, metadata={"omit_default": True})  # successes the next distillation waits for (0: rules.distill_every)
     centroid_sum: bytes = b""  # float32 sum of episodic embeddings
     block_evidence: PMap[str, Evidence] = field(factory=pmap, metadata={"omit_default": True})  # block kind -> Evidence
 

@@ -229,6 +229,9 @@ def _anti_patterns(branch: Branch | None, policy: Policy, inp: StepInput) -> tup
     if branch is None or not len(branch.anti_patterns):
         return ()
     scores = branch.anti_patterns.matrix.dots(as_vector(inp.embedding))
+    thr = policy.retrieval.failures_min_similarity
+    if thr > -1.0:  # below the threshold a failure is out (-inf), so it never fills a place
+        scores = np.where(scores >= thr, scores, -np.inf)
     return tuple(Scored(branch.anti_patterns.records[i], round(float(scores[i]), 6), branch.id) for i in _top(scores, policy.retrieval.failures_k))
 
 

@@ -8,7 +8,7 @@ from rizz.core import Policy, policy_schema
 from rizz.formats.policy_file import PolicyError, load_policy, parse_policy
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ["default", "frozen", "single-branch", "no-procedural", "no-anti-fragmentation", "judge-always", "ace-style"]
+SHIPPED = ["default", "cross-zone", "frozen", "single-branch", "no-procedural", "no-anti-fragmentation", "judge-always", "ace-style"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -20,12 +20,24 @@ def test_shipped_policies_load(name):
 def test_default_yaml_is_the_paper_constants():
     p = load_policy(ROOT / "policies/default.yaml")
     # the shipped default turns on what the Python record's defaults keep off for old runs (AREAS.md 1)
+    # and reads only the routed zone, shows a failure only beside the same input, and spaces its
+    # distillations geometrically (results/2026-12-02-qwen15-heldout131.md)
     assert p == attrs.evolve(Policy(), name="default", write=attrs.evolve(Policy().write, supersede=True, supersede_derived=True),
-                             retrieval=attrs.evolve(Policy().retrieval, examples_cross_scope=False))
+                             retrieval=attrs.evolve(Policy().retrieval, examples_cross_scope=False, examples_cross_branch=False,
+                                                    rules_cross_branch=False, failures_min_similarity=0.92),
+                             rules=attrs.evolve(Policy().rules, distill_growth=2.0))
+    assert p.retrieval.failures_min_similarity == p.routing.snap_threshold
     assert (p.routing.snap_threshold, p.routing.jaccard_threshold) == (0.92, 0.40)
     assert (p.retrieval.rule_alpha, p.retrieval.rule_m_min, p.retrieval.rule_m_max) == (0.30, 0.30, 3.00)
     assert (p.lifecycle.max_branches, p.lifecycle.max_active) == (48, 31)
     assert p.compiler.token_budget == 65536
+
+
+def test_cross_zone_is_the_default_before_own_zone_reads():
+    p = load_policy(ROOT / "policies/cross-zone.yaml")
+    before = attrs.evolve(Policy(), name="cross-zone", write=attrs.evolve(Policy().write, supersede=True, supersede_derived=True),
+                          retrieval=attrs.evolve(Policy().retrieval, examples_cross_scope=False))
+    assert p == before
 
 
 def test_ablations_change_only_what_they_say():
