@@ -33,7 +33,8 @@ from rizz.core.routing import RouteDecision
 from rizz.core.sketch import update_sketch
 from rizz.core.vec import as_vector
 
-__all__ = ["batch_keys", "content_key", "decide_distilled", "decide_memory", "decide_rules", "distill_batch", "distill_due", "next_distill_due", "write_gate"]
+__all__ = ["batch_keys", "content_key", "decide_distilled", "decide_memory", "decide_rules", "distill_batch", "distill_due", "next_distill_due",
+           "write_gate"]
 
 
 def content_key(*parts: str | None) -> str:
