@@ -11,7 +11,10 @@ Each policy runs ``STREAM`` as ``rizz run`` does (:func:`rizz.engine.run.run_str
 ``OUT/<policy>/``, with its own response cache (so every call is a real call; a run already in
 ``OUT`` is resumed, and its finished steps are not run again). ``--model stub`` uses
 ``benchmarks/stub_model.py`` (answers from a hash of the prompt, no model) and a hash
-embedder: it measures the shell alone, and says so. Any other SPEC is a real model
+embedder: it measures the shell alone, and says so. ``--model stub-verified`` answers every
+input with its reference (every answer verifies: the regime where the most is written and
+distilled) with the real MiniLM embedder: it measures the calls rizz adds around a model that
+is always right. Any other SPEC is a real model
 (``embedded`` = the shipped Qwen2.5-Coder 0.5B, ~5-10 s per step on 2 cores) with the
 bundled MiniLM embedder.
 
@@ -67,12 +70,22 @@ class HashEmbedder:
         return np.stack(out) if out else np.zeros((0, self.dim), dtype=np.float32)
 
 
-def backend(spec: str, cache: Path):  # noqa: ANN201
-    """(model, embedder, note) for ``spec`` with its response cache at ``cache``."""
+def backend(spec: str, cache: Path, stream: Path):  # noqa: ANN201
+    """(model, embedder, note) for ``spec`` with its response cache at ``cache`` (``stream``: for ``stub-verified``)."""
     if spec == "stub":
         from stub_model import cached_stub
 
         return cached_stub(str(cache)), HashEmbedder(), "stub model and hash embedder: the shell alone, no model"
+    if spec == "stub-verified":
+        from stub_model import VerifiedStub
+
+        from rizz.adapters.embedder import Embedder
+        from rizz.adapters.models import CachedModel, ResponseCache
+        from rizz.formats.streams import read_stream
+
+        refs = {el.input: (el.references or ("",))[0] for el in read_stream(stream).elements}
+        return (CachedModel(VerifiedStub(refs), ResponseCache(str(cache))), Embedder(),
+                "stub that answers every input with its reference (every answer verifies) and the MiniLM embedder")
     from rizz.adapters.embedder import Embedder
     from rizz.adapters.models import load_model
 
@@ -87,7 +100,7 @@ def measure(stream: Path, policy: str, out: Path, spec: str, args: argparse.Name
     """Run (or resume) one policy and measure its RUN_DIR."""
     pol = load_policy(policy)
     out.mkdir(parents=True, exist_ok=True)
-    model, embedder, note = backend(spec, out / "responses.sqlite")
+    model, embedder, note = backend(spec, out / "responses.sqlite", stream)
     t0 = time.perf_counter()
     summary = run_stream(stream, pol, policy, out, model, embedder, limit=args.limit, rendering=args.rendering, budget=args.budget,
                          durability=args.durability, log=lambda m: print(f"  [{policy}] {m}", file=sys.stderr))
@@ -117,7 +130,7 @@ def measure(stream: Path, policy: str, out: Path, spec: str, args: argparse.Name
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("stream", type=Path)
-    ap.add_argument("--model", required=True, help="a model spec (as rizz run --model), or 'stub'")
+    ap.add_argument("--model", required=True, help="a model spec (as rizz run --model), or 'stub' / 'stub-verified'")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--policies", default="frozen,default")
     ap.add_argument("--out", type=Path, default=None, help="default: a new folder under /tmp")

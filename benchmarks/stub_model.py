@@ -21,7 +21,7 @@ from typing import Any
 
 from rizz.adapters.models import CachedModel, Generation, Message, ModelError, ResponseCache
 
-__all__ = ["StubModel", "cached_stub"]
+__all__ = ["StubModel", "VerifiedStub", "cached_stub"]
 
 
 class StubModel:
@@ -60,3 +60,27 @@ class StubModel:
 def cached_stub(cache_path: str, latency_s: float = 0.0) -> Any:
     """A :class:`StubModel` behind a response cache at ``cache_path`` (a Ray bench model factory)."""
     return CachedModel(StubModel(latency_s), ResponseCache(cache_path))
+
+
+class VerifiedStub(StubModel):
+    """A :class:`StubModel` whose every answer verifies: an answer prompt that ends with an
+    element's input gets that element's reference as its reply (the regime of a model that
+    is always right, where every answer is written and distillation is due most often).
+    ``references``: ``{input text: reference}``, e.g. from :func:`rizz.formats.streams.read_stream`.
+    Judge and distillation prompts are answered as by :class:`StubModel`."""
+
+    def __init__(self, references: dict[str, str], latency_s: float = 0.0) -> None:
+        super().__init__(latency_s)
+        self.name = "stub:verified"
+        self.references = {k.strip(): v for k, v in references.items()}
+
+    def generate(self, messages: Sequence[Message], *, max_tokens: int, stop: Sequence[str] = (),
+                 rendering: str = "chat") -> Generation:
+        text = messages[-1].content.strip()
+        ref = next((v for k, v in self.references.items() if k and text.endswith(k)), None)
+        if ref is None:
+            return super().generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering)
+        self.calls += 1
+        return Generation(text=ref, prompt_tokens=sum(self.count_tokens(m.content) for m in messages),
+                          completion_tokens=self.count_tokens(ref), latency_s=0.0, cost_usd=None, model=self.name, finish_reason="stop")
+
