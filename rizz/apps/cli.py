@@ -32,7 +32,7 @@ from rizz.lab.peers.setup import peer_model
 from rizz.lab.progress import StepProgress, new_progress, time_estimate
 from rizz.lab.report import format_table
 from rizz.store.convert import ConvertError, convert_run_dir, run_dirs_in
-from rizz.store.durable import EXIT_DISK_FULL, disk_full
+from rizz.store.durable import EXIT_DISK_FULL, check_durability, disk_full
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch
 
 __all__ = ["app", "main"]
@@ -109,7 +109,9 @@ def run(
     n = len(elements)
     _check_oracle(model, stream, elements, limit)
     _check_rendering(rendering)
-    if durability not in ("disk", "os"):
+    try:
+        check_durability(durability)
+    except ValueError:
         _fail(f"--durability must be disk or os, got {durability!r}")
     _check_out(out, "run.json", "RUN_DIR", also=("responses.sqlite",))
     new_dir = not out.exists()

@@ -45,7 +45,7 @@ from rizz.errors import RizzError
 from rizz.formats import logrecord as lr
 from rizz.formats.policy_file import load_policy, policy_data
 from rizz.formats.streams import StreamElement, element_from_json
-from rizz.store.embeddings import DURABILITY
+from rizz.store.durable import check_durability
 from rizz.store.runlog import RunDir, model_meta
 
 __all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "SNAPSHOT_TAIL_MAX", "Session", "SessionError", "default_rendering"]
@@ -195,8 +195,7 @@ class Session:
           RunDirBusy: another process (or an open Session) holds the directory.
           RunDirMismatch: the directory was started with another policy, model or embedder.
         """
-        if durability not in DURABILITY:
-            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+        check_durability(durability)
         pol = policy if isinstance(policy, Policy) else load_policy(policy)
         source = pol.name if isinstance(policy, Policy) else str(policy)
         root = Path(path)

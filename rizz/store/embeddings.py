@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from rizz.store.durable import fsync_path, write_then_rename
+from rizz.store.durable import check_durability, fsync_path, write_then_rename
 
-__all__ = ["DURABILITY", "EmbeddingStore", "embedding_key"]
+__all__ = ["EmbeddingStore", "embedding_key"]
 
 _NPY_HEADERS: dict[tuple[str, int], bytes] = {}
 
@@ -51,9 +51,6 @@ def embedding_key(text: str, embedder_name: str) -> str:
     h.update(b"\0")
     h.update(text.encode("utf-8"))
     return h.hexdigest()
-
-
-DURABILITY = ("disk", "os")
 
 
 def _pool() -> Any:
@@ -102,8 +99,7 @@ class EmbeddingStore:
     """
 
     def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk") -> None:
-        if durability not in DURABILITY:
-            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+        check_durability(durability)
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._root = os.fspath(self.root)  # str paths on the per-vector path (pathlib costs ≈ 10 µs a join here)

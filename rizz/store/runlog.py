@@ -42,8 +42,18 @@ from rizz.core import AdaptiveState, from_data, to_data
 from rizz.errors import RizzError
 from rizz.extras import extra_needed
 from rizz.formats.policy_file import parse_policy
-from rizz.store.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes, snapshot_header, write_then_rename
-from rizz.store.embeddings import DURABILITY, EmbeddingStore
+from rizz.store.durable import (
+    FAULT_ENV,
+    check_durability,
+    disk_full,
+    fault_point,
+    fsync_path,
+    read_snapshot,
+    snapshot_bytes,
+    snapshot_header,
+    write_then_rename,
+)
+from rizz.store.embeddings import EmbeddingStore
 from rizz.store.runstore import STORE_FILE, RunStore
 from rizz.store.snapchunks import ChunkError, SnapshotChunks
 
@@ -86,8 +96,7 @@ class RunDir:
     """
 
     def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk") -> None:
-        if durability not in DURABILITY:
-            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+        check_durability(durability)
         self.durability = durability
         self._store: EmbeddingStore | RunStore | None = None
         self._sync_lock = threading.Lock()

@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 
 from rizz.errors import RizzError
-from rizz.store.durable import disk_full, fault_point, fsync_path
-from rizz.store.embeddings import DURABILITY, VECTOR_CACHE_MAX, embedding_key
+from rizz.store.durable import check_durability, disk_full, fault_point, fsync_path
+from rizz.store.embeddings import VECTOR_CACHE_MAX, embedding_key
 
 __all__ = ["SCHEMA", "STORE_FILE", "STORE_VERSION", "RunStore", "RunStoreError"]
 
@@ -94,8 +94,7 @@ class RunStore:
 
     def __init__(self, path: str | os.PathLike[str], *, durability: str = "disk") -> None:
 
-        if durability not in DURABILITY:
-            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+        check_durability(durability)
         self.path = Path(path)
         self.durability = durability
         self.commits = 0
