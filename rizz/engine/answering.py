@@ -102,7 +102,8 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
                      tenant=el.tenant, time=el.time, instant_us=el.instant_us)
     now = time.time()
     if el.context_only:
-        return Pending(el, base, None, None, None, True, None, (), False, rendering, core.route_round(state, base), (emb.key, None), now)
+        return Pending(element=el, step_input=base, prompt=None, raw_output=None, answer=None, parsed=True, judge=None, calls=(),
+                       overflow=False, rendering=rendering, routed=core.route_round(state, base), keys=(emb.key, None), time=now)
     calls: list[Call] = []
     judge, lkey = None, None
     declared = el.metadata.get("label") if policy.routing.declared_label else None
@@ -131,7 +132,8 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     try:
         prompt = compile_prompt(blocks, policy.compiler, model.count_tokens, budget(policy, model, el.shape, budget_cap))
     except PromptBudgetError:
-        return Pending(el, base, None, None, "", False, judge, tuple(calls), True, rendering, routed, keys, now)
+        return Pending(element=el, step_input=base, prompt=None, raw_output=None, answer="", parsed=False, judge=judge, calls=tuple(calls),
+                       overflow=True, rendering=rendering, routed=routed, keys=keys, time=now)
     settings = answer_settings(el.shape)
     raw = rendering == "raw"
     gen = model.generate(render(prompt, el.shape, rendering), max_tokens=settings.max_tokens,
@@ -143,8 +145,8 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
         prompt_tokens=prompt.token_count, completion_tokens=gen.completion_tokens, dropped=len(prompt.dropped),
         prompt_blocks=tuple(sec.block for sec in prompt.sections if sec.block in MEMORY_BLOCKS),
     )
-    return Pending(el, step_input, prompt, gen.reply, ext.answer, ext.parsed, judge, tuple(calls), False, rendering, routed, keys, now,
-                   reasoning=gen.reasoning)
+    return Pending(element=el, step_input=step_input, prompt=prompt, raw_output=gen.reply, answer=ext.answer, parsed=ext.parsed, judge=judge,
+                   calls=tuple(calls), overflow=False, rendering=rendering, routed=routed, keys=keys, time=now, reasoning=gen.reasoning)
 
 
 def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | None = None,

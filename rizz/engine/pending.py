@@ -31,9 +31,9 @@ class Embedded:
     key: str
 
 
-@frozen
+@frozen(kw_only=True)
 class Pending:
-    """An answered (or context-only) element waiting for its verdict.
+    """An answered (or context-only) element waiting for its verdict; built by keyword.
 
     ``id`` / ``answer``: the element's id and the extracted answer (None for context-only
     input). ``step``: its index in the session. ``prompt`` is None for context-only input and
