@@ -1,5 +1,6 @@
 """The effects of answering one element: embed, judge (when needed), route, retrieve, compile,
-render, call the model, extract the answer — and turn it into a log record.
+render, call the model, extract the answer: a :class:`~rizz.engine.pending.Pending` (its log
+record: :func:`rizz.engine.codec.encode_step`).
 
 :func:`answer_element` routes once: the core's ``route_round`` decides (and folds a spawn into a
 new state value that the caller commits only after the record is on disk); retrieval reads that
@@ -42,10 +43,9 @@ from rizz.engine.agent_step import answer_episode, verify_episode_pending
 from rizz.engine.judge import label_input
 from rizz.engine.pending import Call, Embedded, Pending
 from rizz.engine.render import TEMPLATE_SLACK, answer_settings, render
-from rizz.formats import logrecord as lr
 from rizz.formats.streams import StreamElement
 
-__all__ = ["answer_element", "budget", "default_rendering", "embed_texts", "evidence_text", "record_of", "verify_pending"]
+__all__ = ["answer_element", "budget", "default_rendering", "embed_texts", "evidence_text", "verify_pending"]
 
 
 def default_rendering(model: ModelBackend) -> str:
@@ -182,30 +182,3 @@ def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | 
     res = verify(name, p.raw_output or "", el.references or "", shape=el.shape, metadata=dict(el.metadata), judge=judge_fn)
     fix = correction_of(el.references or "", el.shape) if corrections and res.reward < 1.0 else None
     return Verdict(float(res.reward), name, parsed=res.parsed, correction=fix)
-
-
-def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, run_dir: Any = None) -> lr.LogRecord:
-    """The ``step`` or ``answer`` log record of ``p`` (saving the prompt text in ``run_dir``)."""
-    el, inp = p.element, p.step_input
-    prompt = None
-    if p.prompt is not None:
-        sha = hashlib.sha256(p.prompt.text.encode("utf-8")).hexdigest()
-        if run_dir is not None:
-            run_dir.save_prompt(sha, p.prompt.text)
-        prompt = lr.PromptPart(sha, p.prompt.token_count, p.prompt.budget, p.rendering,
-                               [[d.block, d.id, d.tokens, d.reason] for d in p.prompt.dropped],
-                               list(inp.prompt_rule_ids), list(inp.prompt_episode_keys), list(inp.prompt_blocks))
-    d = p.routed.decision if p.routed is not None else None
-    return lr.LogRecord(
-        step=inp.step, id=el.id, v=lr.LOG_VERSION, kind=kind, task=el.task, context_only=el.context_only,
-        input=lr.InputPart(inp.text, p.keys[0], inp.instruction, inp.evidence, inp.scope, inp.shape, inp.tenant, inp.time),
-        route=lr.RoutePart(d.branch_id, d.score, d.spawn is not None) if d is not None else None,
-        calls=list(p.calls), overflow=p.overflow, wall_s=round(wall_s, 4),
-        judge=lr.JudgePart(**p.judge, label_embedding=p.keys[1]) if p.judge is not None else None,
-        prompt=prompt,
-        answer=lr.AnswerPart(p.raw_output, p.answer, p.parsed, p.reasoning or None) if not el.context_only else None,
-        verdict=lr.VerdictPart(verdict.reward, verdict.verifier, verdict.parsed, verdict.correction) if verdict is not None else None,
-        time=p.time if kind == "answer" else None,
-        episode=lr.EpisodePart(**p.episode.to_json(), wrong_call=p.wrong_call) if p.episode is not None else None,
-        declared_label=lr.LabelPart(inp.declared_label.function, inp.declared_label.application) if inp.declared_label is not None else None,
-    )

@@ -19,8 +19,10 @@ its verdict is below the write threshold: the answer folded is the episode's fir
 (:func:`memory_input`). The wrong call waits with the answer in flight, so a late verdict
 folds the same way.
 
-The fold reads embeddings from the RUN_DIR's store; the live session passes the vectors it
-already holds (``inp=``, ``routed=``, ``rules=``) so nothing is read back or routed twice.
+The fold decodes a record's input with :func:`rizz.engine.codec.decode_step` (the inverse of
+what the live session wrote), reading embeddings from the RUN_DIR's store; the live session
+passes the vectors it already holds (``inp=``, ``routed=``, ``rules=``) so nothing is read back
+or routed twice. :class:`LogFoldError` is defined beside the codec and importable here.
 """
 
 from __future__ import annotations
@@ -34,20 +36,14 @@ import attrs
 from attrs import frozen
 from pyrsistent import PMap, pmap
 
-from rizz.core import AdaptiveState, CandidateRule, Label, Policy, RouteDecision, RouteResult, StepInput, Verdict, events as ev, rizz, walled
+from rizz.core import AdaptiveState, CandidateRule, Policy, RouteDecision, RouteResult, StepInput, Verdict, events as ev, rizz, walled
 from rizz.core.serialize import from_data, to_data
 from rizz.core.tenants import decision_tenant, follow_merge
-from rizz.errors import RizzError
-from rizz.formats.logrecord import LogRecord, VerdictPart, parse
-from rizz.formats.timekeys import time_fields
+from rizz.engine.codec import LogFoldError, decode_step, decode_verdict
+from rizz.formats.logrecord import LogRecord, parse
 from rizz.store.runlog import write_json_atomic
 
-__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "record_inputs", "record_to_step", "refold", "restore_fold",
-           "save_inflight", "views"]
-
-
-class LogFoldError(ValueError, RizzError):
-    """A record that cannot follow the ones before it (e.g. a verdict for no pending answer)."""
+__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "refold", "restore_fold", "save_inflight", "views"]
 
 
 @frozen
@@ -69,42 +65,6 @@ def memory_input(policy: Policy, inp: StepInput, verdict: Verdict | None, wrong_
     if wrong_call is None or verdict is None or verdict.reward >= policy.write_threshold(verdict.verifier):
         return inp
     return attrs.evolve(inp, answer=wrong_call)
-
-
-def record_inputs(rec: LogRecord, store: Any) -> tuple[StepInput, Verdict | None]:
-    """The core's input and verdict of a step or answer record (vectors read from ``store``)."""
-
-    def vec(key: str | None) -> bytes:
-        return store.get(key).astype("float32").tobytes() if key else b""
-
-    x = rec.input
-    if x is None:
-        raise LogFoldError(f"record {rec.kind} {rec.id!r} at step {rec.step} has no input")
-    j, p = rec.judge, rec.prompt
-    d = rec.distill
-    rules = tuple(CandidateRule(a, s, vec(k)) for a, s, k in d.rules) if d is not None else ()
-    inp = StepInput(
-        step=rec.step, item_id=rec.id, text=x.text, embedding=vec(x.embedding), instruction=x.instruction,
-        evidence=x.evidence, scope=x.scope, shape=x.shape, context_only=rec.context_only,
-        label=Label(j.function, j.application) if j else None, label_embedding=vec(j.label_embedding) if j else b"",
-        answer=rec.answer.extracted if rec.answer else None, prompt_rule_ids=tuple(p.rule_ids) if p else (),
-        prompt_episode_keys=tuple(p.episode_keys) if p else (), prompt_tokens=p.tokens if p else 0,
-        completion_tokens=sum(c.completion_tokens for c in rec.calls if c.kind == "answer"),
-        dropped=len(p.dropped) if p else 0, candidate_rules=rules, distilled=bool(d and d.asked),
-        tenant=x.tenant, **time_fields(x.time),
-        prompt_blocks=tuple(p.blocks) if p else (),
-        declared_label=Label(rec.declared_label.function, rec.declared_label.application) if rec.declared_label else None,
-    )
-    return inp, _verdict(rec.verdict)
-
-
-def record_to_step(rec: dict[str, Any], store: Any) -> tuple[StepInput, Verdict | None]:
-    """Rebuild the core's step input and verdict from a step or answer record as JSON (no model calls)."""
-    return record_inputs(parse(rec), store)
-
-
-def _verdict(v: VerdictPart | None) -> Verdict | None:
-    return Verdict(v.reward, v.verifier, v.parsed, correction=v.correction) if v is not None else None
 
 
 class LogFold:
@@ -149,9 +109,9 @@ class LogFold:
         core = self.core
         if rec.kind in ("step", "answer"):
             if inp is None:
-                inp, verdict = record_inputs(rec, self.store)
+                inp, verdict = decode_step(rec, self.store)
             else:
-                verdict = _verdict(rec.verdict)
+                verdict = decode_verdict(rec.verdict)
             if rec.kind == "answer" and rec.id in self.inflight:
                 raise LogFoldError(f"answer {rec.id!r} at step {rec.step}: an answer with this id is already pending")
             self.answers = max(self.answers, rec.step + 1)
@@ -175,7 +135,7 @@ class LogFold:
             if rec.kind == "expire":
                 return ()
             self._tenant = decision_tenant(w.decision, w.step_input)
-            verdict = _verdict(rec.verdict)
+            verdict = decode_verdict(rec.verdict)
             inp = memory_input(core.policy, w.step_input, verdict, w.wrong_call)
             self.state, events = core.feedback_round(self.state, inp, verdict, w.decision)
             return events

@@ -3,7 +3,7 @@
 Made by :func:`rizz.engine.answering.answer_element` (or, for a tool-using episode,
 :func:`rizz.engine.agent_step.answer_episode`), kept by :class:`~rizz.engine.session.Session`
 until the verdict is folded, and written as a log record by
-:func:`rizz.engine.answering.record_of`.
+:func:`rizz.engine.codec.encode_step`.
 """
 
 from __future__ import annotations

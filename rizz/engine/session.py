@@ -37,7 +37,8 @@ from rizz.adapters.models.base import ModelBackend
 from rizz.core import AdaptiveState, CandidateRule, Policy, StepInput, Verdict, digest, distill_batch
 from rizz.core.serialize import canonical_json
 from rizz.core.tenants import AnyState, answers_after, fed_branch, locate
-from rizz.engine.answering import answer_element, default_rendering, embed_texts, record_of, verify_pending
+from rizz.engine.answering import answer_element, default_rendering, embed_texts, verify_pending
+from rizz.engine.codec import encode_step, encode_verdict
 from rizz.engine.distill import distill_rules
 from rizz.engine.logfold import LogFold, restore_fold, save_inflight
 from rizz.engine.pending import Call, Pending
@@ -307,7 +308,7 @@ class Session:
                                    "fold or expire it before answering the same id again")
             t0 = time.perf_counter()
             p = self._answer(el)
-            rec = record_of(p, "step" if el.context_only else "answer", None, time.perf_counter() - t0, run_dir=self.run_dir)
+            rec = self._record(p, "step" if el.context_only else "answer", None, time.perf_counter() - t0)
             self._commit(rec, sync=False, inp=p.step_input, routed=p.routed)
             self._expire_overdue()  # at once: pending ids never depend on whether the next call is a reopen
             ticket = self._ticket
@@ -338,7 +339,7 @@ class Session:
                                        f"answered again at step {w.step_input.step} (fold the newer answer)")
                 vcalls = self._verify_calls.pop((item_id, w.step_input.step), ())
                 rec = lr.LogRecord(step=w.step_input.step, id=item_id, v=lr.LOG_VERSION, kind="verdict",
-                                   verdict=lr.VerdictPart(v.reward, v.verifier, v.parsed, v.correction), calls=list(vcalls))
+                                   verdict=encode_verdict(v), calls=list(vcalls))
                 events = self._commit(rec, sync=False)
                 ticket = self._ticket
                 self._close_id(item_id, "already folded")
@@ -372,7 +373,7 @@ class Session:
             v = verify_pending(p, self.model, judge_model, vcalls, self.data_roots, self.policy.write.corrections)
             if vcalls:  # an llm_judge verifier's calls are counted with the step (issue #12 §3)
                 p = attrs.evolve(p, calls=p.calls + tuple(vcalls))
-            rec = record_of(p, "step", v, time.perf_counter() - t0, run_dir=self.run_dir)
+            rec = self._record(p, "step", v, time.perf_counter() - t0)
             self._collect = []
             try:  # the step and its distillation reach the disk with one sync
                 self._commit(rec, sync=False, inp=p.step_input, routed=p.routed)
@@ -405,6 +406,14 @@ class Session:
         return answer_element(self.core, self._fold.state, el, self._fold.answers, model=self.model, embedder=self.embedder,
                               store=self.embed_cache, rendering=self.rendering, budget_cap=self.budget_cap,
                               user_model=self.user_model, data_roots=self.data_roots)
+
+    def _record(self, p: Pending, kind: str, verdict: Verdict | None, wall_s: float) -> lr.LogRecord:
+        """``p``'s log record (:func:`~rizz.engine.codec.encode_step`); its prompt's text is kept
+        in the RUN_DIR under the sha256 the record names."""
+        rec = encode_step(p, kind, verdict, wall_s)
+        if rec.prompt is not None and p.prompt is not None and self.run_dir is not None:
+            self.run_dir.save_prompt(rec.prompt.sha256, p.prompt.text)
+        return rec
 
     _failed: str | None = None  # why the session stopped: a sync of its log failed
 
