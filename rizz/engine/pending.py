@@ -55,7 +55,7 @@ class Pending:
     keys: tuple[str, str | None] = ("", None)  # embedding keys of φ(x) and ψ(ã)
     time: float | None = None
     reasoning: str = ""  # the model's reasoning, kept out of ``answer`` and ``raw_output`` (issue #12 §1)
-    episode: Any = None  # a tool-using episode's Episode (rizz.adapters.agents.episode), else None (issue #13)
+    episode: Any = None  # a tool-using episode's ToolEpisode (rizz.adapters.agents.episode), else None (issue #13)
     wrong_call: str | None = None  # that episode's first wrong call: its anti-pattern if the verdict fails
 
     @property

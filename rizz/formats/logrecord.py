@@ -204,7 +204,7 @@ class DistillPart:
 
 @frozen
 class EpisodePart:
-    """What a tool-using episode did (issue #13; :class:`rizz.adapters.agents.episode.Episode`).
+    """What a tool-using episode did (issue #13; :class:`rizz.adapters.agents.episode.ToolEpisode`).
 
     ``transcript``: the events in order, ``{"role": "user", "text"}``, ``{"role":
     "assistant", "text", "calls": [[name, {args}], ...]}``, ``{"role": "tool", "name",
