@@ -11,7 +11,7 @@ new rules, working memory, history) → lifecycle (merge, deactivate, prune). Ea
 left and
 folds them with :func:`rizz.core.apply.apply`.
 
-A live session (many answers in flight, verdicts late) folds the same rounds as separate
+A live session (many pending answers, verdicts late) folds the same rounds as separate
 transitions, in log order: ``route_round`` when the element is answered (its decision travels
 with the pending answer), ``feedback_round`` (memory + lifecycle, using that decision) when
 its verdict arrives, and ``distill_round`` for rules the model distilled afterwards.

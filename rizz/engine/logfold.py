@@ -1,4 +1,4 @@
-"""The fold of a run log: state plus answers in flight, advanced one :class:`LogRecord` at a time.
+"""The fold of a run log: state plus pending answers, advanced one :class:`LogRecord` at a time.
 
 ``rizz run``, a live :class:`~rizz.engine.session.Session`, ``rizz replay`` and ``rizz diff`` all
 advance the state through :meth:`LogFold.apply`, so a log refolds to the digest the session
@@ -16,7 +16,7 @@ whose input names a ``tenant`` is folded behind that tenant's wall (every round 
 A tool-using episode (issue #13) folds like any element; only its memory input differs when
 its verdict is below the write threshold: the answer folded is the episode's first wrong call
 (``episode.wrong_call``, the branch-local anti-pattern) instead of its trajectory
-(:func:`memory_input`). The wrong call waits with the answer in flight, so a late verdict
+(:func:`memory_input`). The wrong call waits with the pending answer, so a late verdict
 folds the same way.
 
 The fold decodes a record's input with :func:`rizz.engine.codec.decode_step` (the inverse of
@@ -68,7 +68,7 @@ def memory_input(policy: Policy, inp: StepInput, verdict: Verdict | None, wrong_
 
 
 class LogFold:
-    """State, answers in flight, answers issued and records folded; advanced by :meth:`apply`.
+    """State, pending answers, answers issued and records folded; advanced by :meth:`apply`.
 
     Args:
       policy: the run's policy.
@@ -97,7 +97,7 @@ class LogFold:
         return events
 
     def _follow(self, merged: dict[str, str]) -> None:
-        """Answers in flight routed to a branch merged away now write into the branch that kept it
+        """Pending answers routed to a branch merged away now write into the branch that kept it
         (only answers of the tenant whose sub-state merged: branch ids are per sub-state)."""
         for k, w in self.inflight.items():
             d = follow_merge(w.decision, w.step_input, self._tenant, merged)
@@ -148,7 +148,7 @@ class LogFold:
         raise LogFoldError(f"unknown record kind {rec.kind!r}")
 
 
-# -- answers in flight beside a state snapshot (small functions: snapshots are shared code) --
+# -- pending answers beside a state snapshot (small functions: snapshots are shared code) --
 def save_inflight(path: Path, fold: LogFold) -> None:
     """Write ``{answers, inflight}`` next to a snapshot (JSON, atomic)."""
     data = {"answers": fold.answers,  # an episode's wrong call, when there is one, is a 5th item
@@ -182,10 +182,10 @@ def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True,
         n, state = snap
         try:
             side = load_inflight(rd.snap_dir / f"{n:08d}.inflight.json")
-        except (TypeError, ValueError):  # answers in flight this version cannot build: refold all
+        except (TypeError, ValueError):  # pending answers this version cannot build: refold all
             snap, stale = None, {n}
         else:
-            answers, inflight = side if side is not None else (n, pmap())  # format 1: one record per step, none in flight
+            answers, inflight = side if side is not None else (n, pmap())  # format 1: one record per step, none pending
             fold = LogFold(policy, rd.embeddings, state=state, inflight=inflight, answers=answers, folded=n)
             start = n
     # snapshots that failed their checksum (rizz.store.durable) or cannot be built are rewritten from the log

@@ -12,7 +12,7 @@ Layout::
       snapshots/NNNNNNNN.json   state snapshots (rizz.core.to_data; large parts as chunks in
                           store.sqlite, rizz/store/snapchunks.py), checksummed, atomic writes;
                           the newest few are kept
-      snapshots/NNNNNNNN.inflight.json   answers in flight at that snapshot (log format 2)
+      snapshots/NNNNNNNN.inflight.json   pending answers at that snapshot (log format 2)
       responses.sqlite    response cache (model, prompt, parameters) → generation
       summary.json        summary (specs/stream-format.md), at the end of a run and by replay
       .lock               held by the process using the directory
@@ -382,7 +382,7 @@ class RunDir:
         return None if head is None else int(head["written"])
 
     def prune_snapshots(self, keep: int) -> None:
-        """Delete all but the newest ``keep`` snapshots (and their in-flight files), then the
+        """Delete all but the newest ``keep`` snapshots (and their pending-answer side files), then the
         store's chunks that no kept snapshot names."""
         done = self.snapshot_steps()
         if len(done) <= keep:
@@ -399,7 +399,7 @@ class RunDir:
             store.drop_chunks(store.chunk_shas() - kept)
 
     def inflight_path(self, records_done: int) -> Path:
-        """Where the answers in flight beside snapshot ``records_done`` are kept (log format 2)."""
+        """Where the pending answers beside snapshot ``records_done`` are kept (log format 2)."""
         self.snap_dir.mkdir(exist_ok=True)
         return self.snap_dir / f"{records_done:08d}.inflight.json"
 
