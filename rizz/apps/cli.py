@@ -138,7 +138,7 @@ def run(
         _fail(f"interrupted; {_resume_hint(out)}", 130)
     except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
         _fail(f"{e}\n{_resume_hint(out)}")
-    except Exception as e:  # a full disk stops cleanly (issue #12 §7); anything else propagates
+    except Exception as e:  # a full disk stops cleanly (specs/reliability.md); anything else propagates
         full = e if isinstance(e, OSError) and "disk full" in str(e) else disk_full(e, "the run", out)
         if full is None:
             raise
@@ -478,12 +478,12 @@ def ray_flag(argv: list[str]) -> list[str]:
     return out
 
 
-# `rizz sweep` and `rizz serve` (issue #14) live in their own module.
+# `rizz sweep` and `rizz serve` (docs/ray.md, docs/serve.md) live in their own module.
 from rizz.apps.cli_scale import register as _register_scale  # noqa: E402
 
 _register_scale(app)
 
-# `rizz view` (issue #28) lives in its own package.
+# `rizz view` lives in its own package.
 from rizz.apps.view_command import register as _register_view  # noqa: E402
 
 _register_view(app)

@@ -1,4 +1,4 @@
-"""An episode as one element of the Session/run loop (the glue to the core; issue #13).
+"""An episode as one element of the Session/run loop (the glue to the core; specs/step-semantics.md).
 
 * :func:`answer_episode`: after the route round and retrieval
   (:func:`rizz.engine.answering.answer_element`), run the agent loop with the episode's

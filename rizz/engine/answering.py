@@ -6,7 +6,7 @@ record: :func:`rizz.engine.codec.encode_step`).
 new state value that the caller commits only after the record is on disk); retrieval reads that
 state with that decision. :class:`~rizz.engine.session.Session` calls it under its lock.
 
-A tool-using episode element (issue #13) takes the same route and retrieval, then runs the agent
+A tool-using episode element (specs/stream-format.md, "Episode elements") takes the same route and retrieval, then runs the agent
 loop (:func:`rizz.engine.agent_step.answer_episode`) instead of one model call; its record
 carries the whole episode (``episode``), so a refold calls no model and no tool.
 """
@@ -107,12 +107,12 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     calls: list[Call] = []
     judge, lkey = None, None
     declared = el.metadata.get("label") if policy.routing.declared_label else None
-    if declared is not None:  # a caller-declared route (metadata.label, issue #10): no judge call
+    if declared is not None:  # a caller-declared route (metadata.label, routing.declared_label): no judge call
         base = attrs.evolve(base, declared_label=normalise_label(declared["function"], declared["application"]))
     elif needs_label(sub_state(state, el.tenant), policy, emb.vec, el.shape):  # behind the tenant's wall
         jl = label_input(model, el.input, instruction=el.instruction, shape=el.shape,
                          fallback_application=policy.routing.fallback_application)
-        # an episode's function is what the agent does (issue #13): use-tools / <application>
+        # an episode's function is what the agent does: use-tools / <application>
         label = normalise_label("use-tools" if el.is_episode else jl.function, jl.application)
         (lemb,) = embed_texts(embedder, store, [label.application.replace("-", " ")])
         base, lkey = attrs.evolve(base, label=label, label_embedding=lemb.vec), lemb.key
@@ -125,7 +125,7 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     retrieved = retrieve(own, policy, local, inner)
     blocks = prompt_blocks(retrieved, el.input, el.instruction, base.evidence)
     keys = (emb.key, lkey)
-    if el.is_episode:  # a tool-using episode (issue #13): the agent loop, one transition of the core
+    if el.is_episode:  # a tool-using episode: the agent loop, one transition of the core
         return answer_episode(el, base, routed, retrieved, judge, calls, keys=keys, time=now, model=model, policy=policy,
                               budget=budget(policy, model, None, budget_cap, policy.agents.reply_tokens), rendering=rendering, user_model=user_model,
                               data_roots=data_roots)
@@ -155,7 +155,7 @@ def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | 
 
     ``corrections``: a verdict below 1.0 carries the reference as its ``correction``
     (:func:`~rizz.adapters.verifiers.correction_of`), as a user who corrects the answer would
-    (the ``write.corrections`` policy setting, issue #24).
+    (the ``write.corrections`` policy setting; results/2026-12-02-qwen05-heldout.md).
 
     ``calls``: where an ``llm_judge`` verifier's model calls are appended (kind ``verify``).
     An episode is scored by its episode verifier (``bfcl_ast``, ``bfcl_multi_turn``, ``tau_db``)

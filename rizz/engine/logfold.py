@@ -13,7 +13,7 @@ whose input names a ``tenant`` is folded behind that tenant's wall (every round 
 - ``expire``: the waiting answer is dropped, the state is unchanged;
 - ``distill``: ``distill_round`` for the record's branch.
 
-A tool-using episode (issue #13) folds like any element; only its memory input differs when
+A tool-using episode folds like any element; only its memory input differs when
 its verdict is below the write threshold: the answer folded is the episode's first wrong call
 (``episode.wrong_call``, the branch-local anti-pattern) instead of its trajectory
 (:func:`memory_input`). The wrong call waits with the pending answer, so a late verdict
@@ -60,8 +60,8 @@ class InFlight:
 
 def memory_input(policy: Policy, inp: StepInput, verdict: Verdict | None, wrong_call: str | None) -> StepInput:
     """The input the memory round folds: ``inp``, except that a tool-using episode whose reward is
-    below ``policy.write_threshold`` remembers its first wrong call as the answer (issue #13:
-    the branch-local anti-pattern; a verified episode writes its trajectory, ``inp.answer``)."""
+    below ``policy.write_threshold`` remembers its first wrong call as the answer (the
+    branch-local anti-pattern; a verified episode writes its trajectory, ``inp.answer``)."""
     if wrong_call is None or verdict is None or verdict.reward >= policy.write_threshold(verdict.verifier):
         return inp
     return attrs.evolve(inp, answer=wrong_call)

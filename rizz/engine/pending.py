@@ -54,8 +54,8 @@ class Pending:
     routed: RouteResult | None = None
     keys: tuple[str, str | None] = ("", None)  # embedding keys of φ(x) and ψ(ã)
     time: float | None = None
-    reasoning: str = ""  # the model's reasoning, kept out of ``answer`` and ``raw_output`` (issue #12 §1)
-    episode: Any = None  # a tool-using episode's ToolEpisode (rizz.adapters.agents.episode), else None (issue #13)
+    reasoning: str = ""  # the model's reasoning, kept out of ``answer`` and ``raw_output`` (rizz.adapters.models.reasoning)
+    episode: Any = None  # a tool-using episode's ToolEpisode (rizz.adapters.agents.episode), else None
     wrong_call: str | None = None  # that episode's first wrong call: its anti-pattern if the verdict fails
 
     @property

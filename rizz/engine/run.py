@@ -57,7 +57,7 @@ def token_totals(calls: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def episode_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per task, over the answered episodes (issue #13): ``n``, ``mean_reward``,
+    """Per task, over the answered tool episodes: ``n``, ``mean_reward``,
     ``turns_per_episode`` (user turns), ``tool_errors`` (total), ``model_calls_per_episode``
     (agent calls), ``prompt_tokens_per_episode`` (every call of the step). Empty without episodes.
 

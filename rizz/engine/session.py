@@ -61,11 +61,11 @@ _CLOSED_IDS = 4096  # recently folded / expired ids kept for error messages (bou
 #: Snapshot bytes written per log record at most (see ``Session(snapshot_every=)``). A snapshot
 #: costs ≈ 25 ns per byte on the benchmark machine (serialise, checksum, write, fsync;
 #: results/2026-12-01-shell-overhead.md), so 8 KiB per record ≈ 0.2 ms of snapshot per record, whatever the size.
-#: Bytes *written*: an incremental snapshot (issue #27, rizz/store/snapchunks.py) writes what
+#: Bytes *written*: an incremental snapshot (rizz/store/snapchunks.py) writes what
 #: changed since the one before, not the whole state.
 SNAPSHOT_RECORD_BYTES = 8192
 #: Records between two snapshots at most, whatever the rule above says: the refold tail a
-#: resume after ``kill -9`` pays at worst (issue #27: at 10^5 memories a record refolds in
+#: resume after ``kill -9`` pays at worst (results/2026-12-02-runstore.md: at 10^5 memories a record refolds in
 #: ≈ 0.4-0.6 ms, so ≈ 0.5 s of tail; the first snapshot of a run, or of a resumed one whose
 #: chunks are all new, would otherwise space the next one ~25,000 records away).
 SNAPSHOT_TAIL_MAX = 1000
@@ -152,7 +152,7 @@ class Session:
         to a multiple of ``snapshot_every``), so a resume refolds a tail of at most that many.
       keep_snapshots: keep only the newest this many snapshots (0: all; ``Session.open``: 3, so
         a long-lived session's directory grows with its memory and log only).
-      user_model: the simulated customer of τ-bench episodes (issue #13; None: ``model``).
+      user_model: the simulated customer of τ-bench episodes (None: ``model``).
       data_roots: directories where an episode's environment data (τ-bench databases) is
         looked up first (then ``$RIZZ_DATA_ROOT``, ``../shared/data``).
       history: the log records so far (as JSON; ``Session.open`` passes the RUN_DIR's), so
@@ -424,7 +424,7 @@ class Session:
             p = self._answer(el)
             vcalls: list[Call] = []
             v = verify_pending(p, self.model, judge_model, vcalls, self.data_roots, self.policy.write.corrections)
-            if vcalls:  # an llm_judge verifier's calls are counted with the step (issue #12 §3)
+            if vcalls:  # an llm_judge verifier's calls are counted with the step (summary.json's calls_by_kind verify)
                 p = attrs.evolve(p, calls=p.calls + tuple(vcalls))
             rec = self._record(p, "step", v, time.perf_counter() - t0)
             self._collect = []
@@ -441,7 +441,7 @@ class Session:
         """Score ``p`` with the element's own verifier (None for context-only input).
 
         An ``llm_judge`` verifier's model calls (kind ``verify``) are logged with the verdict
-        when ``p`` is folded, and returned in :attr:`Folded.calls` (issue #12 §3).
+        when ``p`` is folded, and returned in :attr:`Folded.calls`, so ``summary.json`` counts them.
         """
         calls: list[Call] = []
         v = verify_pending(p, self.model, judge_model, calls, self.data_roots, self.policy.write.corrections)

@@ -1,4 +1,4 @@
-"""Durability of a RUN_DIR: checksummed snapshots, a full disk, fault injection (issue #12 §7).
+"""Durability of a RUN_DIR: checksummed snapshots, a full disk, fault injection (specs/reliability.md).
 
 Three small pieces used by ``runlog.py``, ``models/cache.py`` and the CLI:
 
@@ -61,7 +61,7 @@ FAULT_ENV = "RIZZ_FAULT"
 #: Every place :func:`fault_point` is called from (tests/shell/test_durability.py, benchmarks/kill_embedded.py).
 FAULT_SITES = ("log.append", "snapshot.write", "embedding.write", "prompt.write", "cache.put", "step")
 SNAPSHOT_FORMAT = 2
-#: Format of a snapshot whose tree names chunks in ``store.sqlite`` (issue #27).
+#: Format of a snapshot whose tree names chunks in ``store.sqlite`` (:mod:`rizz.store.snapchunks`).
 CHUNKED_SNAPSHOT_FORMAT = 3
 #: ``rizz run`` exit status when the disk is full (sysexits.h EX_TEMPFAIL: retry later).
 EXIT_DISK_FULL = 75

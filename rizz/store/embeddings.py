@@ -3,7 +3,7 @@
 
 Embeddings are non-deterministic data as far as the pure core is concerned (STYLE §1):
 a run logs them by key in its store (:class:`~rizz.store.runstore.RunStore`; an
-:class:`EmbeddingStore` in a RUN_DIR written before issue #27), and a replay reads the exact
+:class:`EmbeddingStore` in a RUN_DIR of the older file-per-element layout), and a replay reads the exact
 float32 bytes back instead of calling the model.
 """
 
@@ -75,7 +75,7 @@ _UNSYNCED_MAX = 4096  # "os" durability: files written without fsync before sync
 class EmbeddingStore:
     """Content-addressed side store of embeddings: ``key -> float32 vector``, bit-exact.
 
-    The ``embeddings/`` folder of a RUN_DIR written before issue #27 (new RUN_DIRs keep their
+    The ``embeddings/`` folder of a RUN_DIR of the older file-per-element layout (new RUN_DIRs keep their
     vectors in ``store.sqlite``, :class:`~rizz.store.runstore.RunStore`, which has the same
     protocol); still read and written for such a RUN_DIR until ``rizz convert``.
 

@@ -17,7 +17,7 @@ Layout::
       summary.json        summary (specs/stream-format.md), at the end of a run and by replay
       .lock               held by the process using the directory
 
-A RUN_DIR written before issue #27 has ``embeddings/`` (one ``.npy`` file per vector,
+A RUN_DIR written before ``store.sqlite`` (results/2026-12-02-runstore.md) has ``embeddings/`` (one ``.npy`` file per vector,
 :class:`~rizz.store.embeddings.EmbeddingStore`) and ``prompts/`` (one ``<sha256>.txt`` per prompt)
 instead of ``store.sqlite``, and full snapshots. It is read and resumed in that layout
 (:attr:`RunDir.layout` ``"files"``) until ``rizz convert`` moves it into ``store.sqlite``
@@ -179,7 +179,7 @@ class RunDir:
     @property
     def layout(self) -> str:
         """``"sqlite"`` (``store.sqlite``; every new RUN_DIR) or ``"files"`` (``embeddings/`` and
-        ``prompts/`` folders and no ``store.sqlite``: written before issue #27, until ``rizz convert``)."""
+        ``prompts/`` folders and no ``store.sqlite``: written before it existed, until ``rizz convert``)."""
         if self.store_path.exists():
             return "sqlite"
         return "files" if (self.root / "embeddings").is_dir() or self.prompt_dir.is_dir() else "sqlite"

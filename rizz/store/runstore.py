@@ -1,6 +1,6 @@
 """A RUN_DIR's side store in one SQLite file: embeddings, compiled prompts, snapshot chunks.
 
-``RUN_DIR/store.sqlite`` (issue #27) replaces the file-per-element ``embeddings/`` and
+``RUN_DIR/store.sqlite`` (results/2026-12-02-runstore.md) replaces the file-per-element ``embeddings/`` and
 ``prompts/`` folders: a 10^5-step run wrote ~2×10^5 small files there, and each one's
 write-and-rename was most of the live path's cost beyond the core step. Three tables, each
 content-addressed (a key names exactly one value, and a value is never replaced):

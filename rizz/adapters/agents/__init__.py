@@ -1,4 +1,4 @@
-"""Tool-using episodes under RIZZ (issue #13): the environments, the call protocol, the loop.
+"""Tool-using episodes under RIZZ (docs/agents.md): the environments, the call protocol, the loop.
 
 * :mod:`~rizz.adapters.agents.loop` -- one episode: bounded model replies and tool executions;
 * :mod:`~rizz.adapters.agents.calls` -- the text call protocol (Python call syntax, ``ast``; SmolLM2

@@ -90,7 +90,7 @@ Episode = ToolEpisode
 
 def compact_trajectory(episode: ToolEpisode, limit: int = 1200) -> str:
     """``call; call; ... -> final answer``: what a verified episode writes to episodic memory
-    (issue #13: request → tool calls → final answer; the request is the example's input).
+    (request → tool calls → final answer; the request is the example's input).
     Failed calls are left out; long texts are cut to ``limit`` characters with ``...``."""
     ok: list[str] = []
     events = list(episode.transcript)

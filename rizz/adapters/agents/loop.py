@@ -6,7 +6,7 @@ scripted agent) against an :class:`~rizz.adapters.agents.env.Environment` and a 
 ``agents.max_steps``). A malformed call, an unknown tool or a tool exception becomes the tool's
 error result (``Error: ...``), which the model sees on its next step; nothing stops the run.
 
-Turn structure (issue #13): a reply with calls executes them and asks the agent again; a reply
+Turn structure: a reply with calls executes them and asks the agent again; a reply
 without calls is a message to the user that ends the turn: then the next scripted turn, or the
 simulated user's answer (``###STOP###`` ends the episode), or, with neither, the episode ends.
 A BFCL single-turn element (``bfcl_ast``) ends after its first reply: its calls are the answer.

@@ -1,4 +1,4 @@
-"""Episode verifiers (issue #13): ``bfcl_ast``, ``bfcl_multi_turn``, ``tau_db``.
+"""Tool-episode verifiers (docs/agents.md): ``bfcl_ast``, ``bfcl_multi_turn``, ``tau_db``.
 
 Each scores a finished :class:`~rizz.adapters.agents.episode.ToolEpisode` against the element's gold
 (``reference``, a JSON string; specs/stream-format.md, "Episode elements"):
