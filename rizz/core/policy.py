@@ -176,7 +176,7 @@ class RetrievalPolicy:
         "rizz (measured on LoCoMo, results/2026-12-01-locomo-cross-scope.md)",
         "an episode written from a scoped element (metadata.scope) may be shown to inputs of another scope; false: only to its own scope (unscoped episodes stay readable everywhere)",
     )
-    zone: str = _optional(_choice("global", ("global", "family", "own_first"), "paper §4 (global); rizz (family, own_first; results/2026-12-02-qwen15-zones.md)", "cross-branch examples and rules: from any branch ('global'), only branches of the routed branch's function ('family'), or the routed branch's own first, the rest filled from any branch ('own_first')"))
+    zone: str = _optional(_choice("global", ("global", "family", "own_first"), "paper §4 (global); rizz (family, own_first; results/2026-12-01-interference-prefix.md)", "cross-branch examples and rules: from any branch ('global'), only branches of the routed branch's function ('family'), or the routed branch's own first, the rest filled from any branch ('own_first')"))
     zone_gate: bool = _optional(_flag(False, "rizz", "another branch's examples and rules are admitted to a branch's prompt only while their evidence for that (source, reader) pair holds (zone_trials)"))
     zone_trials: int = _optional(_num(3, 0, 1_000_000, "rizz", "a (source, reader) pair is admitted for this many answered steps; then only while its shown mean reward ≥ the reader's mean reward", integer=True))
     examples_min_distinct: int = _optional(_num(

@@ -65,9 +65,10 @@ _CLOSED_IDS = 4096  # recently folded / expired ids kept for error messages (bou
 #: changed since the one before, not the whole state.
 SNAPSHOT_RECORD_BYTES = 8192
 #: Records between two snapshots at most, whatever the rule above says: the refold tail a
-#: resume after ``kill -9`` pays at worst (results/2026-12-02-runstore.md: at 10^5 memories a record refolds in
-#: ≈ 0.4-0.6 ms, so ≈ 0.5 s of tail; the first snapshot of a run, or of a resumed one whose
-#: chunks are all new, would otherwise space the next one ~25,000 records away).
+#: resume after ``kill -9`` pays at worst (at 10^5 memories a record refolds in ≈ 0.4-0.6 ms,
+#: so ≈ 0.5 s of tail; the first snapshot of a run, or of a resumed one whose chunks are all
+#: new, would otherwise space the next one ~25,000 records away; resume times at 10^5:
+#: results/2026-12-02-runstore.md).
 SNAPSHOT_TAIL_MAX = 1000
 
 

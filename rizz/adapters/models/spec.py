@@ -24,7 +24,7 @@ Any form but ``oracle`` takes options after a ``?`` (``name=value`` joined by ``
   Example: ``openai:http://127.0.0.1:8000#qwen3?reasoning=1024``.
 * ``kv_reuse=1`` (``embedded`` and ``gguf:`` only; default 0) -- keep llama.cpp's KV cache
   between calls, so a prompt that shares a prefix with the previous one is decoded from where
-  they differ (results/2026-12-02-runstore.md; :class:`~rizz.adapters.models.embedded.EmbeddedModel`: faster, no longer
+  they differ (:class:`~rizz.adapters.models.embedded.EmbeddedModel`: faster, no longer
   bit-deterministic across call orders). The backend's ``name`` ends in ``?kv_reuse=1``.
 """
 
