@@ -85,7 +85,7 @@ class Point(NamedTuple):
 def load_steps(run_dir: str | Path) -> tuple[list[Step], list[str], dict[str, Any]]:
     """``(steps, logged branch per step, run.json)`` of a ``rizz run`` RUN_DIR (step records; a
     live session's answer is paired with its verdict and folded at the answer's place)."""
-    from rizz.engine.logfold import record_inputs
+    from rizz.engine.codec import decode_step
     from rizz.formats.logrecord import parse
     from rizz.store.runlog import RunDir
 
@@ -103,7 +103,7 @@ def load_steps(run_dir: str | Path) -> tuple[list[Step], list[str], dict[str, An
                 continue  # expired or still pending: never folded with a verdict
             r = {**r, "kind": "step", "verdict": verdicts[(r["id"], r["step"])]}
         try:
-            inp, verdict = record_inputs(parse(r), rd.embeddings)
+            inp, verdict = decode_step(parse(r), rd.embeddings)
         except Exception as e:
             raise ValueError(f"{rd.log_path}:{n}: cannot read the step record ({e})") from None
         steps.append(Step(inp, verdict, r.get("task") or "-"))

@@ -58,7 +58,8 @@ from shell_overhead import StubModel, bench_elements  # noqa: E402
 
 from rizz.core import CandidateRule, Policy, digest, rizz  # noqa: E402
 from rizz.core.apply import fold  # noqa: E402
-from rizz.engine.logfold import LogFold, record_inputs, refold, restore_fold, save_inflight  # noqa: E402
+from rizz.engine.codec import decode_step  # noqa: E402
+from rizz.engine.logfold import LogFold, refold, restore_fold, save_inflight  # noqa: E402
 from rizz.engine.session import Session  # noqa: E402
 from rizz.formats.logrecord import parse  # noqa: E402
 from rizz.formats.policy_file import policy_data  # noqa: E402
@@ -136,7 +137,7 @@ def replay_rates(root: Path, policy: Policy, from_snapshot: bool) -> tuple[float
     given = []
     for rec in recs:
         if rec.kind == "step":
-            given.append({"inp": record_inputs(rec, rd.embeddings)[0]})
+            given.append({"inp": decode_step(rec, rd.embeddings)[0]})
         else:
             given.append({"rules": tuple(CandidateRule(a, s, rd.embeddings.get(k).tobytes()) for a, s, k in rec.rules or ())})
     gc.collect()

@@ -1,4 +1,4 @@
-"""The root of every exception rizz defines (issue #26 §3).
+"""The root of every exception rizz defines, so a caller can catch them all in one clause.
 
 ``except rizz.RizzError`` catches anything rizz raised on purpose. Each class keeps its
 standard base as well (a bad policy is still a ``ValueError``, a full disk an ``OSError``, a

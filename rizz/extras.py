@@ -1,4 +1,4 @@
-"""Which extra brings which module, and the one-line error that names it (issue #26 §4).
+"""Which extra brings which module, and the one-line error that names it (README, the install table).
 
 ``pip install rizz`` installs the core and policy loading only; the shell's parts come with
 extras (``pyproject.toml``, README "Quick start"). An import of a module that an extra brings

@@ -32,7 +32,7 @@ from rizz.lab.peers.setup import peer_model
 from rizz.lab.progress import StepProgress, new_progress, time_estimate
 from rizz.lab.report import format_table
 from rizz.store.convert import ConvertError, convert_run_dir, run_dirs_in
-from rizz.store.durable import EXIT_DISK_FULL, disk_full
+from rizz.store.durable import EXIT_DISK_FULL, check_durability, disk_full
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch
 
 __all__ = ["app", "main"]
@@ -109,7 +109,9 @@ def run(
     n = len(elements)
     _check_oracle(model, stream, elements, limit)
     _check_rendering(rendering)
-    if durability not in ("disk", "os"):
+    try:
+        check_durability(durability)
+    except ValueError:
         _fail(f"--durability must be disk or os, got {durability!r}")
     _check_out(out, "run.json", "RUN_DIR", also=("responses.sqlite",))
     new_dir = not out.exists()
@@ -136,7 +138,7 @@ def run(
         _fail(f"interrupted; {_resume_hint(out)}", 130)
     except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
         _fail(f"{e}\n{_resume_hint(out)}")
-    except Exception as e:  # a full disk stops cleanly (issue #12 §7); anything else propagates
+    except Exception as e:  # a full disk stops cleanly (specs/reliability.md); anything else propagates
         full = e if isinstance(e, OSError) and "disk full" in str(e) else disk_full(e, "the run", out)
         if full is None:
             raise
@@ -476,12 +478,12 @@ def ray_flag(argv: list[str]) -> list[str]:
     return out
 
 
-# `rizz sweep` and `rizz serve` (issue #14) live in their own module.
+# `rizz sweep` and `rizz serve` (docs/ray.md, docs/serve.md) live in their own module.
 from rizz.apps.cli_scale import register as _register_scale  # noqa: E402
 
 _register_scale(app)
 
-# `rizz view` (issue #28) lives in its own package.
+# `rizz view` lives in its own package.
 from rizz.apps.view_command import register as _register_view  # noqa: E402
 
 _register_view(app)

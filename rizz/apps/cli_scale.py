@@ -1,4 +1,4 @@
-"""``rizz sweep`` and ``rizz serve`` (issue #14); :func:`register` adds them to the ``rizz`` app."""
+"""``rizz sweep`` and ``rizz serve`` (docs/ray.md, docs/serve.md); :func:`register` adds them to the ``rizz`` app."""
 
 from __future__ import annotations
 

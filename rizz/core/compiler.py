@@ -10,7 +10,7 @@ budget shrinks the prompt becomes exactly the frozen baseline's (layout ``instru
 evidence, input``).
 
 Scoped context items with a ``metadata.time`` are shown as ``[TIME] text`` and written in
-the order of their actual instants, oldest first (issue #12 §4; the shell parses the time into
+the order of their actual instants, oldest first (specs/stream-format.md, ``metadata.time``; the shell parses the time into
 ``ContextItem.instant_us``, :mod:`rizz.formats.timekeys`; the compiler only compares);
 which items are kept under the budget still follows their scores.
 
@@ -128,7 +128,7 @@ def _fmt_pair(inp: str, ans: str, label: str = "Answer") -> str:
 
 
 def _context_item(item: object, score: float) -> PromptItem:
-    """A scoped-context item; with a time (issue #12 §4) shown as ``[TIME] text``."""
+    """A scoped-context item; with a time (``metadata.time``) shown as ``[TIME] text``."""
     time = getattr(item, "time", None)
     if time is None:
         return PromptItem(item.key, item.text, score)  # type: ignore[attr-defined]

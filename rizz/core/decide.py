@@ -205,7 +205,7 @@ def _derived(policy: Policy) -> bool:
 
 def _contradicted_turn(policy: Policy, verdict: Verdict) -> bool:
     """Under ``write.supersede_derived`` a substantive failure's turn is not remembered: its
-    answer is contradicted by its own verdict (issue #12 §5; it is kept as an anti-pattern)."""
+    answer is contradicted by its own verdict (:mod:`rizz.core.supersede`; it is kept as an anti-pattern)."""
     return _derived(policy) and verdict.parsed and verdict.reward <= policy.write.failure_threshold
 
 

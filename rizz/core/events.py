@@ -189,7 +189,7 @@ class StepRecorded:
 
 @frozen
 class MemoryRetired:
-    """A stored memory contradicted by a newer verdict about the same input (issue #12 §5):
+    """A stored memory contradicted by a newer verdict about the same input (:mod:`rizz.core.supersede`):
     removed from ``store`` (``episodes`` | ``anti_patterns`` | ``context``; under
     ``write.supersede_derived`` also ``rules``, ``key`` a rule id, whose counters are retired,
     and ``working_memory``, ``key`` ``turn-<step>``) of ``branch_id`` and kept in that branch's
@@ -204,7 +204,7 @@ class MemoryRetired:
 
 @frozen
 class BlockEvidenceMoved:
-    """An answered step of ``branch_id`` with ``block`` shown in its prompt or not (issue #10)."""
+    """An answered step of ``branch_id`` with ``block`` shown in its prompt or not (block evidence, :mod:`rizz.core.evidence`)."""
 
     branch_id: str
     block: str
@@ -216,7 +216,7 @@ class BlockEvidenceMoved:
 
 @frozen
 class ZoneEvidenceMoved:
-    """Memories of ``source`` were in a prompt of ``reader`` that earned ``reward`` (issue #10)."""
+    """Memories of ``source`` were in a prompt of ``reader`` that earned ``reward`` (zone evidence, :mod:`rizz.core.evidence`)."""
 
     source: str
     reader: str

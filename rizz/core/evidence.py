@@ -1,4 +1,4 @@
-"""Evidence that a memory earns its place in a prompt (issue #10).
+"""Evidence that a memory earns its place in a prompt.
 
 Two ledgers, both folded from verdicts and both empty (absent from the digest) while their
 policy switch is off:
@@ -17,7 +17,7 @@ policy switch is off:
   mean reward is at least the reader's own mean reward.
 
 ``mistakes_need_examples`` is a structural guard beside the ledger: a branch's anti-patterns
-are shown only once the branch holds a verified example (NumGLUE-ds, issue #10: a mistakes
+are shown only once the branch holds a verified example (NumGLUE-ds: a mistakes
 block shown with no verified example was copied as the answer in 24 of 25 prompts).
 """
 

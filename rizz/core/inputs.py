@@ -90,13 +90,13 @@ class StepInput:
       candidate_rules: rules distilled for the routed branch at this step (may be empty).
       distilled: True when the shell asked for a distillation at this step (resets the batch).
       tenant: ``metadata.tenant``, or None. A hard wall: :mod:`rizz.core.tenants` steps each
-        tenant's own sub-state, so no memory crosses tenants (issue #12 §2).
+        tenant's own sub-state, so no memory crosses tenants (:mod:`rizz.core.tenants`).
       time: ``metadata.time`` as canonical ISO 8601 text, or None; stored with scoped context
         and shown with it.
       instant_us: the instant of ``time``, integer microseconds since 1970-01-01 UTC (orders
         scoped context and restatements), None exactly when ``time`` is. Both are parsed by the
         shell (:func:`rizz.formats.timekeys.time_fields`); the core never reads a calendar.
-      prompt_blocks: the memory blocks the compiled prompt showed (for block evidence, issue #10).
+      prompt_blocks: the memory blocks the compiled prompt showed (for block evidence, :mod:`rizz.core.evidence`).
       declared_label: a caller-declared label (``metadata.label``), used only under
         ``routing.declared_label``; None otherwise.
     """

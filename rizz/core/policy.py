@@ -133,8 +133,8 @@ class RoutingPolicy:
     score_offset: float = _num(1.2, 0.0, 10.0, "rizz", "subtracted from the score; a branch competes only when its score is positive")
     context_spawn_similarity: float = _num(0.30, -1.0, 1.0, "rizz", "a context-only input spawns a context branch below this nearest-anchor cosine")
     router: str = _optional(_choice("fixed", ("fixed", "linucb"), "paper §3 (fixed score); 'contextual-bandit routing' (paper §3, LinUCB: Li et al. 2010)", "'fixed': the routing score above; 'linucb': a contextual bandit over the compatible branches and spawn (bandit.*)"))
-    declared_label: bool = _optional(_flag(False, "issue #10 (off in every benchmark comparison: the paper routes without task ids)", "use a stream element's metadata.label {function, application} as its label instead of asking the judge"))
-    fallback_application: str = _optional(_choice("content_words", ("content_words", "first_line"), "issue #10 §4; measured on TRACE train, results/2026-12-01-label-quality-train.md", "when the judge gives no application, build one from the top content words of the instruction and the whole input ('content_words': the question's topic), or of the instruction, else the input's first line ('first_line': TRACE and StreamBench-style elements state their task there)"))
+    declared_label: bool = _optional(_flag(False, "rizz (off in every benchmark comparison: the paper routes without task ids)", "use a stream element's metadata.label {function, application} as its label instead of asking the judge"))
+    fallback_application: str = _optional(_choice("content_words", ("content_words", "first_line"), "rizz; measured on TRACE train, results/2026-12-01-label-quality-train.md", "when the judge gives no application, build one from the top content words of the instruction and the whole input ('content_words': the question's topic), or of the instruction, else the input's first line ('first_line': TRACE and StreamBench-style elements state their task there)"))
 
 
 @frozen
@@ -173,19 +173,19 @@ class RetrievalPolicy:
     working_memory_k: int = _num(0, 0, 100, "rizz", "recent same-branch turns shown (working memory)", integer=True)
     examples_cross_scope: bool = _flag(
         True,
-        "rizz (issue #12 §2; measured on LoCoMo, results/2026-12-01-locomo-cross-scope.md)",
+        "rizz (measured on LoCoMo, results/2026-12-01-locomo-cross-scope.md)",
         "an episode written from a scoped element (metadata.scope) may be shown to inputs of another scope; false: only to its own scope (unscoped episodes stay readable everywhere)",
     )
-    zone: str = _optional(_choice("global", ("global", "family", "own_first"), "paper §4 (global); issue #10 (family, own_first)", "cross-branch examples and rules: from any branch ('global'), only branches of the routed branch's function ('family'), or the routed branch's own first, the rest filled from any branch ('own_first')"))
-    zone_gate: bool = _optional(_flag(False, "issue #10", "another branch's examples and rules are admitted to a branch's prompt only while their evidence for that (source, reader) pair holds (zone_trials)"))
+    zone: str = _optional(_choice("global", ("global", "family", "own_first"), "paper §4 (global); rizz (family, own_first; results/2026-12-01-interference-prefix.md)", "cross-branch examples and rules: from any branch ('global'), only branches of the routed branch's function ('family'), or the routed branch's own first, the rest filled from any branch ('own_first')"))
+    zone_gate: bool = _optional(_flag(False, "rizz", "another branch's examples and rules are admitted to a branch's prompt only while their evidence for that (source, reader) pair holds (zone_trials)"))
     zone_trials: int = _optional(_num(3, 0, 1_000_000, "rizz", "a (source, reader) pair is admitted for this many answered steps; then only while its shown mean reward ≥ the reader's mean reward", integer=True))
     examples_min_distinct: int = _optional(_num(
-        1, 1, 1000, "rizz (issue #24)",
+        1, 1, 1000, "rizz (results/2026-12-02-qwen05-heldout.md, policy no-votes)",
         "the examples block is shown only when its examples carry at least this many distinct answers: one answer alone reads as a vote "
         "(the Qwen 0.5B copied a lone NumGLUE example's '10' into two other problems, and its letter examples were all 'A')",
         integer=True))
     mistakes_min_distinct: int = _optional(_num(
-        1, 1, 1000, "rizz (issue #24)",
+        1, 1, 1000, "rizz (results/2026-12-02-qwen05-heldout.md, policy no-votes)",
         "the mistakes block is shown only when its anti-patterns carry at least this many distinct wrong answers", integer=True))
 
 
@@ -205,19 +205,19 @@ class WritePolicy:
     working_memory_size: int = _num(8, 0, 10_000, "rizz", "bounded working memory W (recent turns)", integer=True)
     supersede: bool = _flag(
         False,
-        "rizz (issue #12 §5)",
+        "rizz",
         "a verdict retires the stored memories of the same input (text and scope) it contradicts: the newest verified answer wins (rizz/core/supersede.py)",
     )
     supersede_derived: bool = _optional(_flag(
         False,
-        "rizz (issue #12 §5)",
+        "rizz",
         "with supersede: also retire what was derived from a contradicted answer: working-memory turns of the same input "
         "that carry it (a substantive failure's own turn is not remembered) and procedural rules distilled from a "
         "superseded episode (rizz/core/supersede.py)",
     ))
     corrections: bool = _optional(_flag(
         False,
-        "rizz (issue #24)",
+        "rizz (results/2026-12-02-qwen05-heldout.md)",
         "a failed answer whose verdict carries a correction (Verdict.correction: the user's right answer) is written as a "
         "verified example of the corrected answer instead of an anti-pattern (a separately reported setting, not the paper's)",
     ))
@@ -280,7 +280,7 @@ class FeedbackPolicy:
 
 @frozen
 class AgentPolicy:
-    """Tool-using episodes (issue #13): the bounds of the agent loop."""
+    """Tool-using episodes (specs/stream-format.md, "Episode elements"): the bounds of the agent loop."""
 
     max_steps: int = _num(30, 1, 1000, "rizz", "agent model calls per episode at most (the loop stops there)", integer=True)
     reply_tokens: int = _num(256, 16, 8192, "rizz", "new tokens per agent reply at most", integer=True)
@@ -289,19 +289,19 @@ class AgentPolicy:
 
 @frozen
 class EvidencePolicy:
-    """Evidence per memory block kind in a branch (issue #10): a block kind (failures included)
+    """Evidence per memory block kind in a branch (:mod:`rizz.core.evidence`): a block kind (failures included)
     whose presence has not helped the branch is left out of its prompts."""
 
-    enabled: bool = _flag(False, "issue #10", "gate the listed blocks of each branch by their evidence")
+    enabled: bool = _flag(False, "rizz", "gate the listed blocks of each branch by their evidence")
     blocks: tuple[str, ...] = field(
         default=("examples", "rules", "mistakes"),
         converter=tuple,
         validator=lambda inst, att, v: _check_memory_blocks(att.name, v),
-        metadata={"memory_blocks": True, "src": "issue #10", "doc": "memory blocks gated by evidence"},
+        metadata={"memory_blocks": True, "src": "rizz", "doc": "memory blocks gated by evidence"},
     )
     min_shown: int = _num(3, 0, 1_000_000, "rizz", "steps a block is shown in a branch before its evidence can withhold it", integer=True)
     margin: int = _num(2, 1, 1_000_000, "rizz (rules.retire_harmful_margin is 3)", "a block is withheld once harmful − helpful ≥ this and its mean reward when shown is not above its mean when hidden", integer=True)
-    mistakes_need_examples: bool = _flag(False, "issue #10 (NumGLUE-ds: anti-patterns without a verified example were copied as answers)", "show a branch's mistakes only when the branch holds at least one verified example")
+    mistakes_need_examples: bool = _flag(False, "rizz (NumGLUE-ds: anti-patterns without a verified example were copied as answers)", "show a branch's mistakes only when the branch holds at least one verified example")
 
 
 #: The compiler's memory blocks (rizz.core.compiler.MEMORY_BLOCKS): what block evidence can gate.

@@ -194,7 +194,7 @@ class Rule:
     function: str
     step: int
     # content keys of the episodes it was distilled from (the distillation batch); kept only
-    # under write.supersede_derived, so a superseded episode retires its rules (issue #12 §5)
+    # under write.supersede_derived, so a superseded episode retires its rules (rizz.core.supersede)
     sources: tuple[str, ...] = field(default=(), converter=_str_tuple, metadata={"omit_default": True})
 
     def text(self) -> str:
@@ -215,7 +215,7 @@ class RuleCounters:
 @frozen
 class Evidence:
     """Reward evidence for one memory block kind in a branch, or for another branch's memories
-    read by a branch (issue #10, "every memory block must earn its place by evidence").
+    read by a branch (every memory block must earn its place by evidence: rizz.core.evidence).
 
     Counts are of answered steps of the branch; rewards are sums in [0, shown] / [0, hidden].
     ``helpful`` / ``harmful`` move like a rule's counters (reward ≥ ``rules.helpful_reward`` /

@@ -12,7 +12,7 @@
   key names one conversation/session, so this cannot mix task families — the project's
   reading of spec §4, see ``specs/step-semantics.md``); when none match, all of the selected
   branch's context. Score ``w_sim·cos + w_rec·2^(−Δt / half_life)``.
-* Read zones (issue #10, ``retrieval.zone``): cross-branch examples and rules from any branch
+* Read zones (``retrieval.zone``; results/2026-12-01-interference-prefix.md): cross-branch examples and rules from any branch
   (``global``, the paper's), only from branches of the routed branch's function (``family``),
   or the routed branch's own first with the rest filled from others (``own_first``); with
   ``zone_gate`` another branch is read only while its (source, reader) evidence holds

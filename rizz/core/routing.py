@@ -68,7 +68,7 @@ class RouteDecision:
     ``features``: under ``routing.router: linucb``, the chosen arm's feature vector as seen at
     choice time (:data:`rizz.core.bandit.FEATURES`), which the verdict's bandit update uses;
     () otherwise. The decision travels with a pending answer to its verdict (``feedback_round``),
-    across restarts in a snapshot's in-flight side file, so it holds only plain values: the
+    across restarts in a snapshot's pending-answer side file, so it holds only plain values: the
     features are Python floats (converted on construction) and left out of ``to_data`` while ().
     """
 

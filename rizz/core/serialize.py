@@ -12,7 +12,7 @@ equal their default, so a state that does not use them keeps its earlier tree an
 ``from_data`` restores the default. Fields with metadata ``digest: False`` are a function of
 another field (``ContextItem.instant_us`` of ``time``): ``to_data`` keeps them (snapshots
 restore them exactly) and ``digest`` leaves them out, so adding one changes no digest.
-Python renames keep the wire names (issue #11 §6, ``specs/glossary.md``): a class's
+Python renames keep the wire names (``specs/glossary.md``): a class's
 ``WIRE_NAME`` is its type tag, a field's metadata ``wire`` its key.
 """
 

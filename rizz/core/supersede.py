@@ -1,4 +1,4 @@
-"""Superseded memories (issue #12 §5): the newest verified answer to an input wins.
+"""Superseded memories: the newest verified answer to an input wins.
 
 Without this, contradicting memories of one input coexist: after a price change the prompt
 showed "Answer: 10", "Answer: 12" and "Wrong answer: 10" for the same question. With

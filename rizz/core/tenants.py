@@ -1,4 +1,4 @@
-"""Tenant walls (issue #12 §2): one sub-state per tenant, so no memory crosses tenants.
+"""Tenant walls (specs/step-semantics.md, "Tenant walls"): one sub-state per tenant, so no memory crosses tenants.
 
 Cross-branch reads (examples, active rules, family and global playbooks) are the method's
 design *within* one agent (spec §4). Across users they are a data leak. ``metadata.tenant``

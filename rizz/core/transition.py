@@ -6,12 +6,12 @@ pure functions in the optax style (``init``, ``plan``, ``step``, ``step_with_eve
 through the state value.
 
 A step is three decide/apply rounds: route (spawn, snap) → memory (superseded memories
-retired (issue #12 §5, :mod:`rizz.core.supersede`), stats, writes, quarantine, rule counters,
+retired (:mod:`rizz.core.supersede`), stats, writes, quarantine, rule counters,
 new rules, working memory, history) → lifecycle (merge, deactivate, prune). Each round decides past-tense events against the state the previous round
 left and
 folds them with :func:`rizz.core.apply.apply`.
 
-A live session (many answers in flight, verdicts late) folds the same rounds as separate
+A live session (many pending answers, verdicts late) folds the same rounds as separate
 transitions, in log order: ``route_round`` when the element is answered (its decision travels
 with the pending answer), ``feedback_round`` (memory + lifecycle, using that decision) when
 its verdict arrives, and ``distill_round`` for rules the model distilled afterwards.
@@ -82,7 +82,7 @@ def _feedback_round(policy: Policy, state: AdaptiveState, inp: StepInput, verdic
         raise ValueError(f"step {inp.step} ({inp.item_id}): an answered input needs a verdict")
     if decision.branch_id not in state.branches:  # merged or pruned while the answer was pending
         return StepResult(state, (ev.VerdictDropped(inp.item_id, decision.branch_id, inp.step, "branch-gone"),))
-    sup = decide_supersede(state, policy, inp, verdict)  # issue #12 §5; [] unless write.supersede
+    sup = decide_supersede(state, policy, inp, verdict)  # rizz.core.supersede; [] unless write.supersede
     s1 = fold(state, sup)
     mem = decide_memory(s1, policy, inp, verdict, decision)
     s2 = fold(s1, mem)

@@ -1,4 +1,4 @@
-"""An episode as one element of the Session/run loop (the glue to the core; issue #13).
+"""An episode as one element of the Session/run loop (the glue to the core; specs/step-semantics.md).
 
 * :func:`answer_episode`: after the route round and retrieval
   (:func:`rizz.engine.answering.answer_element`), run the agent loop with the episode's
@@ -70,8 +70,9 @@ def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge:
         completion_tokens=sum(c.completion_tokens for c in calls if c.kind == "answer"),
         dropped=len(prompt.dropped) if prompt else 0)
     reasoning = "\n\n".join(g.reasoning for g in gens if getattr(g, "reasoning", ""))
-    return Pending(el, step_input, prompt, ep.final, answer, bool(ep.calls) or bool(ep.final), judge, tuple(calls),
-                   ep.stop == "overflow", rendering, routed, keys, time, reasoning=reasoning, episode=ep,
+    return Pending(element=el, step_input=step_input, prompt=prompt, raw_output=ep.final, answer=answer,
+                   parsed=bool(ep.calls) or bool(ep.final), judge=judge, calls=tuple(calls), overflow=ep.stop == "overflow",
+                   rendering=rendering, routed=routed, keys=keys, time=time, reasoning=reasoning, episode=ep,
                    wrong_call=first_wrong_call(el, ep))
 
 

@@ -1,11 +1,12 @@
 """The effects of answering one element: embed, judge (when needed), route, retrieve, compile,
-render, call the model, extract the answer — and turn it into a log record.
+render, call the model, extract the answer: a :class:`~rizz.engine.pending.Pending` (its log
+record: :func:`rizz.engine.codec.encode_step`).
 
 :func:`answer_element` routes once: the core's ``route_round`` decides (and folds a spawn into a
 new state value that the caller commits only after the record is on disk); retrieval reads that
 state with that decision. :class:`~rizz.engine.session.Session` calls it under its lock.
 
-A tool-using episode element (issue #13) takes the same route and retrieval, then runs the agent
+A tool-using episode element (specs/stream-format.md, "Episode elements") takes the same route and retrieval, then runs the agent
 loop (:func:`rizz.engine.agent_step.answer_episode`) instead of one model call; its record
 carries the whole episode (``episode``), so a refold calls no model and no tool.
 """
@@ -42,10 +43,9 @@ from rizz.engine.agent_step import answer_episode, verify_episode_pending
 from rizz.engine.judge import label_input
 from rizz.engine.pending import Call, Embedded, Pending
 from rizz.engine.render import TEMPLATE_SLACK, answer_settings, render
-from rizz.formats import logrecord as lr
 from rizz.formats.streams import StreamElement
 
-__all__ = ["answer_element", "budget", "default_rendering", "embed_texts", "evidence_text", "record_of", "verify_pending"]
+__all__ = ["answer_element", "budget", "default_rendering", "embed_texts", "evidence_text", "verify_pending"]
 
 
 def default_rendering(model: ModelBackend) -> str:
@@ -102,16 +102,17 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
                      tenant=el.tenant, time=el.time, instant_us=el.instant_us)
     now = time.time()
     if el.context_only:
-        return Pending(el, base, None, None, None, True, None, (), False, rendering, core.route_round(state, base), (emb.key, None), now)
+        return Pending(element=el, step_input=base, prompt=None, raw_output=None, answer=None, parsed=True, judge=None, calls=(),
+                       overflow=False, rendering=rendering, routed=core.route_round(state, base), keys=(emb.key, None), time=now)
     calls: list[Call] = []
     judge, lkey = None, None
     declared = el.metadata.get("label") if policy.routing.declared_label else None
-    if declared is not None:  # a caller-declared route (metadata.label, issue #10): no judge call
+    if declared is not None:  # a caller-declared route (metadata.label, routing.declared_label): no judge call
         base = attrs.evolve(base, declared_label=normalise_label(declared["function"], declared["application"]))
     elif needs_label(sub_state(state, el.tenant), policy, emb.vec, el.shape):  # behind the tenant's wall
         jl = label_input(model, el.input, instruction=el.instruction, shape=el.shape,
                          fallback_application=policy.routing.fallback_application)
-        # an episode's function is what the agent does (issue #13): use-tools / <application>
+        # an episode's function is what the agent does: use-tools / <application>
         label = normalise_label("use-tools" if el.is_episode else jl.function, jl.application)
         (lemb,) = embed_texts(embedder, store, [label.application.replace("-", " ")])
         base, lkey = attrs.evolve(base, label=label, label_embedding=lemb.vec), lemb.key
@@ -124,14 +125,15 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     retrieved = retrieve(own, policy, local, inner)
     blocks = prompt_blocks(retrieved, el.input, el.instruction, base.evidence)
     keys = (emb.key, lkey)
-    if el.is_episode:  # a tool-using episode (issue #13): the agent loop, one transition of the core
+    if el.is_episode:  # a tool-using episode: the agent loop, one transition of the core
         return answer_episode(el, base, routed, retrieved, judge, calls, keys=keys, time=now, model=model, policy=policy,
                               budget=budget(policy, model, None, budget_cap, policy.agents.reply_tokens), rendering=rendering, user_model=user_model,
                               data_roots=data_roots)
     try:
         prompt = compile_prompt(blocks, policy.compiler, model.count_tokens, budget(policy, model, el.shape, budget_cap))
     except PromptBudgetError:
-        return Pending(el, base, None, None, "", False, judge, tuple(calls), True, rendering, routed, keys, now)
+        return Pending(element=el, step_input=base, prompt=None, raw_output=None, answer="", parsed=False, judge=judge, calls=tuple(calls),
+                       overflow=True, rendering=rendering, routed=routed, keys=keys, time=now)
     settings = answer_settings(el.shape)
     raw = rendering == "raw"
     gen = model.generate(render(prompt, el.shape, rendering), max_tokens=settings.max_tokens,
@@ -143,8 +145,8 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
         prompt_tokens=prompt.token_count, completion_tokens=gen.completion_tokens, dropped=len(prompt.dropped),
         prompt_blocks=tuple(sec.block for sec in prompt.sections if sec.block in MEMORY_BLOCKS),
     )
-    return Pending(el, step_input, prompt, gen.reply, ext.answer, ext.parsed, judge, tuple(calls), False, rendering, routed, keys, now,
-                   reasoning=gen.reasoning)
+    return Pending(element=el, step_input=step_input, prompt=prompt, raw_output=gen.reply, answer=ext.answer, parsed=ext.parsed, judge=judge,
+                   calls=tuple(calls), overflow=False, rendering=rendering, routed=routed, keys=keys, time=now, reasoning=gen.reasoning)
 
 
 def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | None = None,
@@ -153,7 +155,7 @@ def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | 
 
     ``corrections``: a verdict below 1.0 carries the reference as its ``correction``
     (:func:`~rizz.adapters.verifiers.correction_of`), as a user who corrects the answer would
-    (the ``write.corrections`` policy setting, issue #24).
+    (the ``write.corrections`` policy setting; results/2026-12-02-qwen05-heldout.md).
 
     ``calls``: where an ``llm_judge`` verifier's model calls are appended (kind ``verify``).
     An episode is scored by its episode verifier (``bfcl_ast``, ``bfcl_multi_turn``, ``tau_db``)
@@ -180,30 +182,3 @@ def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | 
     res = verify(name, p.raw_output or "", el.references or "", shape=el.shape, metadata=dict(el.metadata), judge=judge_fn)
     fix = correction_of(el.references or "", el.shape) if corrections and res.reward < 1.0 else None
     return Verdict(float(res.reward), name, parsed=res.parsed, correction=fix)
-
-
-def record_of(p: Pending, kind: str, verdict: Verdict | None, wall_s: float, *, run_dir: Any = None) -> lr.LogRecord:
-    """The ``step`` or ``answer`` log record of ``p`` (saving the prompt text in ``run_dir``)."""
-    el, inp = p.element, p.step_input
-    prompt = None
-    if p.prompt is not None:
-        sha = hashlib.sha256(p.prompt.text.encode("utf-8")).hexdigest()
-        if run_dir is not None:
-            run_dir.save_prompt(sha, p.prompt.text)
-        prompt = lr.PromptPart(sha, p.prompt.token_count, p.prompt.budget, p.rendering,
-                               [[d.block, d.id, d.tokens, d.reason] for d in p.prompt.dropped],
-                               list(inp.prompt_rule_ids), list(inp.prompt_episode_keys), list(inp.prompt_blocks))
-    d = p.routed.decision if p.routed is not None else None
-    return lr.LogRecord(
-        step=inp.step, id=el.id, v=lr.LOG_VERSION, kind=kind, task=el.task, context_only=el.context_only,
-        input=lr.InputPart(inp.text, p.keys[0], inp.instruction, inp.evidence, inp.scope, inp.shape, inp.tenant, inp.time),
-        route=lr.RoutePart(d.branch_id, d.score, d.spawn is not None) if d is not None else None,
-        calls=list(p.calls), overflow=p.overflow, wall_s=round(wall_s, 4),
-        judge=lr.JudgePart(**p.judge, label_embedding=p.keys[1]) if p.judge is not None else None,
-        prompt=prompt,
-        answer=lr.AnswerPart(p.raw_output, p.answer, p.parsed, p.reasoning or None) if not el.context_only else None,
-        verdict=lr.VerdictPart(verdict.reward, verdict.verifier, verdict.parsed, verdict.correction) if verdict is not None else None,
-        time=p.time if kind == "answer" else None,
-        episode=lr.EpisodePart(**p.episode.to_json(), wrong_call=p.wrong_call) if p.episode is not None else None,
-        declared_label=lr.LabelPart(inp.declared_label.function, inp.declared_label.application) if inp.declared_label is not None else None,
-    )

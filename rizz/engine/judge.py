@@ -246,7 +246,7 @@ def fallback_label(text: str, *, instruction: str | None, shape: str | None,
     * ``"first_line"``: the instruction if it has any text, else the input's first non-blank
       line, where TRACE and StreamBench-style elements state their task ("Choose an answer
       for the following question and give your reasons.": one application for every
-      ScienceQA question; issue #10 §4, results/2026-12-01-label-quality-train.md);
+      ScienceQA question; results/2026-12-01-label-quality-train.md);
 
     plus the script name when a third or more of the whole input's letters are non-Latin
     (``chinese``, ``japanese``, ...); ``"general"`` if no word is left.
@@ -363,7 +363,7 @@ def label_input(
         judge_messages(text, instruction=instruction),
         max_tokens=max_tokens,
         # the answer is one flat object; the parser restores the brace. Not for a reasoning
-        # model (``?reasoning=N``): a "}" in its thinking would cut the reply (issue #12 §1).
+        # model (``?reasoning=N``): a "}" in its thinking would cut the reply (rizz.adapters.models.reasoning).
         stop=() if getattr(model, "reasoning_tokens", 0) else ("}",),
     )
     label = read_label(gen.text, text, instruction=instruction, shape=shape, fallback_application=fallback_application)

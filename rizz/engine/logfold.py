@@ -1,4 +1,4 @@
-"""The fold of a run log: state plus answers in flight, advanced one :class:`LogRecord` at a time.
+"""The fold of a run log: state plus pending answers, advanced one :class:`LogRecord` at a time.
 
 ``rizz run``, a live :class:`~rizz.engine.session.Session`, ``rizz replay`` and ``rizz diff`` all
 advance the state through :meth:`LogFold.apply`, so a log refolds to the digest the session
@@ -13,14 +13,16 @@ whose input names a ``tenant`` is folded behind that tenant's wall (every round 
 - ``expire``: the waiting answer is dropped, the state is unchanged;
 - ``distill``: ``distill_round`` for the record's branch.
 
-A tool-using episode (issue #13) folds like any element; only its memory input differs when
+A tool-using episode folds like any element; only its memory input differs when
 its verdict is below the write threshold: the answer folded is the episode's first wrong call
 (``episode.wrong_call``, the branch-local anti-pattern) instead of its trajectory
-(:func:`memory_input`). The wrong call waits with the answer in flight, so a late verdict
+(:func:`memory_input`). The wrong call waits with the pending answer, so a late verdict
 folds the same way.
 
-The fold reads embeddings from the RUN_DIR's store; the live session passes the vectors it
-already holds (``inp=``, ``routed=``, ``rules=``) so nothing is read back or routed twice.
+The fold decodes a record's input with :func:`rizz.engine.codec.decode_step` (the inverse of
+what the live session wrote), reading embeddings from the RUN_DIR's store; the live session
+passes the vectors it already holds (``inp=``, ``routed=``, ``rules=``) so nothing is read back
+or routed twice. :class:`LogFoldError` is defined beside the codec and importable here.
 """
 
 from __future__ import annotations
@@ -34,20 +36,14 @@ import attrs
 from attrs import frozen
 from pyrsistent import PMap, pmap
 
-from rizz.core import AdaptiveState, CandidateRule, Label, Policy, RouteDecision, RouteResult, StepInput, Verdict, events as ev, rizz, walled
+from rizz.core import AdaptiveState, CandidateRule, Policy, RouteDecision, RouteResult, StepInput, Verdict, events as ev, rizz, walled
 from rizz.core.serialize import from_data, to_data
 from rizz.core.tenants import decision_tenant, follow_merge
-from rizz.errors import RizzError
-from rizz.formats.logrecord import LogRecord, VerdictPart, parse
-from rizz.formats.timekeys import time_fields
+from rizz.engine.codec import LogFoldError, decode_step, decode_verdict
+from rizz.formats.logrecord import LogRecord, parse
 from rizz.store.runlog import write_json_atomic
 
-__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "record_inputs", "record_to_step", "refold", "restore_fold",
-           "save_inflight", "views"]
-
-
-class LogFoldError(ValueError, RizzError):
-    """A record that cannot follow the ones before it (e.g. a verdict for no pending answer)."""
+__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "refold", "restore_fold", "save_inflight", "views"]
 
 
 @frozen
@@ -64,51 +60,15 @@ class InFlight:
 
 def memory_input(policy: Policy, inp: StepInput, verdict: Verdict | None, wrong_call: str | None) -> StepInput:
     """The input the memory round folds: ``inp``, except that a tool-using episode whose reward is
-    below ``policy.write_threshold`` remembers its first wrong call as the answer (issue #13:
-    the branch-local anti-pattern; a verified episode writes its trajectory, ``inp.answer``)."""
+    below ``policy.write_threshold`` remembers its first wrong call as the answer (the
+    branch-local anti-pattern; a verified episode writes its trajectory, ``inp.answer``)."""
     if wrong_call is None or verdict is None or verdict.reward >= policy.write_threshold(verdict.verifier):
         return inp
     return attrs.evolve(inp, answer=wrong_call)
 
 
-def record_inputs(rec: LogRecord, store: Any) -> tuple[StepInput, Verdict | None]:
-    """The core's input and verdict of a step or answer record (vectors read from ``store``)."""
-
-    def vec(key: str | None) -> bytes:
-        return store.get(key).astype("float32").tobytes() if key else b""
-
-    x = rec.input
-    if x is None:
-        raise LogFoldError(f"record {rec.kind} {rec.id!r} at step {rec.step} has no input")
-    j, p = rec.judge, rec.prompt
-    d = rec.distill
-    rules = tuple(CandidateRule(a, s, vec(k)) for a, s, k in d.rules) if d is not None else ()
-    inp = StepInput(
-        step=rec.step, item_id=rec.id, text=x.text, embedding=vec(x.embedding), instruction=x.instruction,
-        evidence=x.evidence, scope=x.scope, shape=x.shape, context_only=rec.context_only,
-        label=Label(j.function, j.application) if j else None, label_embedding=vec(j.label_embedding) if j else b"",
-        answer=rec.answer.extracted if rec.answer else None, prompt_rule_ids=tuple(p.rule_ids) if p else (),
-        prompt_episode_keys=tuple(p.episode_keys) if p else (), prompt_tokens=p.tokens if p else 0,
-        completion_tokens=sum(c.completion_tokens for c in rec.calls if c.kind == "answer"),
-        dropped=len(p.dropped) if p else 0, candidate_rules=rules, distilled=bool(d and d.asked),
-        tenant=x.tenant, **time_fields(x.time),
-        prompt_blocks=tuple(p.blocks) if p else (),
-        declared_label=Label(rec.declared_label.function, rec.declared_label.application) if rec.declared_label else None,
-    )
-    return inp, _verdict(rec.verdict)
-
-
-def record_to_step(rec: dict[str, Any], store: Any) -> tuple[StepInput, Verdict | None]:
-    """Rebuild the core's step input and verdict from a step or answer record as JSON (no model calls)."""
-    return record_inputs(parse(rec), store)
-
-
-def _verdict(v: VerdictPart | None) -> Verdict | None:
-    return Verdict(v.reward, v.verifier, v.parsed, correction=v.correction) if v is not None else None
-
-
 class LogFold:
-    """State, answers in flight, answers issued and records folded; advanced by :meth:`apply`.
+    """State, pending answers, answers issued and records folded; advanced by :meth:`apply`.
 
     Args:
       policy: the run's policy.
@@ -137,7 +97,7 @@ class LogFold:
         return events
 
     def _follow(self, merged: dict[str, str]) -> None:
-        """Answers in flight routed to a branch merged away now write into the branch that kept it
+        """Pending answers routed to a branch merged away now write into the branch that kept it
         (only answers of the tenant whose sub-state merged: branch ids are per sub-state)."""
         for k, w in self.inflight.items():
             d = follow_merge(w.decision, w.step_input, self._tenant, merged)
@@ -149,9 +109,9 @@ class LogFold:
         core = self.core
         if rec.kind in ("step", "answer"):
             if inp is None:
-                inp, verdict = record_inputs(rec, self.store)
+                inp, verdict = decode_step(rec, self.store)
             else:
-                verdict = _verdict(rec.verdict)
+                verdict = decode_verdict(rec.verdict)
             if rec.kind == "answer" and rec.id in self.inflight:
                 raise LogFoldError(f"answer {rec.id!r} at step {rec.step}: an answer with this id is already pending")
             self.answers = max(self.answers, rec.step + 1)
@@ -175,7 +135,7 @@ class LogFold:
             if rec.kind == "expire":
                 return ()
             self._tenant = decision_tenant(w.decision, w.step_input)
-            verdict = _verdict(rec.verdict)
+            verdict = decode_verdict(rec.verdict)
             inp = memory_input(core.policy, w.step_input, verdict, w.wrong_call)
             self.state, events = core.feedback_round(self.state, inp, verdict, w.decision)
             return events
@@ -188,7 +148,7 @@ class LogFold:
         raise LogFoldError(f"unknown record kind {rec.kind!r}")
 
 
-# -- answers in flight beside a state snapshot (small functions: snapshots are shared code) --
+# -- pending answers beside a state snapshot (small functions: snapshots are shared code) --
 def save_inflight(path: Path, fold: LogFold) -> None:
     """Write ``{answers, inflight}`` next to a snapshot (JSON, atomic)."""
     data = {"answers": fold.answers,  # an episode's wrong call, when there is one, is a 5th item
@@ -222,10 +182,10 @@ def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True,
         n, state = snap
         try:
             side = load_inflight(rd.snap_dir / f"{n:08d}.inflight.json")
-        except (TypeError, ValueError):  # answers in flight this version cannot build: refold all
+        except (TypeError, ValueError):  # pending answers this version cannot build: refold all
             snap, stale = None, {n}
         else:
-            answers, inflight = side if side is not None else (n, pmap())  # format 1: one record per step, none in flight
+            answers, inflight = side if side is not None else (n, pmap())  # format 1: one record per step, none pending
             fold = LogFold(policy, rd.embeddings, state=state, inflight=inflight, answers=answers, folded=n)
             start = n
     # snapshots that failed their checksum (rizz.store.durable) or cannot be built are rewritten from the log

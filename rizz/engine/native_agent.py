@@ -34,7 +34,7 @@ BFCL's schema types (``dict``, ``float``, ``tuple``, ``any``) are mapped to JSON
 (``object``, ``number``, ``array``, ``string``) for the APIs. These calls bypass the response
 cache (a resumed episode asks again; the embedded model answers it the same).
 
-As the backends' own ``generate`` (issue #12 §1 §3): a spec's ``?reasoning=N`` adds N tokens to
+As the backends' own ``generate`` (rizz.adapters.models.reasoning): a spec's ``?reasoning=N`` adds N tokens to
 each reply's ``max_tokens`` (Anthropic: the request fields of the backend's own calls,
 :meth:`~rizz.adapters.models.anthropic_backend.AnthropicModel.request_fields`: per model,
 ``temperature`` where taken, ``budget_tokens=N`` or adaptive thinking; API refusals raise

@@ -3,7 +3,7 @@
 Made by :func:`rizz.engine.answering.answer_element` (or, for a tool-using episode,
 :func:`rizz.engine.agent_step.answer_episode`), kept by :class:`~rizz.engine.session.Session`
 until the verdict is folded, and written as a log record by
-:func:`rizz.engine.answering.record_of`.
+:func:`rizz.engine.codec.encode_step`.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ class Embedded:
     key: str
 
 
-@frozen
+@frozen(kw_only=True)
 class Pending:
-    """An answered (or context-only) element waiting for its verdict.
+    """An answered (or context-only) element waiting for its verdict; built by keyword.
 
     ``id`` / ``answer``: the element's id and the extracted answer (None for context-only
     input). ``step``: its index in the session. ``prompt`` is None for context-only input and
@@ -54,8 +54,8 @@ class Pending:
     routed: RouteResult | None = None
     keys: tuple[str, str | None] = ("", None)  # embedding keys of φ(x) and ψ(ã)
     time: float | None = None
-    reasoning: str = ""  # the model's reasoning, kept out of ``answer`` and ``raw_output`` (issue #12 §1)
-    episode: Any = None  # a tool-using episode's Episode (rizz.adapters.agents.episode), else None (issue #13)
+    reasoning: str = ""  # the model's reasoning, kept out of ``answer`` and ``raw_output`` (rizz.adapters.models.reasoning)
+    episode: Any = None  # a tool-using episode's ToolEpisode (rizz.adapters.agents.episode), else None
     wrong_call: str | None = None  # that episode's first wrong call: its anti-pattern if the verdict fails
 
     @property

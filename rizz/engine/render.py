@@ -11,7 +11,7 @@ Three renderings (the same for every policy; only the compiled material differs)
 
 The answer budget (``max_tokens``) and stop strings depend only on the expected shape.
 
-Prompt caching (issue #27): in ``raw`` and ``chat`` the user message's ``cache_prefix`` is the
+Prompt caching: in ``raw`` and ``chat`` the user message's ``cache_prefix`` is the
 length of the prompt's leading run of :data:`CACHEABLE_BLOCKS` (the blocks that change least
 between inputs), so a backend with a prompt cache can mark it; under the default layout that
 run is short or empty (scoped context comes first), under ``policies/prefix-cache.yaml`` it is

@@ -1,5 +1,11 @@
 """``rizz run`` and ``rizz replay``: a stream through a Session into a RUN_DIR, and back.
 
+``rizz run`` (:func:`run_stream`) is a short loop over a :class:`~rizz.engine.session.Session`:
+``Session.open`` opens the RUN_DIR (checks ``run.json`` against the stream and settings,
+writes ``bad_lines.json``, drops a partial last record, restores the fold, finishes an
+interrupted distillation), then each element not yet finished goes through
+:meth:`~rizz.engine.session.Session.run_element`, and the summary is written.
+
 A run is resumable: running the same command on an unfinished RUN_DIR refolds its log
 (from the newest snapshot) and continues with the next element; because every model call
 is deterministic (and cached), the final state equals an uninterrupted run's.
@@ -7,7 +13,6 @@ is deterministic (and cached), the final state equals an uninterrupted run's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -15,29 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from rizz.core import AdaptiveState, Policy, digest
-from rizz.core.serialize import canonical_json
 from rizz.engine.logfold import restore_fold, views
-from rizz.engine.session import Session, default_rendering
-from rizz.formats.logrecord import LOG_VERSION
-from rizz.formats.policy_file import parse_policy, policy_data
+from rizz.engine.session import Session
+from rizz.formats.policy_file import parse_policy
 from rizz.formats.streams import StreamElement, read_stream
 from rizz.formats.wording import plural
 from rizz.store.durable import fault_point
-from rizz.store.runlog import RunDir, model_meta, write_json_atomic
+from rizz.store.runlog import RunDir, write_json_atomic
 
 __all__ = ["KEEP_SNAPSHOTS", "episode_summary", "evaluated_tokens", "replay", "replay_differences", "run_stream", "summarise"]
 
 #: Snapshots a run keeps (the newest; a resume needs only the newest sound one, and the store
-#: drops the chunks of the others, issue #27). ``Session.open`` keeps as many.
+#: drops the chunks of the others). ``Session.open`` keeps as many by default.
 KEEP_SNAPSHOTS = 3
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def evaluated_tokens(call: dict[str, Any]) -> int:
@@ -62,7 +57,7 @@ def token_totals(calls: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def episode_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per task, over the answered episodes (issue #13): ``n``, ``mean_reward``,
+    """Per task, over the answered tool episodes: ``n``, ``mean_reward``,
     ``turns_per_episode`` (user turns), ``tool_errors`` (total), ``model_calls_per_episode``
     (agent calls), ``prompt_tokens_per_episode`` (every call of the step). Empty without episodes.
 
@@ -146,49 +141,42 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
     stream = Path(stream)
     read = read_stream(stream, skip_bad=skip_bad)
     elements: list[StreamElement] = list(read.elements)[: limit if limit is not None else None]
-    with RunDir(out, durability=durability) as rd:
-        meta = rd.check_or_write_meta({
-            "stream": str(stream), "stream_sha256": _sha256_file(stream), "policy": policy_source,
-            "policy_digest": "sha256:" + hashlib.sha256(canonical_json(policy).encode()).hexdigest(),
-            "policy_data": policy_data(policy),
-            "model": model.name, "embedder": embedder.name, "embedder_dim": embedder.dim,
-            "rendering": rendering or default_rendering(model),
-            "budget_cap": budget, "log_version": LOG_VERSION,
-            **({"user_model": user_model.name} if user_model is not None else {}),
-            **model_meta(model),
-        })
-        if read.bad:  # written only once the run's settings are accepted (a refused resume writes nothing)
-            write_json_atomic(rd.root / "bad_lines.json", [{"line": b.line, "field": b.field, "message": b.message} for b in read.bad])
-            log(f"skipped {plural(len(read.bad), 'bad line')} of {stream}; see {rd.root / 'bad_lines.json'}")
-        if rd.repair():
-            log(f"{rd.log_path}: dropped a partial last record left by an interrupted run")
-        fold, records = restore_fold(rd, policy)
-        for n, why in rd.ignored_snapshots:
-            log(f"{rd.snap_dir / f'{n:08d}.json'}: {why}; ignored and rebuilt from the log")
-        done = fold.answers
-        if done and done >= len(elements):
-            log(f"{rd.root}: already finished ({plural(done, 'step')}); nothing to run")
-        elif done:
-            log(f"resuming {rd.root} after {plural(done, 'finished step')}")
-        session = Session(policy, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget,
-                          run_dir=rd, snapshot_every=snapshot_every, keep_snapshots=KEEP_SNAPSHOTS, fold=fold, user_model=user_model,
-                          history=records)
-        records.extend(session.recover(records[-1] if records else None))  # a distillation a kill interrupted
-        if on_resume is not None:
-            on_resume(views(records))
-        for el in elements[done:]:
-            fault_point("step")
-            recs = session.run_element(el)
-            records.extend(recs)
-            if on_step is not None:
-                on_step(views(recs)[0], session)
-        summary = summarise(records, session.state, meta)
-        write_json_atomic(rd.summary_path, summary)
-        stale = rd.root / "summary.replay.json"
-        if len(elements) > done and stale.exists():  # a counterfactual refold of fewer steps than the run now has
-            stale.unlink()
-            log(f"{stale}: removed (it refolded the run before these new steps); `rizz replay --policy` rebuilds it")
-        return summary
+    session = Session.open(out, policy, model, embedder=embedder, policy_source=policy_source, stream=stream, bad_lines=read.bad,
+                           rendering=rendering, budget_cap=budget, snapshot_every=snapshot_every, keep_snapshots=KEEP_SNAPSHOTS,
+                           user_model=user_model, durability=durability, keep_records=True, log=log)
+    try:
+        summary = _run(session, elements, on_step, on_resume, log)
+    except BaseException as e:
+        session.close(snapshot=False, error=e)
+        raise
+    session.close(snapshot=False)  # the run's snapshots are those taken every snapshot_every records
+    return summary
+
+
+def _run(session: Session, elements: list[StreamElement], on_step: Callable[[dict[str, Any], Session], None] | None,
+         on_resume: Callable[[list[dict[str, Any]]], None] | None, log: Callable[[str], None]) -> dict[str, Any]:
+    """:func:`run_stream`'s loop over an opened session: the elements not yet finished, then the summary."""
+    rd, records = session.run_dir, session.records
+    assert rd is not None and records is not None and session.meta is not None  # Session.open(..., keep_records=True)
+    done = session.step_index
+    if done and done >= len(elements):
+        log(f"{rd.root}: already finished ({plural(done, 'step')}); nothing to run")
+    elif done:
+        log(f"resuming {rd.root} after {plural(done, 'finished step')}")
+    if on_resume is not None:
+        on_resume(views(records))
+    for el in elements[done:]:
+        fault_point("step")
+        recs = session.run_element(el)
+        if on_step is not None:
+            on_step(views(recs)[0], session)
+    summary = summarise(records, session.state, session.meta)
+    write_json_atomic(rd.summary_path, summary)
+    stale = rd.root / "summary.replay.json"
+    if len(elements) > done and stale.exists():  # a counterfactual refold of fewer steps than the run now has
+        stale.unlink()
+        log(f"{stale}: removed (it refolded the run before these new steps); `rizz replay --policy` rebuilds it")
+    return summary
 
 
 def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str | None = None, *, write_summary: bool = True) -> dict[str, Any]:

@@ -14,8 +14,13 @@ Example (a runnable version is in the README)::
     s.fold("q1", Verdict(1.0, "exact_match"))      # later; or s.fold(p, 1.0)
     s.digest(); s.close()
 
+``Session.open`` is the one door into a RUN_DIR: it takes the lock, checks or writes
+``run.json``, drops a partial last record, restores the fold (newest sound snapshot plus the
+log after it) and finishes a distillation a crash interrupted. ``rizz run``
+(:func:`rizz.engine.run.run_stream`) opens its directory through it too, naming the stream
+(``stream=``), and loops :meth:`Session.run_element` (answer, verify, fold: one record).
 ``Session(policy, model, embedder)`` without a directory keeps everything in memory (tests,
-notebooks); ``rizz run`` uses :meth:`Session.run_element` (answer, verify, fold: one record).
+notebooks).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -37,16 +42,18 @@ from rizz.adapters.models.base import ModelBackend
 from rizz.core import AdaptiveState, CandidateRule, Policy, StepInput, Verdict, digest, distill_batch
 from rizz.core.serialize import canonical_json
 from rizz.core.tenants import AnyState, answers_after, fed_branch, locate
-from rizz.engine.answering import answer_element, default_rendering, embed_texts, record_of, verify_pending
+from rizz.engine.answering import answer_element, default_rendering, embed_texts, verify_pending
+from rizz.engine.codec import encode_step, encode_verdict
 from rizz.engine.distill import distill_rules
 from rizz.engine.logfold import LogFold, restore_fold, save_inflight
 from rizz.engine.pending import Call, Pending
 from rizz.errors import RizzError
 from rizz.formats import logrecord as lr
 from rizz.formats.policy_file import load_policy, policy_data
-from rizz.formats.streams import StreamElement, element_from_json
-from rizz.store.embeddings import DURABILITY
-from rizz.store.runlog import RunDir, model_meta
+from rizz.formats.streams import BadLine, StreamElement, element_from_json
+from rizz.formats.wording import plural
+from rizz.store.durable import check_durability
+from rizz.store.runlog import RunDir, model_meta, write_json_atomic
 
 __all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "SNAPSHOT_TAIL_MAX", "Session", "SessionError", "default_rendering"]
 
@@ -54,14 +61,23 @@ _CLOSED_IDS = 4096  # recently folded / expired ids kept for error messages (bou
 #: Snapshot bytes written per log record at most (see ``Session(snapshot_every=)``). A snapshot
 #: costs ≈ 25 ns per byte on the benchmark machine (serialise, checksum, write, fsync;
 #: results/2026-12-01-shell-overhead.md), so 8 KiB per record ≈ 0.2 ms of snapshot per record, whatever the size.
-#: Bytes *written*: an incremental snapshot (issue #27, rizz/store/snapchunks.py) writes what
+#: Bytes *written*: an incremental snapshot (rizz/store/snapchunks.py) writes what
 #: changed since the one before, not the whole state.
 SNAPSHOT_RECORD_BYTES = 8192
 #: Records between two snapshots at most, whatever the rule above says: the refold tail a
-#: resume after ``kill -9`` pays at worst (issue #27: at 10^5 memories a record refolds in
-#: ≈ 0.4-0.6 ms, so ≈ 0.5 s of tail; the first snapshot of a run, or of a resumed one whose
-#: chunks are all new, would otherwise space the next one ~25,000 records away).
+#: resume after ``kill -9`` pays at worst (at 10^5 memories a record refolds in ≈ 0.4-0.6 ms,
+#: so ≈ 0.5 s of tail; the first snapshot of a run, or of a resumed one whose chunks are all
+#: new, would otherwise space the next one ~25,000 records away; resume times at 10^5:
+#: results/2026-12-02-runstore.md).
 SNAPSHOT_TAIL_MAX = 1000
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def _remove_if_only_cache(root: Path) -> None:
@@ -137,12 +153,19 @@ class Session:
         to a multiple of ``snapshot_every``), so a resume refolds a tail of at most that many.
       keep_snapshots: keep only the newest this many snapshots (0: all; ``Session.open``: 3, so
         a long-lived session's directory grows with its memory and log only).
-      user_model: the simulated customer of τ-bench episodes (issue #13; None: ``model``).
+      user_model: the simulated customer of τ-bench episodes (None: ``model``).
       data_roots: directories where an episode's environment data (τ-bench databases) is
         looked up first (then ``$RIZZ_DATA_ROOT``, ``../shared/data``).
-      history: the log records so far (as JSON; ``Session.open`` and ``rizz run`` pass the
-        RUN_DIR's), so :meth:`used_id` knows the ids answered before this session.
+      history: the log records so far (as JSON; ``Session.open`` passes the RUN_DIR's), so
+        :meth:`used_id` knows the ids answered before this session.
+
+    Attributes set by :meth:`open` (None otherwise): ``meta``, the directory's ``run.json``;
+    ``records``, with ``keep_records``: the log's records as JSON, those this session appends
+    included.
     """
+
+    meta: dict[str, Any] | None = None
+    records: list[dict[str, Any]] | None = None
 
     def __init__(self, policy: Policy, model: ModelBackend, embedder: Any, *, state: AdaptiveState | None = None,
                  step: int = 0, rendering: str | None = None, embed_cache: Any = None, budget_cap: int | None = None,
@@ -179,7 +202,8 @@ class Session:
              embedder: Any = None, rendering: str | None = None, budget_cap: int | None = None,
              snapshot_every: int = 50, keep_snapshots: int = 3, cache: str | Path | None = None,
              user_model: ModelBackend | str | None = None, data_roots: tuple[Any, ...] = (),
-             durability: str = "disk") -> Session:
+             durability: str = "disk", policy_source: str | None = None, stream: str | Path | None = None,
+             bad_lines: Sequence[BadLine] = (), keep_records: bool = False, log: Callable[[str], None] | None = None) -> Session:
         """Create the session directory ``path``, or resume it (after a close or any crash).
 
         ``policy``: a Policy or a policy file/name; ``model``: a backend or a model spec
@@ -191,14 +215,27 @@ class Session:
         OS (they survive ``kill -9`` of the process, not a power loss or an OS crash; fsynced
         at ``close``). See :class:`~rizz.store.runlog.RunDir`.
 
+        ``rizz run``'s directory (:func:`rizz.engine.run.run_stream`) is opened here too:
+        ``stream``, the stream file it reads (its path and sha256 go into ``run.json``, and a
+        resume must match them; None: a live session, ``run.json`` ``kind: "session"``);
+        ``bad_lines``, that stream's lines skipped, written to ``bad_lines.json`` once the
+        directory's settings are accepted (a refused resume writes nothing); ``policy_source``:
+        the policy's name in ``run.json`` (default: the file or name given, or the Policy's
+        name); ``keep_records``: keep :attr:`records`; ``log``: where the opening says what it
+        wrote, repaired or ignored (bad lines skipped, a partial last record dropped, a
+        snapshot that failed its checksum, rebuilt from the log); default: silently.
+
         Raises:
           RunDirBusy: another process (or an open Session) holds the directory.
           RunDirMismatch: the directory was started with another policy, model or embedder.
         """
-        if durability not in DURABILITY:
-            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+        check_durability(durability)
+        say = log if log is not None else (lambda m: None)
         pol = policy if isinstance(policy, Policy) else load_policy(policy)
-        source = pol.name if isinstance(policy, Policy) else str(policy)
+        source = policy_source if policy_source is not None else pol.name if isinstance(policy, Policy) else str(policy)
+        of_stream: dict[str, Any] = {"kind": "session", "stream": None, "stream_sha256": None}
+        if stream is not None:  # rizz run: the stream, no kind
+            of_stream = {"stream": str(Path(stream)), "stream_sha256": _sha256_file(Path(stream))}
         root = Path(path)
         new_dir = not root.exists()
         try:
@@ -217,17 +254,26 @@ class Session:
         rd = RunDir(root, durability=durability).__enter__()
         try:
             meta = rd.check_or_write_meta({
-                "kind": "session", "log_version": lr.LOG_VERSION, "stream": None, "stream_sha256": None, "policy": source,
+                **of_stream, "log_version": lr.LOG_VERSION, "policy": source,
                 "policy_digest": "sha256:" + hashlib.sha256(canonical_json(pol).encode()).hexdigest(),
                 "policy_data": policy_data(pol), "model": model.name, "embedder": embedder.name,
                 "embedder_dim": embedder.dim, "rendering": rendering or default_rendering(model), "budget_cap": budget_cap,
                 **({"user_model": user_model.name} if user_model is not None else {}), **model_meta(model),
             })
-            rd.repair()
+            if bad_lines:  # written only once the settings are accepted (a refused resume writes nothing)
+                write_json_atomic(rd.root / "bad_lines.json", [{"line": b.line, "field": b.field, "message": b.message} for b in bad_lines])
+                say(f"skipped {plural(len(bad_lines), 'bad line')} of {stream}; see {rd.root / 'bad_lines.json'}")
+            if rd.repair():
+                say(f"{rd.log_path}: dropped a partial last record left by an interrupted run")
             fold, records = restore_fold(rd, pol)
+            for n, why in rd.ignored_snapshots:
+                say(f"{rd.snap_dir / f'{n:08d}.json'}: {why}; ignored and rebuilt from the log")
             s = cls(pol, model, embedder, rendering=meta["rendering"], embed_cache=rd.embeddings, budget_cap=budget_cap,
                     run_dir=rd, snapshot_every=snapshot_every, fold=fold, keep_snapshots=keep_snapshots, user_model=user_model,
                     data_roots=data_roots, history=records)
+            s.meta = meta
+            if keep_records:
+                s.records = records
             for r in records[-_CLOSED_IDS:]:  # why recent ids are no longer pending, for error messages
                 kind = r.get("kind")
                 if kind in ("verdict", "expire"):
@@ -237,20 +283,28 @@ class Session:
                 s._expire_overdue()
                 s._sync()
             return s
-        except BaseException:
-            rd.__exit__(None, None, None)
+        except BaseException as e:
+            rd.__exit__(type(e), e, None)
             raise
 
-    def close(self) -> None:
-        """Snapshot the state (with the answers still pending) and release the directory."""
+    def close(self, *, snapshot: bool = True, error: BaseException | None = None) -> None:
+        """Snapshot the state (with the answers still pending) and release the directory.
+
+        ``snapshot=False``: release it without that snapshot (``rizz run`` keeps the snapshots
+        taken every ``snapshot_every`` records). ``error``: the exception the caller closes on;
+        a failing last sync of the log then does not replace it.
+        """
         with self._lock:
             if not self._open:
                 return
             self._open = False
             if self.run_dir is not None:
-                if self._failed is None:  # (after a failed sync the state may be ahead of the disk: no snapshot)
+                if self._failed is None and snapshot:  # (after a failed sync the state may be ahead of the disk: no snapshot)
                     self._snapshot()
-                self.run_dir.__exit__(None, None, None) if self._failed is None else self.run_dir.__exit__(OSError, None, None)
+                if self._failed is not None:
+                    self.run_dir.__exit__(OSError, None, None)
+                else:
+                    self.run_dir.__exit__(type(error) if error is not None else None, error, None)
 
     def __enter__(self) -> Session:
         return self
@@ -308,7 +362,7 @@ class Session:
                                    "fold or expire it before answering the same id again")
             t0 = time.perf_counter()
             p = self._answer(el)
-            rec = record_of(p, "step" if el.context_only else "answer", None, time.perf_counter() - t0, run_dir=self.run_dir)
+            rec = self._record(p, "step" if el.context_only else "answer", None, time.perf_counter() - t0)
             self._commit(rec, sync=False, inp=p.step_input, routed=p.routed)
             self._expire_overdue()  # at once: pending ids never depend on whether the next call is a reopen
             ticket = self._ticket
@@ -339,7 +393,7 @@ class Session:
                                        f"answered again at step {w.step_input.step} (fold the newer answer)")
                 vcalls = self._verify_calls.pop((item_id, w.step_input.step), ())
                 rec = lr.LogRecord(step=w.step_input.step, id=item_id, v=lr.LOG_VERSION, kind="verdict",
-                                   verdict=lr.VerdictPart(v.reward, v.verifier, v.parsed, v.correction), calls=list(vcalls))
+                                   verdict=encode_verdict(v), calls=list(vcalls))
                 events = self._commit(rec, sync=False)
                 ticket = self._ticket
                 self._close_id(item_id, "already folded")
@@ -371,9 +425,9 @@ class Session:
             p = self._answer(el)
             vcalls: list[Call] = []
             v = verify_pending(p, self.model, judge_model, vcalls, self.data_roots, self.policy.write.corrections)
-            if vcalls:  # an llm_judge verifier's calls are counted with the step (issue #12 §3)
+            if vcalls:  # an llm_judge verifier's calls are counted with the step (summary.json's calls_by_kind verify)
                 p = attrs.evolve(p, calls=p.calls + tuple(vcalls))
-            rec = record_of(p, "step", v, time.perf_counter() - t0, run_dir=self.run_dir)
+            rec = self._record(p, "step", v, time.perf_counter() - t0)
             self._collect = []
             try:  # the step and its distillation reach the disk with one sync
                 self._commit(rec, sync=False, inp=p.step_input, routed=p.routed)
@@ -388,7 +442,7 @@ class Session:
         """Score ``p`` with the element's own verifier (None for context-only input).
 
         An ``llm_judge`` verifier's model calls (kind ``verify``) are logged with the verdict
-        when ``p`` is folded, and returned in :attr:`Folded.calls` (issue #12 §3).
+        when ``p`` is folded, and returned in :attr:`Folded.calls`, so ``summary.json`` counts them.
         """
         calls: list[Call] = []
         v = verify_pending(p, self.model, judge_model, calls, self.data_roots, self.policy.write.corrections)
@@ -406,6 +460,14 @@ class Session:
         return answer_element(self.core, self._fold.state, el, self._fold.answers, model=self.model, embedder=self.embedder,
                               store=self.embed_cache, rendering=self.rendering, budget_cap=self.budget_cap,
                               user_model=self.user_model, data_roots=self.data_roots)
+
+    def _record(self, p: Pending, kind: str, verdict: Verdict | None, wall_s: float) -> lr.LogRecord:
+        """``p``'s log record (:func:`~rizz.engine.codec.encode_step`); its prompt's text is kept
+        in the RUN_DIR under the sha256 the record names."""
+        rec = encode_step(p, kind, verdict, wall_s)
+        if rec.prompt is not None and p.prompt is not None and self.run_dir is not None:
+            self.run_dir.save_prompt(rec.prompt.sha256, p.prompt.text)
+        return rec
 
     _failed: str | None = None  # why the session stopped: a sync of its log failed
 
@@ -441,6 +503,8 @@ class Session:
             self._ticket = self.run_dir.append(data, sync=sync)
         if self._collect is not None:
             self._collect.append(data)
+        if self.records is not None:
+            self.records.append(data)
         events = self._fold.apply(rec, **given)
         if rec.kind in ("step", "answer"):
             self._answered[rec.id] = rec.step
@@ -496,7 +560,7 @@ class Session:
     def recover(self, last: dict[str, Any] | None) -> list[dict[str, Any]]:
         """After a crash between a verdict (the log's ``last`` record, as JSON) and its
         distillation: distil now (whether it is due is a function of the state). Returns the
-        records written. ``Session.open`` and a resumed ``rizz run`` call it."""
+        records written. ``Session.open`` calls it."""
         with self._lock:
             self._collect = []
             try:

@@ -16,13 +16,13 @@ Versions:
      - ``expire``: a pending answer that will never be folded (``reason``).
      - ``distill``: rules the model distilled for ``branch`` after step ``step``.
 
-  A ``step`` or ``answer`` record of a tool-using episode (issue #13) also has ``episode``
+  A ``step`` or ``answer`` record of a tool-using episode also has ``episode``
   (:class:`EpisodePart`: every user turn, reply, call and tool result), so a refold calls no
   model and no tool. Records without it parse as before.
 
 Optional fields added within version 2 (older lines parse without them): ``prompt.blocks``
 (the memory blocks the prompt showed, read by block evidence) and ``declared_label`` (a
-``metadata.label`` used under ``routing.declared_label``), issue #10.
+``metadata.label`` used under ``routing.declared_label``).
 
 :func:`parse` reads a JSON object into a :class:`LogRecord` (cattrs, unknown keys refused, errors
 name the field); :func:`unstructure` writes it back, leaving out parts that are None, so a
@@ -73,10 +73,10 @@ class LogRecordError(ValueError, RizzError):
 @frozen
 class InputPart:
     """The element as the core saw it; ``embedding`` is the key of φ(x) in the RUN_DIR's store
-    (``store.sqlite``, or ``embeddings/`` in a RUN_DIR written before issue #27).
+    (``store.sqlite``, or ``embeddings/`` in a RUN_DIR of the older file-per-element layout).
 
     ``tenant`` (``metadata.tenant``) and ``time`` (``metadata.time``, canonical ISO 8601) are
-    written only when given (issue #12 §2 §4), so older lines parse and untenanted, untimed
+    written only when given, so older lines parse and untenanted, untimed
     lines stay as they were; a refold steps the record behind its tenant's wall."""
 
     text: str
@@ -113,7 +113,7 @@ class RoutePart:
 @frozen
 class PromptPart:
     """The compiled prompt (text in the RUN_DIR's store under ``sha256``: ``RunDir.prompt_text``;
-    ``prompts/<sha256>.txt`` before issue #27); tokens, budget, drops."""
+    ``prompts/<sha256>.txt`` in the older layout); tokens, budget, drops."""
 
     sha256: str
     tokens: int
@@ -122,12 +122,12 @@ class PromptPart:
     dropped: list[list[Any]] = field(factory=list)  # [block, id, tokens, reason]
     rule_ids: list[str] = field(factory=list)
     episode_keys: list[str] = field(factory=list)
-    blocks: list[str] = field(factory=list)  # memory blocks the prompt showed (block evidence, issue #10)
+    blocks: list[str] = field(factory=list)  # memory blocks the prompt showed (block evidence)
 
 
 @frozen
 class LabelPart:
-    """A caller-declared label (``metadata.label``), logged when ``routing.declared_label`` used it (issue #10)."""
+    """A caller-declared label (``metadata.label``), logged when ``routing.declared_label`` used it."""
 
     function: str
     application: str
@@ -135,7 +135,7 @@ class LabelPart:
 
 @frozen
 class AnswerPart:
-    """``raw``: the reply without reasoning; ``reasoning``: the model's reasoning, kept raw (issue #12 §1)."""
+    """``raw``: the reply without reasoning; ``reasoning``: the model's reasoning, kept raw (rizz.adapters.models.reasoning)."""
 
     raw: str | None
     extracted: str | None
@@ -147,7 +147,7 @@ class AnswerPart:
 class VerdictPart:
     """``reward`` in [0, 1] from ``verifier``; ``parsed`` False: the answer had no shape;
     ``correction``: the right answer given with the verdict (written only when there is one,
-    under the ``write.corrections`` policy setting; issue #24)."""
+    under the ``write.corrections`` policy setting)."""
 
     reward: float
     verifier: str
@@ -161,11 +161,11 @@ class CallPart:
     is this class): ``kind`` judge / answer / distill / verify (an ``llm_judge`` verdict) / user
     (τ-bench's simulated customer); tokens; seconds (rounded to 0.1 ms); USD (None: unknown);
     ``cached``: served by the response cache; ``usage_estimated``: the backend reported no
-    usage, tokens counted by the tokenizer (issue #12 §3); ``attempts``: HTTP requests the
+    usage, tokens counted by the tokenizer; ``attempts``: HTTP requests the
     call took, the API client's retries included (written only when above 1, so a log of
     calls that needed no retry is byte for byte what it was before the field existed);
     ``evaluated_tokens``: of ``prompt_tokens``, those the backend evaluated when it read the
-    rest from a prompt cache or reused them from its KV cache (issue #27; written only when
+    rest from a prompt cache or reused them from its KV cache (written only when
     fewer than ``prompt_tokens`` on a call the response cache did not answer: absent, the backend
     evaluated all of them, or none for a cached call), :meth:`evaluated`."""
 
@@ -204,7 +204,7 @@ class DistillPart:
 
 @frozen
 class EpisodePart:
-    """What a tool-using episode did (issue #13; :class:`rizz.adapters.agents.episode.Episode`).
+    """What a tool-using episode did (:class:`rizz.adapters.agents.episode.ToolEpisode`).
 
     ``transcript``: the events in order, ``{"role": "user", "text"}``, ``{"role":
     "assistant", "text", "calls": [[name, {args}], ...]}``, ``{"role": "tool", "name",

@@ -252,7 +252,7 @@ def load_policy(path: str | Path) -> Policy:
     data.setdefault("name", p.stem)
     try:
         return parse_policy(data, _shown(p.resolve()))
-    except PolicyError as e:  # say on which line of the file each bad field is (issue #12 §7), in line order
+    except PolicyError as e:  # say on which line of the file each bad field is (specs/reliability.md), in line order
         try:
             root = yaml.compose(p.resolve().read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
         except (OSError, yaml.YAMLError):

@@ -5,7 +5,7 @@
 ``additionalProperties``, ``items`` and ``uniqueItems`` (``$schema``, ``title``,
 ``description`` and ``default`` are annotations). :func:`schema_errors` checks those with the
 draft's meaning, as ``jsonschema.Draft202012Validator.iter_errors`` does, so that loading a
-policy needs nothing beyond the base install (issue #26 §4);
+policy needs nothing beyond the base install (docs/development.md, "The layers");
 ``tests/shell/test_schema_check.py`` holds the two equal on generated policies. A keyword
 outside that list raises ``ValueError``: the schema has grown and this module must too.
 """

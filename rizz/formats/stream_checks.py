@@ -25,7 +25,7 @@ VERIFIERS: tuple[str, ...] = (
     "sari", "token_f1", "code_exec", "llm_judge",
     "bfcl_ast", "bfcl_multi_turn", "tau_db",
 )
-#: Verifiers that score a whole tool-using episode (an element with ``tools``; issue #13).
+#: Verifiers that score a whole tool-using episode (an element with ``tools``; specs/stream-format.md).
 EPISODE_VERIFIERS: tuple[str, ...] = ("bfcl_ast", "bfcl_multi_turn", "tau_db")
 #: Top-level fields in canonical order (specs/stream-format.md).
 FIELDS: tuple[str, ...] = (

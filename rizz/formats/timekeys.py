@@ -1,4 +1,4 @@
-"""``metadata.time``: ISO 8601 time stamps read into canonical text and an instant (issue #12 §4).
+"""``metadata.time``: ISO 8601 time stamps read into canonical text and an instant (specs/stream-format.md).
 
 The shell parses; the pure core only compares instants and shows the text (COMMON.md: no
 clock or calendar in ``rizz/core``). The stream reader refuses a bad time with ``file:line``

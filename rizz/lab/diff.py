@@ -247,7 +247,7 @@ def branch_rows(state: Any, policy: Any = None) -> list[dict[str, Any]]:
             "answered": b.stats.answered,
             "mean_reward": round(b.stats.mean_reward, 4) if b.stats.answered else None,
         }
-        if policy is not None and policy.evidence.enabled:  # issue #10: the blocks this branch's evidence withholds now
+        if policy is not None and policy.evidence.enabled:  # block evidence: the blocks this branch's evidence withholds now
             row["withheld"] = ",".join(k for k in ("examples", "rules", "mistakes", "scoped_context", "working_memory")
                                        if not block_shown(b, k, policy)) or "-"
         rows.append(row)

@@ -1,4 +1,4 @@
-"""Episodes for a person: what ``rizz diff`` and ``rizz inspect --episodes`` print (issue #13).
+"""Episodes for a person: what ``rizz diff`` and ``rizz inspect --episodes`` print (docs/agents.md).
 
 An episode reads top to bottom as request → calls → results → final answer, one line an event:
 

@@ -1,4 +1,4 @@
-"""Label quality of a run (issue #10): how well the branches match the benchmark's tasks.
+"""Label quality of a run (results/2026-12-01-label-quality-train.md): how well the branches match the benchmark's tasks.
 
 ``metadata.task`` is never used for routing; here, after the run, it measures the routing:
 
@@ -11,7 +11,7 @@
   majority task and that task's share.
 
 Branch ids are those of the step that routed the input (a later merge is not folded back).
-Labels and shapes come from ``summary.json``'s ``branch_labels`` (written since issue #10);
+Labels and shapes come from ``summary.json``'s ``branch_labels`` (older runs' summaries lack it);
 runs written before show ``?``.
 """
 

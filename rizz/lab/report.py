@@ -345,7 +345,7 @@ def _markdown(results: dict[str, Any]) -> str:
     cell = lambda pt, t: f"{pt[t]['mean_reward']:.3f} (n={pt[t]['n']})" if t in pt else "–"  # noqa: E731
     out += ["## Per task (mean reward)", ""] + _md_table(["task", *pols], [[t, *(cell(res[p]["per_task"], t) for p in pols)] for t in tasks]) + [""]
     eps = [(t, p, res[p]["episodes"][t]) for t in tasks for p in pols if t in res[p].get("episodes", {})]
-    if eps:  # tool-using episodes (issue #13): per category and policy
+    if eps:  # tool-using episodes: per category and policy
         out += ["## Episodes per category", ""] + _md_table(
             ["task", "policy", "reward", "turns/episode", "tool errors", "agent calls/episode", "prompt tokens/episode"],
             [[t, p, f"{e['mean_reward']:.3f} (n={e['n']})", f"{e['turns_per_episode']:.2f}", str(e["tool_errors"]),

@@ -1,6 +1,6 @@
 """``rizz convert``: move a RUN_DIR of the file-per-element layout into ``store.sqlite``.
 
-A RUN_DIR written before issue #27 keeps one ``.npy`` file per embedding
+A RUN_DIR written before ``store.sqlite`` (results/2026-12-02-runstore.md) keeps one ``.npy`` file per embedding
 (``embeddings/<key[:2]>/<key>.npy``) and one text file per compiled prompt
 (``prompts/<sha256>.txt``). It replays and resumes as it is (:attr:`RunDir.layout` ``"files"``);
 :func:`convert_run_dir` moves both into the run's ``store.sqlite``

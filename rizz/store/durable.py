@@ -1,4 +1,4 @@
-"""Durability of a RUN_DIR: checksummed snapshots, a full disk, fault injection (issue #12 §7).
+"""Durability of a RUN_DIR: checksummed snapshots, a full disk, fault injection (specs/reliability.md).
 
 Three small pieces used by ``runlog.py``, ``models/cache.py`` and the CLI:
 
@@ -42,12 +42,14 @@ from typing import Any
 from rizz.errors import RizzError
 
 __all__ = [
+    "DURABILITY",
     "DiskFull",
     "EXIT_DISK_FULL",
     "FAULT_ENV",
     "FAULT_SITES",
     "CHUNKED_SNAPSHOT_FORMAT",
     "SNAPSHOT_FORMAT",
+    "check_durability",
     "disk_full",
     "fault_point",
     "read_snapshot",
@@ -59,10 +61,28 @@ FAULT_ENV = "RIZZ_FAULT"
 #: Every place :func:`fault_point` is called from (tests/shell/test_durability.py, benchmarks/kill_embedded.py).
 FAULT_SITES = ("log.append", "snapshot.write", "embedding.write", "prompt.write", "cache.put", "step")
 SNAPSHOT_FORMAT = 2
-#: Format of a snapshot whose tree names chunks in ``store.sqlite`` (issue #27).
+#: Format of a snapshot whose tree names chunks in ``store.sqlite`` (:mod:`rizz.store.snapchunks`).
 CHUNKED_SNAPSHOT_FORMAT = 3
 #: ``rizz run`` exit status when the disk is full (sysexits.h EX_TEMPFAIL: retry later).
 EXIT_DISK_FULL = 75
+#: How a RUN_DIR's writes reach the disk: ``"disk"``, fsynced before the call that made them
+#: returns; ``"os"``, handed to the OS and fsynced at close (:class:`~rizz.store.runlog.RunDir`).
+DURABILITY = ("disk", "os")
+
+
+def check_durability(durability: str) -> str:
+    """``durability`` when it is one of :data:`DURABILITY`, else ValueError. The one check of a
+    durability setting: ``RunDir``, its stores, ``Session.open`` and ``rizz run --durability``.
+
+    Example:
+        >>> check_durability("fast")
+        Traceback (most recent call last):
+        ...
+        ValueError: durability must be one of disk, os, got 'fast'
+    """
+    if durability not in DURABILITY:
+        raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+    return durability
 
 _counts: dict[str, int] = {}
 _counts_lock = threading.Lock()

@@ -3,7 +3,7 @@
 
 Embeddings are non-deterministic data as far as the pure core is concerned (STYLE §1):
 a run logs them by key in its store (:class:`~rizz.store.runstore.RunStore`; an
-:class:`EmbeddingStore` in a RUN_DIR written before issue #27), and a replay reads the exact
+:class:`EmbeddingStore` in a RUN_DIR of the older file-per-element layout), and a replay reads the exact
 float32 bytes back instead of calling the model.
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from rizz.store.durable import fsync_path, write_then_rename
+from rizz.store.durable import check_durability, fsync_path, write_then_rename
 
-__all__ = ["DURABILITY", "EmbeddingStore", "embedding_key"]
+__all__ = ["EmbeddingStore", "embedding_key"]
 
 _NPY_HEADERS: dict[tuple[str, int], bytes] = {}
 
@@ -53,9 +53,6 @@ def embedding_key(text: str, embedder_name: str) -> str:
     return h.hexdigest()
 
 
-DURABILITY = ("disk", "os")
-
-
 def _pool() -> Any:
     global _POOL
     if _POOL is None:
@@ -78,7 +75,7 @@ _UNSYNCED_MAX = 4096  # "os" durability: files written without fsync before sync
 class EmbeddingStore:
     """Content-addressed side store of embeddings: ``key -> float32 vector``, bit-exact.
 
-    The ``embeddings/`` folder of a RUN_DIR written before issue #27 (new RUN_DIRs keep their
+    The ``embeddings/`` folder of a RUN_DIR of the older file-per-element layout (new RUN_DIRs keep their
     vectors in ``store.sqlite``, :class:`~rizz.store.runstore.RunStore`, which has the same
     protocol); still read and written for such a RUN_DIR until ``rizz convert``.
 
@@ -102,8 +99,7 @@ class EmbeddingStore:
     """
 
     def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk") -> None:
-        if durability not in DURABILITY:
-            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+        check_durability(durability)
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._root = os.fspath(self.root)  # str paths on the per-vector path (pathlib costs ≈ 10 µs a join here)

@@ -12,12 +12,12 @@ Layout::
       snapshots/NNNNNNNN.json   state snapshots (rizz.core.to_data; large parts as chunks in
                           store.sqlite, rizz/store/snapchunks.py), checksummed, atomic writes;
                           the newest few are kept
-      snapshots/NNNNNNNN.inflight.json   answers in flight at that snapshot (log format 2)
+      snapshots/NNNNNNNN.inflight.json   pending answers at that snapshot (log format 2)
       responses.sqlite    response cache (model, prompt, parameters) → generation
       summary.json        summary (specs/stream-format.md), at the end of a run and by replay
       .lock               held by the process using the directory
 
-A RUN_DIR written before issue #27 has ``embeddings/`` (one ``.npy`` file per vector,
+A RUN_DIR written before ``store.sqlite`` (results/2026-12-02-runstore.md) has ``embeddings/`` (one ``.npy`` file per vector,
 :class:`~rizz.store.embeddings.EmbeddingStore`) and ``prompts/`` (one ``<sha256>.txt`` per prompt)
 instead of ``store.sqlite``, and full snapshots. It is read and resumed in that layout
 (:attr:`RunDir.layout` ``"files"``) until ``rizz convert`` moves it into ``store.sqlite``
@@ -42,8 +42,18 @@ from rizz.core import AdaptiveState, from_data, to_data
 from rizz.errors import RizzError
 from rizz.extras import extra_needed
 from rizz.formats.policy_file import parse_policy
-from rizz.store.durable import FAULT_ENV, disk_full, fault_point, fsync_path, read_snapshot, snapshot_bytes, snapshot_header, write_then_rename
-from rizz.store.embeddings import DURABILITY, EmbeddingStore
+from rizz.store.durable import (
+    FAULT_ENV,
+    check_durability,
+    disk_full,
+    fault_point,
+    fsync_path,
+    read_snapshot,
+    snapshot_bytes,
+    snapshot_header,
+    write_then_rename,
+)
+from rizz.store.embeddings import EmbeddingStore
 from rizz.store.runstore import STORE_FILE, RunStore
 from rizz.store.snapchunks import ChunkError, SnapshotChunks
 
@@ -86,8 +96,7 @@ class RunDir:
     """
 
     def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk") -> None:
-        if durability not in DURABILITY:
-            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+        check_durability(durability)
         self.durability = durability
         self._store: EmbeddingStore | RunStore | None = None
         self._sync_lock = threading.Lock()
@@ -170,7 +179,7 @@ class RunDir:
     @property
     def layout(self) -> str:
         """``"sqlite"`` (``store.sqlite``; every new RUN_DIR) or ``"files"`` (``embeddings/`` and
-        ``prompts/`` folders and no ``store.sqlite``: written before issue #27, until ``rizz convert``)."""
+        ``prompts/`` folders and no ``store.sqlite``: written before it existed, until ``rizz convert``)."""
         if self.store_path.exists():
             return "sqlite"
         return "files" if (self.root / "embeddings").is_dir() or self.prompt_dir.is_dir() else "sqlite"
@@ -373,7 +382,7 @@ class RunDir:
         return None if head is None else int(head["written"])
 
     def prune_snapshots(self, keep: int) -> None:
-        """Delete all but the newest ``keep`` snapshots (and their in-flight files), then the
+        """Delete all but the newest ``keep`` snapshots (and their pending-answer side files), then the
         store's chunks that no kept snapshot names."""
         done = self.snapshot_steps()
         if len(done) <= keep:
@@ -390,7 +399,7 @@ class RunDir:
             store.drop_chunks(store.chunk_shas() - kept)
 
     def inflight_path(self, records_done: int) -> Path:
-        """Where the answers in flight beside snapshot ``records_done`` are kept (log format 2)."""
+        """Where the pending answers beside snapshot ``records_done`` are kept (log format 2)."""
         self.snap_dir.mkdir(exist_ok=True)
         return self.snap_dir / f"{records_done:08d}.inflight.json"
 

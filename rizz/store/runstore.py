@@ -1,6 +1,6 @@
 """A RUN_DIR's side store in one SQLite file: embeddings, compiled prompts, snapshot chunks.
 
-``RUN_DIR/store.sqlite`` (issue #27) replaces the file-per-element ``embeddings/`` and
+``RUN_DIR/store.sqlite`` (results/2026-12-02-runstore.md) replaces the file-per-element ``embeddings/`` and
 ``prompts/`` folders: a 10^5-step run wrote ~2×10^5 small files there, and each one's
 write-and-rename was most of the live path's cost beyond the core step. Three tables, each
 content-addressed (a key names exactly one value, and a value is never replaced):
@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 
 from rizz.errors import RizzError
-from rizz.store.durable import disk_full, fault_point, fsync_path
-from rizz.store.embeddings import DURABILITY, VECTOR_CACHE_MAX, embedding_key
+from rizz.store.durable import check_durability, disk_full, fault_point, fsync_path
+from rizz.store.embeddings import VECTOR_CACHE_MAX, embedding_key
 
 __all__ = ["SCHEMA", "STORE_FILE", "STORE_VERSION", "RunStore", "RunStoreError"]
 
@@ -94,8 +94,7 @@ class RunStore:
 
     def __init__(self, path: str | os.PathLike[str], *, durability: str = "disk") -> None:
 
-        if durability not in DURABILITY:
-            raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
+        check_durability(durability)
         self.path = Path(path)
         self.durability = durability
         self.commits = 0

@@ -1,4 +1,4 @@
-"""Incremental state snapshots: the large parts of a state as content-addressed chunks (issue #27).
+"""Incremental state snapshots: the large parts of a state as content-addressed chunks (results/2026-12-02-runstore.md).
 
 A full snapshot is linear in the state: at 10^5 episodes one took ~5 s to write and ~5.6 s to
 load (``results/2026-12-01-shell-overhead.md``), so a run wrote one only every ~31,700 records and a resume

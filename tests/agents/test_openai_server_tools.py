@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rizz.adapters.agents.env import plain
-from rizz.adapters.agents.episode import Episode
+from rizz.adapters.agents.episode import ToolEpisode
 from rizz.adapters.verifiers.episodes import verify_episode
 from rizz.engine.run import replay, run_stream
 from rizz.formats.policy_file import load_policy
@@ -46,7 +46,7 @@ def test_bfcl_episodes_through_llama_cpp_server_tools_then_replay_without_it(tmp
     assert json.loads((out / "run.json").read_text())["model"] == f"openai:{srv.url}/v1#{MODEL_ALIAS}"
     n_calls = 0
     for el, rec in zip(els, records):
-        ep = Episode.from_json(rec["episode"])
+        ep = ToolEpisode.from_json(rec["episode"])
         names = {plain(t)["name"] for t in el.tools}
         # calls came back as tool_calls and were parsed (names mapped back from the API's form)
         assert all(c.name in names for c in ep.calls), (el.id, ep.calls)

@@ -47,8 +47,9 @@ def test_every_gold_write_succeeds_on_our_tools(el) -> None:
 
 
 def test_wrong_write_fails_and_names_the_first_wrong_call() -> None:
-    from rizz.adapters.agents.episode import Episode
+    from rizz.adapters.agents.episode import Episode, ToolEpisode
 
+    assert Episode is ToolEpisode  # the old name stays importable (users' code)
     el = next(e for e in TAU if e.environment["domain"] == "retail")
     gold = json.loads(el.reference)["actions"]
     env = make_environment(el.environment)
@@ -56,7 +57,7 @@ def test_wrong_write_fails_and_names_the_first_wrong_call() -> None:
         env.call(a["name"], a["kwargs"])
     wrong = ["get_order_details", {"order_id": "#W0000000"}]
     calls = [[a["name"], a["kwargs"]] for a in gold[:1]] + [wrong] + [[a["name"], a["kwargs"]] for a in gold[1:-1]]
-    ep = Episode(({"role": "user", "text": "hi"}, {"role": "assistant", "text": "", "calls": calls}),
+    ep = ToolEpisode(({"role": "user", "text": "hi"}, {"role": "assistant", "text": "", "calls": calls}),
                  env.state_digest(), (), 1, 0, 0, "done")
     assert verify_episode(el, ep).reward == 0.0
     assert first_wrong_call(el, ep) == "get_order_details(order_id='#W0000000')"

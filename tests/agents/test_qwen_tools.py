@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rizz.adapters.agents.episode import Episode
+from rizz.adapters.agents.episode import ToolEpisode
 from rizz.adapters.agents.qwen_tools import ParsedReply, parse_tool_calls, template_calls_tools
 from rizz.adapters.models import Generation, Message
 from rizz.engine.native_agent import native_kind
@@ -172,7 +172,7 @@ def test_bfcl_dotted_names_go_out_in_api_form_and_come_back(tmp_path, embedder) 
     listed = model.rendered[0].split("<tools>\n")[1].split("\n</tools>")[0]
     assert [json.loads(t)["function"]["name"] for t in listed.splitlines()] == [
         "financial_compound_interest", "financial_simple_interest"]  # api_name form in the template's tools block
-    ep = Episode.from_json(rec["episode"])
+    ep = ToolEpisode.from_json(rec["episode"])
     assert [c.name for c in ep.calls] == ["financial.compound_interest", "financial.simple_interest"]
     assert ep.transcript[1]["text"] == "Both options:" and ep.stop == "done"
     assert rec["verdict"]["reward"] == 1.0 and s["mean_reward"] == 1.0
@@ -263,6 +263,6 @@ def test_rizz_run_bfcl_simple_python_with_the_shipped_qwen(tmp_path) -> None:
                                    "--model", "embedded:qwen2.5-coder-0.5b-instruct"])
     assert res.exit_code == 0, res.output
     rec = json.loads((out / "log.jsonl").read_text().splitlines()[0])
-    ep = Episode.from_json(rec["episode"])
+    ep = ToolEpisode.from_json(rec["episode"])
     assert [c.name for c in ep.calls] == ["calculate_emissions"], rec["episode"]["transcript"]
     assert rec["prompt"]["rendering"] == "chat" and rec["verdict"]["verifier"] == "bfcl_ast"

@@ -3,7 +3,7 @@
 An :class:`Environment` executes one tool call at a time and says what the model sees back
 (a string). A tool that refuses (bad arguments, a rule of the domain) raises
 :class:`~rizz.adapters.agents.tools.ToolError`; the agent loop turns it, an unknown tool and a malformed call into the
-tool's *error result* for the model, and the run goes on (issue #13, "The agent loop").
+tool's *error result* for the model, and the run goes on (docs/agents.md).
 
 Environments are built from a stream element's ``environment`` field by
 :func:`make_environment`: ``{"name": "tau_bench", ...}`` (:mod:`rizz.adapters.agents.tau_env`) or

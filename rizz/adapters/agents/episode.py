@@ -1,4 +1,4 @@
-"""What one episode did: the transcript (user turns, replies, calls, tool results) and its tallies.
+"""What one tool episode did (:class:`ToolEpisode`): the transcript (user turns, replies, calls, tool results) and its tallies.
 
 The transcript is the episode's log: a list of plain JSON objects, one an event:
 
@@ -9,8 +9,12 @@ The transcript is the episode's log: a list of plain JSON objects, one an event:
 * ``{"role": "tool", "name": str, "arguments": {...}, "result": str, "error": bool}`` -- one tool
   execution (a malformed call, an unknown tool or a tool exception is an error result).
 
-Everything the verifier and the memory need is on :class:`Episode`, so ``rizz replay`` refolds
-an agent run from the log with no model and no tool call.
+Everything the verifier and the memory need is on :class:`ToolEpisode`, so ``rizz replay``
+refolds an agent run from the log with no model and no tool call.
+
+Not to be confused with the memory item :class:`rizz.core.records.Episode` (a verified
+interaction in a branch's episodic memory; specs/glossary.md). ``Episode`` here is the old
+name of :class:`ToolEpisode`, kept as an alias so code that imports it keeps working.
 """
 
 from __future__ import annotations
@@ -21,12 +25,12 @@ import attrs
 
 from rizz.adapters.agents.calls import ToolCall, format_call
 
-__all__ = ["Episode", "compact_trajectory"]
+__all__ = ["Episode", "ToolEpisode", "compact_trajectory"]
 
 
 @attrs.frozen
-class Episode:
-    """One finished episode.
+class ToolEpisode:
+    """One finished tool episode.
 
     Attributes:
       transcript: the events in order (see the module docstring).
@@ -73,15 +77,20 @@ class Episode:
                 "prompt_tokens_max": self.prompt_tokens_max}
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> Episode:
+    def from_json(cls, obj: dict[str, Any]) -> ToolEpisode:
         """The inverse of :meth:`to_json`: an episode read back from a run log's ``episode`` field."""
         return cls(tuple(obj["transcript"]), obj["env_digest"], tuple(tuple(tuple(s) for s in t) for t in obj["turn_calls"]),
                    obj["model_calls"], obj["user_calls"], obj["tool_errors"], obj["stop"], obj.get("prompt_tokens_max", 0))
 
 
-def compact_trajectory(episode: Episode, limit: int = 1200) -> str:
+#: The old name of :class:`ToolEpisode` (before the memory item ``rizz.core.records.Episode``
+#: and this class were told apart), kept importable for users' code.
+Episode = ToolEpisode
+
+
+def compact_trajectory(episode: ToolEpisode, limit: int = 1200) -> str:
     """``call; call; ... -> final answer``: what a verified episode writes to episodic memory
-    (issue #13: request → tool calls → final answer; the request is the example's input).
+    (request → tool calls → final answer; the request is the example's input).
     Failed calls are left out; long texts are cut to ``limit`` characters with ``...``."""
     ok: list[str] = []
     events = list(episode.transcript)

@@ -6,7 +6,7 @@ scripted agent) against an :class:`~rizz.adapters.agents.env.Environment` and a 
 ``agents.max_steps``). A malformed call, an unknown tool or a tool exception becomes the tool's
 error result (``Error: ...``), which the model sees on its next step; nothing stops the run.
 
-Turn structure (issue #13): a reply with calls executes them and asks the agent again; a reply
+Turn structure: a reply with calls executes them and asks the agent again; a reply
 without calls is a message to the user that ends the turn: then the next scripted turn, or the
 simulated user's answer (``###STOP###`` ends the episode), or, with neither, the episode ends.
 A BFCL single-turn element (``bfcl_ast``) ends after its first reply: its calls are the answer.
@@ -20,7 +20,7 @@ import attrs
 
 from rizz.adapters.agents.calls import CallSyntaxError, ToolCall, format_call
 from rizz.adapters.agents.env import Environment
-from rizz.adapters.agents.episode import Episode
+from rizz.adapters.agents.episode import ToolEpisode
 from rizz.adapters.agents.tools import ToolError
 from rizz.formats.streams import StreamElement
 
@@ -61,8 +61,8 @@ def _execute(env: Environment, call: ToolCall) -> tuple[str, bool]:
         return f"Error: {err}", True
 
 
-def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps: int, user: User | None = None) -> Episode:
-    """Run one episode of ``el`` (an element with ``tools``). Returns its :class:`Episode`."""
+def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps: int, user: User | None = None) -> ToolEpisode:
+    """Run one episode of ``el`` (an element with ``tools``). Returns its :class:`~rizz.adapters.agents.episode.ToolEpisode`."""
     transcript: list[dict[str, Any]] = []
     user_calls = 0
     if el.user is not None and user is not None:
@@ -117,7 +117,7 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
             continue
         stop = "done"
         break
-    return Episode(tuple(transcript), env.state_digest(), tuple(tuple(t) for t in turn_calls), steps, user_calls,
+    return ToolEpisode(tuple(transcript), env.state_digest(), tuple(tuple(t) for t in turn_calls), steps, user_calls,
                    errors, stop, tokens_max)
 
 

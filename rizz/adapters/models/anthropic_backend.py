@@ -45,7 +45,7 @@ retirement date is given for it (its page names none and it is not in the SDK 2.
 deprecation list, which has Opus 4.5's and Sonnet 4.5's), so it stays the default; the
 current small model, Haiku 5.5, has no flat price (above).
 
-Prompt caching (issue #27). A user message's stable prefix (``Message.cache_prefix``: the
+Prompt caching. A user message's stable prefix (``Message.cache_prefix``: the
 prompt's leading preamble / instruction / rules, :func:`rizz.engine.render.render`) is sent as
 its own text block with ``cache_control: {"type": "ephemeral"}`` (5-minute TTL) when it is at
 least the model's minimum cacheable length (:data:`CACHE_MIN_TOKENS`, estimated with
@@ -66,7 +66,7 @@ is processed and billed as uncached), so marking too early costs nothing, markin
 loses the saving. A marked prefix that no later call reuses within 5 minutes costs its write
 surcharge (0.25× base on those tokens) for nothing.
 
-What is sent per model (issue #12 §1): :mod:`rizz.adapters.models.anthropic_params` holds, per
+What is sent per model: :mod:`rizz.adapters.models.anthropic_params` holds, per
 model id, whether the model takes ``temperature``, manual thinking (``budget_tokens``), or
 only adaptive thinking, and how it turns thinking off (sources and dates there). In short:
 ``temperature`` goes only to models that take it (Haiku 4.5, Opus 4.5, Opus/Sonnet 4.6 and

@@ -56,7 +56,7 @@ class Message:
         content: the turn's text.
         cache_prefix: characters at the start of ``content`` that change least from one call
             to the next (the prompt's stable blocks, :func:`rizz.engine.render.render`); a backend
-            with a prompt cache may mark them cacheable (Anthropic ``cache_control``, issue #27).
+            with a prompt cache may mark them cacheable (Anthropic ``cache_control``).
             0: none. A hint about what the backend evaluates, never about what it is sent: it is
             not part of the response-cache key and every backend sends ``content`` whole.
     """
@@ -95,13 +95,13 @@ class Generation:
             differs from ``text``; ``None`` otherwise. :attr:`reply` gives either.
         usage_estimated: True when the backend reported no usage and the token counts were
             counted with its tokenizer (or :func:`estimate_tokens`) instead.
-        attempts: HTTP requests the call took, the API client's retries included (issue #12
+        attempts: HTTP requests the call took, the API client's retries included
             §3: retried calls are counted); 1 for in-process backends and for cache hits (a hit
             makes no request). A failed attempt (HTTP 408/409/429/5xx,
             a dropped connection) returns no usage, so tokens and ``cost_usd`` are the
             successful attempt's: the providers do not bill refused requests.
         evaluated_prompt_tokens: of ``prompt_tokens``, how many the backend evaluated (issue
-            #27): the rest it read from a prompt cache (Anthropic ``cache_read_input_tokens``,
+            the rest it read from a prompt cache (Anthropic ``cache_read_input_tokens``,
             OpenAI-compatible ``prompt_tokens_details.cached_tokens``) or reused from its KV
             cache (llama.cpp's ``n_p_eval``). ``None``: not reported, take all of them. What is
             *sent* is ``prompt_tokens`` either way; a cache changes only what is evaluated.

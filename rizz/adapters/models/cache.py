@@ -10,7 +10,7 @@ costs nothing and makes no model call.
 Safe for several threads of one process (one connection, a lock) and for several processes
 on one file (sqlite's own locking, WAL journal, ``INSERT OR REPLACE``).
 
-Corruption (issue #12 §7): the file is only a cache, so a damaged one is never fatal. On
+Corruption (specs/reliability.md): the file is only a cache, so a damaged one is never fatal. On
 open, ``PRAGMA quick_check`` runs; a file that is not a database, fails the check, or raises
 ``sqlite3.DatabaseError`` on a later read or write is moved aside to ``<file>.corrupt``
 (with its ``-wal``/``-shm``), a message goes to stderr, and an empty cache is created in its

@@ -11,7 +11,7 @@ reset before every call. Without the reset, llama-cpp-python reuses the KV cache
 longest matching prompt prefix, so the same prompt sent twice in a row is evaluated in
 different batch splits and greedy decoding can diverge.
 
-Evaluated prompt tokens (issue #27): every call records in ``Generation.evaluated_prompt_tokens``
+Evaluated prompt tokens: every call records in ``Generation.evaluated_prompt_tokens``
 the prompt tokens llama.cpp actually decoded, read from its performance counters
 (``llama_perf_context``: ``n_p_eval``, plus a one-token prompt tail that llama.cpp counts as a
 generation step), reset before the call. With the reset above that is every prompt token.

@@ -18,16 +18,16 @@ Token counting, probed once and remembered, in this order:
 
 Local servers have no prices: ``cost_usd`` is ``None``.
 
-Evaluated prompt tokens (issue #27): a server that reports ``usage.prompt_tokens_details.
+Evaluated prompt tokens: a server that reports ``usage.prompt_tokens_details.
 cached_tokens`` (prompt tokens it reused from its prefix cache: vLLM, llama.cpp's server, the
 OpenAI API) gives ``Generation.evaluated_prompt_tokens`` = ``prompt_tokens - cached_tokens``;
 otherwise it is None (all of them).
 
-Reasoning models (issue #12 §1): a ``reasoning_content`` (or ``reasoning``) field of the
+Reasoning models (:mod:`rizz.adapters.models.reasoning`): a ``reasoning_content`` (or ``reasoning``) field of the
 reply message and inline ``<think>``/``<thinking>`` blocks go to ``Generation.reasoning``;
 ``Generation.text`` is the answer alone (:mod:`rizz.adapters.models.reasoning`).
 
-Missing usage (issue #12 §3): a server that returns no ``usage`` (or a zero/absent count)
+Missing usage: a server that returns no ``usage`` (or a zero/absent count)
 gets its tokens counted with :meth:`OpenAICompatModel.count_tokens` (the server's tokenizer,
 else the estimate): prompt = the rendered prompt (raw) or the sum over message contents
 (chat; the template's few tokens are not seen), completion = answer + reasoning. Such a

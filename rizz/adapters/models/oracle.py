@@ -2,7 +2,7 @@
 
 It reads the element's ``reference`` (the gold; normally seen only by the verifier) and needs no
 model, so it checks the environments, the verifiers and the loop independently of model quality
-(issue #13): it must score 1.0 on every τ-bench task and every BFCL item it is given.
+(docs/agents.md): it must score 1.0 on every τ-bench task and every BFCL item it is given.
 :class:`NullAgent` is its opposite, a scripted agent that does nothing; it must score 0 wherever
 the gold actions change the database.
 

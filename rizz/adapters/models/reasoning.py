@@ -17,7 +17,6 @@ extended thinking) put their chain of thought in one of three places:
 :class:`~rizz.adapters.models.base.Generation` ``.reasoning``. The answer text (``.text``) is
 what extraction, the judge label, distilled rules and every verifier read; the run log keeps
 the reply as received (``answer.raw``) and the reasoning (``answer.reasoning``).
-(Issue #12 §1.)
 """
 
 from __future__ import annotations

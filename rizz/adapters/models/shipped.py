@@ -26,7 +26,7 @@ A user elsewhere can skip all this and point ``--model gguf:PATH`` at Qwen's own
 as it is (its name in the run log is ``gguf:<file stem>``, so its response cache is separate).
 
 Pinned hashes: computed from the packages' wheels on 2026-12-02; the whole-file sha256 values
-agree with the ones stated in issue #24 (the GGUF ``general.name`` fields read "Qwen2.5 Coder
+agree with the ones the project was asked to ship (the GGUF ``general.name`` fields read "Qwen2.5 Coder
 0.5B Instruct AWQ" and "Qwen2.5 Coder 1.5B Instruct GGUF").
 """
 

@@ -15,7 +15,7 @@ Any form but ``oracle`` takes options after a ``?`` (``name=value`` joined by ``
 
 * ``reasoning=N`` (int, 0..131072 tokens; default 0) -- a thinking allowance for reasoning
   models: ``N`` tokens are added to every call's answer budget (``max_tokens``), and the
-  session's prompt budget leaves room for them (issue #12 §1). The backend's ``name`` (the
+  session's prompt budget leaves room for them. The backend's ``name`` (the
   ``model`` of ``run.json`` and of the response cache key) ends in ``?reasoning=N`` and
   ``run.json`` records ``reasoning_tokens``. For ``anthropic:`` it turns on thinking as
   the model takes it: ``budget_tokens=N`` where manual thinking is accepted (the API
@@ -24,7 +24,7 @@ Any form but ``oracle`` takes options after a ``?`` (``name=value`` joined by ``
   Example: ``openai:http://127.0.0.1:8000#qwen3?reasoning=1024``.
 * ``kv_reuse=1`` (``embedded`` and ``gguf:`` only; default 0) -- keep llama.cpp's KV cache
   between calls, so a prompt that shares a prefix with the previous one is decoded from where
-  they differ (issue #27; :class:`~rizz.adapters.models.embedded.EmbeddedModel`: faster, no longer
+  they differ (:class:`~rizz.adapters.models.embedded.EmbeddedModel`: faster, no longer
   bit-deterministic across call orders). The backend's ``name`` ends in ``?kv_reuse=1``.
 """
 

@@ -1,6 +1,6 @@
-"""Episode verifiers (issue #13): ``bfcl_ast``, ``bfcl_multi_turn``, ``tau_db``.
+"""Tool-episode verifiers (docs/agents.md): ``bfcl_ast``, ``bfcl_multi_turn``, ``tau_db``.
 
-Each scores a finished :class:`~rizz.adapters.agents.episode.Episode` against the element's gold
+Each scores a finished :class:`~rizz.adapters.agents.episode.ToolEpisode` against the element's gold
 (``reference``, a JSON string; specs/stream-format.md, "Episode elements"):
 
 * ``bfcl_ast``: BFCL's AST checker (bfcl-eval) on the calls of the episode's reply; the
@@ -28,7 +28,7 @@ import attrs
 from rizz.adapters.agents.bfcl_env import ast_checker
 from rizz.adapters.agents.calls import ToolCall, format_call
 from rizz.adapters.agents.env import make_environment
-from rizz.adapters.agents.episode import Episode
+from rizz.adapters.agents.episode import ToolEpisode
 from rizz.formats.streams import StreamElement
 
 __all__ = ["EpisodeVerdict", "first_wrong_call", "verify_episode"]
@@ -46,7 +46,7 @@ class EpisodeVerdict:
     detail: str = ""
 
 
-def _bfcl_ast(el: StreamElement, ep: Episode) -> EpisodeVerdict:
+def _bfcl_ast(el: StreamElement, ep: ToolEpisode) -> EpisodeVerdict:
     from bfcl_eval.constants.enums import Language
 
     calls = ep.calls
@@ -64,7 +64,7 @@ def _plain_tools(el: StreamElement) -> list[Any]:
     return [thaw(t) for t in el.tools or ()]
 
 
-def _bfcl_multi_turn(el: StreamElement, ep: Episode) -> EpisodeVerdict:
+def _bfcl_multi_turn(el: StreamElement, ep: ToolEpisode) -> EpisodeVerdict:
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
     from pyrsistent import thaw
@@ -103,7 +103,7 @@ def gold_digest(el: StreamElement, data_roots: tuple[Any, ...] = ()) -> str:
     return env.state_digest()
 
 
-def _tau_db(el: StreamElement, ep: Episode, data_roots: tuple[Any, ...] = ()) -> EpisodeVerdict:
+def _tau_db(el: StreamElement, ep: ToolEpisode, data_roots: tuple[Any, ...] = ()) -> EpisodeVerdict:
     gold = json.loads(el.reference)
     if ep.env_digest != gold_digest(el, data_roots):
         return EpisodeVerdict(0.0, bool(ep.calls), "the final database differs from the gold one")
@@ -114,7 +114,7 @@ def _tau_db(el: StreamElement, ep: Episode, data_roots: tuple[Any, ...] = ()) ->
     return EpisodeVerdict(1.0, True)
 
 
-def verify_episode(el: StreamElement, ep: Episode, *, data_roots: tuple[Any, ...] = ()) -> EpisodeVerdict:
+def verify_episode(el: StreamElement, ep: ToolEpisode, *, data_roots: tuple[Any, ...] = ()) -> EpisodeVerdict:
     """Score ``ep`` with ``el.verifier`` (one of the episode verifiers). Raises ValueError otherwise."""
     if el.verifier == "bfcl_ast":
         return _bfcl_ast(el, ep)
@@ -128,7 +128,7 @@ def verify_episode(el: StreamElement, ep: Episode, *, data_roots: tuple[Any, ...
 _SPACE = re.compile(r"\s+")
 
 
-def first_wrong_call(el: StreamElement, ep: Episode) -> str:
+def first_wrong_call(el: StreamElement, ep: ToolEpisode) -> str:
     """The call a failed episode should not repeat: the first agent call that is not the gold
     call at its position (τ-bench gold actions; BFCL gold calls), else the last failing call,
     else the last call; ``(no tool call)`` when the agent called nothing."""

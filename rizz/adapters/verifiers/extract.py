@@ -11,7 +11,7 @@ is`` prefix removed), so
 a verifier can still score it (e.g. NumGLUE-cm has non-numeric references such as ``"June"``).
 A wrong answer with ``parsed=True`` is a *substantive* failure (§6).
 
-Two rules hold for every shape (issue #12 §1, §6):
+Two rules hold for every shape:
 
 * reasoning is never the answer: ``<think>…</think>`` / ``<thinking>…</thinking>`` blocks
   (also unclosed, or with only the closing tag) are removed first

@@ -275,7 +275,7 @@ _PAIRWISE: dict[str, Callable[[str, str], float]] = {
 
 def correction_of(reference: str | Sequence[str], shape: str | None) -> str | None:
     """The right answer in the shape the model is asked for, for a verdict's correction
-    (``Verdict.correction``, issue #24): the first reference, through the same extractor as
+    (``Verdict.correction``, the ``write.corrections`` policy setting): the first reference, through the same extractor as
     answers (a ScienceQA reference ``"A\\nFigures of speech…"`` gives ``"A"``), else stripped;
     None for an empty reference.
 

@@ -10,7 +10,7 @@ run time):
 - for n = 1..4: keep F1, deletion precision, addition F1 over n-grams, where source and
   prediction n-gram counts are multiplied by the number of references (Xu et al. §4.1);
 - 0/0 is taken as 1 (a prediction that matches a target exactly scores 100), and the keep
-  recall divides by the total count of kept-able n-grams (cocoxu/simplification issue #6);
+  recall divides by the total count of kept-able n-grams (https://github.com/cocoxu/simplification/issues/6);
 - SARI = mean over n of (F1_keep + P_del + F1_add) / 3, in [0, 100].
 
 Checked against the published example of HF ``evaluate`` ``metrics/sari`` (26.9536…).

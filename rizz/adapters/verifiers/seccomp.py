@@ -1,5 +1,5 @@
 """A seccomp filter for the code sandbox: no new namespaces, mounts, ptrace or kernel-facing
-syscalls for model-written code (issue #12 §7, "ctypes and /proc tricks").
+syscalls for model-written code (specs/reliability.md, "`code_exec` sandbox: hostile programs").
 
 With only a private uid, an unprivileged process may still create a *user* namespace
 (``unshare(CLONE_NEWUSER)``) and, inside it, mount and unshare at will -- a large kernel

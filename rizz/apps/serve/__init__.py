@@ -1,4 +1,4 @@
-"""``rizz serve``: one durable live Session per tenant behind FastAPI (issue #14).
+"""``rizz serve``: one durable live Session per tenant behind FastAPI (docs/serve.md).
 
 :mod:`rizz.apps.serve.tenants` is the one adapter to the Session API; :mod:`rizz.apps.serve.app`
 the HTTP layer; :func:`serve` builds both for the CLI. Needs the ``serve`` extra

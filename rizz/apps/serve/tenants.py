@@ -1,4 +1,4 @@
-"""The one adapter between ``rizz serve`` and the live Session API (``rizz.Session``, issue #11).
+"""The one adapter between ``rizz serve`` and the live Session API (``rizz.Session``; specs/step-semantics.md, "Live sessions").
 
 :class:`Tenants` keeps one durable Session per tenant under ``DATA/<tenant>/``, opened on first
 use through ``opener(path) -> session``; a read (state, branches, pending) of a tenant with

@@ -10,7 +10,7 @@ Categories: ``simple_python``, ``multiple``, ``parallel``, ``parallel_multiple``
 entry's function docs as BFCL gives them; ``reference`` = BFCL's ground truth as JSON;
 ``metadata``: task and ``category`` = the category, ``bfcl_id`` = BFCL's id. Id ``bfcl-<bfcl id>``.
 
-Split (issue #13): each category's ids in file order, first half ``train``, second half ``test``.
+Split: each category's ids in file order, first half ``train``, second half ``test``.
 ``--per-task N`` keeps the first N of the split per category; categories follow ``--categories``.
 An AST item whose ground truth names a parameter its own function docs lack is dropped with a
 note (no answer passes BFCL's checker there: ``parallel_multiple_12`` and ``_26``, both train).

@@ -1,4 +1,4 @@
-"""Interference benchmark (issue #10): streams that mix tasks which look alike but must be
+"""Interference benchmark (results/2026-12-01-interference-test50.md): streams that mix tasks which look alike but must be
 answered differently, from the real data under ``DATA_ROOT`` (no new source).
 
 Groups (``--tasks`` takes group names; default all four):

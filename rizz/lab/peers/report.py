@@ -1,4 +1,4 @@
-"""The peers table of a bench report (issue #15's columns).
+"""The peers table of a bench report (docs/peers.md).
 
 For every entry of a bench that has ``peer:NAME`` entries: mean reward with its bootstrap 95%
 interval, Δ vs ``default`` paired by step (points, paired bootstrap 95%), model calls per

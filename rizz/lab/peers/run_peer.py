@@ -10,7 +10,7 @@ prompt/completion tokens, latency s, cached), ``answer`` (raw, extracted, parsed
 (the element's own verifier), ``wall_s``, and ``peer.failures`` (the peer's exceptions and
 logged errors; counted, never fatal).
 
-How each peer learns online (issue #15):
+How each peer learns online (docs/peers.md):
 - ACE (``ace-framework``): OnlineACE's loop per sample: agent (kind ``answer``) → the bench's
   verifier as environment (feedback text + the reference as ground truth) → reflector
   (``reflect``) → skill manager (``curate``) → skillbook update. Question = instruction +

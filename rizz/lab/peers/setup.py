@@ -1,4 +1,4 @@
-"""One model path for every bench entry when peers are benched (issue #15, "Model").
+"""One model path for every bench entry when peers are benched (docs/peers.md).
 
 :func:`peer_model` turns the bench's ``--model`` spec into (a) rizz's own backend and (b) the
 OpenAI-compatible upstream the peers call through the recording proxy:

@@ -1,5 +1,5 @@
 """``rizz view``: one self-contained HTML view of a RUN_DIR, a bench or sweep folder, or a
-``rizz serve --data`` folder (issue #28).
+``rizz serve --data`` folder (results/2026-12-02-view-load.md).
 
 The view is built by the same refold that ``rizz replay`` uses (no model call,
 :mod:`rizz.lab.view.runfold`) and shows the branch tree over time, any step (input, label and

@@ -29,7 +29,8 @@ from typing import Any
 from rizz.core import compile_prompt, digest, prompt_blocks, retrieve, sub_state, unwall
 from rizz.core.routing import route_candidates
 from rizz.core.tenants import TenantStates, branch_key, decision_tenant, locate
-from rizz.engine.logfold import LogFold, LogFoldError, record_inputs, views
+from rizz.engine.codec import decode_step
+from rizz.engine.logfold import LogFold, LogFoldError, views
 from rizz.formats.logrecord import LogRecord, parse
 from rizz.formats.policy_file import parse_policy
 from rizz.lab.diff import branch_rows
@@ -132,7 +133,7 @@ def _answer(fold: LogFold, rec: LogRecord, data: dict[str, Any], led: Ledger, tu
     ``changes`` [[text, item, branch]], ``episode`` (lines), ``calls`` (model calls).
     """
     policy = fold.core.policy
-    inp, verdict = record_inputs(rec, fold.store)
+    inp, verdict = decode_step(rec, fold.store)
     before = fold.state
     routed = fold.core.route_round(before, inp)
     own, local, inner = unwall(routed.state, inp, routed.decision)
@@ -144,7 +145,7 @@ def _answer(fold: LogFold, rec: LogRecord, data: dict[str, Any], led: Ledger, tu
     cands = route_candidates(sub_state(before, tenant), policy, local, label)
     cands.sort(key=lambda c: -(c[2] if c[2] is not None else c[1]))
     x = rec.input
-    assert x is not None  # record_inputs refused a record without one
+    assert x is not None  # decode_step refused a record without one
     entry: dict[str, Any] = dict(
         step=rec.step, id=rec.id, task=rec.task, kind=rec.kind, context_only=rec.context_only,
         input=x.text, instruction=x.instruction, evidence=x.evidence, scope=x.scope, shape=x.shape, tenant=x.tenant, time=x.time,
