@@ -62,14 +62,18 @@ def test_verified_trajectories_help_their_zone_only(tmp_path, embedder) -> None:
     stream = tmp_path / "bfcl.jsonl"
     write_stream(stream, elements)
     rewards = {}
-    for policy in ("frozen", "default"):
+    for policy in ("frozen", "default", "cross-zone"):
         out = tmp_path / policy
         run_stream(stream, load_policy(policy), policy, out, StubModel(_stub(elements)), embedder, log=lambda m: None)
         recs = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
         recs = [r for r in recs if r.get("kind", "step") == "step"]  # log format 2: distill records apart
         rewards[policy] = {app: [r["verdict"]["reward"] for r in recs if APPS[r["task"]] == app] for app in "ABC"}
-    frozen, default = rewards["frozen"], rewards["default"]
+    frozen, default, cross = rewards["frozen"], rewards["default"], rewards["cross-zone"]
     assert frozen == {"A": [1.0, 0.0, 0.0, 0.0], "B": [1.0, 0.0, 0.0, 0.0], "C": [0.0] * N}
-    assert default["A"] == [1.0] * N and default["B"] == [1.0] * N  # improves over the stream
+    # cross-zone reads every branch's examples: A's and B's later items all see their first one's
+    assert cross["A"] == [1.0] * N and cross["B"] == [1.0] * N and cross["C"] == [0.0] * N
+    # default reads only the routed branch: B's last two items spawn a branch of their own (the
+    # judge labels them apart), where B's first trajectory is not read; a fragmentation cost
+    assert default["A"] == [1.0] * N and default["B"] == [1.0, 1.0, 0.0, 0.0]
     assert default["C"] == [0.0] * N  # never verified: no help from A's or B's trajectories
-    assert sum(map(sum, default.values())) > sum(map(sum, frozen.values()))
+    assert sum(map(sum, frozen.values())) < sum(map(sum, default.values())) <= sum(map(sum, cross.values()))
