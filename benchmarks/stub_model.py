@@ -63,8 +63,8 @@ def cached_stub(cache_path: str, latency_s: float = 0.0) -> Any:
 
 
 class VerifiedStub(StubModel):
-    """A :class:`StubModel` whose every answer verifies: an answer prompt that ends with an
-    element's input gets that element's reference as its reply (the regime of a model that
+    """A :class:`StubModel` whose every answer verifies: an answer prompt (no system message)
+    that holds an element's input (the one ending last: examples quote inputs before it) gets that element's reference as its reply (the regime of a model that
     is always right, where every answer is written and distillation is due most often).
     ``references``: ``{input text: reference}``, e.g. from :func:`rizz.formats.streams.read_stream`.
     Judge and distillation prompts are answered as by :class:`StubModel`."""
@@ -76,8 +76,10 @@ class VerifiedStub(StubModel):
 
     def generate(self, messages: Sequence[Message], *, max_tokens: int, stop: Sequence[str] = (),
                  rendering: str = "chat") -> Generation:
-        text = messages[-1].content.strip()
-        ref = next((v for k, v in self.references.items() if k and text.endswith(k)), None)
+        text = messages[-1].content
+        judged = any(m.role == "system" for m in messages)  # the judge's prompt quotes the input too
+        found = [(text.rfind(k) + len(k), len(k), v) for k, v in self.references.items() if k and k in text] if not judged else []
+        ref = max(found)[2] if found else None  # the input nearest the end: the one being asked
         if ref is None:
             return super().generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering)
         self.calls += 1
