@@ -64,7 +64,8 @@ def cached_stub(cache_path: str, latency_s: float = 0.0) -> Any:
 
 class VerifiedStub(StubModel):
     """A :class:`StubModel` whose every answer verifies: an answer prompt (no system message)
-    that holds an element's input (the one ending last: examples quote inputs before it) gets that element's reference as its reply (the regime of a model that
+    that holds an element's input (the one ending last: examples quote inputs before it) gets
+    that element's reference as its reply (the regime of a model that
     is always right, where every answer is written and distillation is due most often).
     ``references``: ``{input text: reference}``, e.g. from :func:`rizz.formats.streams.read_stream`.
     Judge and distillation prompts are answered as by :class:`StubModel`."""
