@@ -191,10 +191,6 @@ class EmbeddingStore:
         if paths:  # concurrent fsyncs share the file system's journal commits
             list(_pool().map(fsync_path, paths))
 
-    def put_text(self, text: str, embedder_name: str, vector: np.ndarray) -> str:
-        """Store the embedding of ``text`` by :func:`embedding_key`; return the key."""
-        return self.put(embedding_key(text, embedder_name), vector)
-
     def get(self, key: str) -> np.ndarray:
         """The stored vector, ``(dim,)`` float32, bit-identical to what was put.
 

@@ -188,11 +188,6 @@ class RunStore:
                 self.flush()
         return key
 
-    def put_text(self, text: str, embedder_name: str, vector: np.ndarray) -> str:
-        """Store the embedding of ``text`` under :func:`~rizz.store.embeddings.embedding_key`; return the key."""
-
-        return self.put(embedding_key(text, embedder_name), vector)
-
     def get(self, key: str) -> np.ndarray:
         """The stored vector, ``(dim,)`` float32, bit-identical to what was put (a copy).
 

@@ -75,7 +75,7 @@ def test_store_round_trip_bit_exact(tmp_path) -> None:
     rng = np.random.default_rng(0)
     vecs = rng.standard_normal((5, 384)).astype(np.float32)
     store = EmbeddingStore(tmp_path / "emb")
-    keys = [store.put_text(f"text {i}", "e", v) for i, v in enumerate(vecs)]
+    keys = [store.put(embedding_key(f"text {i}", "e"), v) for i, v in enumerate(vecs)]
     reopened = EmbeddingStore(tmp_path / "emb")
     back = reopened.get_many(keys)
     assert back.dtype == np.float32
@@ -99,7 +99,7 @@ def test_store_serves_recent_vectors_from_memory_bounded_and_unaliased(tmp_path,
     rng = np.random.default_rng(1)
     vecs = rng.standard_normal((3, 8)).astype(np.float32)
     store = EmbeddingStore(tmp_path)
-    keys = [store.put_text(f"t{i}", "e", v) for i, v in enumerate(vecs)]
+    keys = [store.put(embedding_key(f"t{i}", "e"), v) for i, v in enumerate(vecs)]
     reads: list[object] = []
     real_load = np.load
     monkeypatch.setattr(embed_mod.np, "load", lambda *a, **k: reads.append(a[0]) or real_load(*a, **k))
@@ -111,14 +111,14 @@ def test_store_serves_recent_vectors_from_memory_bounded_and_unaliased(tmp_path,
     assert store.get(keys[0]).tobytes() == vecs[0].tobytes()
     assert len(store._cache) == 2  # bounded
     fresh = np.ones(8, dtype=np.float32)
-    k = store.put_text("fresh", "e", fresh)
+    k = store.put(embedding_key("fresh", "e"), fresh)
     fresh[:] = 7.0  # nor does a later change to the array that was put
     assert store.get(k).tolist() == [1.0] * 8 and len(reads) == 1  # served from memory
 
 
 def test_store_survives_partial_write(tmp_path) -> None:
     store = EmbeddingStore(tmp_path)
-    key = store.put_text("kept", "e", np.arange(4, dtype=np.float32))
+    key = store.put(embedding_key("kept", "e"), np.arange(4, dtype=np.float32))
     # a killed writer leaves at most a stray temp file; earlier entries still read back
     stray = tmp_path / key[:2] / ".tmp-deadbeef.npy"
     stray.write_bytes(b"\x93NUMPY partial")

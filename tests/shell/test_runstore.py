@@ -16,6 +16,7 @@ import pytest
 from rizz.engine.run import replay, run_stream
 from rizz.formats.policy_file import load_policy
 from rizz.store.convert import ConvertError, convert_run_dir
+from rizz.store.embeddings import embedding_key
 from rizz.store.runlog import RunDir
 from rizz.store.runstore import RunStore, RunStoreError
 
@@ -32,7 +33,7 @@ def test_store_round_trip_is_bit_exact_and_immutable(tmp_path):
     store = RunStore(path)
     assert "0" * 64 not in store and not path.exists()  # a read creates nothing
     vecs = np.random.default_rng(0).standard_normal((3, 384)).astype(np.float32)
-    keys = [store.put_text(f"t{i}", "e", v) for i, v in enumerate(vecs)]
+    keys = [store.put(embedding_key(f"t{i}", "e"), v) for i, v in enumerate(vecs)]
     store.put_prompt("a" * 64, "the prompt")
     assert store.prompt("a" * 64) == "the prompt"  # pending: served before its commit
     store.flush()
@@ -160,7 +161,7 @@ def test_rizz_convert_cli_converts_each_run_of_a_bench_folder(tmp_path):
 def test_prefetch_reads_many_vectors_in_one_query_then_gets_need_none(tmp_path):
     store = RunStore(tmp_path / "store.sqlite")
     vecs = np.random.default_rng(2).standard_normal((30, 8)).astype(np.float32)
-    keys = [store.put_text(f"t{i}", "e", v) for i, v in enumerate(vecs)]
+    keys = [store.put(embedding_key(f"t{i}", "e"), v) for i, v in enumerate(vecs)]
     store.close()
     again = RunStore(tmp_path / "store.sqlite")
     seen: list[str] = []
