@@ -13,8 +13,9 @@ Determinism (the same settings as :class:`rizz.adapters.models.embedded.Embedded
   ``repeat_penalty`` 1.0 where the server's own default is 1.1), whatever the client sends:
   the peers' clients (litellm, the openai SDK) send their own temperatures.
 
-Threads: ``RIZZ_THREADS`` (default 2), as the embedded backend. Window: ``n_ctx`` 8192 tokens
-(SmolLM2-135M's trained window; :data:`rizz.adapters.models.openai_backend.DEFAULT_CONTEXT_WINDOW`).
+Threads: ``RIZZ_THREADS`` (default 2), as the embedded backend. Window: the model's trained
+window unless ``n_ctx`` says otherwise (8192 tokens for SmolLM2-135M, 32768 for the
+Qwen2.5-Coder models: mem0's fact-extraction prompts exceed 8192 tokens after a few steps).
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ class LlamaServer:
 
     Args:
       gguf: the weights (default: the embedded model's SmolLM2-135M-Instruct Q4_1).
-      n_ctx: context window, tokens. n_threads: llama.cpp threads (default ``RIZZ_THREADS`` or 2).
+      n_ctx: context window, tokens (0: the model's trained window). n_threads: llama.cpp threads
+        (default ``RIZZ_THREADS`` or 2).
       port: TCP port (default: a free one).
       chat_format: llama-cpp-python's chat handler (``ModelSettings.chat_format``); None = the
         GGUF's own template. ``"chatml-function-calling"`` serves OpenAI ``tools`` /
@@ -120,7 +122,7 @@ class LlamaServer:
       RuntimeError: the server did not answer ``GET /v1/models`` within STARTUP_TIMEOUT_S.
     """
 
-    def __init__(self, gguf: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int | None = None,
+    def __init__(self, gguf: str | Path | None = None, *, n_ctx: int = 0, n_threads: int | None = None,
                  port: int | None = None, chat_format: str | None = None) -> None:
         self.gguf = Path(gguf) if gguf is not None else default_gguf_path()
         self.n_ctx = int(n_ctx)
