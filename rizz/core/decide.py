@@ -195,7 +195,8 @@ def next_distill_due(branch: Branch, policy: Policy) -> int:
     rp = policy.rules
     if rp.distill_growth <= 1.0:
         return 0
-    return max(distill_due(branch, policy), min(rp.distill_max_every, math.ceil(distill_due(branch, policy) * rp.distill_growth)))
+    now = distill_due(branch, policy)
+    return max(now, min(rp.distill_max_every, math.ceil(now * rp.distill_growth)))  # never shorter than now
 
 
 def _derived(policy: Policy) -> bool:
