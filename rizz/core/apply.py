@@ -143,7 +143,7 @@ def _(e: ev.RuleAdded, s: AdaptiveState) -> AdaptiveState:
 
 @apply.register
 def _(e: ev.DistillationRecorded, s: AdaptiveState) -> AdaptiveState:
-    return _put(s, _stats(s.branches[e.branch_id], successes_since_distill=0, distill_due=e.next_due))
+    return _put(s, _stats(s.branches[e.branch_id], successes_since_distill=0, distill_due=e.next_due, distill_answered=e.answered))
 
 
 @apply.register
@@ -194,6 +194,7 @@ def _(e: ev.BranchesMerged, s: AdaptiveState) -> AdaptiveState:
         last_used=max(ks.last_used, gs.last_used),
         shapes=shapes,
         successes_since_distill=ks.successes_since_distill + gs.successes_since_distill,
+        distill_answered=ks.distill_answered + gs.distill_answered,
         centroid_sum=csum,
     )
     merged = attrs.evolve(

@@ -33,8 +33,8 @@ from rizz.core.routing import RouteDecision
 from rizz.core.sketch import update_sketch
 from rizz.core.vec import as_vector
 
-__all__ = ["batch_keys", "content_key", "decide_distilled", "decide_memory", "decide_rules", "distill_batch", "distill_due", "next_distill_due",
-           "write_gate"]
+__all__ = ["batch_keys", "content_key", "decide_distilled", "decide_memory", "decide_rules", "distill_batch", "distill_due", "missed_since_distill",
+           "next_distill_due", "write_gate"]
 
 
 def content_key(*parts: str | None) -> str:
@@ -177,7 +177,8 @@ def decide_distilled(branch: Branch, policy: Policy, step: int, candidates: tupl
         known.add((cand.antecedent, cand.strategy))
         room -= 1
     if distilled:
-        out.append(ev.DistillationRecorded(branch.id, len(out), next_distill_due(branch, policy)))
+        answered = branch.stats.answered if policy.rules.distill_after_miss else 0
+        out.append(ev.DistillationRecorded(branch.id, len(out), next_distill_due(branch, policy), answered))
     return out
 
 
@@ -256,14 +257,28 @@ def decide_memory(state: AdaptiveState, policy: Policy, inp: StepInput, verdict:
     return out
 
 
+def missed_since_distill(branch: Branch, policy: Policy) -> bool:
+    """Whether ``branch`` answered below ``rules.helpful_reward`` since its last distillation
+    (before the first: since it spawned). Looks at the branch's last 32 rewards
+    (``BranchStats.recent_rewards``), so after more than 32 answers only the newest 32 count."""
+    n = branch.stats.answered - branch.stats.distill_answered
+    if n <= 0:
+        return False
+    recent = list(branch.stats.recent_rewards)[-n:]
+    return any(r < policy.rules.helpful_reward for r in recent)
+
+
 def distill_batch(state: AdaptiveState, policy: Policy, branch_id: str) -> tuple[Episode, ...]:
     """The verified episodes to distil into rules for ``branch_id`` now, or () when not due.
 
     Due once the branch has :func:`distill_due` successes since its last distillation
-    (``rules.distill_every``, growing by ``rules.distill_growth``); the batch is the newest
+    (``rules.distill_every``, growing by ``rules.distill_growth``) and, under
+    ``rules.distill_after_miss``, :func:`missed_since_distill`; the batch is the newest
     ``rules.distill_every`` verified episodes either way.
     """
     b = state.branches.get(branch_id)
     if b is None or not policy.rules.enabled or b.stats.successes_since_distill < distill_due(b, policy):
+        return ()
+    if policy.rules.distill_after_miss and not missed_since_distill(b, policy):
         return ()
     return tuple(b.episodes.records[-policy.rules.distill_every :])

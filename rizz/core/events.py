@@ -164,6 +164,7 @@ class DistillationRecorded:
     branch_id: str
     rules_added: int
     next_due: int = 0  # successes the branch's next distillation waits for (0: rules.distill_every)
+    answered: int = 0  # the branch's answered steps now (0: not kept; rules.distill_after_miss keeps it)
 
 
 @frozen

@@ -242,6 +242,8 @@ class RulePolicy:
     distill_growth: float = _optional(_num(1.0, 1.0, 16.0, "rizz (calls per answered step)",
                                  "after each distillation of a branch, the successes its next one waits for are multiplied by this (1: every distill_every)"))
     distill_max_every: int = _optional(_num(64, 1, 1_000_000, "rizz", "the successes a branch's distillation waits for never exceed this (with distill_growth > 1)", integer=True))
+    distill_after_miss: bool = _optional(_flag(False, "rizz (calls per answered step: results/2026-12-02-calls-always-right.md)",
+                                        "a branch distils only once, since its last distillation, it has also answered below helpful_reward at least once: rules are learnt where the model still misses, and a branch it always gets right costs no distillation calls"))
     activation_helpful: int = _num(2, 0, 1_000_000, "paper §6 ('repeated verified usefulness')", "helpful uses before a candidate rule becomes active", integer=True)
     retire_harmful_margin: int = _num(3, 1, 1_000_000, "rizz", "a rule with A − H ≥ this is retired", integer=True)
     helpful_reward: float = _num(1.0, 0.0, 1.0, "rizz", "reward at or above which a rule in the prompt counts as helpful")

@@ -278,6 +278,8 @@ class BranchStats:
     shapes: PMap[str, int] = field(factory=pmap)  # shape -> count
     successes_since_distill: int = 0
     distill_due: int = field(default=0, metadata={"omit_default": True})  # successes the next distillation waits for (0: rules.distill_every)
+    # `answered` at the last distillation (kept only under rules.distill_after_miss)
+    distill_answered: int = field(default=0, metadata={"omit_default": True})
     centroid_sum: bytes = b""  # float32 sum of episodic embeddings
     block_evidence: PMap[str, Evidence] = field(factory=pmap, metadata={"omit_default": True})  # block kind -> Evidence
 

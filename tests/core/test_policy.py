@@ -21,11 +21,11 @@ def test_default_yaml_is_the_paper_constants():
     p = load_policy(ROOT / "policies/default.yaml")
     # the shipped default turns on what the Python record's defaults keep off for old runs (AREAS.md 1)
     # and reads only the routed zone, shows a failure only beside the same input, and spaces its
-    # distillations geometrically (results/2026-12-02-qwen15-heldout131.md)
+    # distillations geometrically (results/2026-12-02-qwen15-heldout131.md), only where the model missed
     assert p == attrs.evolve(Policy(), name="default", write=attrs.evolve(Policy().write, supersede=True, supersede_derived=True),
                              retrieval=attrs.evolve(Policy().retrieval, examples_cross_scope=False, examples_cross_branch=False,
                                                     rules_cross_branch=False, failures_min_similarity=0.92),
-                             rules=attrs.evolve(Policy().rules, distill_growth=2.0))
+                             rules=attrs.evolve(Policy().rules, distill_growth=2.0, distill_after_miss=True))
     assert p.retrieval.failures_min_similarity == p.routing.snap_threshold
     assert (p.routing.snap_threshold, p.routing.jaccard_threshold) == (0.92, 0.40)
     assert (p.retrieval.rule_alpha, p.retrieval.rule_m_min, p.retrieval.rule_m_max) == (0.30, 0.30, 3.00)
