@@ -170,6 +170,11 @@ def test_kv_reuse_decodes_only_what_follows_the_shared_prefix():
     second = m.generate([Message("user", stem + "Question: what is 7 + 1?")], max_tokens=4, rendering="raw")
     assert first.evaluated_prompt_tokens == first.prompt_tokens  # nothing cached yet
     assert 0 < second.evaluated_prompt_tokens < second.prompt_tokens // 3, (second.evaluated_prompt_tokens, second.prompt_tokens)
+    # another prompt between them: the prompt cache still holds the first one's state
+    other = m.generate([Message("user", "Translate to French: " * 20 + "good morning")], max_tokens=4, rendering="raw")
+    third = m.generate([Message("user", stem + "Question: what is 9 + 9?")], max_tokens=4, rendering="raw")
+    assert other.evaluated_prompt_tokens > other.prompt_tokens // 2
+    assert 0 < third.evaluated_prompt_tokens < third.prompt_tokens // 3, (third.evaluated_prompt_tokens, third.prompt_tokens)
 
 
 def test_kv_reuse_is_refused_for_remote_backends():

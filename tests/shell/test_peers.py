@@ -148,6 +148,36 @@ def test_peer_model_serves_anthropic_through_the_proxy(monkeypatch, tmp_path):
             pass
 
 
+def test_peer_model_passes_kv_reuse_to_the_llama_server_and_names_the_backend_by_it(monkeypatch, tmp_path):
+    import rizz.lab.peers.setup as setup
+
+    made = []
+
+    class FakeServer:
+        def __init__(self, gguf, *, kv_reuse=False):
+            made.append((Path(gguf).name, kv_reuse))
+            self.gguf, self.url = Path(gguf), "http://127.0.0.1:9"
+
+        spec = "openai:http://127.0.0.1:9#smollm2"
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(setup, "LlamaServer", FakeServer)
+    gguf = tmp_path / "m.gguf"
+    with setup.peer_model(f"gguf:{gguf}?kv_reuse=1", None) as pm:
+        assert pm.backend.name == "llama_cpp.server:m?kv_reuse=1" and pm.upstream == "http://127.0.0.1:9/v1"
+    with setup.peer_model(f"gguf:{gguf}", None) as pm:
+        assert pm.backend.name == "llama_cpp.server:m"
+    assert made == [("m.gguf", True), ("m.gguf", False)]
+    with pytest.raises(ValueError, match="reasoning=N does not apply to a local model"):
+        with setup.peer_model(f"gguf:{gguf}?reasoning=8", None):
+            pass
+
+
 @pytest.mark.parametrize("rendering", ["raw", "chat"])
 def test_mem0_prompt_is_frozens_prompt_with_the_memories_above(rendering):
     """Every element of the shipped TRACE and StreamBench-style slices (HotpotQA's evidence,

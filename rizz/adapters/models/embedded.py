@@ -15,12 +15,15 @@ Evaluated prompt tokens: every call records in ``Generation.evaluated_prompt_tok
 the prompt tokens llama.cpp actually decoded, read from its performance counters
 (``llama_perf_context``: ``n_p_eval``, plus a one-token prompt tail that llama.cpp counts as a
 generation step), reset before the call. With the reset above that is every prompt token.
-``kv_reuse=True`` (spec option ``?kv_reuse=1``) keeps the KV cache between calls, so a prompt
-sharing a prefix with the one before is decoded from where they differ (a cache-friendly
-compiler layout, ``policies/prefix-cache.yaml``, keeps that prefix long); the price is the
-determinism above (an answer may differ from a reset run's in rare cases; the backend's
-``name`` ends in ``?kv_reuse=1``, so the response cache keeps the two apart). A judge or
-distillation call between two answers replaces the cached prefix.
+``kv_reuse=True`` (spec option ``?kv_reuse=1``) keeps the KV cache between calls, and
+llama-cpp-python's RAM prompt cache (:data:`KV_CACHE_BYTES`) keeps the states of recent
+prompts: a prompt is decoded from where it leaves the longest prefix it shares with the
+previous prompt or any cached one. So an answer reuses the last prompt of its own task (the
+same instruction, memory-use preamble and rules) even after other tasks' answers, and a judge
+or distillation call reuses the previous judge or distillation prompt's fixed instructions (a
+cache-friendly compiler layout, ``policies/prefix-cache.yaml``, keeps the shared prefix long).
+The price is the determinism above (an answer may differ from a reset run's in rare cases; the
+backend's ``name`` ends in ``?kv_reuse=1``, so the response cache keeps the two apart).
 
 Speed (2-vCPU machine kind; ``benchmarks/model_probe.py``): a colleague measured load 0.15 s,
 ~260 prompt tok/s, 80-120 generated tok/s, ~330 MB RSS on an idle machine; this module's
@@ -59,6 +62,7 @@ __all__ = [
     "DEFAULT_THREADS",
     "DEFAULT_SEED",
     "EmbeddedModel",
+    "KV_CACHE_BYTES",
     "default_gguf_path",
     "evaluated_prompt",
 ]
@@ -69,6 +73,10 @@ DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: 1 when other processes share the cores (2 spinning threads collapse on a busy CPU).
 DEFAULT_THREADS = int(os.environ.get("RIZZ_THREADS", "2"))
 DEFAULT_SEED = 0
+#: RAM held by the prompt cache of a ``kv_reuse`` model: 1 GiB, about 18 states of 2,048-token
+#: prompts of the Qwen2.5-Coder-1.5B (28 KiB of KV per token) or 40 of the 0.5B (12 KiB): a
+#: state per task of a mixed stream plus the judge's and the distiller's (rizz's choice).
+KV_CACHE_BYTES = 1 << 30
 
 
 def default_gguf_path() -> Path:
@@ -178,6 +186,8 @@ class EmbeddedModel:
             seed=seed,
             verbose=False,
         )
+        if self.kv_reuse:
+            self._llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=KV_CACHE_BYTES))
         self.load_s = time.perf_counter() - t0
         self.context_window = int(self._llm.n_ctx())
         own = self._llm.chat_format == "chat_template.default"  # else a built-in format llama-cpp-python guessed

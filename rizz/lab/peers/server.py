@@ -13,6 +13,14 @@ Determinism (the same settings as :class:`rizz.adapters.models.embedded.Embedded
   ``repeat_penalty`` 1.0 where the server's own default is 1.1), whatever the client sends:
   the peers' clients (litellm, the openai SDK) send their own temperatures.
 
+With ``kv_reuse=True`` (the bench's ``--model embedded?kv_reuse=1``) the context is *not*
+reset, and llama-cpp-python's RAM prompt cache (``ModelSettings.cache``, 2 GiB) keeps the KV
+state of recent prompts: a request whose prompt shares a prefix with one of them evaluates
+only the rest. mem0's fact-extraction and memory-update prompts and ACE's role prompts open
+with the same several thousand tokens on every call, so this is what makes those peers
+affordable on 2 cores; greedy output may then differ in rare ties (batch splits change), as
+with the in-process backend's ``kv_reuse``.
+
 Threads: ``RIZZ_THREADS`` (default 2), as the embedded backend. Window: the model's trained
 window unless ``n_ctx`` says otherwise (8192 tokens for SmolLM2-135M, 32768 for the
 Qwen2.5-Coder models: mem0's fact-extraction prompts exceed 8192 tokens after a few steps).
@@ -112,6 +120,8 @@ class LlamaServer:
         GGUF's own template. ``"chatml-function-calling"`` serves OpenAI ``tools`` /
         ``tool_calls`` (SmolLM2 speaks ChatML); it calls a tool only when the request
         says ``tool_choice="auto"`` or names one.
+      kv_reuse: keep the KV cache between requests and cache recent prompts' states (see the
+        module docstring); default off (every request starts from an empty context).
 
     Use as a context manager, or :meth:`start` / :meth:`stop`. ``url`` is the server root
     (``openai:{url}#smollm2`` is its rizz model spec).
@@ -123,12 +133,13 @@ class LlamaServer:
     """
 
     def __init__(self, gguf: str | Path | None = None, *, n_ctx: int = 0, n_threads: int | None = None,
-                 port: int | None = None, chat_format: str | None = None) -> None:
+                 port: int | None = None, chat_format: str | None = None, kv_reuse: bool = False) -> None:
         self.gguf = Path(gguf) if gguf is not None else default_gguf_path()
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads or os.environ.get("RIZZ_THREADS", "2"))
         self.port = int(port or _free_port())
         self.chat_format = chat_format
+        self.kv_reuse = bool(kv_reuse)
         self.url = f"http://127.0.0.1:{self.port}"
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -148,9 +159,10 @@ class LlamaServer:
             raise ModelUnavailableError(f"llama_cpp.server needs its extras ({e}); pip install 'rizz[peers]'") from None
         ms = ModelSettings(model=str(self.gguf), model_alias=MODEL_ALIAS, n_ctx=self.n_ctx, n_threads=self.n_threads,
                            n_threads_batch=self.n_threads, seed=0, verbose=False,
-                           chat_format=self.chat_format)
+                           chat_format=self.chat_format, cache=self.kv_reuse)
         app = server_app.create_app(server_settings=ServerSettings(host="127.0.0.1", port=self.port), model_settings=[ms])
-        server_app._llama_proxy = _ResettingProxy(server_app._llama_proxy)
+        if not self.kv_reuse:
+            server_app._llama_proxy = _ResettingProxy(server_app._llama_proxy)
         config = uvicorn.Config(_PinSampling(app), host="127.0.0.1", port=self.port, log_level="warning", access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="llama-server", daemon=True)

@@ -3,8 +3,9 @@
 :func:`peer_model` turns the bench's ``--model`` spec into (a) rizz's own backend and (b) the
 OpenAI-compatible upstream the peers call through the recording proxy:
 
-- ``embedded`` / ``gguf:PATH``: starts :class:`~rizz.lab.peers.server.LlamaServer` (the same
-  GGUF, greedy sampling pinned) and stops it afterwards; rizz's policies use
+- ``embedded`` / ``gguf:PATH`` (``?kv_reuse=1``: the server keeps a prompt cache):
+  starts :class:`~rizz.lab.peers.server.LlamaServer` (the same GGUF, greedy sampling pinned)
+  and stops it afterwards; rizz's policies use
   ``openai:{server}#smollm2`` with the ``raw`` rendering they use in-process.
 - ``openai:BASE_URL[#MODEL]``: that server for every entry.
 - ``anthropic:MODEL``: rizz's Anthropic backend for rizz's entries, and the same backend
@@ -24,6 +25,7 @@ import attrs
 
 from rizz.adapters.models import CachedModel, ResponseCache, load_model
 from rizz.adapters.models.shipped import gguf_of_spec
+from rizz.adapters.models.spec import split_options
 from rizz.lab.peers.server import MODEL_ALIAS, LlamaServer
 
 __all__ = ["PeerModel", "peer_model"]
@@ -52,12 +54,16 @@ def peer_model(spec: str, cache: str | Path | None) -> Iterator[PeerModel]:
     """
     kind = spec.strip().partition(":")[0]
     if kind in ("embedded", "gguf"):
-        gguf, rendering = gguf_of_spec(spec)  # embedded[:NAME]: the shipped model's verified file
-        with LlamaServer(gguf) as server:
+        base, opts = split_options(spec.strip())
+        if opts.get("reasoning"):
+            raise ValueError(f"--model {spec!r}: ?reasoning=N does not apply to a local model")
+        gguf, rendering = gguf_of_spec(base)  # embedded[:NAME]: the shipped model's verified file
+        kv_reuse = bool(opts.get("kv_reuse"))
+        with LlamaServer(gguf, kv_reuse=kv_reuse) as server:
             backend = load_model(server.spec)
             # named by what it serves, not by its (free, changing) port: a rerun hits the
             # response cache and resumes its RUN_DIRs
-            backend.name = f"llama_cpp.server:{server.gguf.stem}"
+            backend.name = f"llama_cpp.server:{server.gguf.stem}" + ("?kv_reuse=1" if kv_reuse else "")
             if cache is not None:
                 backend = CachedModel(backend, ResponseCache(cache))
             yield PeerModel(backend, server.url + "/v1", MODEL_ALIAS, rendering)
