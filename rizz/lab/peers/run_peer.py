@@ -60,14 +60,16 @@ from rizz.store.runlog import RunDir, RunDirMismatch, write_json_atomic
 __all__ = ["MEM0_TOP_K", "PEERS", "PEER_OPTIONS", "PeerError", "PeerWorker", "is_peer", "peer_python", "run_peer"]
 
 PEERS = ("ace", "mem0")
-#: Settings handed to each peer (recorded in run.json). Completion cap 256 tokens per call and
-#: ACE's instructor retries cut from the package's 3 to 1: with the 135M model on 2 shared
-#: cores one ACE call takes minutes, and the small model rarely repairs its JSON on a retry.
-#: mem0's ``infer`` (its default True: an LLM call extracts facts before storing) can be set
-#: to False with ``RIZZ_PEER_MEM0_INFER=0``: mem0's extraction prompt alone is ~8,500 tokens,
-#: more than SmolLM2's 8,192-token window, so with the embedded model infer=True stores nothing.
-PEER_OPTIONS = {"ace": {"max_tokens": 256, "max_retries": 1},
-                "mem0": {"max_tokens": 256, "infer": os.environ.get("RIZZ_PEER_MEM0_INFER", "1") not in ("0", "false", "False")}}
+#: Settings handed to each peer (recorded in run.json). Completion cap 1,024 tokens per call:
+#: the Qwen2.5-Coder models write ACE's reflections and mem0's extracted facts as JSON longer
+#: than the 256 tokens the SmolLM2 runs allowed (with 256, ACE's reflector stopped at the cap
+#: on every step and one mem0 extraction in six was cut: results/2026-12-02-peers-qwen05-probe.md).
+#: ACE's instructor retries cut from the package's 3 to 1 (one ACE call takes a minute on 2
+#: cores). mem0's ``infer`` (its default True: an LLM call extracts facts before storing) can be
+#: set to False with ``RIZZ_PEER_MEM0_INFER=0``: mem0's extraction prompt alone is ~8,500
+#: tokens, more than SmolLM2's 8,192-token window.
+PEER_OPTIONS = {"ace": {"max_tokens": 1024, "max_retries": 1},
+                "mem0": {"max_tokens": 1024, "infer": os.environ.get("RIZZ_PEER_MEM0_INFER", "1") not in ("0", "false", "False")}}
 MEM0_TOP_K = 5  # memories put in the answer prompt (mem0's search default is 20; 5 keeps prompts near rizz's)
 WORKER = Path(__file__).with_name("worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
