@@ -40,7 +40,7 @@ from rizz.core import (
 )
 from rizz.core.compiler import MEMORY_BLOCKS
 from rizz.engine.agent_step import answer_episode, verify_episode_pending
-from rizz.engine.judge import label_input
+from rizz.engine.judge import label_input, read_label
 from rizz.engine.pending import Call, Embedded, Pending
 from rizz.engine.render import TEMPLATE_SLACK, answer_settings, render
 from rizz.formats.streams import StreamElement
@@ -110,8 +110,12 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     if declared is not None:  # a caller-declared route (metadata.label, routing.declared_label): no judge call
         base = attrs.evolve(base, declared_label=normalise_label(declared["function"], declared["application"]))
     elif needs_label(sub_state(state, el.tenant), policy, emb.vec, el.shape):  # behind the tenant's wall
-        jl = label_input(model, el.input, instruction=el.instruction, shape=el.shape,
-                         fallback_application=policy.routing.fallback_application)
+        if policy.routing.judge == "local":  # no model call: the judge's deterministic fallback label
+            jl = read_label("", el.input, instruction=el.instruction, shape=el.shape,
+                            fallback_application=policy.routing.fallback_application)
+        else:
+            jl = label_input(model, el.input, instruction=el.instruction, shape=el.shape,
+                             fallback_application=policy.routing.fallback_application)
         # an episode's function is what the agent does: use-tools / <application>
         label = normalise_label("use-tools" if el.is_episode else jl.function, jl.application)
         (lemb,) = embed_texts(embedder, store, [label.application.replace("-", " ")])

@@ -59,7 +59,7 @@ BAD = [
     ({"routing": {"snap_threshold": 1.7}}, "$.routing.snap_threshold: expected a number in [0, 1], got 1.7"),
     ({"routing": {"snap_treshold": 0.9}}, "$.routing.snap_treshold: unknown key"),
     ({"routing": {"mode": "many"}}, "$.routing.mode: expected one of branches, single, got 'many'"),
-    ({"routing": {"judge": True}}, "$.routing.judge: expected one of always, when_uncertain, got true"),
+    ({"routing": {"judge": True}}, "$.routing.judge: expected one of always, when_uncertain, local, got true"),
     ({"lifecycle": {"max_branches": 0}}, "$.lifecycle.max_branches: expected an integer in [1, 100000], got 0"),
     ({"lifecycle": {"max_active": 2.5}}, "$.lifecycle.max_active: expected an integer in [1, 100000], got 2.5"),
     ({"retrieval": {"rule_alpha": "high"}}, "$.retrieval.rule_alpha: expected a number in [0, 10], got 'high'"),
@@ -192,7 +192,7 @@ def test_nan_duplicates_and_threshold_names_are_reported_together(tmp_path):
         load_policy(f)
     assert info.value.errors == [
         "$.routing.snap_threshold: expected a finite number, got nan",
-        "$.routing.judge: expected one of always, when_uncertain, got 3",
+        "$.routing.judge: expected one of always, when_uncertain, local, got 3",
         "$.write.thresholds.rouge_l: expected a number in [0, 1], got 2",
         "$.write.thresholds.bogus: unknown verifier (expected one of exact_match, label_match, first_char, "
         "fuzzy_ratio, rouge_l, sari, token_f1, code_exec, llm_judge, bfcl_ast, bfcl_multi_turn, tau_db)",

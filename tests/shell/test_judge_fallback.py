@@ -125,3 +125,27 @@ def test_a_run_logs_the_label_of_its_policy_and_replays_without_a_judge(tmp_path
     assert {k: (v["function"], v["application"]) for k, v in again.items()} == logged and set(tasks.values()) == {"ScienceQA"}
     other, _ = judge_probe.from_run(str(out), "first_line" if source == "content_words" else "content_words")
     assert {v["application"] for v in other.values()} != apps
+
+
+def test_a_local_judge_labels_without_a_model_call_and_replays(tmp_path, fake_model):
+    """``routing.judge: local`` (policies/judge-local.yaml): the inputs a ``when_uncertain``
+    judge would be asked about get the fallback label, and the model sees only answers."""
+    from rizz.adapters.embedder import Embedder
+    from rizz.engine.run import replay, run_stream
+
+    seen: list[str] = []
+
+    def reply(messages) -> str:
+        seen.append(messages[0].content[:20])
+        return "A"
+
+    out = tmp_path / "local"
+    s = run_stream(_stream(tmp_path), load_policy("judge-local"), "judge-local", out, fake_model(reply), Embedder(), log=lambda m: None)
+    recs = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines() if json.loads(l).get("kind") == "step"]
+    judged = [r for r in recs if r.get("judge")]
+    assert judged and all(r["judge"]["fallback"] and r["judge"]["raw"] == "" for r in judged)
+    assert all(c["kind"] == "answer" for r in recs for c in r["calls"]) and len(seen) == len(recs)
+    first = json.loads((tmp_path / "s.jsonl").read_text().splitlines()[0])  # step 0: nothing to route to, so always labelled
+    fn, app = fallback_label(first["input"], instruction=first.get("instruction"), shape=first["metadata"]["shape"])
+    assert recs[0]["judge"]["function"] == fn and recs[0]["judge"]["application"] == app
+    assert replay(out)["state_digest"] == s["state_digest"]

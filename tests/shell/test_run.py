@@ -279,7 +279,7 @@ def test_policy_check_lists_mistakes_in_line_order_as_written(tmp_path):
     assert res.exit_code == 1 and lines[0].endswith("bad.yaml: invalid policy"), res.output
     assert [l.split(": $", 1)[0].rsplit(":", 1)[1] for l in lines[1:]] == ["2", "4", "5", "7", "8"], lines
     assert lines[1].endswith(":2: $.write: expected a mapping, got yes (YAML reads it as true)")
-    assert lines[3].endswith(":5: $.routing.judge: expected one of always, when_uncertain, got off (YAML reads it as false)")
+    assert lines[3].endswith(":5: $.routing.judge: expected one of always, when_uncertain, local, got off (YAML reads it as false)")
     assert lines[5].endswith(":8: $.quarantine: expected a mapping, got ~ (YAML reads it as null)")
     ok = tmp_path / "ok.yaml"
     ok.write_text("extends: default\nwrite:\n  enabled: true\n  threshold: 2\n")
