@@ -133,10 +133,21 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _line_of(text: str, error: str) -> int | None:
+    """The 1-based line of the YAML ``text`` that ``error`` (``$.a.b: ...``) is about: its path's
+    node as :func:`_as_written` finds it, or for ``$`` itself the document's first line (1 when
+    the file holds no node)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    if error.startswith("$:"):
+        return root.start_mark.line + 1 if root is not None else 1
+    return _as_written(error, root)[0]
+
+
 def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     shown = _shown(path)
-    if path in seen:
-        raise PolicyError(shown, [f"$.extends: cycle through {' -> '.join(_shown(q) for q in seen + (path,))}"])
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -148,6 +159,10 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
         raise PolicyError(shown, [f"not UTF-8 text (byte {e.start + 1}, line {line})"], [line]) from None
+
+    def bad(error: str) -> PolicyError:  # an error about the node of `text` that its $.path names
+        return PolicyError(shown, [error], [_line_of(text, error)])
+
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.MarkedYAMLError as e:
@@ -166,14 +181,16 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     if parent is None:
         return data
     if not isinstance(parent, str):
-        raise PolicyError(shown, [f"$.extends: expected a path, got {parent!r}"])
+        raise bad(f"$.extends: expected a path, got {_shown_value(parent)}")
     base_path = (path.parent / parent).resolve()
     if not base_path.exists() and not Path(parent).suffix and (POLICY_DIR / f"{parent}.yaml").exists():
         base_path = POLICY_DIR / f"{parent}.yaml"  # `extends: default` names a shipped policy
     if not base_path.exists():
         names = sorted(p.stem for p in POLICY_DIR.glob('*.yaml'))
-        raise PolicyError(shown, [f"$.extends: {parent!r} not found{did_you_mean(Path(parent).stem, names)} "
-                                  f"(looked for {_shown(base_path)}; shipped names: " + ", ".join(names) + ")"])
+        raise bad(f"$.extends: {parent!r} not found{did_you_mean(Path(parent).stem, names)} "
+                  f"(looked for {_shown(base_path)}; shipped names: " + ", ".join(names) + ")")
+    if base_path in seen + (path,):  # named at the `extends:` that closes the cycle
+        raise bad(f"$.extends: cycle through {' -> '.join(_shown(q) for q in seen + (path, base_path))}")
     base = _read(base_path, seen + (path,))
     base.pop("name", None)  # a name names one file; the child is named by its own `name` or stem
     return _merge(base, data)

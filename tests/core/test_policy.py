@@ -148,6 +148,34 @@ def test_extends_a_shipped_name(tmp_path):
         load_policy(tmp_path / "bad.yaml")
 
 
+def test_extends_errors_name_the_file_and_line_of_extends(tmp_path, monkeypatch):
+    from rizz.formats.policy_file import POLICY_DIR
+
+    monkeypatch.chdir(tmp_path)
+    names = ", ".join(sorted(q.stem for q in POLICY_DIR.glob("*.yaml")))
+    cases = [
+        ("# mine\nextends: some-name-that-does-not-exist\n", "p.yaml:2: $.extends: 'some-name-that-does-not-exist' not found "
+         f"(looked for some-name-that-does-not-exist; shipped names: {names})"),
+        ("routing: {mode: single}\nextends: [default]\n", "p.yaml:2: $.extends: expected a path, got ['default']"),
+        ("extends: yes\n", "p.yaml:1: $.extends: expected a path, got true"),
+    ]
+    for text, want in cases:
+        Path("p.yaml").write_text(text)
+        with pytest.raises(PolicyError) as info:
+            load_policy("p.yaml")
+        assert str(info.value) == f"p.yaml: invalid policy\n  {want}"
+    # a cycle is named at the `extends:` that closes it
+    Path("a.yaml").write_text("extends: b.yaml\n")
+    Path("b.yaml").write_text("# b\nextends: a.yaml\n")
+    with pytest.raises(PolicyError) as info:
+        load_policy("a.yaml")
+    assert str(info.value) == "b.yaml: invalid policy\n  b.yaml:2: $.extends: cycle through a.yaml -> b.yaml -> a.yaml"
+    Path("a.yaml").write_text("name: a\nextends: a.yaml\n")
+    with pytest.raises(PolicyError) as info:
+        load_policy("a.yaml")
+    assert str(info.value) == "a.yaml: invalid policy\n  a.yaml:2: $.extends: cycle through a.yaml -> a.yaml"
+
+
 def test_extends_without_a_name_is_named_after_its_file(tmp_path):
     (tmp_path / "exp-1.yaml").write_text("extends: default\n")
     (tmp_path / "exp-2.yaml").write_text("extends: exp-1.yaml\nname: second\n")
