@@ -174,9 +174,9 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
         raise PolicyError(shown, [f"YAML error: {str(e).splitlines()[0] if str(e) else type(e).__name__}"],
                           [mark.line + 1 if mark else None]) from None
     if data is None:
-        raise PolicyError(shown, ["$: the file is empty (start from the defaults with `extends: default`)"])
+        raise PolicyError(shown, ["$: the file is empty (start from the defaults with `extends: default`)"], [1])
     if not isinstance(data, dict):
-        raise PolicyError(shown, [f"$: expected a mapping, got {type(data).__name__}"])
+        raise bad(f"$: expected a mapping, got {type(data).__name__}")
     parent = data.pop("extends", None)
     if parent is None:
         return data

@@ -191,11 +191,16 @@ def test_a_key_written_twice_is_an_error_naming_both_lines(tmp_path):
     assert info.value.errors == ["YAML error at line 4, column 3: key 'snap_threshold' written twice (first on line 3)"]
 
 
-def test_an_empty_policy_file_is_an_error(tmp_path):
-    f = tmp_path / "p.yaml"
-    f.write_text("# nothing here\n")
-    with pytest.raises(PolicyError, match=r"\$: the file is empty"):
-        load_policy(f)
+def test_an_empty_policy_file_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    empty = "p.yaml:1: $: the file is empty (start from the defaults with `extends: default`)"
+    for text, want in [("", empty), ("# nothing here\n", empty), ("---\n", empty),
+                       ("# a list\n\n- extends: default\n- routing: {mode: single}\n", "p.yaml:3: $: expected a mapping, got list"),
+                       ("default\n", "p.yaml:1: $: expected a mapping, got str")]:
+        Path("p.yaml").write_text(text)
+        with pytest.raises(PolicyError) as info:
+            load_policy("p.yaml")
+        assert str(info.value) == f"p.yaml: invalid policy\n  {want}", text
 
 
 def test_errors_name_the_file_as_the_user_would(tmp_path, monkeypatch):
