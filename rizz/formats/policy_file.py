@@ -9,6 +9,7 @@ bad field with its JSON path and what was expected::
 
     $.routing.snap_threshold: expected a number in [0, 1], got 1.7
     $.routing.snap_treshold: unknown key; did you mean `snap_threshold`? (allowed: confident_margin, ...)
+    $.routing.judge: expected one of always, when_uncertain, local, got 'when-uncertain'; did you mean `when_uncertain`?
 
 Raises :class:`PolicyError` (a ``ValueError``) carrying ``errors`` (list of str) and ``path``.
 """
@@ -99,7 +100,9 @@ def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
         elif err.keyword == "uniqueItems":
             out.append(f"{path}: expected distinct values, got {_shown_value(err.instance)}")
         else:
-            out.append(f"{path}: expected {_describe(err.schema)}, got {_shown_value(err.instance)}")
+            choices = [str(c) for c in err.schema.get("enum", [])]
+            hint = did_you_mean(err.instance, choices) if choices and isinstance(err.instance, str) else ""
+            out.append(f"{path}: expected {_describe(err.schema)}, got {_shown_value(err.instance)}{hint}")
     return list(dict.fromkeys(out))  # one line per problem (an enum and a type check may both fire)
 
 

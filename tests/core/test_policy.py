@@ -110,6 +110,24 @@ def test_a_misspelt_key_gets_the_closest_valid_key_at_its_level():
     assert by_path["$.zzz"].startswith("$.zzz: unknown key (allowed: ")  # nothing close: no guess
 
 
+def test_a_misspelt_choice_gets_the_closest_valid_choice(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("extends: default\nrouting:\n  judge: when-uncertain\n  mode: branch\n  router: zzz\n"
+                 "compiler:\n  layout: [instruction, rulez, input]\nevidence: {blocks: [Examples]}\n")
+    with pytest.raises(PolicyError) as info:
+        load_policy(f)
+    assert info.value.errors == [
+        "$.routing.judge: expected one of always, when_uncertain, local, got 'when-uncertain'; did you mean `when_uncertain`?",
+        "$.routing.mode: expected one of branches, single, got 'branch'; did you mean `branches`?",
+        "$.routing.router: expected one of fixed, linucb, got 'zzz'",  # nothing close: no guess
+        "$.compiler.layout[1]: expected one of scoped_context, preamble, instruction, evidence, rules, examples, mistakes, "
+        "working_memory, input, got 'rulez'; did you mean `rules`?",
+        "$.evidence.blocks[0]: expected one of scoped_context, rules, examples, mistakes, working_memory, got 'Examples'; "
+        "did you mean `examples`?",
+    ]
+    assert info.value.lines == [3, 4, 5, 7, 8]
+
+
 def test_yaml_syntax_error_names_the_line(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("routing:\n  snap_threshold: [0.9\n")
