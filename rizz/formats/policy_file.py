@@ -47,13 +47,20 @@ _converter = cattrs.Converter(forbid_extra_keys=True)
 
 
 class PolicyError(ValueError, RizzError):
-    """A policy file is unreadable or invalid; ``errors`` lists each problem with its path."""
+    """A policy file is unreadable or invalid; ``errors`` lists each problem with its path.
 
-    def __init__(self, path: str, errors: list[str], lines: list[int | None] | None = None) -> None:
+    ``lines`` and ``columns`` (1-based, one per error, ``None`` where unknown) place each error
+    in the file: the message shows it as ``FILE:LINE: error``, or ``FILE:LINE:COL: error``.
+    """
+
+    def __init__(self, path: str, errors: list[str], lines: list[int | None] | None = None,
+                 columns: list[int | None] | None = None) -> None:
         self.path = path
         self.errors = errors
-        self.lines = list(lines) if lines is not None else [None] * len(errors)  # 1-based, per error
-        shown = [f"  {path}:{n}: {e}" if n else f"  {e}" for e, n in zip(errors, self.lines)]
+        self.lines = list(lines) if lines is not None else [None] * len(errors)
+        self.columns = list(columns) if columns is not None else [None] * len(errors)
+        shown = [f"  {path}:{n}{f':{c}' if c else ''}: {e}" if n else f"  {e}"
+                 for e, n, c in zip(errors, self.lines, self.columns)]
         super().__init__(f"{path}: invalid policy\n" + "\n".join(shown))
 
 
@@ -149,6 +156,22 @@ def _line_of(text: str, error: str) -> int | None:
     return _as_written(error, root)[0]
 
 
+def _parse_yaml(text: str, shown: str) -> Any:
+    """The data of the YAML ``text``; a syntax error is a :class:`PolicyError` placed at
+    ``FILE:LINE:COL`` (the parser's position) and saying only what is wrong."""
+    def error(problem: str, line: int | None, column: int | None) -> PolicyError:
+        return PolicyError(shown, [f"YAML error: {problem}"], [line], [column])
+
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        raise error(e.problem or e.context or type(e).__name__,
+                    mark.line + 1 if mark else None, mark.column + 1 if mark else None) from None
+    except (yaml.YAMLError, TypeError, ValueError, RecursionError) as e:  # e.g. a control character, a list as key
+        raise error(str(e).splitlines()[0] if str(e) else type(e).__name__, None, None) from None
+
+
 def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     shown = _shown(path)
     try:
@@ -161,21 +184,13 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
-        raise PolicyError(shown, [f"not UTF-8 text (byte {e.start + 1}, line {line})"], [line]) from None
+        byte = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise PolicyError(shown, [f"not UTF-8 text at byte {byte} of the line"], [line]) from None
 
     def bad(error: str) -> PolicyError:  # an error about the node of `text` that its $.path names
         return PolicyError(shown, [error], [_line_of(text, error)])
 
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        raise PolicyError(shown, [f"YAML error at {where}: {e.problem}"], [mark.line + 1 if mark else None]) from None
-    except (yaml.YAMLError, TypeError, ValueError, RecursionError) as e:  # e.g. a control character, a list as key
-        mark = getattr(e, "problem_mark", None)
-        raise PolicyError(shown, [f"YAML error: {str(e).splitlines()[0] if str(e) else type(e).__name__}"],
-                          [mark.line + 1 if mark else None]) from None
+    data = _parse_yaml(text, shown)
     if data is None:
         raise PolicyError(shown, ["$: the file is empty (start from the defaults with `extends: default`)"], [1])
     if not isinstance(data, dict):

@@ -128,12 +128,18 @@ def test_a_misspelt_choice_gets_the_closest_valid_choice(tmp_path):
     assert info.value.lines == [3, 4, 5, 7, 8]
 
 
-def test_yaml_syntax_error_names_the_line(tmp_path):
-    f = tmp_path / "p.yaml"
-    f.write_text("routing:\n  snap_threshold: [0.9\n")
+@pytest.mark.parametrize("raw,want", [
+    (b"routing:\n  snap_threshold: [0.9\n", "p.yaml:3:1: YAML error: expected ',' or ']', but got '<stream end>'"),
+    (b"extends: default\n  mode: single\n", "p.yaml:2:7: YAML error: mapping values are not allowed here"),
+    (b"extends: default\n\trouting: {}\n", "p.yaml:2:1: YAML error: found character '\\t' that cannot start any token"),
+    (b"extends: default\nname: r\xc3\n", "p.yaml:2: not UTF-8 text at byte 8 of the line"),
+])
+def test_a_yaml_error_names_its_position_once(tmp_path, monkeypatch, raw, want):
+    monkeypatch.chdir(tmp_path)
+    Path("p.yaml").write_bytes(raw)
     with pytest.raises(PolicyError) as info:
-        load_policy(f)
-    assert "line 3" in info.value.errors[0] or "line 2" in info.value.errors[0]
+        load_policy("p.yaml")
+    assert str(info.value) == f"p.yaml: invalid policy\n  {want}"
 
 
 def test_extends_overrides_and_detects_cycles(tmp_path):
@@ -206,7 +212,9 @@ def test_a_key_written_twice_is_an_error_naming_both_lines(tmp_path):
     f.write_text("extends: default\nrouting:\n  snap_threshold: 0.9\n  snap_threshold: 0.8\n")
     with pytest.raises(PolicyError) as info:
         load_policy(f)
-    assert info.value.errors == ["YAML error at line 4, column 3: key 'snap_threshold' written twice (first on line 3)"]
+    assert info.value.errors == ["YAML error: key 'snap_threshold' written twice (first on line 3)"]
+    assert (info.value.lines, info.value.columns) == ([4], [3])
+    assert str(info.value).endswith("p.yaml:4:3: YAML error: key 'snap_threshold' written twice (first on line 3)")
 
 
 def test_an_empty_policy_file_is_an_error(tmp_path, monkeypatch):
