@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -122,12 +123,23 @@ def _shown(path: Path) -> str:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a key written twice in one mapping (PyYAML keeps the last)."""
+    """``yaml.SafeLoader`` that refuses a key written twice in one mapping (PyYAML keeps the last),
+    and marks with its node's position an error PyYAML raises unmarked while building a value
+    (a list as a key, a date that does not exist such as ``2025-02-30``)."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (TypeError, ValueError) as e:
+            raise yaml.constructor.ConstructorError(None, None, str(e) or type(e).__name__, node.start_mark) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                kind = "mapping" if isinstance(key, dict) else type(key).__name__
+                raise yaml.constructor.ConstructorError(None, None, f"a {kind} cannot be a key", key_node.start_mark)
             line = key_node.start_mark.line + 1
             if key in seen:
                 raise yaml.constructor.ConstructorError(
@@ -163,13 +175,23 @@ def _parse_yaml(text: str, shown: str) -> Any:
         return PolicyError(shown, [f"YAML error: {problem}"], [line], [column])
 
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
+        loader = _UniqueKeyLoader(text)
+    except yaml.reader.ReaderError as e:  # a control character: PyYAML gives its offset in the text, not a mark
+        start = text.rfind("\n", 0, e.position) + 1
+        raise error(str(e).splitlines()[0], text.count("\n", 0, e.position) + 1, e.position - start + 1) from None
+    try:
+        return loader.get_single_data()
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         raise error(e.problem or e.context or type(e).__name__,
                     mark.line + 1 if mark else None, mark.column + 1 if mark else None) from None
-    except (yaml.YAMLError, TypeError, ValueError, RecursionError) as e:  # e.g. a control character, a list as key
+    except RecursionError:  # nesting too deep to compose: the parser's position is where it gave up
+        mark = loader.get_mark()
+        raise error("nested too deeply", mark.line + 1, mark.column + 1) from None
+    except (yaml.YAMLError, TypeError, ValueError) as e:  # anything PyYAML raises without a position
         raise error(str(e).splitlines()[0] if str(e) else type(e).__name__, None, None) from None
+    finally:
+        loader.dispose()
 
 
 def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:

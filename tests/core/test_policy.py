@@ -132,6 +132,10 @@ def test_a_misspelt_choice_gets_the_closest_valid_choice(tmp_path):
     (b"routing:\n  snap_threshold: [0.9\n", "p.yaml:3:1: YAML error: expected ',' or ']', but got '<stream end>'"),
     (b"extends: default\n  mode: single\n", "p.yaml:2:7: YAML error: mapping values are not allowed here"),
     (b"extends: default\n\trouting: {}\n", "p.yaml:2:1: YAML error: found character '\\t' that cannot start any token"),
+    # errors PyYAML raises without a position
+    (b"extends: default\nname: \"a\x01\"\n", "p.yaml:2:9: YAML error: unacceptable character #x0001: special characters are not allowed"),
+    (b"extends: default\n? [a]\n: 1\n", "p.yaml:2:3: YAML error: a list cannot be a key"),
+    (b"extends: default\nname: 2025-02-30\n", "p.yaml:2:7: YAML error: day is out of range for month"),
     (b"extends: default\nname: r\xc3\n", "p.yaml:2: not UTF-8 text at byte 8 of the line"),
 ])
 def test_a_yaml_error_names_its_position_once(tmp_path, monkeypatch, raw, want):
@@ -140,6 +144,15 @@ def test_a_yaml_error_names_its_position_once(tmp_path, monkeypatch, raw, want):
     with pytest.raises(PolicyError) as info:
         load_policy("p.yaml")
     assert str(info.value) == f"p.yaml: invalid policy\n  {want}"
+
+
+def test_a_too_deeply_nested_file_names_where_the_parser_gave_up(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("extends: default\nrouting: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(PolicyError) as info:
+        load_policy(f)
+    assert info.value.errors == ["YAML error: nested too deeply"] and info.value.lines == [2], info.value
+    assert 10 < info.value.columns[0] < 5000
 
 
 def test_extends_overrides_and_detects_cycles(tmp_path):
