@@ -9,6 +9,7 @@ bad field with its JSON path and what was expected::
 
     $.routing.snap_threshold: expected a number in [0, 1], got 1.7
     $.routing.snap_treshold: unknown key; did you mean `snap_threshold`? (allowed: confident_margin, ...)
+    $.routing.judge: expected one of always, when_uncertain, local, got 'when-uncertain'; did you mean `when_uncertain`?
 
 Raises :class:`PolicyError` (a ``ValueError``) carrying ``errors`` (list of str) and ``path``.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +48,20 @@ _converter = cattrs.Converter(forbid_extra_keys=True)
 
 
 class PolicyError(ValueError, RizzError):
-    """A policy file is unreadable or invalid; ``errors`` lists each problem with its path."""
+    """A policy file is unreadable or invalid; ``errors`` lists each problem with its path.
 
-    def __init__(self, path: str, errors: list[str], lines: list[int | None] | None = None) -> None:
+    ``lines`` and ``columns`` (1-based, one per error, ``None`` where unknown) place each error
+    in the file: the message shows it as ``FILE:LINE: error``, or ``FILE:LINE:COL: error``.
+    """
+
+    def __init__(self, path: str, errors: list[str], lines: list[int | None] | None = None,
+                 columns: list[int | None] | None = None) -> None:
         self.path = path
         self.errors = errors
-        self.lines = list(lines) if lines is not None else [None] * len(errors)  # 1-based, per error
-        shown = [f"  {path}:{n}: {e}" if n else f"  {e}" for e, n in zip(errors, self.lines)]
+        self.lines = list(lines) if lines is not None else [None] * len(errors)
+        self.columns = list(columns) if columns is not None else [None] * len(errors)
+        shown = [f"  {path}:{n}{f':{c}' if c else ''}: {e}" if n else f"  {e}"
+                 for e, n, c in zip(errors, self.lines, self.columns)]
         super().__init__(f"{path}: invalid policy\n" + "\n".join(shown))
 
 
@@ -99,7 +108,9 @@ def _errors(data: Any, schema: dict[str, Any]) -> list[str]:
         elif err.keyword == "uniqueItems":
             out.append(f"{path}: expected distinct values, got {_shown_value(err.instance)}")
         else:
-            out.append(f"{path}: expected {_describe(err.schema)}, got {_shown_value(err.instance)}")
+            choices = [str(c) for c in err.schema.get("enum", [])]
+            hint = did_you_mean(err.instance, choices) if choices and isinstance(err.instance, str) else ""
+            out.append(f"{path}: expected {_describe(err.schema)}, got {_shown_value(err.instance)}{hint}")
     return list(dict.fromkeys(out))  # one line per problem (an enum and a type check may both fire)
 
 
@@ -112,12 +123,23 @@ def _shown(path: Path) -> str:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a key written twice in one mapping (PyYAML keeps the last)."""
+    """``yaml.SafeLoader`` that refuses a key written twice in one mapping (PyYAML keeps the last),
+    and marks with its node's position an error PyYAML raises unmarked while building a value
+    (a list as a key, a date that does not exist such as ``2025-02-30``)."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (TypeError, ValueError) as e:
+            raise yaml.constructor.ConstructorError(None, None, str(e) or type(e).__name__, node.start_mark) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                kind = "mapping" if isinstance(key, dict) else type(key).__name__
+                raise yaml.constructor.ConstructorError(None, None, f"a {kind} cannot be a key", key_node.start_mark)
             line = key_node.start_mark.line + 1
             if key in seen:
                 raise yaml.constructor.ConstructorError(
@@ -133,10 +155,47 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _line_of(text: str, error: str) -> int | None:
+    """The 1-based line of the YAML ``text`` that ``error`` (``$.a.b: ...``) is about: its path's
+    node as :func:`_as_written` finds it, or for ``$`` itself the document's first line (1 when
+    the file holds no node)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    if error.startswith("$:"):
+        return root.start_mark.line + 1 if root is not None else 1
+    return _as_written(error, root)[0]
+
+
+def _parse_yaml(text: str, shown: str) -> Any:
+    """The data of the YAML ``text``; a syntax error is a :class:`PolicyError` placed at
+    ``FILE:LINE:COL`` (the parser's position) and saying only what is wrong."""
+    def error(problem: str, line: int | None, column: int | None) -> PolicyError:
+        return PolicyError(shown, [f"YAML error: {problem}"], [line], [column])
+
+    try:
+        loader = _UniqueKeyLoader(text)
+    except yaml.reader.ReaderError as e:  # a control character: PyYAML gives its offset in the text, not a mark
+        start = text.rfind("\n", 0, e.position) + 1
+        raise error(str(e).splitlines()[0], text.count("\n", 0, e.position) + 1, e.position - start + 1) from None
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        raise error(e.problem or e.context or type(e).__name__,
+                    mark.line + 1 if mark else None, mark.column + 1 if mark else None) from None
+    except RecursionError:  # nesting too deep to compose: the parser's position is where it gave up
+        mark = loader.get_mark()
+        raise error("nested too deeply", mark.line + 1, mark.column + 1) from None
+    except (yaml.YAMLError, TypeError, ValueError) as e:  # anything PyYAML raises without a position
+        raise error(str(e).splitlines()[0] if str(e) else type(e).__name__, None, None) from None
+    finally:
+        loader.dispose()
+
+
 def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     shown = _shown(path)
-    if path in seen:
-        raise PolicyError(shown, [f"$.extends: cycle through {' -> '.join(_shown(q) for q in seen + (path,))}"])
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -147,33 +206,31 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
-        raise PolicyError(shown, [f"not UTF-8 text (byte {e.start + 1}, line {line})"], [line]) from None
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        raise PolicyError(shown, [f"YAML error at {where}: {e.problem}"], [mark.line + 1 if mark else None]) from None
-    except (yaml.YAMLError, TypeError, ValueError, RecursionError) as e:  # e.g. a control character, a list as key
-        mark = getattr(e, "problem_mark", None)
-        raise PolicyError(shown, [f"YAML error: {str(e).splitlines()[0] if str(e) else type(e).__name__}"],
-                          [mark.line + 1 if mark else None]) from None
+        byte = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise PolicyError(shown, [f"not UTF-8 text at byte {byte} of the line"], [line]) from None
+
+    def bad(error: str) -> PolicyError:  # an error about the node of `text` that its $.path names
+        return PolicyError(shown, [error], [_line_of(text, error)])
+
+    data = _parse_yaml(text, shown)
     if data is None:
-        raise PolicyError(shown, ["$: the file is empty (start from the defaults with `extends: default`)"])
+        raise PolicyError(shown, ["$: the file is empty (start from the defaults with `extends: default`)"], [1])
     if not isinstance(data, dict):
-        raise PolicyError(shown, [f"$: expected a mapping, got {type(data).__name__}"])
+        raise bad(f"$: expected a mapping, got {type(data).__name__}")
     parent = data.pop("extends", None)
     if parent is None:
         return data
     if not isinstance(parent, str):
-        raise PolicyError(shown, [f"$.extends: expected a path, got {parent!r}"])
+        raise bad(f"$.extends: expected a path, got {_shown_value(parent)}")
     base_path = (path.parent / parent).resolve()
     if not base_path.exists() and not Path(parent).suffix and (POLICY_DIR / f"{parent}.yaml").exists():
         base_path = POLICY_DIR / f"{parent}.yaml"  # `extends: default` names a shipped policy
     if not base_path.exists():
         names = sorted(p.stem for p in POLICY_DIR.glob('*.yaml'))
-        raise PolicyError(shown, [f"$.extends: {parent!r} not found{did_you_mean(Path(parent).stem, names)} "
-                                  f"(looked for {_shown(base_path)}; shipped names: " + ", ".join(names) + ")"])
+        raise bad(f"$.extends: {parent!r} not found{did_you_mean(Path(parent).stem, names)} "
+                  f"(looked for {_shown(base_path)}; shipped names: " + ", ".join(names) + ")")
+    if base_path in seen + (path,):  # named at the `extends:` that closes the cycle
+        raise bad(f"$.extends: cycle through {' -> '.join(_shown(q) for q in seen + (path, base_path))}")
     base = _read(base_path, seen + (path,))
     base.pop("name", None)  # a name names one file; the child is named by its own `name` or stem
     return _merge(base, data)

@@ -110,12 +110,49 @@ def test_a_misspelt_key_gets_the_closest_valid_key_at_its_level():
     assert by_path["$.zzz"].startswith("$.zzz: unknown key (allowed: ")  # nothing close: no guess
 
 
-def test_yaml_syntax_error_names_the_line(tmp_path):
+def test_a_misspelt_choice_gets_the_closest_valid_choice(tmp_path):
     f = tmp_path / "p.yaml"
-    f.write_text("routing:\n  snap_threshold: [0.9\n")
+    f.write_text("extends: default\nrouting:\n  judge: when-uncertain\n  mode: branch\n  router: zzz\n"
+                 "compiler:\n  layout: [instruction, rulez, input]\nevidence: {blocks: [Examples]}\n")
     with pytest.raises(PolicyError) as info:
         load_policy(f)
-    assert "line 3" in info.value.errors[0] or "line 2" in info.value.errors[0]
+    assert info.value.errors == [
+        "$.routing.judge: expected one of always, when_uncertain, local, got 'when-uncertain'; did you mean `when_uncertain`?",
+        "$.routing.mode: expected one of branches, single, got 'branch'; did you mean `branches`?",
+        "$.routing.router: expected one of fixed, linucb, got 'zzz'",  # nothing close: no guess
+        "$.compiler.layout[1]: expected one of scoped_context, preamble, instruction, evidence, rules, examples, mistakes, "
+        "working_memory, input, got 'rulez'; did you mean `rules`?",
+        "$.evidence.blocks[0]: expected one of scoped_context, rules, examples, mistakes, working_memory, got 'Examples'; "
+        "did you mean `examples`?",
+    ]
+    assert info.value.lines == [3, 4, 5, 7, 8]
+
+
+@pytest.mark.parametrize("raw,want", [
+    (b"routing:\n  snap_threshold: [0.9\n", "p.yaml:3:1: YAML error: expected ',' or ']', but got '<stream end>'"),
+    (b"extends: default\n  mode: single\n", "p.yaml:2:7: YAML error: mapping values are not allowed here"),
+    (b"extends: default\n\trouting: {}\n", "p.yaml:2:1: YAML error: found character '\\t' that cannot start any token"),
+    # errors PyYAML raises without a position
+    (b"extends: default\nname: \"a\x01\"\n", "p.yaml:2:9: YAML error: unacceptable character #x0001: special characters are not allowed"),
+    (b"extends: default\n? [a]\n: 1\n", "p.yaml:2:3: YAML error: a list cannot be a key"),
+    (b"extends: default\nname: 2025-02-30\n", "p.yaml:2:7: YAML error: day is out of range for month"),
+    (b"extends: default\nname: r\xc3\n", "p.yaml:2: not UTF-8 text at byte 8 of the line"),
+])
+def test_a_yaml_error_names_its_position_once(tmp_path, monkeypatch, raw, want):
+    monkeypatch.chdir(tmp_path)
+    Path("p.yaml").write_bytes(raw)
+    with pytest.raises(PolicyError) as info:
+        load_policy("p.yaml")
+    assert str(info.value) == f"p.yaml: invalid policy\n  {want}"
+
+
+def test_a_too_deeply_nested_file_names_where_the_parser_gave_up(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("extends: default\nrouting: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(PolicyError) as info:
+        load_policy(f)
+    assert info.value.errors == ["YAML error: nested too deeply"] and info.value.lines == [2], info.value
+    assert 10 < info.value.columns[0] < 5000
 
 
 def test_extends_overrides_and_detects_cycles(tmp_path):
@@ -148,6 +185,34 @@ def test_extends_a_shipped_name(tmp_path):
         load_policy(tmp_path / "bad.yaml")
 
 
+def test_extends_errors_name_the_file_and_line_of_extends(tmp_path, monkeypatch):
+    from rizz.formats.policy_file import POLICY_DIR
+
+    monkeypatch.chdir(tmp_path)
+    names = ", ".join(sorted(q.stem for q in POLICY_DIR.glob("*.yaml")))
+    cases = [
+        ("# mine\nextends: some-name-that-does-not-exist\n", "p.yaml:2: $.extends: 'some-name-that-does-not-exist' not found "
+         f"(looked for some-name-that-does-not-exist; shipped names: {names})"),
+        ("routing: {mode: single}\nextends: [default]\n", "p.yaml:2: $.extends: expected a path, got ['default']"),
+        ("extends: yes\n", "p.yaml:1: $.extends: expected a path, got true"),
+    ]
+    for text, want in cases:
+        Path("p.yaml").write_text(text)
+        with pytest.raises(PolicyError) as info:
+            load_policy("p.yaml")
+        assert str(info.value) == f"p.yaml: invalid policy\n  {want}"
+    # a cycle is named at the `extends:` that closes it
+    Path("a.yaml").write_text("extends: b.yaml\n")
+    Path("b.yaml").write_text("# b\nextends: a.yaml\n")
+    with pytest.raises(PolicyError) as info:
+        load_policy("a.yaml")
+    assert str(info.value) == "b.yaml: invalid policy\n  b.yaml:2: $.extends: cycle through a.yaml -> b.yaml -> a.yaml"
+    Path("a.yaml").write_text("name: a\nextends: a.yaml\n")
+    with pytest.raises(PolicyError) as info:
+        load_policy("a.yaml")
+    assert str(info.value) == "a.yaml: invalid policy\n  a.yaml:2: $.extends: cycle through a.yaml -> a.yaml"
+
+
 def test_extends_without_a_name_is_named_after_its_file(tmp_path):
     (tmp_path / "exp-1.yaml").write_text("extends: default\n")
     (tmp_path / "exp-2.yaml").write_text("extends: exp-1.yaml\nname: second\n")
@@ -160,14 +225,21 @@ def test_a_key_written_twice_is_an_error_naming_both_lines(tmp_path):
     f.write_text("extends: default\nrouting:\n  snap_threshold: 0.9\n  snap_threshold: 0.8\n")
     with pytest.raises(PolicyError) as info:
         load_policy(f)
-    assert info.value.errors == ["YAML error at line 4, column 3: key 'snap_threshold' written twice (first on line 3)"]
+    assert info.value.errors == ["YAML error: key 'snap_threshold' written twice (first on line 3)"]
+    assert (info.value.lines, info.value.columns) == ([4], [3])
+    assert str(info.value).endswith("p.yaml:4:3: YAML error: key 'snap_threshold' written twice (first on line 3)")
 
 
-def test_an_empty_policy_file_is_an_error(tmp_path):
-    f = tmp_path / "p.yaml"
-    f.write_text("# nothing here\n")
-    with pytest.raises(PolicyError, match=r"\$: the file is empty"):
-        load_policy(f)
+def test_an_empty_policy_file_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    empty = "p.yaml:1: $: the file is empty (start from the defaults with `extends: default`)"
+    for text, want in [("", empty), ("# nothing here\n", empty), ("---\n", empty),
+                       ("# a list\n\n- extends: default\n- routing: {mode: single}\n", "p.yaml:3: $: expected a mapping, got list"),
+                       ("default\n", "p.yaml:1: $: expected a mapping, got str")]:
+        Path("p.yaml").write_text(text)
+        with pytest.raises(PolicyError) as info:
+            load_policy("p.yaml")
+        assert str(info.value) == f"p.yaml: invalid policy\n  {want}", text
 
 
 def test_errors_name_the_file_as_the_user_would(tmp_path, monkeypatch):
