@@ -1,13 +1,14 @@
 """Every BFCL category `rizz streams build bfcl` takes beyond the first five: a built slice of
 each is scored 1.0 when the oracle replays its gold, and a deliberately wrong answer on each
 checker path scores below 1.0 (the live AST categories, Java, JavaScript, irrelevance,
-relevance)."""
+relevance, and the multi-turn miss-function, miss-parameter and long-context categories)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 
 from rizz.adapters.agents.bfcl_env import (
@@ -17,18 +18,24 @@ from rizz.adapters.agents.bfcl_env import (
     RELEVANCE_CATEGORIES,
     language_docs,
     load_category,
+    shown_tools,
 )
 from rizz.adapters.agents.calls import ToolCall, format_call
-from rizz.adapters.agents.env import make_environment
+from rizz.adapters.agents.env import make_environment, plain
 from rizz.adapters.agents.episode import ToolEpisode
 from rizz.adapters.agents.loop import run_episode
 from rizz.adapters.models.oracle import NullAgent, OracleAgent, gold_calls
 from rizz.adapters.verifiers.episodes import first_wrong_call, verify_episode
+from rizz.core.retrieval import Retrieved
+from rizz.engine.model_agent import ModelAgent, tools_at_turn
+from rizz.formats.policy_file import load_policy
 from rizz.lab.builders import BuildOptions, build
-from rizz.lab.builders.bfcl import bfcl_elements, gold_problem
+from rizz.lab.builders.bfcl import MORE_FUNCTIONS, bfcl_elements, gold_problem
+from tests.agents.conftest import StubModel
 
 NEW = ("simple_java", "simple_javascript", "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
-       "irrelevance", "live_irrelevance", "live_relevance")
+       "irrelevance", "live_irrelevance", "live_relevance", "multi_turn_miss_func", "multi_turn_miss_param",
+       "multi_turn_long_context")
 
 
 def _slice(category: str, n: int = 4, split: str = "test") -> list:
@@ -46,9 +53,38 @@ def _single(el, calls: list[ToolCall]) -> ToolEpisode:
                        1, 0, 0, "done")
 
 
+def _multi(el, turns: list[list[ToolCall]]) -> ToolEpisode:
+    """A multi-turn episode whose turn i makes the calls ``turns[i]`` (one step) on a fresh environment."""
+    env = make_environment(el.environment)
+    transcript = []
+    for calls in turns:
+        transcript.append({"role": "user", "text": "."})
+        if calls:
+            transcript.append({"role": "assistant", "text": "", "calls": [c.to_json() for c in calls]})
+            for c in calls:
+                try:
+                    env.call(c.name, c.arguments)
+                except Exception:  # noqa: BLE001 - a failing call is part of the episode
+                    pass
+        transcript.append({"role": "assistant", "text": "Done.", "calls": []})
+    tc = tuple(((tuple(map(format_call, calls)),) if calls else ()) for calls in turns)
+    return ToolEpisode(tuple(transcript), env.state_digest(), tc, len(turns), 0, 0, "done")
+
+
+def _gold_turns(el) -> list[list[ToolCall]]:
+    """The oracle's gold calls of a multi-turn element, one list per user turn."""
+    out: list[list[ToolCall]] = [[]]
+    for step in gold_calls(el, make_environment(el.environment)):
+        if step:
+            out[-1].extend(step)
+        else:
+            out.append([])
+    return out[:-1]
+
+
 def test_every_category_the_wheel_ships_in_the_ast_and_multi_turn_families() -> None:
     assert set(NEW) | {"simple_python", "multiple", "parallel", "parallel_multiple", "multi_turn_base"} == set(CATEGORIES)
-    for left_out in ("web_search", "memory", "format_sensitivity", "multi_turn_miss_func"):
+    for left_out in ("web_search", "memory", "format_sensitivity"):
         assert left_out not in CATEGORIES
 
 
@@ -171,6 +207,76 @@ def test_items_no_correct_answer_passes_are_dropped_with_a_note() -> None:
     assert gold_problem(entry, answer["ground_truth"], "simple_java") is not None
     entry, answer = load_category("simple_java")[0]
     assert gold_problem(entry, answer["ground_truth"], "simple_java") is None
+
+
+def test_miss_func_holds_tools_out_until_their_turn() -> None:
+    el = _slice("multi_turn_miss_func", 1)[0]
+    missed = plain(el.environment)["missed_function"]
+    ((turn, names),) = missed.items()
+    k = int(turn)
+    assert el.turns[k - 1] == MORE_FUNCTIONS and [t["name"] for t in el.tools[-len(names):]] == names
+    for t in range(len(el.turns) + 1):
+        shown = {x["name"] for x in shown_tools(el.tools, el.environment, t)}
+        assert (set(names) <= shown) == (t >= k)
+    gold = _gold_turns(el)
+    assert gold[k - 1] == [] and gold[k]  # the turn lacking the function: no call; the function's turn: its call
+    assert verify_episode(el, _multi(el, gold)).reward == 1.0
+    skipped = [calls if i != k else [] for i, calls in enumerate(gold)]
+    v = verify_episode(el, _multi(el, skipped))
+    assert v.reward == 0.0 and f"turn {k}" in v.detail
+
+
+def test_miss_func_prompt_lists_held_out_tools_only_from_their_turn() -> None:
+    from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
+
+    assert MORE_FUNCTIONS == DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
+    el = _slice("multi_turn_miss_func", 1)[0]
+    ((turn, names),) = plain(el.environment)["missed_function"].items()
+    model = StubModel(lambda prompt: "Nothing to do.")
+    agent = ModelAgent(model, load_policy("frozen"), Retrieved(), 1 << 16, "chat")
+    run_episode(el, agent, make_environment(el.environment), max_steps=50)
+    assert len(model.prompts) == len(el.turns) + 1  # one reply a turn
+    listed = [f'"name": "{names[0]}"' in p for p in model.prompts]
+    assert listed == [i >= int(turn) for i in range(len(model.prompts))]
+    base = _slice("multi_turn_base", 1)[0]
+    assert tools_at_turn(base, [{"role": "user", "text": "x"}]) is base
+
+
+def test_miss_param_asks_instead_of_calling() -> None:
+    el = next(e for e in _slice("multi_turn_miss_param", 4) if [] in json.loads(e.reference))
+    gold = _gold_turns(el)
+    empty = gold.index([])
+    assert gold[empty + 1] and verify_episode(el, _multi(el, gold)).reward == 1.0
+    # the call the missing value unblocks, never made: fails
+    assert verify_episode(el, _multi(el, [c if i != empty + 1 else [] for i, c in enumerate(gold)])).reward == 0.0
+
+
+def test_long_context_loads_the_padded_scenario() -> None:
+    el = _slice("multi_turn_long_context", 1)[0]
+    env = plain(el.environment)
+    assert env["long_context"] is True
+    short = make_environment(dict(env, long_context=False))
+    assert make_environment(el.environment).state_digest() != short.state_digest()
+    gold = _gold_turns(el)
+    assert verify_episode(el, _multi(el, gold)).reward == 1.0
+    assert verify_episode(el, _multi(el, gold[:-1] + [[]])).reward == 0.0
+
+
+def test_multi_turn_checker_loads_the_scenario_the_episode_ran_on(monkeypatch) -> None:
+    """BFCL's checker reads ``long_context`` off the entry id; the id it gets follows the
+    element's ``environment.long_context``, whatever ``metadata`` says."""
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_checker as mtc
+
+    seen: list[str] = []
+    monkeypatch.setattr(mtc, "multi_turn_checker", lambda res, gold, entry, cat, name: seen.append(entry["id"]) or {"valid": True})
+    long_el, base_el = _slice("multi_turn_long_context", 1)[0], _slice("multi_turn_base", 1)[0]
+    cases = [(long_el, "multi_turn_long_context_100"), (base_el, "multi_turn_base_100"),
+             (attrs.evolve(long_el, metadata={"task": "x"}), "multi_turn_long_context_x"),
+             (attrs.evolve(long_el, metadata={"bfcl_id": "multi_turn_base_7"}), "multi_turn_long_context_x"),
+             (attrs.evolve(base_el, metadata={"bfcl_id": "multi_turn_long_context_7"}), "multi_turn_base_x")]
+    for el, want in cases:
+        assert verify_episode(el, _multi(el, [[]])).reward == 1.0
+        assert seen[-1] == want
 
 
 def test_categories_partition() -> None:

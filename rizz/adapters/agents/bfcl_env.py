@@ -39,7 +39,7 @@ from rizz.adapters.agents.tools import ToolError, to_text
 
 __all__ = ["AST_CATEGORIES", "MULTI_TURN_CATEGORIES", "RELEVANCE_CATEGORIES", "SINGLE_TURN_CATEGORIES", "CATEGORIES",
            "BFCL_VERSION", "MultiTurnEnvironment", "SingleTurnEnvironment", "ast_checker", "bfcl_environment", "data_dir",
-           "function_docs", "language", "language_docs", "load_category"]
+           "function_docs", "language", "language_docs", "load_category", "shown_tools"]
 
 #: The bfcl-eval release rizz pins (pyproject.toml) and reads.
 BFCL_VERSION = "2026.3.23"
@@ -52,7 +52,7 @@ AST_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", 
 RELEVANCE_CATEGORIES = ("irrelevance", "live_irrelevance", "live_relevance")
 SINGLE_TURN_CATEGORIES = AST_CATEGORIES + RELEVANCE_CATEGORIES
 #: Multi-turn categories (``bfcl_multi_turn``): the API classes' state and the calls' results per turn.
-MULTI_TURN_CATEGORIES = ("multi_turn_base",)
+MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
 CATEGORIES = SINGLE_TURN_CATEGORIES + MULTI_TURN_CATEGORIES
 
 
@@ -137,6 +137,15 @@ def language_docs(function: list[dict[str, Any]], category: str) -> list[dict[st
     return docs
 
 
+def shown_tools(tools: tuple[Any, ...], environment: Mapping[str, Any] | None, turn: int) -> tuple[Any, ...]:
+    """The tools listed to the model at user turn ``turn`` (0: the element's ``input``): all but
+    those ``environment.missed_function`` (``{"K": [names]}``, BFCL's ``multi_turn_miss_func``)
+    holds out until a later turn K."""
+    held = (environment or {}).get("missed_function") or {}
+    later = {n for k, names in held.items() if int(k) > turn for n in names}
+    return tuple(t for t in tools if t["name"] not in later) if later else tools
+
+
 class _AnyModel(dict):
     def __missing__(self, key: str) -> Any:
         return types.SimpleNamespace(underscore_to_dot=False)
@@ -189,11 +198,13 @@ class SingleTurnEnvironment:
 
 class MultiTurnEnvironment:
     """BFCL multi-turn: the involved API classes from the wheel, loaded with the entry's
-    ``initial_config`` (BFCL's own ``_load_scenario``); a call runs the named public method."""
+    ``initial_config`` (BFCL's own ``_load_scenario``; ``long_context``: the scenario padded with
+    BFCL's long-context data, as for ``multi_turn_long_context``); a call runs the named public
+    method."""
 
     name = "bfcl"
 
-    def __init__(self, involved_classes: list[str], initial_config: Mapping[str, Any]) -> None:
+    def __init__(self, involved_classes: list[str], initial_config: Mapping[str, Any], long_context: bool = False) -> None:
         from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING, STATELESS_CLASSES
 
         self.instances: dict[str, Any] = {}
@@ -203,7 +214,7 @@ class MultiTurnEnvironment:
                 raise ValueError(f"environment.involved_classes: unknown BFCL class {cls!r}")
             inst = getattr(importlib.import_module(CLASS_FILE_PATH_MAPPING[cls]), cls)()
             if cls not in STATELESS_CLASSES:
-                inst._load_scenario(copy.deepcopy(dict(initial_config.get(cls, {}))), long_context=False)
+                inst._load_scenario(copy.deepcopy(dict(initial_config.get(cls, {}))), long_context=long_context)
             self.instances[cls] = inst
             for mname, method in inspect.getmembers(inst, predicate=inspect.ismethod):
                 if not mname.startswith("_"):
@@ -230,7 +241,9 @@ class MultiTurnEnvironment:
 
 
 def bfcl_environment(env: Mapping[str, Any]) -> SingleTurnEnvironment | MultiTurnEnvironment:
-    """``{"name": "bfcl"}`` (single-turn) or ``{"name": "bfcl", "involved_classes", "initial_config"}``."""
+    """``{"name": "bfcl"}`` (single-turn) or ``{"name": "bfcl", "involved_classes", "initial_config"}``
+    (optional ``long_context``: true; ``missed_function``: read by :func:`shown_tools`)."""
     if env.get("involved_classes"):
-        return MultiTurnEnvironment(list(env["involved_classes"]), env.get("initial_config") or {})
+        return MultiTurnEnvironment(list(env["involved_classes"]), env.get("initial_config") or {},
+                                    long_context=bool(env.get("long_context")))
     return SingleTurnEnvironment()

@@ -89,8 +89,12 @@ def _bfcl_multi_turn(el: StreamElement, ep: ToolEpisode) -> EpisodeVerdict:
     safe = [[[c for c in step if c.split("(", 1)[0] in methods] for step in turn] for turn in ep.turn_calls]
     safe += [[] for _ in range(len(gold) - len(safe))]
     model_name = f"rizz_{next(_COUNTER)}"
-    entry = {"id": str(el.metadata.get("bfcl_id") or "multi_turn_base_x"), "initial_config": env.get("initial_config", {}),
-             "involved_classes": env["involved_classes"]}
+    # the checker reads the category off the id: ``long_context`` in it loads the padded
+    # scenario, which must be the one the episode ran on (``environment.long_context``)
+    entry_id = str(el.metadata.get("bfcl_id") or f"{el.metadata.get('category') or 'multi_turn_base'}_x")
+    if bool(env.get("long_context")) != ("long_context" in entry_id):
+        entry_id = "multi_turn_long_context_x" if env.get("long_context") else "multi_turn_base_x"
+    entry = {"id": entry_id, "initial_config": env.get("initial_config", {}), "involved_classes": env["involved_classes"]}
     try:
         res = multi_turn_checker(safe, gold, entry, "multi_turn_base", model_name)
     finally:  # the checker keeps API objects in its module globals, keyed by model name

@@ -15,7 +15,12 @@ Categories (:data:`~rizz.adapters.agents.bfcl_env.CATEGORIES`; docs/agents.md sa
   ``{"call": false}``: the reply must call nothing) and ``live_relevance`` (``{"call": true}``:
   it must call something; BFCL checks no arguments there).
 * Multi-turn (verifier ``bfcl_multi_turn``, environment ``{"name": "bfcl", "involved_classes",
-  "initial_config"}``, ``turns`` = the user's later turns): ``multi_turn_base``.
+  "initial_config"}``, ``turns`` = the user's later turns): ``multi_turn_base``,
+  ``multi_turn_miss_param`` (a turn lacks a needed value, the next turn gives it: its gold is
+  no call), ``multi_turn_long_context`` (environment ``long_context: true``: BFCL pads the
+  scenario with its long-context data), ``multi_turn_miss_func`` (environment
+  ``missed_function``: ``{"K": [names]}``, those tools listed only from turn K on, at the end of
+  the list; turn K's text is BFCL's own "I have updated some more functions ..." message).
 
 Element: ``input`` = the first user turn (BFCL's live items that carry earlier assistant
 messages: each message as ``User: ...`` / ``Assistant: ...``); a system message of the turn
@@ -51,6 +56,9 @@ from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, fin
 __all__ = ["BFCL_SPLITS", "bfcl_elements", "build_bfcl"]
 
 BFCL_SPLITS = ("train", "test")
+#: BFCL's user message for a ``multi_turn_miss_func`` turn that adds the held-out functions
+#: (``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC`` in ``bfcl_eval/constants/default_prompts.py``).
+MORE_FUNCTIONS = "I have updated some more functions you can choose from. What about now?"
 
 
 def _user_text(turn: list[dict[str, str]]) -> str:
@@ -138,13 +146,21 @@ def _single_turn(category: str, entry: dict[str, Any], answer: dict[str, Any], m
 
 
 def _multi_turn(category: str, entry: dict[str, Any], answer: dict[str, Any], meta: dict[str, Any]) -> StreamElement:
-    del category
     turns = entry["question"]
-    return StreamElement(
-        id=f"bfcl-{entry['id']}", input=_user_text(turns[0]), metadata=meta, tools=entry["function"],
-        turns=[_user_text(t) for t in turns[1:]], reference=json.dumps(answer["ground_truth"]),
-        environment={"name": "bfcl", "involved_classes": entry["involved_classes"],
-                     "initial_config": entry["initial_config"]}, verifier="bfcl_multi_turn")
+    missed: dict[str, list[str]] = entry.get("missed_function") or {}
+    held = [n for k in sorted(missed, key=int) for n in missed[k]]
+    # BFCL's order: the docs without the held-out functions, each added at the end in its turn
+    tools = [d for d in entry["function"] if d["name"] not in held]
+    tools += sorted((d for d in entry["function"] if d["name"] in held), key=lambda d: held.index(d["name"]))
+    later = [MORE_FUNCTIONS if not t and str(i) in missed else _user_text(t) for i, t in enumerate(turns) if i]
+    env: dict[str, Any] = {"name": "bfcl", "involved_classes": entry["involved_classes"],
+                           "initial_config": entry["initial_config"]}
+    if missed:
+        env["missed_function"] = missed
+    if "long_context" in category:
+        env["long_context"] = True
+    return StreamElement(id=f"bfcl-{entry['id']}", input=_user_text(turns[0]), metadata=meta, tools=tools, turns=later,
+                         reference=json.dumps(answer["ground_truth"]), environment=env, verifier="bfcl_multi_turn")
 
 
 def bfcl_elements(category: str, split: str, notes: list[str] | None = None) -> list[StreamElement]:
