@@ -2,21 +2,23 @@
 
 For every episode element of the given stream files: the oracle (gold actions replayed, required
 outputs said) and a do-nothing agent each run one episode; both are scored by the element's own
-verifier. Prints, per task: n, oracle mean reward, do-nothing mean reward, and (τ-bench) how many
-tasks' gold actions change the database and how many of those the do-nothing agent passed.
+verifier. Prints, per task: n, oracle mean reward, do-nothing mean reward, how many items' gold
+changes the database (τ-bench) or makes a call (BFCL: all but the irrelevance items, whose answer
+is no call), and how many of those the do-nothing agent passed.
 
 Usage::
 
     rizz streams build bfcl --categories simple_python,multiple,parallel,parallel_multiple,multi_turn_base \\
-        --split test --out bfcl-test.jsonl
+        --split test --out bfcl-test.jsonl     # any of the categories in docs/agents.md
     python benchmarks/agents_oracle.py bfcl-test.jsonl tau-retail-test.jsonl ...
 
-Exit status 1 if the oracle misses any item or the do-nothing agent passes a task whose gold
-changes the database.
+Exit status 1 if the oracle misses any item or the do-nothing agent passes an item whose gold
+changes the database or makes a call.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections import defaultdict
@@ -25,7 +27,15 @@ from rizz.adapters.agents.env import make_environment
 from rizz.adapters.agents.loop import run_episode
 from rizz.adapters.models.oracle import NullAgent, OracleAgent, ScriptedUser
 from rizz.adapters.verifiers.episodes import gold_digest, verify_episode
-from rizz.formats.streams import read_stream
+from rizz.formats.streams import StreamElement, read_stream
+
+
+def gold_acts(el: StreamElement) -> bool:
+    """Whether the gold does what a do-nothing agent does not: a τ-bench gold that changes the
+    database; any BFCL gold but an irrelevance item's (reference ``{"call": false}``: no call)."""
+    if el.verifier == "tau_db":
+        return gold_digest(el) != make_environment(el.environment).state_digest()
+    return not (el.verifier == "bfcl_ast" and json.loads(str(el.reference)) == {"call": False})
 
 
 def main(paths: list[str]) -> int:
@@ -44,13 +54,13 @@ def main(paths: list[str]) -> int:
             if runs[0].reward < 1.0:
                 bad += 1
                 print(f"oracle missed {el.id}: {runs[0].detail[:200]}")
-            changes = el.verifier != "tau_db" or gold_digest(el) != make_environment(el.environment).state_digest()
+            changes = gold_acts(el)
             row[3] += changes
             if changes and runs[1].reward > 0:
                 bad += 1
                 row[4] += 1
-                print(f"do-nothing passed {el.id} although its gold changes the state")
-    print("| task | n | oracle | do-nothing | gold changes state | do-nothing passed those |")
+                print(f"do-nothing passed {el.id} although its gold changes the state or makes a call")
+    print("| task | n | oracle | do-nothing | gold changes state or calls | do-nothing passed those |")
     print("|---|---|---|---|---|---|")
     for task, (n, o, z, c, zc) in rows.items():
         print(f"| {task} | {n} | {o / n:.3f} | {z / n:.3f} | {c} | {zc} |")

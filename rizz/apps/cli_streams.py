@@ -96,7 +96,10 @@ def build_cmd(
     keep_duplicates: bool = typer.Option(False, "--keep-duplicates",
                                          help="TRACE: keep repeated (prompt, answer) records."),
     categories: str | None = typer.Option(
-        None, "--categories", help="bfcl: comma list of simple_python, multiple, parallel, parallel_multiple, multi_turn_base."),
+        None, "--categories", help="bfcl: comma list of simple_python, multiple, parallel, parallel_multiple, simple_java, "
+        "simple_javascript, live_simple, live_multiple, live_parallel, live_parallel_multiple, irrelevance, live_irrelevance, "
+        "live_relevance, multi_turn_base, multi_turn_miss_func, multi_turn_miss_param, multi_turn_long_context "
+        "(default simple_python; docs/agents.md says how each is checked)."),
     domain: str | None = typer.Option(None, "--domain", help="tau-bench: retail | airline."),
 ) -> None:
     """Build BENCH's stream deterministically and write it to --out."""

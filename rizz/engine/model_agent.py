@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
+from rizz.adapters.agents.bfcl_env import shown_tools
 from rizz.adapters.agents.calls import CallSyntaxError, parse_reply
 from rizz.adapters.agents.env import Environment
 from rizz.adapters.agents.loop import STOP, AgentReply
@@ -22,10 +25,20 @@ from rizz.core.policy import Policy
 from rizz.engine.agent_prompt import PROTOCOL, episode_prompt
 from rizz.formats.streams import StreamElement
 
-__all__ = ["LLMUser", "ModelAgent", "PromptedAgent", "USER_PROMPT"]
+__all__ = ["LLMUser", "ModelAgent", "PromptedAgent", "USER_PROMPT", "tools_at_turn"]
 
 #: Raw-rendering stop strings: the model must not write the next user or tool line itself.
 _STOP = ("\nUser:", "\nTool ")
+
+
+def tools_at_turn(el: StreamElement, transcript: list[dict[str, Any]]) -> StreamElement:
+    """``el`` with the tools listed at the transcript's current user turn (0: the input); ``el``
+    itself when none is held out (:func:`~rizz.adapters.agents.bfcl_env.shown_tools`)."""
+    if not el.environment or not el.environment.get("missed_function") or el.tools is None:
+        return el
+    turn = sum(1 for e in transcript if e["role"] == "user") - 1
+    shown = shown_tools(el.tools, el.environment, turn)
+    return el if len(shown) == len(el.tools) else attrs.evolve(el, tools=shown)
 
 
 class PromptedAgent:
@@ -51,8 +64,11 @@ class PromptedAgent:
         return prompt
 
     def reply(self, el: StreamElement, transcript: list[dict[str, Any]], env: Environment) -> AgentReply:
-        """The next reply: this step's prompt, then :meth:`ask` (an overflow when it does not fit)."""
+        """The next reply: this step's prompt, then :meth:`ask` (an overflow when it does not fit).
+        The prompt and the API's tool list show the tools listed at the current user turn
+        (:func:`~rizz.adapters.agents.bfcl_env.shown_tools`: BFCL's held-out functions appear at their turn)."""
         del env
+        el = tools_at_turn(el, transcript)
         prompt = self.compile(el, transcript)
         return AgentReply("", overflow=True) if prompt is None else self.ask(el, prompt)
 

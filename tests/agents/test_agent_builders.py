@@ -24,7 +24,7 @@ def test_bfcl_halves_in_file_order_per_category() -> None:
     with pytest.raises(BuildError, match="BFCL streams have train and test"):
         build("bfcl", Path("."), BuildOptions(split="eval", **opts))
     with pytest.raises(BuildError, match="not one of"):
-        build("bfcl", Path("."), BuildOptions(tasks=("live_simple",)))
+        build("bfcl", Path("."), BuildOptions(tasks=("web_search",)))
 
 
 @needs_data

@@ -7,9 +7,13 @@ checkers need only the standard library):
   multi-turn function docs (``data/multi_turn_func_doc``), read by :func:`load_category`;
 * the multi-turn API classes (``eval_checker/multi_turn_eval/func_source_code``), executed by
   :class:`MultiTurnEnvironment` through ``getattr`` on parsed calls (never ``eval``);
-* the AST checker (``eval_checker/ast_eval/ast_checker``) and the multi-turn checker
-  (``eval_checker/multi_turn_eval/multi_turn_checker``), called by the ``bfcl_ast`` and
-  ``bfcl_multi_turn`` verifiers (:mod:`rizz.adapters.verifiers.episodes`).
+* the AST checker (``eval_checker/ast_eval/ast_checker``, with its Java and JavaScript type
+  converters) and the multi-turn checker (``eval_checker/multi_turn_eval/multi_turn_checker``),
+  called by the ``bfcl_ast`` and ``bfcl_multi_turn`` verifiers (:mod:`rizz.adapters.verifiers.episodes`).
+
+Ported rather than imported (``bfcl_eval/utils.py`` creates directories inside the installed
+package when imported): the rewriting of Java and JavaScript function docs into the form BFCL
+shows the model (:func:`language_docs`).
 
 The AST checker's module imports ``bfcl_eval.constants.model_config``, which imports every
 provider SDK BFCL supports (only to read one flag, ``underscore_to_dot``, for providers that
@@ -33,14 +37,23 @@ from typing import Any
 
 from rizz.adapters.agents.tools import ToolError, to_text
 
-__all__ = ["AST_CATEGORIES", "MULTI_TURN_CATEGORIES", "CATEGORIES", "BFCL_VERSION", "MultiTurnEnvironment",
-           "SingleTurnEnvironment", "ast_checker", "bfcl_environment", "data_dir", "function_docs", "load_category"]
+__all__ = ["AST_CATEGORIES", "MULTI_TURN_CATEGORIES", "RELEVANCE_CATEGORIES", "SINGLE_TURN_CATEGORIES", "CATEGORIES",
+           "BFCL_VERSION", "MultiTurnEnvironment", "SingleTurnEnvironment", "ast_checker", "bfcl_environment", "data_dir",
+           "function_docs", "language", "language_docs", "load_category", "shown_tools"]
 
 #: The bfcl-eval release rizz pins (pyproject.toml) and reads.
 BFCL_VERSION = "2026.3.23"
-AST_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple")
-MULTI_TURN_CATEGORIES = ("multi_turn_base",)
-CATEGORIES = AST_CATEGORIES + MULTI_TURN_CATEGORIES
+#: Single-turn categories BFCL scores with its AST checker (``bfcl_ast``): the calls of one reply
+#: against the possible answers.
+AST_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "simple_java", "simple_javascript",
+                  "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
+#: Single-turn categories BFCL scores by whether the reply calls a function at all (its
+#: ``relevance_file_runner``): irrelevance -- no call; relevance -- some call, arguments unchecked.
+RELEVANCE_CATEGORIES = ("irrelevance", "live_irrelevance", "live_relevance")
+SINGLE_TURN_CATEGORIES = AST_CATEGORIES + RELEVANCE_CATEGORIES
+#: Multi-turn categories (``bfcl_multi_turn``): the API classes' state and the calls' results per turn.
+MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+CATEGORIES = SINGLE_TURN_CATEGORIES + MULTI_TURN_CATEGORIES
 
 
 def data_dir() -> Path:
@@ -75,11 +88,62 @@ def load_category(category: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     if category not in CATEGORIES:
         raise ValueError(f"BFCL category {category!r}: expected one of {', '.join(CATEGORIES)}")
     entries = _jsonl(data_dir() / f"BFCL_v4_{category}.json")
+    if category in RELEVANCE_CATEGORIES:  # BFCL ships no possible answers: the decision is the answer
+        return [(e, {"id": e["id"]}) for e in entries]
     answers = {a["id"]: a for a in _jsonl(data_dir() / "possible_answer" / f"BFCL_v4_{category}.json")}
     for e in entries:
         if "involved_classes" in e:
             e["function"] = function_docs(e["involved_classes"])
     return [(e, answers[e["id"]]) for e in entries]
+
+
+def language(category: str) -> str:
+    """``java``, ``javascript`` or ``python``: the language BFCL's AST checker reads a category's
+    calls in (its ``is_java`` / ``is_js`` on the category name)."""
+    return "javascript" if "javascript" in category else "java" if "java" in category else "python"
+
+
+def language_docs(function: list[dict[str, Any]], category: str) -> list[dict[str, Any]]:
+    """The function docs BFCL shows the model for a Java or JavaScript category (a copy; Python
+    docs are returned unchanged): BFCL's ``_func_doc_language_specific_pre_processing``
+    (``bfcl_eval/utils.py``), ported because importing that module creates directories inside
+    the installed package. Each description gets the language note; every parameter becomes
+    ``type: "string"`` (a value in the language's own syntax, e.g. ``"new int[]{1, 2}"``), its
+    description saying the language type (and an array's element type, a JavaScript object's
+    schema)."""
+    lang = language(category)
+    if lang == "python":
+        return function
+    docs = copy.deepcopy(function)
+    name = "Java" if lang == "java" else "JavaScript"
+    hint = " Note that the provided function is in Java 8 SDK syntax." if lang == "java" else \
+        " Note that the provided function is in JavaScript syntax."
+    for item in docs:
+        item["description"] = item["description"] + hint
+        for value in item["parameters"]["properties"].values():
+            if value["type"] == "any":
+                value["description"] += f" This parameter can be of any type of {name} object in string representation."
+            else:
+                value["description"] += f" This is {name} {value['type']} type parameter in string representation."
+            if value["type"] in (("ArrayList", "Array") if lang == "java" else ("array",)):
+                value["description"] += (f" The list elements are of type {value['items']['type']}; "
+                                         "they are not in string representation.")
+                del value["items"]
+            if lang == "javascript" and value["type"] == "dict" and "properties" in value:
+                value["description"] += (" The dictionary entries have the following schema; they are not in string "
+                                         f"representation. {json.dumps(value['properties'])}")
+                del value["properties"]
+            value["type"] = "string"
+    return docs
+
+
+def shown_tools(tools: tuple[Any, ...], environment: Mapping[str, Any] | None, turn: int) -> tuple[Any, ...]:
+    """The tools listed to the model at user turn ``turn`` (0: the element's ``input``): all but
+    those ``environment.missed_function`` (``{"K": [names]}``, BFCL's ``multi_turn_miss_func``)
+    holds out until a later turn K."""
+    held = (environment or {}).get("missed_function") or {}
+    later = {n for k, names in held.items() if int(k) > turn for n in names}
+    return tuple(t for t in tools if t["name"] not in later) if later else tools
 
 
 class _AnyModel(dict):
@@ -134,11 +198,13 @@ class SingleTurnEnvironment:
 
 class MultiTurnEnvironment:
     """BFCL multi-turn: the involved API classes from the wheel, loaded with the entry's
-    ``initial_config`` (BFCL's own ``_load_scenario``); a call runs the named public method."""
+    ``initial_config`` (BFCL's own ``_load_scenario``; ``long_context``: the scenario padded with
+    BFCL's long-context data, as for ``multi_turn_long_context``); a call runs the named public
+    method."""
 
     name = "bfcl"
 
-    def __init__(self, involved_classes: list[str], initial_config: Mapping[str, Any]) -> None:
+    def __init__(self, involved_classes: list[str], initial_config: Mapping[str, Any], long_context: bool = False) -> None:
         from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING, STATELESS_CLASSES
 
         self.instances: dict[str, Any] = {}
@@ -148,7 +214,7 @@ class MultiTurnEnvironment:
                 raise ValueError(f"environment.involved_classes: unknown BFCL class {cls!r}")
             inst = getattr(importlib.import_module(CLASS_FILE_PATH_MAPPING[cls]), cls)()
             if cls not in STATELESS_CLASSES:
-                inst._load_scenario(copy.deepcopy(dict(initial_config.get(cls, {}))), long_context=False)
+                inst._load_scenario(copy.deepcopy(dict(initial_config.get(cls, {}))), long_context=long_context)
             self.instances[cls] = inst
             for mname, method in inspect.getmembers(inst, predicate=inspect.ismethod):
                 if not mname.startswith("_"):
@@ -175,7 +241,9 @@ class MultiTurnEnvironment:
 
 
 def bfcl_environment(env: Mapping[str, Any]) -> SingleTurnEnvironment | MultiTurnEnvironment:
-    """``{"name": "bfcl"}`` (single-turn) or ``{"name": "bfcl", "involved_classes", "initial_config"}``."""
+    """``{"name": "bfcl"}`` (single-turn) or ``{"name": "bfcl", "involved_classes", "initial_config"}``
+    (optional ``long_context``: true; ``missed_function``: read by :func:`shown_tools`)."""
     if env.get("involved_classes"):
-        return MultiTurnEnvironment(list(env["involved_classes"]), env.get("initial_config") or {})
+        return MultiTurnEnvironment(list(env["involved_classes"]), env.get("initial_config") or {},
+                                    long_context=bool(env.get("long_context")))
     return SingleTurnEnvironment()

@@ -8,7 +8,10 @@ the gold actions change the database.
 
 * τ-bench: one gold action a step, then one message with every required output.
 * BFCL single-turn: one reply with the gold calls (each parameter's first acceptable value other
-  than ``""``; a parameter whose only acceptable value is ``""`` is left out).
+  than ``""``; a parameter whose only acceptable value is ``""`` is left out); Java and
+  JavaScript values written as the language's source text, the forms BFCL's type converters
+  read (``"new int[]{1, 2}"``, ``"5L"``, ``"[1, 2]"``). Irrelevance: a reply with no call;
+  live relevance: a call of the first tool without arguments (BFCL checks no arguments there).
 * BFCL multi-turn: per turn, one reply with that turn's gold calls, then a message that ends
   the turn (positional arguments in the gold strings are bound by the API's signature).
 """
@@ -19,6 +22,7 @@ import ast
 import json
 from typing import Any
 
+from rizz.adapters.agents.bfcl_env import language
 from rizz.adapters.agents.calls import ToolCall
 from rizz.adapters.agents.env import Environment
 from rizz.adapters.agents.loop import STOP, AgentReply
@@ -49,6 +53,63 @@ def _pick(value: Any) -> Any:
     return value
 
 
+#: Java element type names for ``new T[]{...}`` (BFCL's type names otherwise).
+_JAVA_ELEMENT = {"integer": "int", "any": "Object"}
+
+
+def _quoted(text: str) -> str:
+    """``"text"``: BFCL's converters strip the first and last character, nothing is unescaped."""
+    return f'"{text}"'
+
+
+def _java(value: Any, kind: str, nested: str | None) -> str:
+    """``value`` as Java source of type ``kind`` (elements ``nested``), in the forms BFCL's
+    ``java_type_converter`` reads back to ``value``."""
+    if isinstance(value, str):  # a String, an ``any`` object or a variable name: as written
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if kind == "long":
+        return f"{value}L"
+    if kind == "float":
+        return f"{value}f"
+    if kind == "Array":
+        element = _JAVA_ELEMENT.get(nested or "any", nested)
+        return f"new {element}[]{{{', '.join(_java(v, nested or 'any', None) for v in value)}}}"
+    if kind == "ArrayList":
+        quote = {"String": '"', "char": "'"}.get(nested or "", "")
+        items = ", ".join(f"{quote}{_java(v, nested or 'any', None)}{quote}" for v in value)
+        return f"new ArrayList<>(Arrays.asList({items}))" if value else "new ArrayList<>()"
+    if kind == "HashMap":
+        puts = " ".join(f'put("{k}", {_quoted(v) if isinstance(v, str) else _java(v, "any", None)});'
+                        for k, v in value.items())
+        return f"new HashMap<String, Object>() {{{{ {puts} }}}}"
+    return str(value)
+
+
+def _js(value: Any, kind: str, nested: str | None) -> str:
+    """``value`` as JavaScript source of type ``kind``, in the forms BFCL's ``js_type_converter`` reads back."""
+    if isinstance(value, str):
+        return _quoted(value) if kind == "String" else value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if kind == "Bigint":
+        return f"{value}n"
+    if isinstance(value, list):
+        return "[" + ", ".join(_js(v, nested or "any", None) if not isinstance(v, str) else _quoted(v)
+                               for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_quoted(v) if isinstance(v, str) else _js(v, 'any', None)}"
+                               for k, v in value.items()) + "}"
+    return str(value)
+
+
+def _literal(lang: str, value: Any, doc: dict[str, Any]) -> str:
+    """A gold value as the string a Java / JavaScript BFCL item's parameter takes."""
+    nested = (doc.get("items") or {}).get("type")
+    return _java(value, doc["type"], nested) if lang == "java" else _js(value, doc["type"], nested)
+
+
 def _parse_gold(text: str, env: Environment) -> ToolCall:
     node = ast.parse(text, mode="eval").body
     assert isinstance(node, ast.Call)
@@ -67,14 +128,18 @@ def gold_calls(el: StreamElement, env: Environment) -> list[tuple[ToolCall, ...]
     if el.verifier == "tau_db":
         return [(ToolCall(a["name"], a["kwargs"]),) for a in gold["actions"]]
     if el.verifier == "bfcl_ast":
+        if isinstance(gold, dict) and "call" in gold:  # (ir)relevance: no call, or any call
+            return [(ToolCall(str(el.tools[0]["name"]), {}),)] if gold["call"] and el.tools else []
+        lang = language(str(el.metadata.get("category") or ""))
+        docs = {d["name"]: d["parameters"]["properties"] for d in gold["function"]} if isinstance(gold, dict) else {}
         calls = []
-        for item in gold:
+        for item in gold["ground_truth"] if isinstance(gold, dict) else gold:
             ((name, params),) = item.items()
             kept = {}
             for k, values in params.items():
                 present, value = _bfcl_value(values)
                 if present:
-                    kept[k] = value
+                    kept[k] = value if lang == "python" else _literal(lang, value, docs[name][k])
             calls.append(ToolCall(name, kept))
         return [tuple(calls)]
     if el.verifier == "bfcl_multi_turn":

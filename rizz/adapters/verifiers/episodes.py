@@ -4,7 +4,11 @@ Each scores a finished :class:`~rizz.adapters.agents.episode.ToolEpisode` agains
 (``reference``, a JSON string; specs/stream-format.md, "Episode elements"):
 
 * ``bfcl_ast``: BFCL's AST checker (bfcl-eval) on the calls of the episode's reply; the
-  category (``metadata.category``) picks simple / multiple / parallel checking.
+  category (``metadata.category``) picks simple / multiple / parallel checking and the language
+  (Java, JavaScript: the reference's ``function`` docs carry the language types the checker
+  converts the string values to). A reference ``{"call": false}`` (BFCL's irrelevance
+  categories) scores 1 iff the reply calls nothing, ``{"call": true}`` (live relevance) iff it
+  calls something, as BFCL's relevance runner (no argument is checked there).
 * ``bfcl_multi_turn``: BFCL's multi-turn checker: after each turn the API objects' state must
   equal the gold's, and the gold's execution results must appear among the model's. The checker
   re-executes calls with ``eval``; only calls whose name is a method of the involved API
@@ -25,7 +29,7 @@ from typing import Any
 
 import attrs
 
-from rizz.adapters.agents.bfcl_env import ast_checker
+from rizz.adapters.agents.bfcl_env import ast_checker, language
 from rizz.adapters.agents.calls import ToolCall, format_call
 from rizz.adapters.agents.env import make_environment
 from rizz.adapters.agents.episode import ToolEpisode
@@ -50,11 +54,20 @@ def _bfcl_ast(el: StreamElement, ep: ToolEpisode) -> EpisodeVerdict:
     from bfcl_eval.constants.enums import Language
 
     calls = ep.calls
+    ref = json.loads(el.reference)
+    if isinstance(ref, dict) and "call" in ref:  # (ir)relevance: BFCL checks only whether a call was made
+        if ref["call"]:
+            return EpisodeVerdict(1.0, True) if calls else EpisodeVerdict(0.0, False, "no function call")
+        return EpisodeVerdict(0.0, True, f"a function call where none fits: {format_call(calls[0])}") if calls \
+            else EpisodeVerdict(1.0, True)
     if not calls:
         return EpisodeVerdict(0.0, False, "no function call")
-    tools = [json.loads(json.dumps(dict(t), default=list)) for t in _plain_tools(el)]
-    res = ast_checker()(tools, [{c.name: c.arguments} for c in calls], json.loads(el.reference), Language.PYTHON,
-                        el.metadata.get("category") or "simple_python", "rizz")
+    category = el.metadata.get("category") or "simple_python"
+    if isinstance(ref, dict):  # Java / JavaScript: the docs in the language's own types, for the type conversion
+        tools, gold = ref["function"], ref["ground_truth"]
+    else:
+        tools, gold = [json.loads(json.dumps(dict(t), default=list)) for t in _plain_tools(el)], ref
+    res = ast_checker()(tools, [{c.name: c.arguments} for c in calls], gold, Language(language(category)), category, "rizz")
     return EpisodeVerdict(1.0 if res["valid"] else 0.0, True, "" if res["valid"] else "; ".join(map(str, res.get("error", []))))
 
 
@@ -76,8 +89,12 @@ def _bfcl_multi_turn(el: StreamElement, ep: ToolEpisode) -> EpisodeVerdict:
     safe = [[[c for c in step if c.split("(", 1)[0] in methods] for step in turn] for turn in ep.turn_calls]
     safe += [[] for _ in range(len(gold) - len(safe))]
     model_name = f"rizz_{next(_COUNTER)}"
-    entry = {"id": str(el.metadata.get("bfcl_id") or "multi_turn_base_x"), "initial_config": env.get("initial_config", {}),
-             "involved_classes": env["involved_classes"]}
+    # the checker reads the category off the id: ``long_context`` in it loads the padded
+    # scenario, which must be the one the episode ran on (``environment.long_context``)
+    entry_id = str(el.metadata.get("bfcl_id") or f"{el.metadata.get('category') or 'multi_turn_base'}_x")
+    if bool(env.get("long_context")) != ("long_context" in entry_id):
+        entry_id = "multi_turn_long_context_x" if env.get("long_context") else "multi_turn_base_x"
+    entry = {"id": entry_id, "initial_config": env.get("initial_config", {}), "involved_classes": env["involved_classes"]}
     try:
         res = multi_turn_checker(safe, gold, entry, "multi_turn_base", model_name)
     finally:  # the checker keeps API objects in its module globals, keyed by model name
@@ -141,7 +158,9 @@ def first_wrong_call(el: StreamElement, ep: ToolEpisode) -> str:
         if el.verifier == "tau_db":
             gold = [ToolCall(a["name"], a["kwargs"]) for a in ref["actions"]]
         elif el.verifier == "bfcl_ast":
-            gold = [ToolCall(next(iter(i)), {}) for i in ref]
+            if isinstance(ref, dict) and ref.get("call") is False:
+                return _SPACE.sub(" ", format_call(calls[0]))[:600]  # irrelevance: any call is the wrong one
+            gold = [ToolCall(next(iter(i)), {}) for i in (ref["ground_truth"] if isinstance(ref, dict) else ref)]
     except (ValueError, TypeError, KeyError):
         gold = []
     if gold:
