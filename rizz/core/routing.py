@@ -120,10 +120,10 @@ def needs_label(state: AdaptiveState, policy: Policy, embedding: bytes, shape: s
     """Whether the shell should ask the LLM judge for a label before routing this input.
 
     Always True under ``routing.judge: always`` (the paper's setting). Under
-    ``when_uncertain`` (and ``local``, whose label costs no model call) it is False only when the nearest shape-compatible anchor has cosine
-    ≥ ``confident_similarity`` and leads the nearest anchor of a branch with a *different
-    function* by ≥ ``confident_margin`` (two branches of the same function competing is not
-    doubt about the kind of work).
+    ``when_uncertain`` (and ``local``, whose label costs no model call) it is False only when
+    the nearest shape-compatible anchor has cosine ≥ ``confident_similarity`` and leads the
+    nearest anchor of a branch with a *different function* by ≥ ``confident_margin`` (two
+    branches of the same function competing is not doubt about the kind of work).
     """
     if policy.routing.mode == "single":
         return False
