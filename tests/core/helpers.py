@@ -64,3 +64,13 @@ def make_input(step: int, family: int, seed: int = 0, noise: float = 0.15, answe
 def word_count(text: str) -> int:
     """Token counter for compiler tests: whitespace-delimited words."""
     return len(text.split())
+
+
+def distilling_every_batch(policy):
+    """``policy`` with ``rules.distill_after_miss`` off: a due batch is distilled even when the
+    (scripted, always-right) model has not missed since the last distillation. For tests of
+    the distillation records themselves, whose stand-in models are right every time."""
+    import attrs
+
+    return attrs.evolve(policy, rules=attrs.evolve(policy.rules, distill_after_miss=False))
+

@@ -22,6 +22,7 @@ from rizz.engine.run import replay
 from rizz.engine.session import SessionError
 from rizz.formats.policy_file import load_policy
 from rizz.store.runlog import RunDirBusy
+from tests.core.helpers import distilling_every_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,7 +60,7 @@ def test_many_answers_in_flight_then_verdicts_out_of_order_replay_and_reopen(tmp
 
 
 def test_distillation_is_its_own_record_after_the_verdict(tmp_path):
-    s = _open(tmp_path / "d")
+    s = _open(tmp_path / "d", policy=distilling_every_batch(load_policy("default")))
     for i in range(0, 16, 2):  # sums only: one branch; distill_every = 4 successes
         s.answer(element(i))
     for i in range(0, 16, 2):
@@ -310,7 +311,8 @@ def test_an_unfinished_log_format_1_run_resumes_under_todays_code(tmp_path):
 
 def test_a_crash_between_a_verdict_and_its_distillation_is_made_good_on_open(tmp_path):
     path = tmp_path / "cut"
-    s = _open(path)
+    pol = distilling_every_batch(load_policy("default"))
+    s = _open(path, policy=pol)
     for i in range(0, 8, 2):
         s.answer(element(i))
     for i in range(0, 8, 2):
@@ -320,7 +322,7 @@ def test_a_crash_between_a_verdict_and_its_distillation_is_made_good_on_open(tmp
     lines = (path / "log.jsonl").read_text().splitlines(keepends=True)
     assert json.loads(lines[-1])["kind"] == "distill"
     (path / "log.jsonl").write_text("".join(lines[:-1]))  # killed before the distill record
-    s = _open(path)
+    s = _open(path, policy=pol)
     assert s.digest() == d and (path / "log.jsonl").read_text().splitlines()[-1] == lines[-1].rstrip("\n")
     s.close()
 

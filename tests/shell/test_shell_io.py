@@ -29,6 +29,7 @@ from rizz import Session, Verdict
 from rizz.engine import session as session_mod
 from rizz.engine.run import replay
 from rizz.formats.policy_file import load_policy
+from tests.core.helpers import distilling_every_batch
 from rizz.formats.streams import element_from_json
 from rizz.store import durable
 
@@ -63,8 +64,11 @@ class Syncs:
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts syncs through /proc/self/fd (Linux)")
 
 
-def _open(path: Path, **kw) -> Session:
-    return Session.open(path, policy=load_policy("default"), model=StubModel(), embedder=HashEmbedder(), **kw)
+def _open(path: Path, policy=None, **kw) -> Session:
+    """A live session with the stub model; by default the policy distils every due batch
+    (the stub is always right, so ``distill_after_miss`` would never distil)."""
+    pol = policy or distilling_every_batch(load_policy("default"))
+    return Session.open(path, policy=pol, model=StubModel(), embedder=HashEmbedder(), **kw)
 
 
 def _committed(path: Path, table: str, key: str) -> bool:
@@ -112,7 +116,7 @@ class SevenModel(StubModel):
 
 
 def test_rizz_runs_element_is_one_log_sync_with_its_distillation(tmp_path, monkeypatch):
-    s = Session.open(tmp_path / "run", policy=load_policy("default"), model=SevenModel(), embedder=HashEmbedder(), snapshot_every=0)
+    s = Session.open(tmp_path / "run", policy=distilling_every_batch(load_policy("default")), model=SevenModel(), embedder=HashEmbedder(), snapshot_every=0)
     syncs = Syncs(monkeypatch)
     kinds = []
     for i in range(10):
@@ -201,7 +205,7 @@ def test_durability_os_survives_kill_9(tmp_path):
                 break
         proc.wait(30)
         assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
-    s = _open(path, durability="os")
+    s = _open(path, policy=load_policy("default"), durability="os")  # the child's policy (livekit.py)
     recs = [json.loads(x) for x in (path / "log.jsonl").read_text().splitlines()]
     answered = {r["id"] for r in recs if r["kind"] == "answer"}
     verdicts = [r["id"] for r in recs if r["kind"] == "verdict"]

@@ -93,7 +93,7 @@ def _run_all_blocks(derived: bool, fake_model, answers, refs):
     base = load_policy("default")
     policy = attrs.evolve(base, write=attrs.evolve(base.write, supersede=True, supersede_derived=derived),
                           retrieval=attrs.evolve(base.retrieval, working_memory_k=4),
-                          rules=attrs.evolve(base.rules, distill_every=1, distill_growth=1.0))
+                          rules=attrs.evolve(base.rules, distill_every=1, distill_growth=1.0, distill_after_miss=False))
 
     def distill(text: str) -> str:  # rules that quote the answers the request showed
         shown = re.findall(r"Correct answer: (\S+)", text)
