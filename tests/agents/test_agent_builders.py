@@ -27,6 +27,18 @@ def test_bfcl_halves_in_file_order_per_category() -> None:
         build("bfcl", Path("."), BuildOptions(tasks=("web_search",)))
 
 
+def test_bfcl_interleaved_mixes_categories_keeping_each_ones_order() -> None:
+    opts = dict(split="test", per_task=3, tasks=("multiple", "parallel", "irrelevance"))
+    seq = build("bfcl", Path("."), BuildOptions(**opts)).elements
+    mixed = build("bfcl", Path("."), BuildOptions(order="interleaved", seed=0, **opts)).elements
+    assert sorted(e.id for e in mixed) == sorted(e.id for e in seq) and len(mixed) == 9
+    assert [e.id for e in mixed] != [e.id for e in seq]
+    for cat in opts["tasks"]:
+        assert [e.id for e in mixed if e.task == cat] == [e.id for e in seq if e.task == cat]
+    again = build("bfcl", Path("."), BuildOptions(order="interleaved", seed=0, **opts)).elements
+    assert [e.id for e in again] == [e.id for e in mixed]
+
+
 @needs_data
 def test_tau_bench_source_splits() -> None:
     dev = build("tau-bench", DATA_ROOT, BuildOptions(split="dev", domain="retail")).elements

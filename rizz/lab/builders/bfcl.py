@@ -29,7 +29,9 @@ truth as JSON (above); ``metadata``: task and ``category`` = the category, ``bfc
 BFCL's id. Id ``bfcl-<bfcl id>``.
 
 Split: each category's ids in file order, first half ``train``, second half ``test``.
-``--per-task N`` keeps the first N of the split per category; categories follow ``--categories``.
+``--per-task N`` keeps the first N of the split per category; categories follow ``--categories``
+one after another (``--order sequential``, the default) or in a seeded mix keeping each
+category's order (``--order interleaved``, ``--seed``).
 An AST item no correct answer can pass BFCL's checker on is dropped with a note naming the
 defect (:func:`gold_problem`: e.g. a ground truth naming a parameter its own docs lack,
 ``parallel_multiple_12`` and ``_26``, both train), and so is an item with no function docs
@@ -51,7 +53,7 @@ from rizz.adapters.agents.bfcl_env import (
     load_category,
 )
 from rizz.formats.streams import StreamElement
-from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, finish, select
+from rizz.lab.builders._common import BuildError, BuildOptions, BuildResult, finish, interleave, select
 
 __all__ = ["BFCL_SPLITS", "bfcl_elements", "build_bfcl"]
 
@@ -188,7 +190,8 @@ def build_bfcl(root: Path, opts: BuildOptions) -> BuildResult:
     """Build a BFCL stream over ``opts.tasks`` (the categories; default ``simple_python``)."""
     del root  # the data ships inside the bfcl-eval wheel
     notes: list[str] = []
-    items: list[StreamElement] = []
-    for category in opts.tasks or ("simple_python",):
-        items += select(bfcl_elements(category, opts.split, notes), opts, category, notes)
-    return finish(items, opts, notes)
+    groups = [select(bfcl_elements(category, opts.split, notes), opts, category, notes)
+              for category in opts.tasks or ("simple_python",)]
+    if (opts.order or "sequential") == "sequential":
+        return finish([el for g in groups for el in g], opts, notes)
+    return finish(interleave(groups, opts.seed), opts, notes)
