@@ -10,7 +10,12 @@ policy switch is off:
   ``min_shown`` times, harmful − helpful ≥ ``margin``, and its mean reward when shown is not
   above its mean reward when hidden (or it has never been hidden). Withholding produces hidden
   steps, so a block whose absence turns out worse comes back: a greedy two-arm comparison per
-  branch and block.
+  branch and block. With ``explore_every`` = k > 0 the comparison is a two-armed bandit with
+  deterministic exploration: every k-th answered step of the branch does the opposite of the
+  gate's choice, and a block is withheld once shown ≥ ``min_shown`` and hidden ≥ ``min_hidden``
+  times with a shown mean reward below its hidden mean. The counters measure the model's
+  accuracy, not the block's effect (a branch answering 55 % right never reaches a margin of
+  harmful uses); shown against hidden on the same branch's inputs measures the effect.
 * **Zone evidence** (``retrieval.zone_gate``): for each (source branch, reading branch) pair,
   the answered steps of the reader whose prompt held the source's examples or rules. Another
   branch's memories are admitted for ``zone_trials`` such steps, then only while their shown
@@ -28,21 +33,33 @@ from rizz.core.inputs import StepInput, Verdict
 from rizz.core.policy import Policy
 from rizz.core.records import AdaptiveState, Branch, Evidence
 
-__all__ = ["admitted", "block_shown", "decide_evidence", "moved", "source_branches", "withheld"]
+__all__ = ["admitted", "block_shown", "decide_evidence", "exploring", "moved", "source_branches", "withheld"]
 
 _NONE = Evidence()
 
 
 def withheld(e: Evidence, policy: Policy) -> bool:
-    """True when the evidence says the block has not helped its branch (see module doc)."""
+    """True when the evidence says the block has not helped its branch (see module doc): the
+    gate's greedy choice, before exploration (:func:`exploring`)."""
     p = policy.evidence
+    if p.explore_every:  # compare the means, once both arms have evidence
+        return e.shown >= p.min_shown and e.hidden >= p.min_hidden and e.shown_mean < e.hidden_mean
     if e.shown < p.min_shown or e.harmful - e.helpful < p.margin:
         return False
     return e.hidden == 0 or e.shown_mean <= e.hidden_mean
 
 
-def block_shown(branch: Branch | None, block: str, policy: Policy) -> bool:
-    """Whether ``block`` may appear in a prompt routed to ``branch`` (True when the gate is off)."""
+def exploring(branch: Branch, policy: Policy) -> bool:
+    """Whether the branch's next answered step is an exploration step (``evidence.explore_every``
+    = k > 0: its k-th, 2k-th, … answered step), on which every gated block does the opposite of
+    :func:`withheld`'s choice. A function of the state alone, so a replay explores on the same steps."""
+    k = policy.evidence.explore_every
+    return k > 0 and branch.stats.answered % k == k - 1
+
+
+def block_shown(branch: Branch | None, block: str, policy: Policy, *, explore: bool = True) -> bool:
+    """Whether ``block`` may appear in a prompt routed to ``branch`` (True when the gate is off).
+    ``explore=False``: the gate's greedy choice, without this step's exploration."""
     p = policy.evidence
     if not p.enabled or branch is None:
         return True
@@ -50,7 +67,8 @@ def block_shown(branch: Branch | None, block: str, policy: Policy) -> bool:
         return False
     if block not in p.blocks:
         return True
-    return not withheld(branch.stats.block_evidence.get(block, _NONE), policy)
+    greedy = not withheld(branch.stats.block_evidence.get(block, _NONE), policy)
+    return greedy != (explore and exploring(branch, policy))
 
 
 def admitted(state: AdaptiveState, policy: Policy, source: str, reader: str) -> bool:

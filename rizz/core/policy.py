@@ -307,6 +307,9 @@ class EvidencePolicy:
     min_shown: int = _num(3, 0, 1_000_000, "rizz", "steps a block is shown in a branch before its evidence can withhold it", integer=True)
     margin: int = _num(2, 1, 1_000_000, "rizz (rules.retire_harmful_margin is 3)", "a block is withheld once harmful − helpful ≥ this and its mean reward when shown is not above its mean when hidden", integer=True)
     mistakes_need_examples: bool = _flag(False, "rizz (NumGLUE-ds: anti-patterns without a verified example were copied as answers)", "show a branch's mistakes only when the branch holds at least one verified example")
+    explore_every: int = _optional(_num(0, 0, 1_000_000, "rizz (Qwen2.5-Coder-1.5B: examples moved FOMC the right way and C-STANCE the wrong way, results/2026-12-02-qwen15-corrections131.md)",
+                                        "every k-th answered step of a branch does the opposite of the gate's choice for its gated blocks, and the gate compares mean rewards shown and hidden instead of counts (0: no exploration)", integer=True))
+    min_hidden: int = _optional(_num(2, 1, 1_000_000, "rizz", "with explore_every: hidden steps of a block in a branch before its evidence can withhold it", integer=True))
 
 
 #: The compiler's memory blocks (rizz.core.compiler.MEMORY_BLOCKS): what block evidence can gate.

@@ -249,7 +249,7 @@ def branch_rows(state: Any, policy: Any = None) -> list[dict[str, Any]]:
         }
         if policy is not None and policy.evidence.enabled:  # block evidence: the blocks this branch's evidence withholds now
             row["withheld"] = ",".join(k for k in ("examples", "rules", "mistakes", "scoped_context", "working_memory")
-                                       if not block_shown(b, k, policy)) or "-"
+                                       if not block_shown(b, k, policy, explore=False)) or "-"
         rows.append(row)
     return rows
 

@@ -88,6 +88,53 @@ def test_withheld_needs_min_shown_and_margin():
     assert withheld(Evidence(shown=3, harmful=2), p)
 
 
+def test_explore_gate_compares_means_once_both_arms_have_evidence():
+    p = _pol(evidence={"enabled": True, "explore_every": 4, "min_shown": 3, "min_hidden": 2})
+    worse = Evidence(shown=6, shown_reward=2.0, hidden=2, hidden_reward=2.0)  # 0.33 shown vs 1.0 hidden
+    assert withheld(worse, p)
+    assert not withheld(attrs.evolve(worse, hidden=1, hidden_reward=1.0), p)  # one hidden step: too few
+    assert not withheld(attrs.evolve(worse, shown=2, shown_reward=0.0), p)  # two shown steps: too few
+    assert not withheld(attrs.evolve(worse, shown_reward=6.0), p)  # 1.0 shown vs 1.0 hidden: a tie keeps it
+    # the counters play no part: no harmful use at all, still withheld on the means
+    assert (worse.harmful, worse.helpful) == (0, 0)
+
+
+def _explore_run(policy, shown_reward, hidden_reward, n=18):
+    """One letter branch; each step's prompt holds what the plan retrieved (as the shell's compiler
+    would). The first two steps verify (so the branch holds examples of two letters); after them
+    the verdict is ``shown_reward`` when examples were shown, else ``hidden_reward``."""
+    r = rizz(policy)
+    s = r.init()
+    shown_at = []
+    for t in range(n):
+        x = make_input(t, 0, seed=t, answer="AB"[t % 2])
+        plan = r.plan(s, x)
+        blocks = ("examples",) if plan.retrieved.episodes else ()
+        shown_at.append(bool(blocks))
+        reward = 1.0 if t < 2 else shown_reward if blocks else hidden_reward
+        s = r.step(s, attrs.evolve(x, prompt_blocks=blocks), Verdict(reward))
+    return s, shown_at
+
+
+def test_exploration_hides_memory_every_kth_step_and_the_gate_follows_the_evidence():
+    p = _pol(evidence={"enabled": True, "blocks": ("examples",), "explore_every": 3, "min_shown": 2, "min_hidden": 2})
+    # examples shown score 0, hidden 1: the gate learns to withhold them
+    s, shown_at = _explore_run(p, 0.0, 1.0)
+    e = s.branches["b0"].stats.block_evidence["examples"]
+    assert e.shown >= 2 and e.hidden >= 2 and e.shown_mean < e.hidden_mean and withheld(e, p)
+    assert shown_at[-6:] == [False, False, True, False, False, True]  # shown only on exploration steps (3rd, 6th, …)
+    # examples shown score 1, hidden 0: shown on every step but the exploration ones
+    s, shown_at = _explore_run(p, 1.0, 0.0)
+    e = s.branches["b0"].stats.block_evidence["examples"]
+    assert not withheld(e, p) and e.hidden >= 2 and e.shown_mean > e.hidden_mean
+    assert shown_at[-6:] == [True, True, False, True, True, False]
+    # without exploration the count gate never sees a hidden step once examples exist
+    plain = _pol(evidence={"enabled": True, "blocks": ("examples",)})
+    assert _explore_run(plain, 1.0, 0.0)[1][2:] == [True] * 16
+    # a replay of the same stream explores on the same steps: one digest
+    assert digest(_explore_run(p, 0.0, 1.0)[0]) == digest(_explore_run(p, 0.0, 1.0)[0])
+
+
 def _two_families(policy):
     """A letter branch (b0) and a second letter branch of another function (b1), each with examples."""
     r = rizz(policy)
