@@ -29,9 +29,9 @@ from rizz import Session, Verdict
 from rizz.engine import session as session_mod
 from rizz.engine.run import replay
 from rizz.formats.policy_file import load_policy
-from tests.core.helpers import distilling_every_batch
 from rizz.formats.streams import element_from_json
 from rizz.store import durable
+from tests.core.helpers import distilling_every_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 
