@@ -55,7 +55,7 @@ def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge:
             agent = ModelAgent(model, policy, retrieved, budget, rendering)
         umodel = user_model or model
         user = LLMUser(umodel, el.user, policy.agents.user_tokens) if el.user is not None else None
-    ep = run_episode(el, agent, env, max_steps=policy.agents.max_steps, user=user)
+    ep = run_episode(el, agent, env, max_steps=policy.agents.max_steps, user=user, repeat_stop=policy.agents.repeat_stop)
     gens = list(getattr(agent, "generations", ()))
     calls = list(calls) + [Call.of("answer", g) for g in gens]
     calls += [Call.of("user", g) for g in getattr(user, "generations", ())]

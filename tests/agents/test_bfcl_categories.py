@@ -281,3 +281,34 @@ def test_multi_turn_checker_loads_the_scenario_the_episode_ran_on(monkeypatch) -
 
 def test_categories_partition() -> None:
     assert set(AST_CATEGORIES) | set(RELEVANCE_CATEGORIES) | set(MULTI_TURN_CATEGORIES) == set(CATEGORIES)
+
+
+class _Scripted:
+    """An agent that writes the replies of ``script`` in turn (the last one from then on)."""
+
+    def __init__(self, script):
+        self.script, self.asked = list(script), 0
+
+    def reply(self, el, transcript, env):
+        from rizz.adapters.agents.loop import AgentReply
+
+        text, error = self.script[min(self.asked, len(self.script) - 1)]
+        self.asked += 1
+        return AgentReply(text, error=error)
+
+
+def test_the_same_malformed_reply_written_twice_in_a_row_ends_the_episode() -> None:
+    el = _slice("multi_turn_base", 1)[0]
+    bad = ("```json\n{'name': 'x'}\n```", "malformed call: not JSON")
+    stuck = _Scripted([bad])
+    ep = run_episode(el, stuck, make_environment(el.environment), max_steps=30, repeat_stop=2)
+    assert (ep.stop, ep.model_calls, ep.tool_errors, stuck.asked) == ("repeat", 2, 2, 2)
+    # without the stop the same agent runs to max_steps
+    ep = run_episode(el, _Scripted([bad]), make_environment(el.environment), max_steps=30)
+    assert (ep.stop, ep.model_calls) == ("max_steps", 30)
+    # different malformed replies, or a good reply between two equal ones, do not count as a repeat
+    other = ("```json\n{'name': 'y'}\n```", "malformed call: not JSON")
+    ep = run_episode(el, _Scripted([bad, other, bad, other, ("Nothing to do.", None)]), make_environment(el.environment),
+                     max_steps=30, repeat_stop=2)
+    assert ep.stop != "repeat" and ep.tool_errors == 4
+    assert load_policy("default").agents.repeat_stop == 2

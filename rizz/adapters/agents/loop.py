@@ -4,7 +4,10 @@
 scripted agent) against an :class:`~rizz.adapters.agents.env.Environment` and a user (scripted
 ``turns``, a simulated user, or none). At most ``max_steps`` agent replies (the policy's
 ``agents.max_steps``). A malformed call, an unknown tool or a tool exception becomes the tool's
-error result (``Error: ...``), which the model sees on its next step; nothing stops the run.
+error result (``Error: ...``), which the model sees on its next step; the run goes on, except
+that the same malformed reply written ``repeat_stop`` times in a row (``agents.repeat_stop``)
+ends the episode with stop ``repeat``: a greedy model that repeats itself after the error will
+go on repeating it to ``max_steps`` (Qwen2.5-Coder-1.5B on BFCL: 30 identical replies).
 
 Turn structure: a reply with calls executes them and asks the agent again; a reply
 without calls is a message to the user that ends the turn: then the next scripted turn, or the
@@ -61,8 +64,11 @@ def _execute(env: Environment, call: ToolCall) -> tuple[str, bool]:
         return f"Error: {err}", True
 
 
-def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps: int, user: User | None = None) -> ToolEpisode:
-    """Run one episode of ``el`` (an element with ``tools``). Returns its :class:`~rizz.adapters.agents.episode.ToolEpisode`."""
+def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps: int, user: User | None = None,
+                repeat_stop: int = 0) -> ToolEpisode:
+    """Run one episode of ``el`` (an element with ``tools``). Returns its :class:`~rizz.adapters.agents.episode.ToolEpisode`.
+
+    ``repeat_stop`` > 0: stop (``repeat``) once that many malformed replies in a row have the same text."""
     transcript: list[dict[str, Any]] = []
     user_calls = 0
     if el.user is not None and user is not None:
@@ -73,7 +79,8 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
     turns = list(el.turns or ())
     single = el.verifier == "bfcl_ast"
     turn_calls: list[list[tuple[str, ...]]] = [[]]
-    steps = errors = tokens_max = 0
+    steps = errors = tokens_max = repeats = 0
+    last_malformed: str | None = None
     stop = "max_steps"
     while steps < max_steps:
         r = agent.reply(el, transcript, env)
@@ -87,7 +94,13 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
             transcript.append({"role": "tool", "name": "", "arguments": {}, "result": f"Error: {r.error}", "error": True})
             errors += 1
             transcript[-2]["malformed"] = True
+            repeats = repeats + 1 if r.text == last_malformed else 1
+            last_malformed = r.text
+            if repeat_stop and repeats >= repeat_stop:
+                stop = "repeat"
+                break
             continue
+        last_malformed, repeats = None, 0
         transcript.append({"role": "assistant", "text": r.text, "calls": [c.to_json() for c in r.calls]})
         if r.calls:
             turn_calls[-1].append(tuple(format_call(c) for c in r.calls))
