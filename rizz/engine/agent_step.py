@@ -25,6 +25,7 @@ from rizz.adapters.agents.episode import compact_trajectory
 from rizz.adapters.agents.loop import run_episode
 from rizz.adapters.verifiers.episodes import first_wrong_call, verify_episode
 from rizz.core import StepInput, Verdict
+from rizz.core.compiler import MEMORY_BLOCKS
 from rizz.engine.model_agent import LLMUser, ModelAgent
 from rizz.engine.native_agent import NativeToolAgent, native_kind
 from rizz.engine.pending import Call, Pending
@@ -66,6 +67,7 @@ def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge:
     step_input = attrs.evolve(
         base, answer=answer,
         prompt_rule_ids=first.item_ids("rules") if first else (), prompt_episode_keys=first.item_ids("examples") if first else (),
+        prompt_blocks=tuple(sec.block for sec in first.sections if sec.block in MEMORY_BLOCKS) if first else (),
         prompt_tokens=prompt.token_count if prompt else 0,
         completion_tokens=sum(c.completion_tokens for c in calls if c.kind == "answer"),
         dropped=len(prompt.dropped) if prompt else 0)

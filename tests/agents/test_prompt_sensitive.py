@@ -67,6 +67,10 @@ def test_verified_trajectories_help_their_zone_only(tmp_path, embedder) -> None:
         run_stream(stream, load_policy(policy), policy, out, StubModel(_stub(elements)), embedder, log=lambda m: None)
         recs = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
         recs = [r for r in recs if r.get("kind", "step") == "step"]  # log format 2: distill records apart
+        if policy == "default":  # the first prompt's memory blocks are logged, as for a single-call step
+            shown = [r for r in recs if r["prompt"]["episode_keys"]]
+            assert shown and all("examples" in r["prompt"]["blocks"] for r in shown)
+            assert all(r["prompt"]["blocks"] == [] for r in recs if not r["prompt"]["episode_keys"] and not r["prompt"]["rule_ids"])
         rewards[policy] = {app: [r["verdict"]["reward"] for r in recs if APPS[r["task"]] == app] for app in "ABC"}
     frozen, default, cross = rewards["frozen"], rewards["default"], rewards["cross-zone"]
     assert frozen == {"A": [1.0, 0.0, 0.0, 0.0], "B": [1.0, 0.0, 0.0, 0.0], "C": [0.0] * N}
