@@ -14,7 +14,8 @@ The live API (specs/step-semantics.md, "Live sessions")::
     p = s.answer({"id": "q1", "input": "...", "metadata": {"shape": "number"}})
     s.fold("q1", Verdict(1.0, "exact_match"))
 
-A plain ``pip install rizz`` (no extras) gives :mod:`rizz.core` and :func:`load_policy`; the
+The base install (``pip install .`` from a checkout, no extras; the name ``rizz`` on PyPI is
+another project's placeholder) gives :mod:`rizz.core` and :func:`load_policy`; the
 shell's parts need extras (README "Quick start"). Every exception rizz defines is a
 :class:`RizzError`.
 """

@@ -23,7 +23,7 @@ from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_o
 from rizz.apps.cli_streams import app as streams_app
 from rizz.core import policy_schema
 from rizz.core.policy import CompilerPolicy
-from rizz.formats.policy_file import PolicyError, constants_markdown, dump_policy, load_policy
+from rizz.formats.policy_file import POLICY_DIR, PolicyError, constants_markdown, dump_policy, load_policy
 from rizz.formats.streams import StreamError, read_stream
 from rizz.formats.wording import plural
 from rizz.lab.diff import branch_table, diff_run, inspect_run
@@ -44,12 +44,16 @@ DEMO_LIMIT = 60
 #: Demo prompt budget (tokens): keeps a step of the embedded model on 2 cores to seconds.
 DEMO_BUDGET = 2048
 #: Seconds per demo step of each policy with the embedded model (the Qwen2.5-Coder 0.5B) on 2
-#: quiet cores: the README's "Quick start" run, 2026-12-02 (steps' wall times summed over the
-#: first 60 elements at --budget 2048: frozen 242.6 s, default 492.5 s).
+#: quiet cores: the demo run of results/2026-12-02-demo-qwen05.md (steps' wall times summed over
+#: the first 60 elements at --budget 2048: frozen 242.6 s, default 492.5 s), under the default of
+#: that morning (today's cross-zone; today's default's demo has only run from the response cache).
 DEMO_STEP_SECONDS = {"frozen": 242.6 / 60, "default": 492.5 / 60}
 
 #: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
 MODEL_HELP = spec_help().replace("[", "\\[")  # every spec form and option (rizz/adapters/models/spec.py)
+#: The shipped policy names, read from POLICY_DIR (docs/policies.md describes each).
+POLICY_HELP = "Policy YAML file, or a shipped name (policies/): " + ", ".join(sorted(p.stem for p in POLICY_DIR.glob("*.yaml"))) + "."
+RENDERING_HELP = "raw | chat | chat-turns (default: chat for the shipped Qwen models and the API backends, raw for SmolLM2 and a gguf:PATH)."
 #: Smallest prompt budget a policy accepts (the ``compiler.token_budget`` minimum).
 MIN_BUDGET = int(attrs.fields(CompilerPolicy).token_budget.metadata["min"])
 
@@ -80,12 +84,12 @@ def _resume_hint(out: Path, per_policy: bool = False) -> str:
 @app.command()
 def run(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
-    policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file, or a shipped name (policies/): default, frozen, single-branch, no-procedural, no-anti-fragmentation, judge-always, ace-style, evidence, zones-family, zones-own-first, zones-own, learned-routing, labels-tuned, prefix-cache."),
+    policy: str = typer.Option("default", "--policy", "-p", help=POLICY_HELP),
     out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR; an unfinished one is resumed."),
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Record malformed stream lines in RUN_DIR/bad_lines.json and go on."),
-    rendering: str | None = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise)."),
+    rendering: str | None = typer.Option(None, help=RENDERING_HELP),
     cache: Path | None = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
     snapshot_every: int = typer.Option(50, min=1, help="Records between state snapshots (at least; more once a snapshot writes over N × 8 KiB; never over 1000 apart)."),
     budget: int | None = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),

@@ -80,7 +80,7 @@ def serve(
     keys: Path | None = typer.Option(None, "--keys", help="YAML file: tenant -> API key (or list of keys), sent as 'Authorization: Bearer KEY'."),
     queue_timeout: float = typer.Option(300.0, "--queue-timeout", min=0.1, help="Longest wait (s) for the shared model before 504."),
     max_body_kib: int = typer.Option(1024, "--max-body-kib", min=1, help="Largest request body (KiB); a larger one gets 413 unread."),
-    rendering: str | None = typer.Option(None, help="raw | chat | chat-turns (default: raw for GGUF models, chat otherwise); "
+    rendering: str | None = typer.Option(None, help="raw | chat | chat-turns (default: chat for the shipped Qwen models and the API backends, raw for SmolLM2 and a gguf:PATH); "
                                             "a one-line question to a GGUF model needs chat for an answer. Fixed per tenant folder once it exists."),
 ) -> None:
     """Serve one durable live session per tenant over HTTP (FastAPI): answer, verdict, state, branches, /metrics, /docs.

@@ -69,6 +69,7 @@ class FakeSession:
         self.path, self.model = path, model
         self.pending: dict[str, str] = {}
         self.folded: list[tuple[str, float]] = []
+        self.corrections: list[str | None] = []
         self.answered: dict[str, int] = {}
         self.step_index = 0
         self.state = _State()
@@ -106,6 +107,7 @@ class FakeSession:
             raise ValueError(f"fold: {item_id!r} is not pending (unknown id)")
         del self.pending[item_id]
         self.folded.append((item_id, verdict.reward))
+        self.corrections.append(verdict.correction)
 
     def pending_ids(self):
         return list(self.pending)
@@ -203,6 +205,7 @@ def test_answer_verdict_state_and_404(server):
     assert st == 404 and "not pending" in again["error"] and again["field"] == "$.id"
     assert s.call("POST", "/v1/tenants/acme/verdict", {"id": "nope", "reward": 0.0})[0] == 404
     assert s.sessions["acme"].folded == [("q1", 1.0)]  # folded exactly once
+    assert s.sessions["acme"].corrections == [None]
     st, rows = s.call("GET", "/v1/tenants/acme/branches")
     assert st == 200 and rows[0]["branch"] == "b0" and rows[0]["label"] == "classify/stance"
     assert s.call("GET", "/healthz") == (200, {"ok": True, "tenants_open": 1})
@@ -370,6 +373,18 @@ def test_openapi_lists_the_endpoints(server):
     assert st == 200
     assert {"/v1/tenants/{tenant}/answer", "/v1/tenants/{tenant}/verdict", "/v1/tenants/{tenant}/state",
             "/v1/tenants/{tenant}/branches", "/healthz", "/metrics"} <= set(spec["paths"])
+
+
+def test_a_verdict_carries_its_correction_to_the_session(server):
+    """``correction`` reaches ``Verdict.correction`` (what ``write.corrections`` writes); an empty
+    one is refused with its field, and the answer stays pending."""
+    s = server()
+    assert s.call("POST", "/v1/tenants/acme/answer", EL)[0] == 200
+    st, err = s.call("POST", "/v1/tenants/acme/verdict", {"id": "q1", "reward": 0.0, "correction": ""})
+    assert st == 422 and err["field"] == "$.correction" and s.sessions["acme"].pending
+    st, v = s.call("POST", "/v1/tenants/acme/verdict", {"id": "q1", "reward": 0.0, "correction": "A"})
+    assert st == 200 and v["folded"] is True
+    assert s.sessions["acme"].folded == [("q1", 0.0)] and s.sessions["acme"].corrections == ["A"]
 
 
 def test_a_verdict_is_read_as_json_whatever_its_content_type(server):

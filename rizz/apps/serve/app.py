@@ -199,6 +199,7 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
         id: str = Field(..., min_length=1, description="the id of an answered element")
         reward: float = Field(..., ge=0.0, le=1.0, allow_inf_nan=False, description="reward in [0, 1]")
         verifier: str | None = Field(None, description="name recorded with the verdict (default 'external')")
+        correction: str | None = Field(None, min_length=1, description="the right answer, when the caller knows it (used under the policy's write.corrections)")
         model_config = {"extra": "forbid"}
 
     def err(status: int, message: str, field: str | None = None) -> JSONResponse:
@@ -309,7 +310,7 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
         except ValueError:
             return err(422, "body is not JSON", "$")
         if not isinstance(raw, dict):
-            return err(422, "expected a JSON object {\"id\", \"reward\", \"verifier\"?}", "$")
+            return err(422, "expected a JSON object {\"id\", \"reward\", \"verifier\"?, \"correction\"?}", "$")
         try:
             body = VerdictIn.model_validate(raw, strict=True)  # strict: "1" or true is not a reward
         except ValidationError as e:
@@ -318,7 +319,7 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
             return err(422, f"field '{loc[1:] or '$'}': {first.get('msg')}", "$" + loc)
         if not TENANT_RE.match(tenant):
             return err(422, f"bad tenant name {tenant!r}", "$.tenant")
-        return await anyio.to_thread.run_sync(lambda: guarded(lambda: tenants.verdict(tenant, body.id, body.reward, body.verifier)))
+        return await anyio.to_thread.run_sync(lambda: guarded(lambda: tenants.verdict(tenant, body.id, body.reward, body.verifier, body.correction)))
 
     def reader(fn: Callable[[str], Any]) -> Callable:
         async def read(tenant: str) -> Any:

@@ -228,8 +228,10 @@ class Tenants:
 
         return self._call(tenant, answer)
 
-    def verdict(self, tenant: str, item_id: str, reward: float, verifier: str | None) -> dict[str, Any]:
-        """Fold ``reward`` into ``item_id``'s pending answer. Raises UnknownId when it is not pending."""
+    def verdict(self, tenant: str, item_id: str, reward: float, verifier: str | None,
+                correction: str | None = None) -> dict[str, Any]:
+        """Fold ``reward`` (with the caller's ``correction``, if any: ``Verdict.correction``) into
+        ``item_id``'s pending answer. Raises UnknownId when it is not pending."""
         def fold(s: Any) -> dict[str, Any]:
             if item_id not in s.pending_ids():
                 try:  # the session says why (unknown, expired, already folded)
@@ -237,7 +239,7 @@ class Tenants:
                 except ValueError as e:
                     raise UnknownId(str(e)) from None
                 raise UnknownId(f"{item_id!r} is not pending")  # pragma: no cover - the session refused nothing
-            s.fold(item_id, Verdict(float(reward), verifier or "external"))
+            s.fold(item_id, Verdict(float(reward), verifier or "external", correction=correction))
             return {"id": item_id, "folded": True, "steps": s.step_index, "digest": s.digest()}
 
         return self._call(tenant, fold)
