@@ -199,7 +199,8 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
         id: str = Field(..., min_length=1, description="the id of an answered element")
         reward: float = Field(..., ge=0.0, le=1.0, allow_inf_nan=False, description="reward in [0, 1]")
         verifier: str | None = Field(None, description="name recorded with the verdict (default 'external')")
-        correction: str | None = Field(None, min_length=1, description="the right answer, when the caller knows it (used under the policy's write.corrections)")
+        correction: str | None = Field(None, min_length=1,
+                                       description="the right answer, when the caller knows it (used under write.corrections)")
         model_config = {"extra": "forbid"}
 
     def err(status: int, message: str, field: str | None = None) -> JSONResponse:
