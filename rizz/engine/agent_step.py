@@ -6,7 +6,9 @@
   (request → calls → final answer), what a verified episode writes to episodic memory, and
   ``wrong_call`` the first wrong call, what a failed one writes as the branch-local
   anti-pattern (chosen when the verdict is folded: :func:`rizz.engine.logfold.memory_input`).
-* :func:`verify_episode_pending`: the episode verifier's verdict.
+* :func:`verify_episode_pending`: the episode verifier's verdict; with ``corrections``, a
+  single-turn BFCL item's verdict below 1.0 carries the gold calls as its ``correction``, in
+  the compact trajectory's form (what ``write.corrections`` writes as a verified example).
 
 Both the trajectory and the wrong call travel in the log record (``answer.extracted``,
 ``episode.wrong_call``), so replay and resume need nothing else. The core sees an episode as
@@ -21,8 +23,10 @@ from typing import Any
 import attrs
 
 from rizz.adapters.agents.env import make_environment
+from rizz.adapters.agents.calls import format_call
 from rizz.adapters.agents.episode import compact_trajectory
 from rizz.adapters.agents.loop import run_episode
+from rizz.adapters.models.oracle import gold_calls
 from rizz.adapters.verifiers.episodes import first_wrong_call, verify_episode
 from rizz.core import StepInput, Verdict
 from rizz.core.compiler import MEMORY_BLOCKS
@@ -78,10 +82,24 @@ def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge:
                    wrong_call=first_wrong_call(el, ep))
 
 
-def verify_episode_pending(p: Any, data_roots: tuple[Any, ...] = ()) -> Verdict:
-    """The element's episode verifier on ``p.episode`` (0 for an overflowing episode)."""
+def episode_correction(el: Any) -> str | None:
+    """The right reply of a single-turn BFCL item as a compact trajectory (``call; call``, or
+    ``(no tool call)`` for an irrelevance item), or None where one reply is not the whole answer
+    (multi-turn BFCL, τ-bench: their gold is a sequence of turns and database actions)."""
+    if el.verifier != "bfcl_ast":
+        return None
+    replies = gold_calls(el, None)
+    return "; ".join(format_call(c) for c in replies[0]) if replies else "(no tool call)"
+
+
+def verify_episode_pending(p: Any, data_roots: tuple[Any, ...] = (), corrections: bool = False) -> Verdict:
+    """The element's episode verifier on ``p.episode`` (0 for an overflowing episode); with
+    ``corrections``, a reward below 1.0 carries :func:`episode_correction`."""
     el = p.element
     if p.overflow or p.episode is None:
-        return Verdict(0.0, el.verifier, parsed=False)
-    v = verify_episode(el, p.episode, data_roots=data_roots)
-    return Verdict(v.reward, el.verifier, parsed=v.parsed)
+        v_reward, parsed = 0.0, False
+    else:
+        v = verify_episode(el, p.episode, data_roots=data_roots)
+        v_reward, parsed = v.reward, v.parsed
+    fix = episode_correction(el) if corrections and v_reward < 1.0 else None
+    return Verdict(v_reward, el.verifier, parsed=parsed, correction=fix)

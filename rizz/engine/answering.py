@@ -163,14 +163,15 @@ def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | 
 
     ``calls``: where an ``llm_judge`` verifier's model calls are appended (kind ``verify``).
     An episode is scored by its episode verifier (``bfcl_ast``, ``bfcl_multi_turn``, ``tau_db``)
-    on what it did; ``data_roots``: where τ-bench databases are looked up first.
+    on what it did (its correction, for a single-turn BFCL item only: the gold calls written as
+    a compact trajectory); ``data_roots``: where τ-bench databases are looked up first.
     """
     el = p.element
     if el.context_only:
         return None
     name = el.verifier or "exact_match"
     if el.is_episode:
-        return verify_episode_pending(p, data_roots)
+        return verify_episode_pending(p, data_roots, corrections)
     if p.overflow:
         return Verdict(0.0, name, parsed=False)
     judge_fn = None

@@ -81,3 +81,41 @@ def test_verified_trajectories_help_their_zone_only(tmp_path, embedder) -> None:
     assert default["A"] == [1.0] * N and default["B"] == [1.0, 1.0, 0.0, 0.0]
     assert default["C"] == [0.0] * N  # never verified: no help from A's or B's trajectories
     assert sum(map(sum, frozen.values())) < sum(map(sum, default.values())) <= sum(map(sum, cross.values()))
+
+
+def test_corrections_teach_a_zone_its_model_never_gets_right(tmp_path, embedder) -> None:
+    """Under ``corrections`` a failed single-turn BFCL episode is written as a verified example
+    of its gold calls (the verdict's correction), so application C, never right on its own,
+    is right once a corrected trajectory of C is in the prompt; ``default`` never learns C."""
+    elements = _stream()
+    stream = tmp_path / "bfcl.jsonl"
+    write_stream(stream, elements)
+    got = {}
+    for policy in ("default", "corrections"):
+        out = tmp_path / policy
+        run_stream(stream, load_policy(policy), policy, out, StubModel(_stub(elements)), embedder, log=lambda m: None)
+        recs = [r for r in map(json.loads, (out / "log.jsonl").read_text().splitlines()) if r.get("kind", "step") == "step"]
+        got[policy] = {app: [r["verdict"]["reward"] for r in recs if APPS[r["task"]] == app] for app in "ABC"}
+        if policy == "corrections":  # the correction is logged with the verdict, so replay writes the same example
+            first_c = next(r for r in recs if APPS[r["task"]] == "C")
+            gold = "; ".join(format_call(c) for c in _gold(elements, first_c["input"]["text"]))
+            assert first_c["verdict"]["correction"] == gold
+    assert got["default"]["C"] == [0.0] * N
+    assert got["corrections"]["C"][0] == 0.0 and sum(got["corrections"]["C"]) >= N - 2
+    assert sum(map(sum, got["corrections"].values())) > sum(map(sum, got["default"].values()))
+
+
+def _gold(elements, text):
+    from rizz.adapters.models.oracle import gold_calls
+
+    el = next(e for e in elements if e.input == text)
+    return gold_calls(el, None)[0]
+
+
+def test_an_irrelevance_item_is_corrected_to_no_call() -> None:
+    from rizz.engine.agent_step import episode_correction
+
+    el = bfcl_elements("irrelevance", "train")[0]
+    assert episode_correction(el) == "(no tool call)"
+    tau = type("El", (), {"verifier": "tau_db"})()
+    assert episode_correction(tau) is None
