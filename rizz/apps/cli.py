@@ -39,15 +39,14 @@ __all__ = ["app", "main"]
 
 #: Shipped real data slices (repository root ``data/``).
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
-#: Demo stream length per policy: the first 60 elements of the interleaved slice (7-14 per task), sized for ~14 minutes with the Qwen 0.5B on 2 quiet cores (README).
+#: Demo stream length per policy: the first 60 elements of the interleaved slice (7-14 per task), about 7.5 minutes with the Qwen 0.5B on 2 cores (README).
 DEMO_LIMIT = 60
 #: Demo prompt budget (tokens): keeps a step of the embedded model on 2 cores to seconds.
 DEMO_BUDGET = 2048
 #: Seconds per demo step of each policy with the embedded model (the Qwen2.5-Coder 0.5B) on 2
-#: quiet cores: the demo run of results/2026-12-02-demo-qwen05.md (steps' wall times summed over
-#: the first 60 elements at --budget 2048: frozen 242.6 s, default 492.5 s), under the default of
-#: that morning (today's cross-zone; today's default's demo has only run from the response cache).
-DEMO_STEP_SECONDS = {"frozen": 242.6 / 60, "default": 492.5 / 60}
+#: cores: the demo run of results/2026-12-03-demo-fresh.md from an empty response cache (steps'
+#: wall times summed over the first 60 elements at --budget 2048: frozen 211.7 s, default 221.8 s).
+DEMO_STEP_SECONDS = {"frozen": 211.7 / 60, "default": 221.8 / 60}
 
 #: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
 MODEL_HELP = spec_help().replace("[", "\\[")  # every spec form and option (rizz/adapters/models/spec.py)
