@@ -22,8 +22,8 @@ from typing import Any
 
 import attrs
 
-from rizz.adapters.agents.env import make_environment
 from rizz.adapters.agents.calls import format_call
+from rizz.adapters.agents.env import make_environment
 from rizz.adapters.agents.episode import compact_trajectory
 from rizz.adapters.agents.loop import run_episode
 from rizz.adapters.models.oracle import gold_calls

@@ -121,9 +121,11 @@ def _parse_gold(text: str, env: Environment) -> ToolCall:
     return ToolCall(name, {k: list(v) if isinstance(v, tuple) else v for k, v in args.items()})
 
 
-def gold_calls(el: StreamElement, env: Environment) -> list[tuple[ToolCall, ...]]:
+def gold_calls(el: StreamElement, env: Environment | None) -> list[tuple[ToolCall, ...]]:
     """The gold replies of ``el``: one tuple of calls per agent step (see the module docstring);
-    for multi-turn BFCL an empty tuple marks the end of a turn."""
+    for multi-turn BFCL an empty tuple marks the end of a turn. ``env``: the episode's
+    environment, needed only for multi-turn BFCL (its gold calls are parsed against the API
+    classes); ValueError without it there."""
     gold = json.loads(el.reference) if isinstance(el.reference, str) else None
     if el.verifier == "tau_db":
         return [(ToolCall(a["name"], a["kwargs"]),) for a in gold["actions"]]
@@ -143,6 +145,8 @@ def gold_calls(el: StreamElement, env: Environment) -> list[tuple[ToolCall, ...]
             calls.append(ToolCall(name, kept))
         return [tuple(calls)]
     if el.verifier == "bfcl_multi_turn":
+        if env is None:
+            raise ValueError(f"{el.id}: multi-turn gold calls need the episode's environment")
         out: list[tuple[ToolCall, ...]] = []
         for turn in gold:
             if turn:
