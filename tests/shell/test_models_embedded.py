@@ -175,6 +175,35 @@ def test_kv_reuse_decodes_only_what_follows_the_shared_prefix():
     third = m.generate([Message("user", stem + "Question: what is 9 + 9?")], max_tokens=4, rendering="raw")
     assert other.evaluated_prompt_tokens > other.prompt_tokens // 2
     assert 0 < third.evaluated_prompt_tokens < third.prompt_tokens // 3, (third.evaluated_prompt_tokens, third.prompt_tokens)
+    # the cached states keep no copy of the logits (lean_ram_cache), and a restored state answers
+    # as the live one did: the same prompt again gives the same text
+    states = list(m._llm.cache.cache_state.values())
+    assert len(states) >= 3 and all(s.scores.strides == (0, 0) and not s.scores.any() for s in states)
+    again = m.generate([Message("user", stem + "Question: what is 2 + 3?")], max_tokens=4, rendering="raw")
+    assert again.text == first.text
+
+
+def test_lean_ram_cache_drops_the_logits_copy_and_keeps_the_rest():
+    import numpy as np
+
+    from rizz.adapters.models.embedded import lean_ram_cache
+
+    class Ram:  # llama-cpp-python's LlamaRAMCache, reduced to what the subclass relies on
+        def __init__(self, capacity_bytes):
+            self.capacity_bytes, self.cache_state = capacity_bytes, {}
+
+        def __setitem__(self, key, value):
+            self.cache_state[tuple(key)] = value
+
+    state = type("State", (), {})()
+    state.scores = np.ones((512, 1000), dtype=np.single)
+    state.input_ids, state.llama_state, state.llama_state_size = np.arange(5), b"kv", 2
+    cache = lean_ram_cache(1 << 20, type("llama_cpp", (), {"LlamaRAMCache": Ram}))
+    assert cache.capacity_bytes == 1 << 20
+    cache[[1, 2, 3]] = state
+    kept = cache.cache_state[(1, 2, 3)]
+    assert kept.scores.shape == (512, 1000) and kept.scores.dtype == np.single and kept.scores.strides == (0, 0)
+    assert not kept.scores.copy().any() and kept.llama_state == b"kv" and list(kept.input_ids) == [0, 1, 2, 3, 4]
 
 
 def test_kv_reuse_is_refused_for_remote_backends():

