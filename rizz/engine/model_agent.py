@@ -25,7 +25,7 @@ from rizz.core.policy import Policy
 from rizz.engine.agent_prompt import PROTOCOL, episode_prompt
 from rizz.formats.streams import StreamElement
 
-__all__ = ["LLMUser", "ModelAgent", "PromptedAgent", "USER_PROMPT", "tools_at_turn"]
+__all__ = ["GREETING", "LLMUser", "ModelAgent", "PromptedAgent", "USER_PROMPT", "tools_at_turn"]
 
 #: Raw-rendering stop strings: the model must not write the next user or tool line itself.
 _STOP = ("\nUser:", "\nTool ")
@@ -103,6 +103,13 @@ USER_PROMPT = (
     "When your goal is met, or cannot be met, write {stop}.\n\nConversation so far:\n{dialogue}\nCustomer:")
 
 
+#: The agent's opening line the simulated customer answers first, as in τ-bench's own user
+#: simulation (``LLMUserSimulationEnv.reset`` in ``tau_bench/envs/user.py``). Only the customer
+#: sees it; the agent's transcript starts with the customer's first message. Without it the
+#: Qwen2.5-Coder-1.5B, shown an empty conversation, opened with the stop word on both tasks it
+#: played (results/2026-12-03-tau-qwen15.md).
+GREETING = "Hi! How can I help you today?"
+
 #: Tokens kept free in the customer's window for the chat template's role markers (SmolLM2's
 #: ChatML wraps a message in about 10 tokens; rizz's choice, with room to spare).
 USER_MARGIN = 32
@@ -117,8 +124,8 @@ class LLMUser:
 
     def reply(self, transcript: list[dict[str, Any]]) -> str:
         who = {"user": "Customer", "assistant": "Agent"}
-        lines = [f"{who[e['role']]}: {e['text']}" for e in transcript
-                 if e["role"] in who and not e.get("calls") and not e.get("malformed")]
+        lines = [f"Agent: {GREETING}"] + [f"{who[e['role']]}: {e['text']}" for e in transcript
+                                          if e["role"] in who and not e.get("calls") and not e.get("malformed")]
         text = self.prompt(lines)
         gen = self.model.generate([Message("user", text)], max_tokens=self.max_tokens, stop=("\nAgent:",), rendering="chat")
         self.generations.append(gen)

@@ -23,7 +23,7 @@ els = read_stream(stream).elements
 
 def fn(prompt: str) -> str:
     if prompt.startswith("You are a customer"):  # the customer names its task, then stops
-        if "Agent:" in prompt:
+        if prompt.count("Agent:") > 1:  # the agent has spoken after its greeting
             return "###STOP###"
         return f"Hi, this is task {next(i for i, e in enumerate(els) if e.user in prompt)}."
     if "Tools:" not in prompt:

@@ -165,7 +165,8 @@ def test_oracle_agent_with_a_model_playing_the_customer(tmp_path, embedder) -> N
 
     stream = tmp_path / "s.jsonl"
     write_stream(stream, TAU[:1])
-    user = StubModel(lambda p: "###STOP###" if "\nAgent:" in p else "I want to sort out my order.", name="stub:user")
+    # the customer's first prompt holds only the agent's greeting (model_agent.GREETING); it stops once the agent has spoken
+    user = StubModel(lambda p: "###STOP###" if p.count("\nAgent:") > 1 else "I want to sort out my order.", name="stub:user")
     s = run_stream(stream, load_policy("frozen"), "frozen", tmp_path / "run", load_model("oracle"), embedder,
                    log=lambda m: None, user_model=user)
     rec = json.loads((tmp_path / "run" / "log.jsonl").read_text().splitlines()[0])

@@ -29,7 +29,7 @@ def _step(body) -> int:
 def _user_text(body) -> str:
     content = body["messages"][0]["content"]
     text = content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
-    return "###STOP###" if "Agent:" in text else "Hi, I need help."
+    return "###STOP###" if text.count("Agent:") > 1 else "Hi, I need help."  # stop once the agent spoke after its greeting
 
 
 def _anthropic_route(seen):
