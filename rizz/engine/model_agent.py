@@ -97,22 +97,36 @@ class ModelAgent(PromptedAgent):
         return AgentReply(gen.text.strip(), calls, prompt_tokens=prompt.token_count)
 
 
+#: The customer's system message (rizz's wording of τ-bench's user-simulation rules,
+#: ``tau_bench/envs/user.py``): the hidden brief, one short line at a time, nothing invented,
+#: the stop word only once the request is done. The conversation follows as chat turns with the
+#: roles flipped, as in τ-bench: the agent's lines are the ``user`` messages, the customer's the
+#: ``assistant`` ones. The Qwen2.5-Coder-1.5B wrote the stop word as its first message under a
+#: single-message prompt ending "When your goal is met, or cannot be met, write ###STOP###", with
+#: or without the greeting; with these rules it states its request, then answers the agent's
+#: questions (results/2026-12-03-tau-qwen15.md).
 USER_PROMPT = (
-    "You are a customer talking to a support agent. Your situation and goal (keep it to yourself, "
-    "reveal details only when asked):\n{brief}\n\nWrite only your next message as the customer, short. "
-    "When your goal is met, or cannot be met, write {stop}.\n\nConversation so far:\n{dialogue}\nCustomer:")
+    "You are playing a customer who contacts a support agent. This is who you are and what you want; "
+    "keep it to yourself and reveal a detail only when the agent needs it:\n{brief}\n\n"
+    "Rules:\n- Write one short message at a time, as the customer.\n- Give only what the current step needs.\n"
+    "- Do not invent facts you were not given (say you do not know them).\n"
+    "- When the agent has confirmed that your whole request is done, end with a message containing only {stop}; "
+    "never write it earlier.\n- In your first message, tell the agent what you need.{omitted}")
 
+#: Said in the system message when the oldest turns were dropped to fit the window.
+OMITTED = "\n\n(The earliest turns of the conversation are omitted.)"
 
 #: The agent's opening line the simulated customer answers first, as in τ-bench's own user
 #: simulation (``LLMUserSimulationEnv.reset`` in ``tau_bench/envs/user.py``). Only the customer
-#: sees it; the agent's transcript starts with the customer's first message. Without it the
-#: Qwen2.5-Coder-1.5B, shown an empty conversation, opened with the stop word on both tasks it
-#: played (results/2026-12-03-tau-qwen15.md).
+#: sees it; the agent's transcript starts with the customer's first message.
 GREETING = "Hi! How can I help you today?"
 
-#: Tokens kept free in the customer's window for the chat template's role markers (SmolLM2's
-#: ChatML wraps a message in about 10 tokens; rizz's choice, with room to spare).
+#: Tokens kept free in the customer's window for the chat template's role markers (rizz's
+#: choice: ChatML wraps a message in about 5 tokens; with room to spare for the system turn).
 USER_MARGIN = 32
+#: Template tokens counted per chat turn when fitting the customer's dialogue (ChatML's
+#: ``<|im_start|>role\n … <|im_end|>\n``: 5 tokens; rizz's choice, rounded up).
+TURN_TOKENS = 8
 
 
 class LLMUser:
@@ -123,25 +137,36 @@ class LLMUser:
         self.generations: list[Generation] = []
 
     def reply(self, transcript: list[dict[str, Any]]) -> str:
-        who = {"user": "Customer", "assistant": "Agent"}
-        lines = [f"Agent: {GREETING}"] + [f"{who[e['role']]}: {e['text']}" for e in transcript
-                                          if e["role"] in who and not e.get("calls") and not e.get("malformed")]
-        text = self.prompt(lines)
-        gen = self.model.generate([Message("user", text)], max_tokens=self.max_tokens, stop=("\nAgent:",), rendering="chat")
+        """The customer's next message for ``transcript`` (the agent's view: ``user`` entries are
+        the customer's, ``assistant`` entries without calls the agent's); the stop word when the
+        model writes nothing."""
+        flip = {"user": "assistant", "assistant": "user"}  # the customer is the model's own voice
+        turns = [Message("user", GREETING)]
+        for e in transcript:
+            if e["role"] not in flip or e.get("calls") or e.get("malformed"):
+                continue
+            role = flip[e["role"]]
+            if turns[-1].role == role:  # two lines of one side in a row read as one turn
+                turns[-1] = Message(role, f"{turns[-1].content}\n{e['text']}")
+            else:
+                turns.append(Message(role, e["text"]))
+        gen = self.model.generate(self.prompt(turns), max_tokens=self.max_tokens, rendering="chat")
         self.generations.append(gen)
         return gen.text.strip() or STOP
 
-    def prompt(self, lines: list[str]) -> str:
-        """The customer's prompt: the brief and the dialogue ``lines``, oldest lines dropped
-        (and said to be) until it fits the user model's window less its reply
-        (``context_window − max_tokens − USER_MARGIN`` tokens, the model's own tokenizer).
-        The brief and the newest line always stay."""
+    def prompt(self, turns: list[Message]) -> list[Message]:
+        """The customer's messages: the system message with the brief, then ``turns`` (the
+        greeting first), the oldest exchanges after the greeting dropped in pairs (and said to
+        be) until they fit the user model's window less its reply (``context_window −
+        max_tokens − USER_MARGIN`` tokens, the model's own tokenizer, :data:`TURN_TOKENS` per
+        turn). The system message, the greeting and the newest turn always stay."""
         budget = self.model.context_window - self.max_tokens - USER_MARGIN
-        kept, dropped = list(lines), 0
+        head, rest, dropped = turns[:1], list(turns[1:]), False
         while True:
-            shown = (["(earlier turns omitted)"] if dropped else []) + kept
-            text = USER_PROMPT.format(brief=self.brief, stop=STOP, dialogue="\n".join(shown) or "(none yet)")
-            if len(kept) <= 1 or self.model.count_tokens(text) <= budget:
-                return text
-            kept.pop(0)
-            dropped += 1
+            system = Message("system", USER_PROMPT.format(brief=self.brief, stop=STOP, omitted=OMITTED if dropped else ""))
+            msgs = [system, *head, *rest]
+            used = sum(self.model.count_tokens(m.content) + TURN_TOKENS for m in msgs)
+            if len(rest) <= 1 or used <= budget:
+                return msgs
+            rest = rest[2:] if len(rest) > 2 else rest[-1:]  # one exchange: the roles keep alternating
+            dropped = True

@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from rizz.adapters.agents.calls import ToolCall, format_call  # noqa: E402
 from rizz.adapters.embedder import Embedder  # noqa: E402
+from rizz.engine.model_agent import GREETING  # noqa: E402
 from rizz.engine.run import run_stream  # noqa: E402
 from rizz.formats.policy_file import load_policy  # noqa: E402
 from rizz.formats.streams import read_stream  # noqa: E402
@@ -22,8 +23,8 @@ els = read_stream(stream).elements
 
 
 def fn(prompt: str) -> str:
-    if prompt.startswith("You are a customer"):  # the customer names its task, then stops
-        if prompt.count("Agent:") > 1:  # the agent has spoken after its greeting
+    if prompt.startswith("You are playing a customer"):  # the customer names its task, then stops
+        if not prompt.endswith(GREETING):  # the agent has spoken after its greeting
             return "###STOP###"
         return f"Hi, this is task {next(i for i, e in enumerate(els) if e.user in prompt)}."
     if "Tools:" not in prompt:

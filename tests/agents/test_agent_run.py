@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rizz.adapters.agents.calls import ToolCall, format_call
 from rizz.engine.agent_prompt import ELIDED
+from rizz.engine.model_agent import GREETING
 from rizz.engine.run import replay, run_stream
 from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import read_stream, write_stream
@@ -27,8 +28,8 @@ def _tau_stub(els):
     by_brief = {el.user: el for el in els}
 
     def fn(prompt: str) -> str:
-        if prompt.startswith("You are a customer"):
-            return "###STOP###" if "Agent:" in prompt else "Hi, I need help with my order."
+        if prompt.startswith("You are playing a customer"):
+            return "Hi, I need help with my order." if prompt.endswith(GREETING) else "###STOP###"
         if "Tools:" not in prompt:
             return ""
         el = next(e for e in els if e.instruction and e.instruction[:200] in prompt and
@@ -166,7 +167,7 @@ def test_oracle_agent_with_a_model_playing_the_customer(tmp_path, embedder) -> N
     stream = tmp_path / "s.jsonl"
     write_stream(stream, TAU[:1])
     # the customer's first prompt holds only the agent's greeting (model_agent.GREETING); it stops once the agent has spoken
-    user = StubModel(lambda p: "###STOP###" if p.count("\nAgent:") > 1 else "I want to sort out my order.", name="stub:user")
+    user = StubModel(lambda p: "I want to sort out my order." if p.endswith(GREETING) else "###STOP###", name="stub:user")
     s = run_stream(stream, load_policy("frozen"), "frozen", tmp_path / "run", load_model("oracle"), embedder,
                    log=lambda m: None, user_model=user)
     rec = json.loads((tmp_path / "run" / "log.jsonl").read_text().splitlines()[0])

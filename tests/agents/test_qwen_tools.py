@@ -19,6 +19,7 @@ import pytest
 from rizz.adapters.agents.episode import ToolEpisode
 from rizz.adapters.agents.qwen_tools import ParsedReply, parse_tool_calls, template_calls_tools
 from rizz.adapters.models import Generation, Message
+from rizz.engine.model_agent import GREETING
 from rizz.engine.native_agent import native_kind
 from rizz.engine.run import replay, run_stream
 from rizz.formats.policy_file import load_policy
@@ -201,8 +202,8 @@ def test_under_serve_the_template_calls_wait_in_the_shared_queue(tmp_path, embed
 
 def test_tau_episode_with_a_malformed_block_an_unknown_tool_and_the_gold(tmp_path, embedder) -> None:
     def reply(prompt: str) -> str:
-        if "You are a customer" in prompt:
-            return "###STOP###" if prompt.count("Agent:") > 1 else "Hi, I need help."  # after the greeting
+        if "You are playing a customer" in prompt:
+            return "Hi, I need help." if prompt.endswith(GREETING) else "###STOP###"  # stop after the greeting
         k = prompt.count("\nTool ")
         if k == 0:
             return '<tool_call>\n{"name": "think", "arguments": {"thought": "hm"\n</tool_call>'

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rizz.adapters.models.anthropic_backend import AnthropicModel
 from rizz.adapters.models.openai_backend import OpenAICompatModel
+from rizz.engine.model_agent import GREETING
 from rizz.engine.native_agent import json_schema
 from rizz.engine.run import replay, run_stream
 from rizz.formats.policy_file import load_policy
@@ -27,9 +28,9 @@ def _step(body) -> int:
 
 
 def _user_text(body) -> str:
-    content = body["messages"][0]["content"]
+    content = body["messages"][-1]["content"]  # the customer's turn: the agent's newest line
     text = content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
-    return "###STOP###" if text.count("Agent:") > 1 else "Hi, I need help."  # stop once the agent spoke after its greeting
+    return "Hi, I need help." if text == GREETING else "###STOP###"  # stop once the agent spoke after its greeting
 
 
 def _anthropic_route(seen):
@@ -135,7 +136,7 @@ def test_bench_user_model_plays_the_customer(tmp_path, http_server) -> None:
     res = CliRunner().invoke(app, ["bench", str(stream), "-P", "frozen", "-o", str(out), "--model", f"openai:{agent_srv.url}#m",
                                    "--user-model", f"openai:{user_srv.url}#u"])
     assert res.exit_code == 0, res.output
-    customer = [b for b in user_seen if b["messages"][-1]["content"].startswith("You are a customer")]
+    customer = [b for b in user_seen if b["messages"][0]["content"].startswith("You are playing a customer")]
     assert len(customer) == 2 and len(customer) == len(user_seen)  # opening line, then ###STOP###
     assert all("tools" in b for b in agent_seen)  # the agent's model never played the customer
     meta = json.loads((out / "frozen" / "run.json").read_text())
