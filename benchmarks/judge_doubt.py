@@ -1,0 +1,100 @@
+"""How often is an anchor route in doubt, and what would a looser doubt test cost? (issue #27 §3)
+
+Usage::
+
+    python benchmarks/judge_doubt.py [STREAM ...] [--limit N]
+
+    python benchmarks/judge_doubt.py data/trace-mini/test.jsonl data/interference-mini/test.jsonl
+
+``routing.judge: when_uncertain`` asks the LLM judge for a label whenever the nearest branch
+anchor has cosine below ``routing.confident_similarity`` or leads the nearest anchor of another
+function by less than ``routing.confident_margin`` (:func:`rizz.core.routing.needs_label`). The
+judge is what keeps `default` above 1.10 calls per answered step on every shipped stream. This
+benchmark asks, without any model, whether the embeddings alone could decide more of those
+routes: it replays a stream's inputs (the shipped MiniLM embedder) through an abstract router
+with one branch per task and an **oracle judge** (asked, it names the element's own task;
+``metadata.task``), and counts, per doubt test,
+
+- ``judge``: the inputs the test sends to the judge (each a model call in a real run), and
+- ``misrouted``: the inputs it calls confident that land in another task's branch.
+
+Doubt tests: ``anchor`` is :func:`~rizz.core.routing.needs_label` (one anchor per branch, the
+first input routed there) with the default policy's thresholds and looser ones (``floor`` /
+``lead``: confident also when the top cosine is at least ``floor`` and leads every rival of
+another task by ``lead``); ``members`` compares with every input already routed to a branch
+(the nearest of its newest 16), a k-NN router. A real run spawns more branches than tasks
+(fragmentation), so its judge counts are lower than ``anchor``'s here; the comparison between
+tests is what this measures. Prints one table per stream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from rizz.adapters.embedder import Embedder  # noqa: E402
+from rizz.formats.policy_file import load_policy  # noqa: E402
+from rizz.formats.streams import read_stream  # noqa: E402
+
+#: Newest inputs per branch the ``members`` test compares with (rizz's choice for this probe).
+MEMBERS_KEPT = 16
+
+
+def route_all(tasks: list[str], vecs: np.ndarray, confident: float, margin: float, *, floor: float | None = None,
+              lead: float = 0.0, members: bool = False) -> tuple[int, int]:
+    """(judge calls, misrouted) of one doubt test over the stream (see the module docstring)."""
+    branches: dict[str, list[np.ndarray]] = {}
+    judge = wrong = 0
+    for task, x in zip(tasks, vecs):
+        sure, top = False, ""
+        if branches:
+            names = list(branches)
+            rows = [np.stack(branches[n][-MEMBERS_KEPT:]) if members else branches[n][0][None, :] for n in names]
+            cos = np.array([float((r @ x).max()) for r in rows])
+            i = int(np.argmax(cos))
+            top = names[i]
+            rival = max((c for n, c in zip(names, cos) if n != top), default=-1.0)
+            sure = cos[i] >= confident and cos[i] - rival >= margin
+            if not sure and floor is not None:
+                sure = cos[i] >= floor and cos[i] - rival >= lead
+        if sure:
+            wrong += top != task
+            branches[top].append(x)
+        else:
+            judge += 1
+            branches.setdefault(task, []).append(x)
+    return judge, wrong
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("streams", nargs="*", default=["data/trace-mini/test.jsonl", "data/interference-mini/test.jsonl",
+                                                   "data/streambench-mini/test.jsonl"])
+    ap.add_argument("--limit", type=int, default=None, help="first N elements of each stream")
+    args = ap.parse_args(argv)
+    r = load_policy("default").routing
+    c, m = r.confident_similarity, r.confident_margin
+    tests = [(f"anchor (default: cos >= {c:.2f}, lead >= {m:.2f})", {}),
+             ("anchor, or cos >= 0.15 and lead >= 0.10", {"floor": 0.15, "lead": 0.10}),
+             ("members (k-NN), default thresholds", {"members": True}),
+             ("members (k-NN), cos >= 0.40", {"members": True, "confident": 0.40})]
+    emb = Embedder()
+    for path in args.streams:
+        els = [e for e in read_stream(path).elements if not e.context_only][: args.limit]
+        tasks = [str(e.metadata.get("task")) for e in els]
+        vecs = emb.embed([e.input if not e.instruction else f"{e.instruction}\n\n{e.input}" for e in els])
+        print(f"\n{path}: {len(els)} answered elements, {len(set(tasks))} tasks")
+        print(f"  {'doubt test':<48} {'judge':>6} {'misrouted':>10}")
+        for name, kw in tests:
+            kw = dict(kw)
+            j, w = route_all(tasks, vecs, kw.pop("confident", c), m, **kw)
+            print(f"  {name:<48} {j:>6} {w:>10}")
+
+
+if __name__ == "__main__":
+    main()
