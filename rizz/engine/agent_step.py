@@ -18,13 +18,14 @@ distill round for rules; spec §6 gates apply unchanged).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
 
 from rizz.adapters.agents.calls import format_call
 from rizz.adapters.agents.env import make_environment
-from rizz.adapters.agents.episode import compact_trajectory
+from rizz.adapters.agents.episode import TRAJECTORY_CHARS, compact_trajectory
 from rizz.adapters.agents.loop import run_episode
 from rizz.adapters.models.oracle import gold_calls
 from rizz.adapters.verifiers.episodes import first_wrong_call, verify_episode
@@ -83,9 +84,21 @@ def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge:
 
 
 def episode_correction(el: Any) -> str | None:
-    """The right reply of a single-turn BFCL item as a compact trajectory (``call; call``, or
-    ``(no tool call)`` for an irrelevance item), or None where one reply is not the whole answer
-    (multi-turn BFCL, τ-bench: their gold is a sequence of turns and database actions)."""
+    """The right trajectory of a failed episode in the form a verified episode writes
+    (:func:`~rizz.adapters.agents.episode.compact_trajectory`), or None for multi-turn BFCL
+    (its gold is a sequence of user turns, not one trajectory).
+
+    Single-turn BFCL: the gold reply, ``call; call`` (``(no tool call)`` for an irrelevance
+    item). τ-bench: its gold database actions in order, then ``-> `` and the outputs the agent
+    must say when the task has any (the reference's ``actions`` and ``outputs``), cut to the
+    same 1,200 characters as a verified trajectory.
+    """
+    if el.verifier == "tau_db":
+        gold = json.loads(el.reference)
+        text = "; ".join(format_call(c) for (c,) in gold_calls(el, None)) or "(no tool call)"
+        if gold.get("outputs"):
+            text += " -> " + "; ".join(str(o) for o in gold["outputs"])
+        return text if len(text) <= TRAJECTORY_CHARS else text[: TRAJECTORY_CHARS - 3] + "..."
     if el.verifier != "bfcl_ast":
         return None
     replies = gold_calls(el, None)

@@ -163,8 +163,8 @@ def verify_pending(p: Pending, model: ModelBackend, judge_model: ModelBackend | 
 
     ``calls``: where an ``llm_judge`` verifier's model calls are appended (kind ``verify``).
     An episode is scored by its episode verifier (``bfcl_ast``, ``bfcl_multi_turn``, ``tau_db``)
-    on what it did (its correction, for a single-turn BFCL item only: the gold calls written as
-    a compact trajectory); ``data_roots``: where τ-bench databases are looked up first.
+    on what it did (its correction, for single-turn BFCL and τ-bench: the gold calls or actions
+    written as a compact trajectory, :func:`~rizz.engine.agent_step.episode_correction`); ``data_roots``: where τ-bench databases are looked up first.
     """
     el = p.element
     if el.context_only:

@@ -9,6 +9,7 @@ gets application C right on its own. Under ``default`` it must improve over the 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from rizz.adapters.agents.calls import ToolCall, format_call
 from rizz.engine.run import run_stream
@@ -117,5 +118,24 @@ def test_an_irrelevance_item_is_corrected_to_no_call() -> None:
 
     el = bfcl_elements("irrelevance", "train")[0]
     assert episode_correction(el) == "(no tool call)"
-    tau = type("El", (), {"verifier": "tau_db"})()
-    assert episode_correction(tau) is None
+    multi = type("El", (), {"verifier": "bfcl_multi_turn"})()
+    assert episode_correction(multi) is None
+
+
+def test_a_tau_bench_task_is_corrected_to_its_gold_actions_and_outputs() -> None:
+    """A failed τ-bench episode's correction: the gold database actions in order, then the
+    outputs the agent must say, in the form a verified trajectory is written."""
+    from rizz.engine.agent_step import episode_correction
+    from rizz.formats.streams import read_stream
+
+    els = read_stream(Path(__file__).resolve().parents[2] / "data" / "tau-bench-mini" / "test.jsonl").elements
+    retail = next(e for e in els if e.id == "tau-retail-test-000")
+    assert episode_correction(retail) == (
+        "find_user_id_by_name_zip(first_name='Yusuf', last_name='Rossi', zip='19122'); "
+        "get_order_details(order_id='#W2378156'); get_product_details(product_id='1656367028'); "
+        "get_product_details(product_id='4896585277'); exchange_delivered_order_items(order_id='#W2378156', "
+        "item_ids=['1151293680', '4983901480'], new_item_ids=['7706410293', '7747408585'], "
+        "payment_method_id='credit_card_9513926')")
+    said = next(e for e in els if json.loads(e.reference)["outputs"])
+    fix = episode_correction(said)
+    assert fix is not None and fix.endswith(" -> " + "; ".join(json.loads(said.reference)["outputs"]))

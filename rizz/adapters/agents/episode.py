@@ -25,7 +25,7 @@ import attrs
 
 from rizz.adapters.agents.calls import ToolCall, format_call
 
-__all__ = ["Episode", "ToolEpisode", "compact_trajectory"]
+__all__ = ["TRAJECTORY_CHARS", "Episode", "ToolEpisode", "compact_trajectory"]
 
 
 @attrs.frozen
@@ -88,7 +88,12 @@ class ToolEpisode:
 Episode = ToolEpisode
 
 
-def compact_trajectory(episode: ToolEpisode, limit: int = 1200) -> str:
+#: Characters a trajectory written to episodic memory keeps (rizz's choice: a few calls with
+#: their arguments; longer ones end in ``...``).
+TRAJECTORY_CHARS = 1200
+
+
+def compact_trajectory(episode: ToolEpisode, limit: int = TRAJECTORY_CHARS) -> str:
     """``call; call; ... -> final answer``: what a verified episode writes to episodic memory
     (request → tool calls → final answer; the request is the example's input).
     Failed calls are left out; long texts are cut to ``limit`` characters with ``...``."""
