@@ -87,3 +87,28 @@ def test_tool_refusals_are_tool_errors() -> None:
     assert env.call("calculate", {"expression": "(2 + 3) * 4 / 8"}) == "2.5"
     with pytest.raises(ToolError):
         env.call("calculate", {"expression": "__import__('os')"})
+
+
+class _TransferAgent:
+    """Calls ``transfer_to_human_agents`` (first with a missing argument) on every reply."""
+
+    def __init__(self) -> None:
+        self.replies = 0
+
+    def reply(self, el, transcript, env):  # noqa: ANN001, ANN201
+        from rizz.adapters.agents.calls import ToolCall
+        from rizz.adapters.agents.loop import AgentReply
+
+        self.replies += 1
+        args = {} if self.replies == 1 else {"summary": "the customer wants a human"}
+        return AgentReply("", (ToolCall("transfer_to_human_agents", args),))
+
+
+def test_a_successful_transfer_to_a_human_ends_a_tau_episode_as_in_tau_bench() -> None:
+    """τ-bench ends an episode once ``transfer_to_human_agents`` runs (its ``terminate_tools``);
+    a failed attempt does not (the Qwen 1.5B transferred 11 times in a row until max_steps)."""
+    agent = _TransferAgent()
+    ep = _run(TAU[0], agent)
+    assert agent.replies == 2 and ep.stop == "transfer" and ep.tool_errors == 1
+    assert [e["role"] for e in ep.transcript] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert ep.transcript[-1]["result"] == "Transfer successful" and not ep.transcript[-1]["error"]

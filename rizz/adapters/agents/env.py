@@ -19,7 +19,7 @@ from rizz.adapters.agents.bfcl_env import bfcl_environment
 from rizz.adapters.agents.tau_env import tau_environment
 from rizz.formats.streams import sorted_plain
 
-__all__ = ["Environment", "make_environment", "plain"]
+__all__ = ["Environment", "make_environment", "plain", "terminate_tools"]
 
 
 class Environment(Protocol):
@@ -39,6 +39,12 @@ class Environment(Protocol):
     def state_digest(self) -> str:
         """``sha256:<hex>`` of the environment's state now (equal states, equal digests)."""
         ...
+
+
+def terminate_tools(env: Environment) -> frozenset[str]:
+    """The tools whose successful call ends an episode in ``env`` (its ``terminate_tools``
+    attribute; none when it has none): τ-bench's ``transfer_to_human_agents``."""
+    return frozenset(getattr(env, "terminate_tools", ()))
 
 
 def plain(value: Any) -> Any:

@@ -41,7 +41,9 @@ class ToolEpisode:
       user_calls: simulated-user model calls.
       tool_errors: malformed calls, unknown tools and tool exceptions.
       stop: ``done`` (the agent answered the last turn), ``user_stop`` (``###STOP###``),
-        ``max_steps`` (the policy's bound), ``overflow`` (the task alone exceeds the budget, or the
+        ``transfer`` (a terminating tool ran: τ-bench's ``transfer_to_human_agents``), ``repeat``
+        (the same malformed reply ``agents.repeat_stop`` times), ``max_steps`` (the policy's bound),
+        ``overflow`` (the task alone exceeds the budget, or the
         server reports its context window full: :mod:`rizz.engine.native_agent`).
       prompt_tokens_max: the largest compiled agent prompt, tokens.
     """

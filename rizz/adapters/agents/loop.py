@@ -12,6 +12,8 @@ go on repeating it to ``max_steps`` (Qwen2.5-Coder-1.5B on BFCL: 30 identical re
 Turn structure: a reply with calls executes them and asks the agent again; a reply
 without calls is a message to the user that ends the turn: then the next scripted turn, or the
 simulated user's answer (``###STOP###`` ends the episode), or, with neither, the episode ends.
+A successful call of one of the environment's terminating tools ends it too (stop ``transfer``:
+τ-bench's ``transfer_to_human_agents``, as in τ-bench, where a human takes over).
 A BFCL single-turn element (``bfcl_ast``) ends after its first reply: its calls are the answer.
 """
 
@@ -22,7 +24,7 @@ from typing import Any, Protocol
 import attrs
 
 from rizz.adapters.agents.calls import CallSyntaxError, ToolCall, format_call
-from rizz.adapters.agents.env import Environment
+from rizz.adapters.agents.env import Environment, terminate_tools
 from rizz.adapters.agents.episode import ToolEpisode
 from rizz.adapters.agents.tools import ToolError
 from rizz.formats.streams import StreamElement
@@ -82,6 +84,7 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
     steps = errors = tokens_max = repeats = 0
     last_malformed: str | None = None
     stop = "max_steps"
+    ending = terminate_tools(env)
     while steps < max_steps:
         r = agent.reply(el, transcript, env)
         steps += 1
@@ -107,11 +110,16 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
             if single:
                 stop = "done"
                 break
+            ended = False
             for call in r.calls:
                 result, failed = _execute(env, call)
                 errors += failed
                 transcript.append({"role": "tool", "name": call.name, "arguments": call.arguments,
                                    "result": result, "error": failed})
+                ended = ended or (not failed and call.name in ending)
+            if ended:
+                stop = "transfer"
+                break
             continue
         if single:
             stop = "done"

@@ -19,6 +19,9 @@ class TauEnvironment:
     """A τ-bench domain's tools over one episode's database (see the module docstring)."""
 
     name = "tau_bench"
+    #: Tools whose successful call ends the episode, as in τ-bench (its retail and airline
+    #: environments' ``terminate_tools``): a human agent takes over.
+    terminate_tools = frozenset({"transfer_to_human_agents"})
 
     def __init__(self, domain: str, tables: Tables, tools: Mapping[str, Callable[..., Any]]) -> None:
         self.domain = domain
