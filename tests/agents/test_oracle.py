@@ -112,3 +112,28 @@ def test_a_successful_transfer_to_a_human_ends_a_tau_episode_as_in_tau_bench() -
     assert agent.replies == 2 and ep.stop == "transfer" and ep.tool_errors == 1
     assert [e["role"] for e in ep.transcript] == ["user", "assistant", "tool", "assistant", "tool"]
     assert ep.transcript[-1]["result"] == "Transfer successful" and not ep.transcript[-1]["error"]
+
+
+class _LookupLoopAgent:
+    """Calls ``find_user_id_by_email`` with one invented address on every reply."""
+
+    def __init__(self) -> None:
+        self.replies = 0
+
+    def reply(self, el, transcript, env):  # noqa: ANN001, ANN201
+        from rizz.adapters.agents.calls import ToolCall
+        from rizz.adapters.agents.loop import AgentReply
+
+        self.replies += 1
+        return AgentReply("", (ToolCall("find_user_id_by_email", {"email": "nobody@example.com"}),))
+
+
+@pytest.mark.parametrize("repeat_stop, replies, stop", [(2, 2, "repeat"), (3, 3, "repeat"), (0, 7, "max_steps")])
+def test_the_same_failing_call_repeated_ends_an_episode(repeat_stop, replies, stop) -> None:
+    """``repeat_stop``: the same calls all failing with the same results that many times in a
+    row end the episode (the 1.5B looked up one invented address 27 times); 0 never does."""
+    agent = _LookupLoopAgent()
+    ep = run_episode(TAU[0], agent, make_environment(TAU[0].environment), max_steps=7, user=ScriptedUser(),
+                     repeat_stop=repeat_stop)
+    assert agent.replies == replies and ep.stop == stop and ep.tool_errors == replies
+    assert all(e["result"].startswith("Error:") for e in ep.transcript if e["role"] == "tool")

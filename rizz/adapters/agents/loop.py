@@ -5,9 +5,11 @@ scripted agent) against an :class:`~rizz.adapters.agents.env.Environment` and a 
 ``turns``, a simulated user, or none). At most ``max_steps`` agent replies (the policy's
 ``agents.max_steps``). A malformed call, an unknown tool or a tool exception becomes the tool's
 error result (``Error: ...``), which the model sees on its next step; the run goes on, except
-that the same malformed reply written ``repeat_stop`` times in a row (``agents.repeat_stop``)
-ends the episode with stop ``repeat``: a greedy model that repeats itself after the error will
-go on repeating it to ``max_steps`` (Qwen2.5-Coder-1.5B on BFCL: 30 identical replies).
+that the same failing reply written ``repeat_stop`` times in a row (``agents.repeat_stop``: the
+same malformed text, or the same calls every one of which failed with the same results) ends the
+episode with stop ``repeat``: a greedy model that repeats itself after the error will go on
+repeating it to ``max_steps`` (Qwen2.5-Coder-1.5B: one malformed BFCL call 30 times, one failing
+τ-bench lookup 27 times).
 
 Turn structure: a reply with calls executes them and asks the agent again; a reply
 without calls is a message to the user that ends the turn: then the next scripted turn, or the
@@ -70,7 +72,8 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
                 repeat_stop: int = 0) -> ToolEpisode:
     """Run one episode of ``el`` (an element with ``tools``). Returns its :class:`~rizz.adapters.agents.episode.ToolEpisode`.
 
-    ``repeat_stop`` > 0: stop (``repeat``) once that many malformed replies in a row have the same text."""
+    ``repeat_stop`` > 0: stop (``repeat``) once that many failing replies in a row are the same
+    (the same malformed text, or the same calls all failing with the same results)."""
     transcript: list[dict[str, Any]] = []
     user_calls = 0
     if el.user is not None and user is not None:
@@ -82,7 +85,7 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
     single = el.verifier == "bfcl_ast"
     turn_calls: list[list[tuple[str, ...]]] = [[]]
     steps = errors = tokens_max = repeats = 0
-    last_malformed: str | None = None
+    last_failed: tuple[Any, ...] | None = None  # the last reply that failed whole, as compared for repeat_stop
     stop = "max_steps"
     ending = terminate_tools(env)
     while steps < max_steps:
@@ -97,30 +100,40 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
             transcript.append({"role": "tool", "name": "", "arguments": {}, "result": f"Error: {r.error}", "error": True})
             errors += 1
             transcript[-2]["malformed"] = True
-            repeats = repeats + 1 if r.text == last_malformed else 1
-            last_malformed = r.text
+            key: tuple[Any, ...] = ("malformed", r.text)
+            repeats, last_failed = (repeats + 1 if key == last_failed else 1), key
             if repeat_stop and repeats >= repeat_stop:
                 stop = "repeat"
                 break
             continue
-        last_malformed, repeats = None, 0
         transcript.append({"role": "assistant", "text": r.text, "calls": [c.to_json() for c in r.calls]})
         if r.calls:
             turn_calls[-1].append(tuple(format_call(c) for c in r.calls))
             if single:
                 stop = "done"
                 break
-            ended = False
+            ended, results, all_failed = False, [], True
             for call in r.calls:
                 result, failed = _execute(env, call)
                 errors += failed
                 transcript.append({"role": "tool", "name": call.name, "arguments": call.arguments,
                                    "result": result, "error": failed})
                 ended = ended or (not failed and call.name in ending)
+                results.append(result)
+                all_failed = all_failed and failed
             if ended:
                 stop = "transfer"
                 break
+            if all_failed:  # the same calls failing the same way again: a greedy model will go on
+                key = ("failed", tuple(format_call(c) for c in r.calls), tuple(results))
+                repeats, last_failed = (repeats + 1 if key == last_failed else 1), key
+                if repeat_stop and repeats >= repeat_stop:
+                    stop = "repeat"
+                    break
+            else:
+                last_failed, repeats = None, 0
             continue
+        last_failed, repeats = None, 0
         if single:
             stop = "done"
             break
