@@ -7,8 +7,9 @@
   ``wrong_call`` the first wrong call, what a failed one writes as the branch-local
   anti-pattern (chosen when the verdict is folded: :func:`rizz.engine.logfold.memory_input`).
 * :func:`verify_episode_pending`: the episode verifier's verdict; with ``corrections``, a
-  single-turn BFCL item's verdict below 1.0 carries the gold calls as its ``correction``, in
-  the compact trajectory's form (what ``write.corrections`` writes as a verified example).
+  single-turn BFCL or τ-bench verdict below 1.0 carries the gold calls or actions as its
+  ``correction`` (:func:`episode_correction`), in the compact trajectory's form (what
+  ``write.corrections`` writes as a verified example).
 
 Both the trajectory and the wrong call travel in the log record (``answer.extracted``,
 ``episode.wrong_call``), so replay and resume need nothing else. The core sees an episode as
@@ -25,7 +26,7 @@ import attrs
 
 from rizz.adapters.agents.calls import format_call
 from rizz.adapters.agents.env import make_environment
-from rizz.adapters.agents.episode import TRAJECTORY_CHARS, compact_trajectory
+from rizz.adapters.agents.episode import compact_trajectory, cut_trajectory
 from rizz.adapters.agents.loop import run_episode
 from rizz.adapters.models.oracle import gold_calls
 from rizz.adapters.verifiers.episodes import first_wrong_call, verify_episode
@@ -98,7 +99,7 @@ def episode_correction(el: Any) -> str | None:
         text = "; ".join(format_call(c) for (c,) in gold_calls(el, None)) or "(no tool call)"
         if gold.get("outputs"):
             text += " -> " + "; ".join(str(o) for o in gold["outputs"])
-        return text if len(text) <= TRAJECTORY_CHARS else text[: TRAJECTORY_CHARS - 3] + "..."
+        return cut_trajectory(text)
     if el.verifier != "bfcl_ast":
         return None
     replies = gold_calls(el, None)

@@ -25,7 +25,7 @@ import attrs
 
 from rizz.adapters.agents.calls import ToolCall, format_call
 
-__all__ = ["TRAJECTORY_CHARS", "Episode", "ToolEpisode", "compact_trajectory"]
+__all__ = ["TRAJECTORY_CHARS", "Episode", "ToolEpisode", "compact_trajectory", "cut_trajectory"]
 
 
 @attrs.frozen
@@ -42,7 +42,7 @@ class ToolEpisode:
       tool_errors: malformed calls, unknown tools and tool exceptions.
       stop: ``done`` (the agent answered the last turn), ``user_stop`` (``###STOP###``),
         ``transfer`` (a terminating tool ran: τ-bench's ``transfer_to_human_agents``), ``repeat``
-        (the same malformed reply ``agents.repeat_stop`` times), ``max_steps`` (the policy's bound),
+        (the same failing reply ``agents.repeat_stop`` times in a row), ``max_steps`` (the policy's bound),
         ``overflow`` (the task alone exceeds the budget, or the
         server reports its context window full: :mod:`rizz.engine.native_agent`).
       prompt_tokens_max: the largest compiled agent prompt, tokens.
@@ -112,4 +112,9 @@ def compact_trajectory(episode: ToolEpisode, limit: int = TRAJECTORY_CHARS) -> s
     text = "; ".join(ok) or "(no tool call)"
     if episode.final:
         text += f" -> {episode.final}"
+    return cut_trajectory(text, limit)
+
+
+def cut_trajectory(text: str, limit: int = TRAJECTORY_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, ending in ``...`` when cut."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
