@@ -78,12 +78,15 @@ class PromptBudgetError(ValueError, RizzError):
 @frozen
 class PromptItem:
     """One item of a block. ``at`` = (instant in integer microseconds UTC, step) for a
-    time-stamped scoped context item (its display order), else None."""
+    time-stamped scoped context item (its display order), else None; ``stored`` = the step
+    a rule, example or mistake was stored at (its display order under
+    ``compiler.item_order: stored``), else None."""
 
     id: str
     text: str
     score: float
     at: tuple[int, int] | None = None
+    stored: int | None = None
 
 
 @frozen
@@ -152,10 +155,13 @@ def prompt_blocks(retrieved: Retrieved, text: str, instruction: str | None, evid
         "preamble": [PromptItem("preamble", PREAMBLE, 0.0)],
         "instruction": [PromptItem("instruction", instruction, 0.0)] if instruction else [],
         "evidence": [PromptItem(f"evidence-{i}", p, -float(i)) for i, p in enumerate(ev)],
-        "rules": [PromptItem(s.item.id, s.item.text(), s.score) for s in retrieved.rules],  # type: ignore[attr-defined]
-        "examples": [PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer), s.score) for s in retrieved.episodes],  # type: ignore[attr-defined]
+        "rules": [PromptItem(s.item.id, s.item.text(), s.score, stored=s.item.step) for s in retrieved.rules],  # type: ignore[attr-defined]
+        "examples": [
+            PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer), s.score, stored=s.item.step)  # type: ignore[attr-defined]
+            for s in retrieved.episodes
+        ],
         "mistakes": [
-            PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer, "Wrong answer"), s.score)  # type: ignore[attr-defined]
+            PromptItem(s.item.key, _fmt_pair(s.item.input, s.item.answer, "Wrong answer"), s.score, stored=s.item.step)  # type: ignore[attr-defined]
             for s in retrieved.anti_patterns
         ],
         "working_memory": [PromptItem(f"turn-{t.step}", _fmt_pair(t.input, t.answer), float(t.step)) for t in retrieved.working],
@@ -163,12 +169,19 @@ def prompt_blocks(retrieved: Retrieved, text: str, instruction: str | None, evid
     }
 
 
-#: Blocks whose items ``CompilerPolicy.nearest_last`` writes in ascending score order.
+#: Blocks whose items ``CompilerPolicy.nearest_last`` writes in ascending score order, and
+#: ``CompilerPolicy.item_order: stored`` in the order they were stored.
 NEAREST_LAST_BLOCKS = ("examples", "rules", "mistakes")
 
 
+def _stored_order(items: list[PromptItem]) -> list[PromptItem]:
+    """Oldest stored first (ties, and items without a step, by id): the order does not depend
+    on the input, so the same items render to the same text."""
+    return sorted(items, key=lambda i: (i.stored if i.stored is not None else -1, i.id))
+
+
 def _render(
-    layout: Iterable[str], shown: dict[str, list[PromptItem]], nearest_last: bool = False
+    layout: Iterable[str], shown: dict[str, list[PromptItem]], nearest_last: bool = False, stored_order: bool = False
 ) -> tuple[tuple[PromptSection, ...], str]:
     has_memory = any(shown.get(b) for b in PREAMBLE_BLOCKS)
     sections = []
@@ -176,7 +189,9 @@ def _render(
         items = shown.get(block) or []
         if not items or (block == "preamble" and not has_memory):
             continue
-        if nearest_last and block in NEAREST_LAST_BLOCKS:
+        if stored_order and block in NEAREST_LAST_BLOCKS:
+            items = _stored_order(items)
+        elif nearest_last and block in NEAREST_LAST_BLOCKS:
             items = items[::-1]
         if block == "scoped_context":
             items = _time_ordered(items)
@@ -194,7 +209,7 @@ def compile_prompt(
 
     Args:
       blocks: block name → candidate items.
-      policy: layout, drop order, per-item cap (tokens).
+      policy: layout, drop order, per-item cap (tokens), the items' display order.
       count_tokens: text → tokens, the model's own tokenizer.
       budget: hard cap in tokens; the shell passes ``min(policy budget, window − answer reserve)``.
     Returns:
@@ -233,7 +248,7 @@ def compile_prompt(
     def attempt(j: int) -> tuple[tuple[PromptSection, ...], str, int]:
         gone = {(b, it.id) for b, it in seq[:j]}
         kept = {b: [it for it in shown[b] if (b, it.id) not in gone] for b in layout}
-        sections, text = _render(layout, kept, policy.nearest_last)
+        sections, text = _render(layout, kept, policy.nearest_last, policy.item_order == "stored")
         return sections, text, count_tokens(text)
 
     # Smallest j such that dropping seq[:j] fits (binary search on exact counts; the count

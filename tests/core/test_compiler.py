@@ -137,3 +137,29 @@ def test_nearest_last_reverses_memory_items_but_not_what_is_dropped():
     tight = compile_prompt(blocks, attrs.evolve(DEFAULT, nearest_last=True), word_count, first.token_count - 2)
     assert [d.id for d in tight.dropped] == ["far"]
     assert tight.item_ids("examples") == ("mid", "near")
+
+
+def test_stored_order_writes_the_same_items_as_the_same_text_whatever_their_scores():
+    def blocks(near: float, mid: float, far: float) -> dict[str, list[PromptItem]]:
+        return {
+            "input": [PromptItem("input", "q", 0.0)],
+            "examples": [PromptItem("e7", "e seven", near, stored=7), PromptItem("e3", "e three", mid, stored=3),
+                         PromptItem("e5", "e five", far, stored=5)],
+            "rules": [PromptItem("r9-1", "rule b", 0.8, stored=9), PromptItem("r9-0", "rule a", 0.2, stored=9)],
+        }
+
+    stored = attrs.evolve(DEFAULT, item_order="stored")
+    one = compile_prompt(blocks(0.9, 0.5, 0.1), stored, word_count)
+    two = compile_prompt(blocks(0.1, 0.9, 0.5), stored, word_count)  # another input: the same items, other scores
+    assert one.item_ids("examples") == two.item_ids("examples") == ("e3", "e5", "e7")
+    assert one.item_ids("rules") == ("r9-0", "r9-1")  # same step: by id
+    assert one.text == two.text
+    # nearest_last has no effect under 'stored'
+    assert compile_prompt(blocks(0.9, 0.5, 0.1), attrs.evolve(stored, nearest_last=True), word_count).text == one.text
+    # by score (the default) the two inputs' prompts differ
+    assert compile_prompt(blocks(0.9, 0.5, 0.1), DEFAULT, word_count).item_ids("examples") == ("e7", "e3", "e5")
+    assert compile_prompt(blocks(0.1, 0.9, 0.5), DEFAULT, word_count).item_ids("examples") == ("e3", "e5", "e7")
+    # under pressure the lowest-scored example still goes first
+    tight = compile_prompt(blocks(0.9, 0.5, 0.1), attrs.evolve(stored, drop_order=("examples", "rules")), word_count, one.token_count - 2)
+    assert [d.id for d in tight.dropped] == ["e5"]
+    assert tight.item_ids("examples") == ("e3", "e7")
