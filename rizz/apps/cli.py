@@ -384,7 +384,7 @@ def bench(
     rendering: str | None = typer.Option(None, help="raw | chat | chat-turns (default by backend)."),
     budget: int | None = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
     ray: str | None = typer.Option(None, "--ray", metavar="[ADDRESS]",
-                                      help="Run each policy as a Ray task: a local Ray by default, or a cluster (auto | HOST:PORT | ray://HOST:10001). ADDRESS may follow --ray or be written --ray=ADDRESS."),
+                                      help="Run each policy as a Ray task: a local Ray by default (local), or a cluster (auto | HOST:PORT | ray://HOST:10001). ADDRESS may follow --ray or be written --ray=ADDRESS."),
     user_model: str | None = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model); not with --ray."),
 ) -> None:
     """Several policies over the same stream and model, side by side (report.md, results.json, PNG plots).

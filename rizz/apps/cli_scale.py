@@ -40,7 +40,7 @@ def sweep(
     model: str | None = typer.Option(None, "--model", "-m", help=MODEL_HELP + " (default: the spec's model, else embedded)"),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="First N elements of each stream (overrides the spec's limit)."),
     ray: str | None = typer.Option(None, "--ray", metavar="[ADDRESS]",
-                                      help="Run each (policy, cell) as a Ray task: a local Ray by default, or a cluster (auto | HOST:PORT | ray://HOST:10001)."),
+                                      help="Run each (policy, cell) as a Ray task: a local Ray by default (local), or a cluster (auto | HOST:PORT | ray://HOST:10001)."),
 ) -> None:
     """A grid over policy fields x streams x seeds: validated policies, run (optionally on Ray), one report.
 

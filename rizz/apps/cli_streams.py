@@ -83,7 +83,7 @@ def build_cmd(
     order: str | None = typer.Option(
         None, help="sequential | interleaved (default: interleaved for streambench and interference, else sequential)."),
     split: str = typer.Option("test", help="train | eval | test (bfcl: train | test; tau-bench: train | dev | test)."),
-    per_task: int | None = typer.Option(None, "--per-task", help="First N items per task."),
+    per_task: int | None = typer.Option(None, "--per-task", help="First N items per task (default: every item)."),
     seed: int = typer.Option(0, help="Seed of the interleaving shuffle."),
     tasks: str | None = typer.Option(
         None, help="Comma list: TRACE tasks, LoCoMo conversations (conv-41), StreamBench sources or interference groups (numbers, letters, code, text)."),
