@@ -22,7 +22,8 @@ Doubt tests: ``anchor`` is :func:`~rizz.core.routing.needs_label` (one anchor pe
 first input routed there) with the default policy's thresholds and looser ones (``floor`` /
 ``lead``: confident also when the top cosine is at least ``floor`` and leads every rival of
 another task by ``lead``); ``members`` compares with every input already routed to a branch
-(the nearest of its newest 16), a k-NN router. A real run spawns more branches than tasks
+(the nearest of its newest 16), a k-NN router; ``centroid`` with the normalised mean of
+every input routed to a branch (its centroid, as the quarantine's centroid test keeps it). A real run spawns more branches than tasks
 (fragmentation), so its judge counts are lower than ``anchor``'s here; the comparison between
 tests is what this measures. Prints one table per stream.
 """
@@ -45,8 +46,14 @@ from rizz.formats.streams import read_stream  # noqa: E402
 MEMBERS_KEPT = 16
 
 
+def _centroid(rows: list[np.ndarray]) -> np.ndarray:
+    m = np.mean(np.stack(rows), axis=0)
+    out: np.ndarray = m / max(float(np.linalg.norm(m)), 1e-12)
+    return out[None, :]
+
+
 def route_all(tasks: list[str], vecs: np.ndarray, confident: float, margin: float, *, floor: float | None = None,
-              lead: float = 0.0, members: bool = False) -> tuple[int, int]:
+              lead: float = 0.0, members: bool = False, centroid: bool = False) -> tuple[int, int]:
     """(judge calls, misrouted) of one doubt test over the stream (see the module docstring)."""
     branches: dict[str, list[np.ndarray]] = {}
     judge = wrong = 0
@@ -54,7 +61,8 @@ def route_all(tasks: list[str], vecs: np.ndarray, confident: float, margin: floa
         sure, top = False, ""
         if branches:
             names = list(branches)
-            rows = [np.stack(branches[n][-MEMBERS_KEPT:]) if members else branches[n][0][None, :] for n in names]
+            rows = [np.stack(branches[n][-MEMBERS_KEPT:]) if members else _centroid(branches[n]) if centroid
+                    else branches[n][0][None, :] for n in names]
             cos = np.array([float((r @ x).max()) for r in rows])
             i = int(np.argmax(cos))
             top = names[i]
@@ -82,7 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     tests = [(f"anchor (default: cos >= {c:.2f}, lead >= {m:.2f})", {}),
              ("anchor, or cos >= 0.15 and lead >= 0.10", {"floor": 0.15, "lead": 0.10}),
              ("members (k-NN), default thresholds", {"members": True}),
-             ("members (k-NN), cos >= 0.40", {"members": True, "confident": 0.40})]
+             ("members (k-NN), cos >= 0.40", {"members": True, "confident": 0.40}),
+             ("centroid, default thresholds", {"centroid": True}),
+             ("centroid, cos >= 0.40", {"centroid": True, "confident": 0.40})]
     emb = Embedder()
     for path in args.streams:
         els = [e for e in read_stream(path).elements if not e.context_only][: args.limit]
