@@ -274,7 +274,7 @@ class CompilerPolicy:
         "inside the examples, rules and mistakes blocks, write the highest-scored item last, next to the input (small models copy the nearest example)",
     )
     item_order: str = _optional(_choice(
-        "score", ("score", "stored"), "rizz (evaluated prompt tokens with a prefix-caching backend)",
+        "score", ("score", "stored"), "rizz (results/2026-12-03-stored-order.md: evaluated prompt tokens with a prompt cache)",
         "inside the examples, rules and mistakes blocks, write the items by score ('score', see nearest_last) or in the order they were "
         "stored, oldest first ('stored'): the same items then give the same text whatever the input, so a backend's prompt cache reuses "
         "it (which items are kept under the budget still follows their scores; nearest_last has no effect with 'stored')"))
