@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/judge_doubt.py [STREAM ...] [--limit N]
+    python benchmarks/judge_doubt.py [STREAM ...] [--limit N] [--centroid-grid]
 
     python benchmarks/judge_doubt.py data/trace-mini/test.jsonl data/interference-mini/test.jsonl
 
@@ -52,6 +52,14 @@ def _centroid(rows: list[np.ndarray]) -> np.ndarray:
     return out[None, :]
 
 
+def _rows(members: list[np.ndarray], *, knn: bool, centroid: bool) -> np.ndarray:
+    """What an input is compared with for one branch: its newest members (k-NN), its centroid,
+    or its anchor (the first member)."""
+    if knn:
+        return np.stack(members[-MEMBERS_KEPT:])
+    return _centroid(members) if centroid else members[0][None, :]
+
+
 def route_all(tasks: list[str], vecs: np.ndarray, confident: float, margin: float, *, floor: float | None = None,
               lead: float = 0.0, members: bool = False, centroid: bool = False) -> tuple[int, int]:
     """(judge calls, misrouted) of one doubt test over the stream (see the module docstring)."""
@@ -61,8 +69,7 @@ def route_all(tasks: list[str], vecs: np.ndarray, confident: float, margin: floa
         sure, top = False, ""
         if branches:
             names = list(branches)
-            rows = [np.stack(branches[n][-MEMBERS_KEPT:]) if members else _centroid(branches[n]) if centroid
-                    else branches[n][0][None, :] for n in names]
+            rows = [_rows(branches[n], knn=members, centroid=centroid) for n in names]
             cos = np.array([float((r @ x).max()) for r in rows])
             i = int(np.argmax(cos))
             top = names[i]
@@ -84,6 +91,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("streams", nargs="*", default=["data/trace-mini/test.jsonl", "data/interference-mini/test.jsonl",
                                                    "data/streambench-mini/test.jsonl"])
     ap.add_argument("--limit", type=int, default=None, help="first N elements of each stream")
+    ap.add_argument("--centroid-grid", action="store_true",
+                    help="print the centroid test over confident cos 0.30-0.50 x lead 0.05/0.10 (how its threshold was chosen on train streams)")
     args = ap.parse_args(argv)
     r = load_policy("default").routing
     c, m = r.confident_similarity, r.confident_margin
@@ -100,9 +109,11 @@ def main(argv: list[str] | None = None) -> None:
         vecs = emb.embed([e.input if not e.instruction else f"{e.instruction}\n\n{e.input}" for e in els])
         print(f"\n{path}: {len(els)} answered elements, {len(set(tasks))} tasks")
         print(f"  {'doubt test':<48} {'judge':>6} {'misrouted':>10}")
-        for name, kw in tests:
+        grid = [(f"centroid, cos >= {g:.2f}, lead >= {lead:.2f}", {"centroid": True, "confident": g, "margin": lead})
+                for g in (0.30, 0.35, 0.40, 0.45, 0.50) for lead in (0.05, 0.10)]
+        for name, kw in tests[:1] + grid if args.centroid_grid else tests:
             kw = dict(kw)
-            j, w = route_all(tasks, vecs, kw.pop("confident", c), m, **kw)
+            j, w = route_all(tasks, vecs, kw.pop("confident", c), kw.pop("margin", m), **kw)
             print(f"  {name:<48} {j:>6} {w:>10}")
 
 

@@ -169,9 +169,9 @@ def prompt_blocks(retrieved: Retrieved, text: str, instruction: str | None, evid
     }
 
 
-#: Blocks whose items ``CompilerPolicy.nearest_last`` writes in ascending score order, and
-#: ``CompilerPolicy.item_order: stored`` in the order they were stored.
-NEAREST_LAST_BLOCKS = ("examples", "rules", "mistakes")
+#: Blocks whose items' display order the policy sets: by score (``CompilerPolicy.nearest_last``
+#: reverses it) or, under ``CompilerPolicy.item_order: stored``, in the order they were stored.
+ORDERED_BLOCKS = ("examples", "rules", "mistakes")
 
 
 def _stored_order(items: list[PromptItem]) -> list[PromptItem]:
@@ -181,7 +181,7 @@ def _stored_order(items: list[PromptItem]) -> list[PromptItem]:
 
 
 def _render(
-    layout: Iterable[str], shown: dict[str, list[PromptItem]], nearest_last: bool = False, stored_order: bool = False
+    layout: Iterable[str], shown: dict[str, list[PromptItem]], policy: CompilerPolicy | None = None
 ) -> tuple[tuple[PromptSection, ...], str]:
     has_memory = any(shown.get(b) for b in PREAMBLE_BLOCKS)
     sections = []
@@ -189,10 +189,11 @@ def _render(
         items = shown.get(block) or []
         if not items or (block == "preamble" and not has_memory):
             continue
-        if stored_order and block in NEAREST_LAST_BLOCKS:
-            items = _stored_order(items)
-        elif nearest_last and block in NEAREST_LAST_BLOCKS:
-            items = items[::-1]
+        if policy is not None and block in ORDERED_BLOCKS:
+            if policy.item_order == "stored":
+                items = _stored_order(items)
+            elif policy.nearest_last:
+                items = items[::-1]
         if block == "scoped_context":
             items = _time_ordered(items)
         sections.append(PromptSection(block, HEADERS[block], tuple(items)))
@@ -248,7 +249,7 @@ def compile_prompt(
     def attempt(j: int) -> tuple[tuple[PromptSection, ...], str, int]:
         gone = {(b, it.id) for b, it in seq[:j]}
         kept = {b: [it for it in shown[b] if (b, it.id) not in gone] for b in layout}
-        sections, text = _render(layout, kept, policy.nearest_last, policy.item_order == "stored")
+        sections, text = _render(layout, kept, policy)
         return sections, text, count_tokens(text)
 
     # Smallest j such that dropping seq[:j] fits (binary search on exact counts; the count
