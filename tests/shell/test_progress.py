@@ -76,7 +76,7 @@ from livekit import HashEmbedder, StubModel
 class Slow(StubModel):
     name = "fake:slow"
     def generate(self, messages, **kw):
-        time.sleep(60)
+        time.sleep(3600)  # until the test's Ctrl-C (never returns: a loaded machine may show the bar late)
 import rizz.adapters.models, rizz.adapters.embedder
 rizz.adapters.models.load_model = lambda spec, **kw: Slow()
 rizz.adapters.embedder.Embedder = HashEmbedder
@@ -106,7 +106,7 @@ def test_ctrl_c_before_the_first_step_says_so_on_its_own_line(tmp_path):
     master, slave = pty.openpty()  # the slave stays open here too, so no output is lost when the child exits
     child = subprocess.Popen([sys.executable, "-c", code], stdin=slave, stdout=slave, stderr=slave,
                              env=dict(os.environ, COLUMNS="100", PYTHONPATH=str(root)))
-    seen, deadline, sent = b"", time.time() + 120, False
+    seen, deadline, sent = b"", time.time() + 300, False
     while time.time() < deadline:
         if not sent and b"0/3" in seen:  # the bar is up: the first step is running
             child.send_signal(signal.SIGINT)
@@ -115,6 +115,8 @@ def test_ctrl_c_before_the_first_step_says_so_on_its_own_line(tmp_path):
             seen += os.read(master, 65536)
         elif child.poll() is not None:
             break
+    if not sent:
+        child.kill()  # the bar never came up: fail below on `sent`, not on a child left sleeping
     child.wait(timeout=30)
     os.close(master)
     os.close(slave)
