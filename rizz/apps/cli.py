@@ -401,7 +401,7 @@ def bench(
 def demo(
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where to write the bench."),
     limit: int = typer.Option(DEMO_LIMIT, "--limit", "-n", min=1, help="Stream elements per policy."),
-    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP + " (default: the embedded offline model)"),
+    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
     budget: int = typer.Option(DEMO_BUDGET, "--budget", min=MIN_BUDGET, help="Prompt budget cap in tokens, for both policies."),
 ) -> None:
     """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model.

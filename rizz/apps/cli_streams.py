@@ -143,8 +143,8 @@ def check_cmd(
             typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1) from None
-    except OSError as err:
-        typer.echo(f"error: {err}", err=True)
+    except OSError as err:  # "error: s.jsonl: No such file or directory", not Python's [Errno 2] form
+        typer.echo(f"error: {stream}: {err.strerror or err}", err=True)
         raise typer.Exit(1) from None
     for bad in read.bad:
         typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)

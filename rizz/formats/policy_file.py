@@ -227,8 +227,9 @@ def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
         base_path = POLICY_DIR / f"{parent}.yaml"  # `extends: default` names a shipped policy
     if not base_path.exists():
         names = sorted(p.stem for p in POLICY_DIR.glob('*.yaml'))
+        shipped = "" if Path(parent).suffix else f" and a shipped {parent}.yaml"
         raise bad(f"$.extends: {parent!r} not found{did_you_mean(Path(parent).stem, names)} "
-                  f"(looked for {_shown(base_path)}; shipped names: " + ", ".join(names) + ")")
+                  f"(looked for {_shown(base_path)}{shipped}; shipped names: " + ", ".join(names) + ")")
     if base_path in seen + (path,):  # named at the `extends:` that closes the cycle
         raise bad(f"$.extends: cycle through {' -> '.join(_shown(q) for q in seen + (path, base_path))}")
     base = _read(base_path, seen + (path,))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rizz.errors import RizzError
@@ -64,6 +64,12 @@ def describe(value: Any) -> str:
 
 def _expect(field: str, expected: str, value: Any) -> FieldError:
     return FieldError(field, f"expected {expected}, got {describe(value)}")
+
+
+def _not_one_of(field: str, allowed: Sequence[str], value: Any) -> FieldError:
+    """``expected one of a, b, got 'x'; did you mean `a`?`` (the hint only for a misspelt string)."""
+    hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
+    return FieldError(field, f"expected one of {', '.join(allowed)}, got {describe(value)}{hint}")
 
 
 def _check_str(field: str, value: Any, *, optional: bool = False, nonempty: bool = False) -> None:
@@ -136,7 +142,7 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
     _check_str("metadata.tenant", meta.get("tenant"), optional=True, nonempty=True)
     shape = meta.get("shape")
     if shape is not None and shape not in SHAPES:
-        raise _expect("metadata.shape", "one of " + ", ".join(SHAPES), shape)
+        raise _not_one_of("metadata.shape", SHAPES, shape)
     time = meta.get("time")
     if time is not None:
         try:
@@ -156,7 +162,7 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
             if key in meta:
                 _check_str(f"metadata.{key}", meta[key], optional=True)
     if verifier == "token_f1" and "f1_variant" in meta and meta["f1_variant"] not in F1_VARIANTS:
-        raise _expect("metadata.f1_variant", "one of " + ", ".join(F1_VARIANTS), meta["f1_variant"])
+        raise _not_one_of("metadata.f1_variant", F1_VARIANTS, meta["f1_variant"])
     if verifier == "sari":
         _check_str("metadata.source", meta.get("source"), nonempty=True)
     elif "source" in meta:
@@ -258,6 +264,26 @@ def _check_unicode(obj: Mapping[str, Any]) -> None:
         raise FieldError(hit[0], f"a lone UTF-16 surrogate \\u{ord(hit[1]):04x} (an unpaired \\u escape); expected valid Unicode text")
 
 
+#: Keys other datasets use for a contract field (HotpotQA's ``answer``, HumanEval's ``prompt``, ...):
+#: an unknown key named here is answered with the field it most likely means.
+FIELD_SYNONYMS: dict[str, str] = {
+    "answer": "reference", "answers": "reference", "gold": "reference", "label": "reference",
+    "output": "reference", "target": "reference", "question": "input", "prompt": "input",
+    "task": "metadata.task", "shape": "metadata.shape", "scope": "metadata.scope", "time": "metadata.time",
+}
+
+
+def _field_hint(key: str) -> str:
+    """``"; did you mean `reference`?"`` for a known synonym or a misspelling of a field, else ``""``.
+
+    The misspelling cutoff is 0.65, above difflib's 0.6, so ``answer`` is not matched to ``user``
+    (ratio 0.6) while ``meta`` still finds ``metadata`` (0.67).
+    """
+    if key in FIELD_SYNONYMS:
+        return f"; did you mean `{FIELD_SYNONYMS[key]}`?"
+    return did_you_mean(key, FIELDS, cutoff=0.65)
+
+
 def validate(obj: Any) -> None:
     """Raise :class:`FieldError` for the first contract violation in a decoded line."""
     if not isinstance(obj, Mapping):
@@ -265,7 +291,7 @@ def validate(obj: Any) -> None:
     _check_unicode(obj)
     unknown = [k for k in obj if k not in FIELDS]
     if unknown:
-        raise FieldError(unknown[0], "unknown field; expected one of " + ", ".join(FIELDS))
+        raise FieldError(unknown[0], f"unknown field{_field_hint(unknown[0])} (expected one of {', '.join(FIELDS)})")
     for required in ("id", "input"):
         if required not in obj:
             raise FieldError(required, "required field missing")

@@ -30,13 +30,14 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def did_you_mean(key: str, allowed: Iterable[str]) -> str:
+def did_you_mean(key: str, allowed: Iterable[str], cutoff: float = 0.6) -> str:
     """``"; did you mean `x`?"`` for the closest of ``allowed`` to a misspelt ``key``
-    (:func:`difflib.get_close_matches`, its default cutoff 0.6), else ``""``.
+    (:func:`difflib.get_close_matches`, its default ``cutoff`` 0.6: the similarity ratio in
+    [0, 1] a match needs), else ``""``.
 
     Example:
         >>> did_you_mean("snap_treshold", ["snap_threshold", "top_k"]), did_you_mean("zzz", ["top_k"])
         ('; did you mean `snap_threshold`?', '')
     """
-    close = difflib.get_close_matches(key, list(allowed), n=1)
+    close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=cutoff)
     return f"; did you mean `{close[0]}`?" if close else ""

@@ -192,7 +192,7 @@ def test_extends_errors_name_the_file_and_line_of_extends(tmp_path, monkeypatch)
     names = ", ".join(sorted(q.stem for q in POLICY_DIR.glob("*.yaml")))
     cases = [
         ("# mine\nextends: some-name-that-does-not-exist\n", "p.yaml:2: $.extends: 'some-name-that-does-not-exist' not found "
-         f"(looked for some-name-that-does-not-exist; shipped names: {names})"),
+         f"(looked for some-name-that-does-not-exist and a shipped some-name-that-does-not-exist.yaml; shipped names: {names})"),
         ("routing: {mode: single}\nextends: [default]\n", "p.yaml:2: $.extends: expected a path, got ['default']"),
         ("extends: yes\n", "p.yaml:1: $.extends: expected a path, got true"),
     ]

@@ -46,12 +46,16 @@ BAD_LINES = [
     ("missing-input", _line(input=_DROP), "input", "field 'input': required field missing"),
     ("id-int", _line(id=7), "id", "field 'id': expected a string, got 7"),
     ("input-null", _line(input=None), "input", "field 'input': expected a string, got null"),
-    ("unknown-key", _line(answer="A"), "answer", "field 'answer': unknown field"),
+    ("unknown-key", _line(answer="A"), "answer", "field 'answer': unknown field; did you mean `reference`? (expected one of"),
+    ("unknown-key-no-hint", _line(gloss="A"), "gloss", "field 'gloss': unknown field (expected one of id, input,"),
+    ("misspelt-key", _line(verifer="exact_match"), "verifer",
+     "field 'verifer': unknown field; did you mean `verifier`? (expected one of id, input,"),
     ("instruction-list", _line(instruction=["a"]), "instruction",
      "field 'instruction': expected a string or null, got a list"),
     ("metadata-list", _line(metadata=[]), "metadata", "field 'metadata': expected an object or null, got a list"),
     ("shape", _line(metadata={"shape": "letters"}), "metadata.shape",
-     "field 'metadata.shape': expected one of letter, number, label, span, text, code, json, got 'letters'"),
+     "field 'metadata.shape': expected one of letter, number, label, span, text, code, json, got 'letters'; "
+     "did you mean `letter`?"),
     ("task-int", _line(metadata={"task": 3}), "metadata.task", "field 'metadata.task': expected a string or null, got 3"),
     ("scope-bool", _line(metadata={"scope": True}), "metadata.scope",
      "field 'metadata.scope': expected a string or null, got true"),
@@ -321,8 +325,8 @@ def test_check_reports_every_bad_line_unless_first(tmp_path) -> None:
     assert every.exit_code == 1
     assert every.output.splitlines()[:2] == [
         f"error: {path}:2: field 'id': expected a string, got 7",
-        f"error: {path}:4: field 'x': unknown field; expected one of id, input, instruction, metadata, evidence, "
-        "reference, verifier, context_only, tools, turns, user, environment",
+        f"error: {path}:4: field 'x': unknown field (expected one of id, input, instruction, metadata, evidence, "
+        "reference, verifier, context_only, tools, turns, user, environment)",
     ]
     first = CliRunner().invoke(streams_app, ["check", "--first", str(path)])
     assert first.exit_code == 1 and first.output.splitlines() == [f"error: {path}:2: field 'id': expected a string, got 7"]
