@@ -23,7 +23,9 @@ first input routed there) with the default policy's thresholds and looser ones (
 ``lead``: confident also when the top cosine is at least ``floor`` and leads every rival of
 another task by ``lead``); ``members`` compares with every input already routed to a branch
 (the nearest of its newest 16), a k-NN router; ``centroid`` with the normalised mean of
-every input routed to a branch (its centroid, as the quarantine's centroid test keeps it). A real run spawns more branches than tasks
+every input routed to a branch (its centroid, as the quarantine's centroid test keeps it); ``trusted
+after N`` is ``anchor`` except that a branch the judge has named as the nearest branch's task N
+times in a row is routed to without asking (a judge answer naming another task resets it). A real run spawns more branches than tasks
 (fragmentation), so its judge counts are lower than ``anchor``'s here; the comparison between
 tests is what this measures. Prints one table per stream.
 """
@@ -61,9 +63,11 @@ def _rows(members: list[np.ndarray], *, knn: bool, centroid: bool) -> np.ndarray
 
 
 def route_all(tasks: list[str], vecs: np.ndarray, confident: float, margin: float, *, floor: float | None = None,
-              lead: float = 0.0, members: bool = False, centroid: bool = False) -> tuple[int, int]:
+              lead: float = 0.0, members: bool = False, centroid: bool = False, trust: int | None = None,
+              trust_floor: float = -1.0) -> tuple[int, int]:
     """(judge calls, misrouted) of one doubt test over the stream (see the module docstring)."""
     branches: dict[str, list[np.ndarray]] = {}
+    confirmed: dict[str, int] = {}  # judge answers that named the nearest branch, in a row
     judge = wrong = 0
     for task, x in zip(tasks, vecs):
         sure, top = False, ""
@@ -77,11 +81,15 @@ def route_all(tasks: list[str], vecs: np.ndarray, confident: float, margin: floa
             sure = cos[i] >= confident and cos[i] - rival >= margin
             if not sure and floor is not None:
                 sure = cos[i] >= floor and cos[i] - rival >= lead
+            if not sure and trust is not None:
+                sure = confirmed.get(top, 0) >= trust and cos[i] >= trust_floor
         if sure:
             wrong += top != task
             branches[top].append(x)
         else:
             judge += 1
+            if top:
+                confirmed[top] = confirmed.get(top, 0) + 1 if task == top else 0
             branches.setdefault(task, []).append(x)
     return judge, wrong
 
@@ -101,7 +109,11 @@ def main(argv: list[str] | None = None) -> None:
              ("members (k-NN), default thresholds", {"members": True}),
              ("members (k-NN), cos >= 0.40", {"members": True, "confident": 0.40}),
              ("centroid, default thresholds", {"centroid": True}),
-             ("centroid, cos >= 0.40", {"centroid": True, "confident": 0.40})]
+             ("centroid, cos >= 0.40", {"centroid": True, "confident": 0.40}),
+             ("anchor, trusted after 2 confirmations", {"trust": 2}),
+             ("anchor, trusted after 3 confirmations", {"trust": 3}),
+             ("anchor, trusted after 3, only cos >= 0.30", {"trust": 3, "trust_floor": 0.30}),
+             ("anchor, trusted after 5 confirmations", {"trust": 5})]
     emb = Embedder()
     for path in args.streams:
         els = [e for e in read_stream(path).elements if not e.context_only][: args.limit]
