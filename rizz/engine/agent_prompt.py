@@ -25,7 +25,7 @@ from rizz.core import CompiledPrompt, PromptBudgetError, compile_prompt, prompt_
 from rizz.core.policy import CompilerPolicy
 from rizz.formats.streams import StreamElement
 
-__all__ = ["NATIVE_PROTOCOL", "PROTOCOL", "ELIDED", "episode_prompt", "task_text", "transcript_text"]
+__all__ = ["CALL_STYLES", "NATIVE_PROTOCOL", "PROTOCOL", "ELIDED", "episode_prompt", "task_text", "transcript_text"]
 
 #: How the model calls tools in the text protocol (Python call syntax, as BFCL prompts).
 PROTOCOL = ("You can call the tools listed below. To call tools, reply with Python call syntax only, "
@@ -48,30 +48,44 @@ def task_text(el: StreamElement, protocol: str = PROTOCOL) -> str:
     return f"{head}{protocol}\n\nTools:\n{tools}"
 
 
-def _line(e: dict[str, Any], elided: bool) -> str:
+#: How the transcript writes the agent's earlier calls: ``python`` as the text protocol asks for
+#: them (``[tool_a(x=1)]``); ``json`` as a chat template's tool-call block holds them (one
+#: ``{"name": ..., "arguments": {...}}`` object a call). A model copies the form it sees: the
+#: Qwen2.5-Coder-1.5B, shown its own earlier calls in Python syntax, wrote every later call as
+#: that text instead of a tool call (results/2026-12-03-bfcl-multi-turn-qwen15.md).
+CALL_STYLES = ("python", "json")
+
+
+def _line(e: dict[str, Any], elided: bool, call_style: str = "python") -> str:
     if e["role"] == "user":
         return f"User: {e['text']}"
     if e["role"] == "assistant":
         calls = e.get("calls") or []
+        if calls and call_style == "json":
+            return "Assistant: " + "\n".join(json.dumps({"name": n, "arguments": a}, ensure_ascii=False) for n, a in calls)
         if calls:
             return "Assistant: [" + ", ".join(format_call(ToolCall(n, a)) for n, a in calls) + "]"
         return f"Assistant: {e['text']}"
     return f"Tool {e['name'] or '(call)'}: {ELIDED if elided else e['result']}"
 
 
-def transcript_text(transcript: list[dict[str, Any]], elided: set[int] = frozenset(), dropped: int = 0) -> str:  # type: ignore[assignment]
+def transcript_text(transcript: list[dict[str, Any]], elided: set[int] = frozenset(), dropped: int = 0,  # type: ignore[assignment]
+                    call_style: str = "python") -> str:
     """The transcript as prompt text; ``elided`` tool events show :data:`ELIDED`; the ``dropped``
-    oldest events after the first are left out (with a note)."""
-    lines = [_line(transcript[0], False)] if transcript else []
+    oldest events after the first are left out (with a note); earlier calls in ``call_style``
+    (:data:`CALL_STYLES`)."""
+    lines = [_line(transcript[0], False, call_style)] if transcript else []
     if dropped:
         lines.append(f"[{dropped} earlier events elided]")
-    lines += [_line(e, i in elided) for i, e in enumerate(transcript) if i > dropped]
+    lines += [_line(e, i in elided, call_style) for i, e in enumerate(transcript) if i > dropped]
     return "\n".join(lines) + "\nAssistant:"
 
 
 def episode_prompt(retrieved: Any, el: StreamElement, transcript: list[dict[str, Any]], policy: CompilerPolicy,
-                   count_tokens: Callable[[str], int], budget: int, protocol: str = PROTOCOL) -> CompiledPrompt:
-    """Compile one agent step's prompt (see the module docstring). Raises PromptBudgetError."""
+                   count_tokens: Callable[[str], int], budget: int, protocol: str = PROTOCOL,
+                   call_style: str = "python") -> CompiledPrompt:
+    """Compile one agent step's prompt (see the module docstring); the transcript's earlier calls
+    in ``call_style`` (:data:`CALL_STYLES`). Raises PromptBudgetError."""
     task = task_text(el, protocol)
     base = count_tokens(task) + _SLACK
     if base > budget:
@@ -79,7 +93,7 @@ def episode_prompt(retrieved: Any, el: StreamElement, transcript: list[dict[str,
     tools = [i for i, e in enumerate(transcript) if e["role"] == "tool"]
     elided: set[int] = set()
     dropped = 0
-    text = transcript_text(transcript)
+    text = transcript_text(transcript, call_style=call_style)
     while base + count_tokens(text) > budget:
         if len(elided) < len(tools):
             elided.add(tools[len(elided)])
@@ -87,5 +101,5 @@ def episode_prompt(retrieved: Any, el: StreamElement, transcript: list[dict[str,
             dropped += 1
         else:
             raise PromptBudgetError(base + count_tokens(text), budget)
-        text = transcript_text(transcript, elided, dropped)
+        text = transcript_text(transcript, elided, dropped, call_style)
     return compile_prompt(prompt_blocks(retrieved, text, task, None), policy, count_tokens, budget)

@@ -47,6 +47,8 @@ class PromptedAgent:
     ``prompts`` grow with each step (the run log's calls and the step's prompt figures)."""
 
     protocol = PROTOCOL
+    #: How the prompt's transcript writes earlier calls (:data:`~rizz.engine.agent_prompt.CALL_STYLES`).
+    call_style = "python"
 
     def __init__(self, model: Any, policy: Policy, retrieved: Any, budget: int) -> None:
         self.model, self.policy, self.retrieved, self.budget = model, policy, retrieved, budget
@@ -57,7 +59,7 @@ class PromptedAgent:
         """This step's prompt, or None when the task alone does not fit the budget (overflow)."""
         try:
             prompt = episode_prompt(self.retrieved, el, transcript, self.policy.compiler, self.model.count_tokens,
-                                    self.budget, self.protocol)
+                                    self.budget, self.protocol, self.call_style)
         except PromptBudgetError:
             return None
         self.prompts.append(prompt)

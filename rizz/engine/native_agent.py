@@ -25,8 +25,10 @@ in the API's own structures:
   tool list goes to :meth:`~rizz.adapters.models.embedded.EmbeddedModel.generate_with_tools`
   (greedy, no system turn: the template's own), and the reply's call blocks are read by
   :func:`~rizz.adapters.agents.qwen_tools.parse_tool_calls` into the same calls; a malformed block
-  is a malformed call as on the OpenAI path; a prompt that fills the window ends the episode
-  as ``overflow``. This path always renders through the chat template, whatever
+  is a malformed call as on the OpenAI path; a reply with no call block that is a Python-syntax
+  call list of the element's tools is read as those calls (:func:`python_calls`); the prompt's
+  transcript writes the agent's earlier calls as call objects (``call_style`` ``json``), not in
+  Python syntax; a prompt that fills the window ends the episode as ``overflow``. This path always renders through the chat template, whatever
   ``--rendering`` (the episode's prompt record says ``chat``). SmolLM2 and template-less
   files keep the text protocol (:class:`~rizz.engine.model_agent.ModelAgent`).
 
@@ -51,7 +53,7 @@ import re
 import time
 from typing import Any
 
-from rizz.adapters.agents.calls import ToolCall
+from rizz.adapters.agents.calls import CallSyntaxError, ToolCall, parse_reply
 from rizz.adapters.agents.env import plain
 from rizz.adapters.agents.loop import AgentReply
 from rizz.adapters.agents.qwen_tools import parse_tool_calls, template_calls_tools
@@ -63,7 +65,7 @@ from rizz.engine.agent_prompt import NATIVE_PROTOCOL
 from rizz.engine.model_agent import PromptedAgent
 from rizz.formats.streams import StreamElement
 
-__all__ = ["SYSTEM", "NativeToolAgent", "api_name", "json_schema", "native_kind"]
+__all__ = ["SYSTEM", "NativeToolAgent", "api_name", "json_schema", "native_kind", "python_calls"]
 
 #: The OpenAI path's system message. llama-cpp-python's ``chatml-function-calling`` handler
 #: writes the tool list into the system turn only (no system message: the model never sees
@@ -131,6 +133,38 @@ def _element_calls(el: StreamElement, raw_calls: Any) -> tuple[ToolCall, ...]:
     return tuple(ToolCall(names.get(n, n), a) for n, a in raw_calls)
 
 
+#: Where a reply's own text ends and the model's invented continuation of the transcript begins.
+_TRANSCRIPT_LINE = re.compile(r"\n(?:User:|Tool |Assistant:)")
+
+
+def python_calls(el: StreamElement, text: str) -> tuple[ToolCall, ...]:
+    r"""Calls a template-format reply wrote as Python call syntax (``[get_order(id=1)]``, the
+    text protocol's and BFCL's form) instead of call blocks: its text up to the first invented
+    transcript line (``\nUser:``, ``\nTool ``, ``\nAssistant:``), read by
+    :func:`~rizz.adapters.agents.calls.parse_reply`, when every name is one of ``el``'s tools;
+    else ``()`` (the reply stays a message to the user).
+
+    rizz's leniency, measured: the Qwen2.5-Coder-1.5B made its first call of a BFCL multi-turn
+    episode as a call block and then wrote calls as this text, copying the transcript
+    (results/2026-12-03-bfcl-multi-turn-qwen15.md).
+
+    Example:
+        >>> el = StreamElement(id="x", input="hi", tools=({"name": "cd", "parameters": {}},))
+        >>> python_calls(el, "[cd(folder='docs')]\nTool cd: ok"), python_calls(el, "[ls()]"), python_calls(el, "Done.")
+        ((ToolCall(name='cd', arguments={'folder': 'docs'}),), (), ())
+    """
+    body = _TRANSCRIPT_LINE.split(text, maxsplit=1)[0]
+    try:
+        calls = parse_reply(body)
+    except CallSyntaxError:
+        return ()
+    names = {plain(t)["name"] for t in el.tools or ()}
+    names |= {api_name(n) for n in names}
+    if not calls or any(c.name not in names for c in calls):
+        return ()
+    return _element_calls(el, [(c.name, c.arguments) for c in calls])
+
+
 class NativeToolAgent(PromptedAgent):
     """One episode's agent over native tool calling: an API backend's, or an embedded GGUF's own
     chat-template format (see the module docstring)."""
@@ -141,6 +175,8 @@ class NativeToolAgent(PromptedAgent):
         super().__init__(model, policy, retrieved, budget)
         self.queue, self.inner = _layers(model)  # under serve, every request waits its turn in the queue
         self.kind = native_kind(model)
+        if self.kind == "template":  # earlier calls as the call objects the model is asked to write
+            self.call_style = "json"
 
     def _send(self, request: Any) -> Any:
         """``request()`` now, or in its turn in serve's shared queue."""
@@ -200,6 +236,10 @@ class NativeToolAgent(PromptedAgent):
         parsed = parse_tool_calls(gen.text)
         if parsed.error is not None:  # the reply as written, so the log shows the bad block
             return AgentReply(gen.text, error=parsed.error, prompt_tokens=prompt.token_count)
+        if not parsed.calls:
+            written = python_calls(el, parsed.message)
+            if written:
+                return AgentReply("", written, prompt_tokens=prompt.token_count)
         return AgentReply(parsed.message, _element_calls(el, parsed.calls), prompt_tokens=prompt.token_count)
 
     def ask(self, el: StreamElement, prompt: CompiledPrompt) -> AgentReply:

@@ -200,6 +200,40 @@ def test_under_serve_the_template_calls_wait_in_the_shared_queue(tmp_path, embed
     assert fair.waiting == 0
 
 
+def test_multi_turn_earlier_calls_show_as_call_objects_and_a_python_syntax_call_is_read(tmp_path, embedder) -> None:
+    """The 1.5B, shown its earlier calls as ``[f(x=1)]``, wrote its later calls as that text (and
+    went on inventing the transcript): the prompt now shows them as call objects, and such a text
+    reply is read as the calls it names, up to its first invented transcript line."""
+    el = BFCL["bfcl-multi_turn_base_100"]
+
+    def reply(prompt: str) -> str:
+        turn, results = prompt.count("\nUser: "), prompt.count("\nTool ")
+        if turn == 1:
+            return _block("get_stock_info", {"symbol": "NVDA"}) if results == 0 else "NVDA trades at 220.34."
+        if results == 1:
+            return "[fund_account(amount=2203.4)]\nTool fund_account: {\"status\": \"ok\"}\nAssistant: [get_account_info()]"
+        return "Funded."
+
+    model = TemplateStub(reply)
+    s, (rec,), out = _run(tmp_path, [el], model, embedder)
+    events = rec["episode"]["transcript"]
+    assert [e["calls"] for e in events if e["role"] == "assistant"] == [
+        [["get_stock_info", {"symbol": "NVDA"}]], [], [["fund_account", {"amount": 2203.4}]], []]
+    later = model.rendered[2]  # the second turn's first prompt
+    assert '\nAssistant: {"name": "get_stock_info", "arguments": {"symbol": "NVDA"}}\nTool get_stock_info: ' in later
+    assert "[get_stock_info(" not in later
+    assert rec["verdict"]["reward"] == 1.0 and rec["episode"]["tool_errors"] == 0
+    assert replay(out)["state_digest"] == s["state_digest"]
+
+
+@pytest.mark.parametrize("text", ["[get_account_info()]", "Done: [place_order(symbol='X')]", "[fund_account(amount=)]"])
+def test_python_syntax_that_names_no_tool_of_the_element_or_does_not_parse_stays_a_message(text: str) -> None:
+    from rizz.engine.native_agent import python_calls
+
+    el = BFCL["bfcl-simple_python_30"] if "bfcl-simple_python_30" in BFCL else next(e for e in BFCL.values() if e.tools)
+    assert python_calls(el, text) == ()
+
+
 def test_tau_episode_with_a_malformed_block_an_unknown_tool_and_the_gold(tmp_path, embedder) -> None:
     def reply(prompt: str) -> str:
         if "You are playing a customer" in prompt:
