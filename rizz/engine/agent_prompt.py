@@ -21,11 +21,13 @@ from typing import Any
 
 from rizz.adapters.agents.calls import ToolCall, format_call
 from rizz.adapters.agents.env import plain
+from rizz.adapters.models.base import Message
 from rizz.core import CompiledPrompt, PromptBudgetError, compile_prompt, prompt_blocks
 from rizz.core.policy import CompilerPolicy
 from rizz.formats.streams import StreamElement
 
-__all__ = ["CALL_STYLES", "NATIVE_PROTOCOL", "PROTOCOL", "ELIDED", "episode_prompt", "task_text", "transcript_text"]
+__all__ = ["CALL_STYLES", "NATIVE_PROTOCOL", "PROTOCOL", "ELIDED", "chat_turns", "episode_prompt", "fit_episode", "task_text",
+           "transcript_text"]
 
 #: How the model calls tools in the text protocol (Python call syntax, as BFCL prompts).
 PROTOCOL = ("You can call the tools listed below. To call tools, reply with Python call syntax only, "
@@ -86,6 +88,16 @@ def episode_prompt(retrieved: Any, el: StreamElement, transcript: list[dict[str,
                    call_style: str = "python") -> CompiledPrompt:
     """Compile one agent step's prompt (see the module docstring); the transcript's earlier calls
     in ``call_style`` (:data:`CALL_STYLES`). Raises PromptBudgetError."""
+    return fit_episode(retrieved, el, transcript, policy, count_tokens, budget, protocol, call_style)[0]
+
+
+def fit_episode(retrieved: Any, el: StreamElement, transcript: list[dict[str, Any]], policy: CompilerPolicy,
+                count_tokens: Callable[[str], int], budget: int, protocol: str = PROTOCOL,
+                call_style: str = "python") -> tuple[CompiledPrompt, frozenset[int], int]:
+    """:func:`episode_prompt` and how its transcript was fitted: ``(prompt, elided, dropped)``,
+    the indices of the tool events shown as :data:`ELIDED` and the number of oldest events after
+    the first left out (:func:`chat_turns` writes the same transcript as chat turns).
+    Raises PromptBudgetError."""
     task = task_text(el, protocol)
     base = count_tokens(task) + _SLACK
     if base > budget:
@@ -102,4 +114,36 @@ def episode_prompt(retrieved: Any, el: StreamElement, transcript: list[dict[str,
         else:
             raise PromptBudgetError(base + count_tokens(text), budget)
         text = transcript_text(transcript, elided, dropped, call_style)
-    return compile_prompt(prompt_blocks(retrieved, text, task, None), policy, count_tokens, budget)
+    return compile_prompt(prompt_blocks(retrieved, text, task, None), policy, count_tokens, budget), frozenset(elided), dropped
+
+
+def chat_turns(prompt: CompiledPrompt, transcript: list[dict[str, Any]], elided: frozenset[int], dropped: int) -> list[Message]:
+    """``prompt`` as chat turns for a model whose chat template carries tool calls (Qwen2.5's):
+    every compiled block but the transcript, then the first user line, as the first ``user``
+    turn; then each later event as its own turn, fitted as :func:`fit_episode` fitted it (the
+    ``dropped`` oldest after the first left out, with a note; ``elided`` tool results shown as
+    :data:`ELIDED`): the user's lines as ``user`` turns, the agent's calls as ``assistant``
+    turns holding ``<tool_call>`` blocks (the template's own form), its messages as
+    ``assistant`` turns, tool results as ``tool`` turns (the template wraps them in
+    ``<tool_response>``).
+
+    A chat model reads its own earlier turns as its own; shown the whole transcript as one
+    ``User:/Assistant:/Tool`` text, the Qwen2.5-Coder-1.5B continued that text instead of
+    answering (results/2026-12-03-bfcl-multi-turn-qwen15.md).
+    """
+    pre = "\n\n".join(s.text() for s in prompt.sections if s.block != "input")
+    first = transcript[0]["text"] if transcript else ""
+    note = f"\n\n[{dropped} earlier events elided]" if dropped else ""
+    turns = [Message("user", f"{pre}\n\n{first}{note}" if pre else f"{first}{note}")]
+    for i, e in enumerate(transcript):
+        if i == 0 or i <= dropped:
+            continue
+        if e["role"] == "user":
+            turns.append(Message("user", e["text"]))
+        elif e["role"] == "assistant":
+            blocks = [f"<tool_call>\n{json.dumps({'name': n, 'arguments': a}, ensure_ascii=False)}\n</tool_call>"
+                      for n, a in e.get("calls") or []]
+            turns.append(Message("assistant", "\n".join(([e["text"]] if e.get("text") else []) + blocks)))
+        else:
+            turns.append(Message("tool", ELIDED if i in elided else str(e["result"])))
+    return turns

@@ -22,7 +22,7 @@ from rizz.adapters.agents.loop import STOP, AgentReply
 from rizz.adapters.models.base import Generation, Message, ModelBackend
 from rizz.core import CompiledPrompt, PromptBudgetError
 from rizz.core.policy import Policy
-from rizz.engine.agent_prompt import PROTOCOL, episode_prompt
+from rizz.engine.agent_prompt import PROTOCOL, fit_episode
 from rizz.formats.streams import StreamElement
 
 __all__ = ["GREETING", "LLMUser", "ModelAgent", "PromptedAgent", "USER_PROMPT", "tools_at_turn"]
@@ -54,15 +54,18 @@ class PromptedAgent:
         self.model, self.policy, self.retrieved, self.budget = model, policy, retrieved, budget
         self.generations: list[Generation] = []
         self.prompts: list[CompiledPrompt] = []
+        #: The last compiled step's transcript and how it was fitted (elided tool events, dropped events).
+        self.fitted: tuple[list[dict[str, Any]], frozenset[int], int] = ([], frozenset(), 0)
 
     def compile(self, el: StreamElement, transcript: list[dict[str, Any]]) -> CompiledPrompt | None:
         """This step's prompt, or None when the task alone does not fit the budget (overflow)."""
         try:
-            prompt = episode_prompt(self.retrieved, el, transcript, self.policy.compiler, self.model.count_tokens,
-                                    self.budget, self.protocol, self.call_style)
+            prompt, elided, dropped = fit_episode(self.retrieved, el, transcript, self.policy.compiler, self.model.count_tokens,
+                                                  self.budget, self.protocol, self.call_style)
         except PromptBudgetError:
             return None
         self.prompts.append(prompt)
+        self.fitted = (transcript, elided, dropped)
         return prompt
 
     def reply(self, el: StreamElement, transcript: list[dict[str, Any]], env: Environment) -> AgentReply:

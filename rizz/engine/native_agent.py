@@ -3,7 +3,7 @@ embedded GGUF's own chat-template format (Qwen2.5's ``<tool_call>`` blocks).
 
 The prompt is the same budgeted text as the text protocol's (:func:`~rizz.engine.agent_prompt.episode_prompt`:
 memory, task, transcript) with :data:`~rizz.engine.agent_prompt.NATIVE_PROTOCOL` in place of the
-Python-call protocol, sent as one user turn; the tool list also goes in the API's own ``tools``
+Python-call protocol, sent as one user turn (through a chat template: as chat turns, below); the tool list also goes in the API's own ``tools``
 field (names through :func:`api_name`, mapped back on return), and the model's calls come back
 in the API's own structures:
 
@@ -26,9 +26,13 @@ in the API's own structures:
   (greedy, no system turn: the template's own), and the reply's call blocks are read by
   :func:`~rizz.adapters.agents.qwen_tools.parse_tool_calls` into the same calls; a malformed block
   is a malformed call as on the OpenAI path; a reply with no call block that is a Python-syntax
-  call list of the element's tools is read as those calls (:func:`python_calls`); the prompt's
-  transcript writes the agent's earlier calls as call objects (``call_style`` ``json``), not in
-  Python syntax; a prompt that fills the window ends the episode as ``overflow``. This path always renders through the chat template, whatever
+  call list of the element's tools is read as those calls (:func:`python_calls`). Here the
+  transcript goes as chat turns, not as one text
+  (:func:`~rizz.engine.agent_prompt.chat_turns`: the compiled blocks and the first user line as
+  the first user turn, the agent's calls as ``assistant`` turns of ``<tool_call>`` blocks, tool
+  results as ``tool`` turns), fitted to the budget as the logged prompt was (whose transcript
+  writes earlier calls as call objects, ``call_style`` ``json``); a prompt that fills the window
+  ends the episode as ``overflow``. This path always renders through the chat template, whatever
   ``--rendering`` (the episode's prompt record says ``chat``). SmolLM2 and template-less
   files keep the text protocol (:class:`~rizz.engine.model_agent.ModelAgent`).
 
@@ -58,10 +62,10 @@ from rizz.adapters.agents.env import plain
 from rizz.adapters.agents.loop import AgentReply
 from rizz.adapters.agents.qwen_tools import parse_tool_calls, template_calls_tools
 from rizz.adapters.models.anthropic_backend import price_usd
-from rizz.adapters.models.base import ContextWindowExceeded, Generation, Message, answer_and_reasoning, sdk_create
+from rizz.adapters.models.base import ContextWindowExceeded, Generation, answer_and_reasoning, sdk_create
 from rizz.core import CompiledPrompt
 from rizz.core.policy import Policy
-from rizz.engine.agent_prompt import NATIVE_PROTOCOL
+from rizz.engine.agent_prompt import NATIVE_PROTOCOL, chat_turns
 from rizz.engine.model_agent import PromptedAgent
 from rizz.formats.streams import StreamElement
 
@@ -227,9 +231,10 @@ class NativeToolAgent(PromptedAgent):
 
     def _template(self, prompt: CompiledPrompt, el: StreamElement) -> AgentReply:
         """The embedded model's reply through its own chat template, its call blocks parsed."""
+        turns = chat_turns(prompt, *self.fitted)
         try:
             gen = self._send(lambda: self.inner.generate_with_tools(
-                [Message("user", prompt.text)], self._tools(el), max_tokens=self.policy.agents.reply_tokens))
+                turns, self._tools(el), max_tokens=self.policy.agents.reply_tokens))
         except ContextWindowExceeded:
             return AgentReply("", overflow=True, prompt_tokens=prompt.token_count)
         self.generations.append(gen)

@@ -200,14 +200,16 @@ def test_under_serve_the_template_calls_wait_in_the_shared_queue(tmp_path, embed
     assert fair.waiting == 0
 
 
-def test_multi_turn_earlier_calls_show_as_call_objects_and_a_python_syntax_call_is_read(tmp_path, embedder) -> None:
-    """The 1.5B, shown its earlier calls as ``[f(x=1)]``, wrote its later calls as that text (and
-    went on inventing the transcript): the prompt now shows them as call objects, and such a text
-    reply is read as the calls it names, up to its first invented transcript line."""
+def test_multi_turn_goes_as_chat_turns_and_a_python_syntax_call_is_read(tmp_path, embedder) -> None:
+    """The 1.5B, shown its transcript as one ``User:/Assistant:/Tool`` text, wrote its later calls
+    as that text or continued the transcript: through its template the transcript now goes as
+    chat turns (calls as ``<tool_call>`` blocks, results as ``<tool_response>``), and a text
+    reply that is a Python-syntax call list is read as those calls, up to its first invented
+    transcript line."""
     el = BFCL["bfcl-multi_turn_base_100"]
 
     def reply(prompt: str) -> str:
-        turn, results = prompt.count("\nUser: "), prompt.count("\nTool ")
+        turn, results = prompt.count("<|im_start|>user\n") - prompt.count("<|im_start|>user\n<tool_response>"), prompt.count("<tool_response>")
         if turn == 1:
             return _block("get_stock_info", {"symbol": "NVDA"}) if results == 0 else "NVDA trades at 220.34."
         if results == 1:
@@ -219,9 +221,14 @@ def test_multi_turn_earlier_calls_show_as_call_objects_and_a_python_syntax_call_
     events = rec["episode"]["transcript"]
     assert [e["calls"] for e in events if e["role"] == "assistant"] == [
         [["get_stock_info", {"symbol": "NVDA"}]], [], [["fund_account", {"amount": 2203.4}]], []]
-    later = model.rendered[2]  # the second turn's first prompt
-    assert '\nAssistant: {"name": "get_stock_info", "arguments": {"symbol": "NVDA"}}\nTool get_stock_info: ' in later
-    assert "[get_stock_info(" not in later
+    later = model.rendered[2]  # the second user turn's first prompt
+    turns = later.split("<|im_start|>")[2:]  # after the template's system turn
+    assert [t.split("\n", 1)[0] for t in turns] == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert turns[-1] == "assistant\n"  # the generation prompt
+    assert turns[0].startswith("user\n") and turns[0].rstrip().endswith(el.input + "<|im_end|>")
+    assert turns[1] == 'assistant\n<tool_call>\n{"name": "get_stock_info", "arguments": {"symbol": "NVDA"}}\n</tool_call><|im_end|>\n'
+    assert turns[2].startswith("user\n<tool_response>\n") and turns[3] == "assistant\nNVDA trades at 220.34.<|im_end|>\n"
+    assert turns[4] == f"user\n{el.turns[0]}<|im_end|>\n" and "User:" not in later and "[get_stock_info(" not in later
     assert rec["verdict"]["reward"] == 1.0 and rec["episode"]["tool_errors"] == 0
     assert replay(out)["state_digest"] == s["state_digest"]
 
@@ -238,7 +245,7 @@ def test_tau_episode_with_a_malformed_block_an_unknown_tool_and_the_gold(tmp_pat
     def reply(prompt: str) -> str:
         if "You are playing a customer" in prompt:
             return "Hi, I need help." if prompt.endswith(GREETING) else "###STOP###"  # stop after the greeting
-        k = prompt.count("\nTool ")
+        k = prompt.count("<tool_response>")  # tool results come back as the template's tool turns
         if k == 0:
             return '<tool_call>\n{"name": "think", "arguments": {"thought": "hm"\n</tool_call>'
         if k == 1:
@@ -301,3 +308,36 @@ def test_rizz_run_bfcl_simple_python_with_the_shipped_qwen(tmp_path) -> None:
     ep = ToolEpisode.from_json(rec["episode"])
     assert [c.name for c in ep.calls] == ["calculate_emissions"], rec["episode"]["transcript"]
     assert rec["prompt"]["rendering"] == "chat" and rec["verdict"]["verifier"] == "bfcl_ast"
+
+
+def test_chat_turns_follow_the_fit_elided_results_and_dropped_events() -> None:
+    from rizz.adapters.models.base import check_generate_args
+    from rizz.core.policy import CompilerPolicy
+    from rizz.core.retrieval import Retrieved
+    from rizz.engine.agent_prompt import ELIDED, chat_turns, fit_episode
+
+    el = BFCL["bfcl-multi_turn_base_100"]
+    transcript = [{"role": "user", "text": el.input},
+                  {"role": "assistant", "text": "", "calls": [["get_stock_info", {"symbol": "NVDA"}]]},
+                  {"role": "tool", "name": "get_stock_info", "result": "x " * 400, "error": False, "arguments": {}},
+                  {"role": "assistant", "text": "It is 220.", "calls": []},
+                  {"role": "user", "text": "Fund it."}]
+    count = lambda t: len(t.split())  # noqa: E731
+    roomy, elided, dropped = fit_episode(Retrieved(), el, transcript, CompilerPolicy(), count, 100_000)
+    assert (elided, dropped) == (frozenset(), 0)
+    turns = chat_turns(roomy, transcript, elided, dropped)
+    assert [t.role for t in turns] == ["user", "assistant", "tool", "assistant", "user"]
+    assert turns[0].content.endswith("\n\n" + el.input) and "Tools:" in turns[0].content
+    assert turns[1].content == '<tool_call>\n{"name": "get_stock_info", "arguments": {"symbol": "NVDA"}}\n</tool_call>'
+    assert turns[2].content.startswith("x x") and turns[3].content == "It is 220." and turns[4].content == "Fund it."
+    # a budget the tool result does not fit: elided in the logged prompt and in the turns alike
+    task = count(roomy.text) - 400
+    tight, elided, dropped = fit_episode(Retrieved(), el, transcript, CompilerPolicy(), count, task + 20)
+    assert elided == frozenset({2}) and dropped == 0 and ELIDED in tight.text
+    assert chat_turns(tight, transcript, elided, dropped)[2].content == ELIDED
+    # dropped events leave the first user line and a note
+    turns = chat_turns(tight, transcript, frozenset(), 3)
+    assert [t.role for t in turns] == ["user", "user"] and turns[0].content.endswith("[3 earlier events elided]")
+    with pytest.raises(ValueError, match="tool"):
+        check_generate_args(turns[:1] + [Message("tool", "r")], 8, (), "chat")
+    check_generate_args(turns[:1] + [Message("tool", "r")], 8, (), "chat", tool_turns=True)

@@ -43,7 +43,7 @@ __all__ = [
     "sdk_create",
 ]
 
-ROLES = ("system", "user", "assistant")
+ROLES = ("system", "user", "assistant", "tool")
 RENDERINGS = ("chat", "raw")
 
 
@@ -52,7 +52,8 @@ class Message:
     """One chat turn.
 
     Attributes:
-        role: ``"system"``, ``"user"`` or ``"assistant"``.
+        role: ``"system"``, ``"user"`` or ``"assistant"``; ``"tool"`` (a tool's result) only
+            for a backend whose chat template writes tool turns (``generate_with_tools``).
         content: the turn's text.
         cache_prefix: characters at the start of ``content`` that change least from one call
             to the next (the prompt's stable blocks, :func:`rizz.engine.render.render`); a backend
@@ -246,12 +247,13 @@ def estimate_tokens(text: str, chars_per_token: float = 3.5) -> int:
 
 
 def check_generate_args(
-    messages: Sequence[Message], max_tokens: int, stop: Sequence[str], rendering: str
+    messages: Sequence[Message], max_tokens: int, stop: Sequence[str], rendering: str, *, tool_turns: bool = False
 ) -> None:
     """Validate ``generate`` arguments shared by all backends.
 
     Raises:
-        ValueError: empty ``messages``, a non-:class:`Message` item, ``max_tokens < 1``,
+        ValueError: empty ``messages``, a non-:class:`Message` item, a ``tool`` turn where
+            ``tool_turns`` is False (only ``generate_with_tools`` takes them), ``max_tokens < 1``,
             ``stop`` given as a bare string, or an unknown ``rendering``.
     """
     if not messages:
@@ -259,6 +261,8 @@ def check_generate_args(
     for m in messages:
         if not isinstance(m, Message):
             raise ValueError(f"messages must be Message records, got {type(m).__name__}")
+        if m.role == "tool" and not tool_turns:
+            raise ValueError("a 'tool' turn goes only to generate_with_tools (a chat template that writes tool results)")
     if not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValueError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
     if isinstance(stop, str):

@@ -257,7 +257,8 @@ class EmbeddedModel:
         deterministic as :meth:`generate` (greedy, reset before and after).
 
         Args:
-            messages: the conversation (rendered by the template, as ``rendering="chat"``).
+            messages: the conversation (rendered by the template, as ``rendering="chat"``);
+                ``tool`` turns hold tool results (Qwen2.5's template: ``<tool_response>``).
             tools: OpenAI-style tools, ``{"type": "function", "function": {"name",
                 "description", "parameters"}}``, passed to the template as its ``tools``.
             max_tokens: reply tokens (plus ``reasoning_tokens``).
@@ -272,7 +273,7 @@ class EmbeddedModel:
                 GGUF's own template (:attr:`chat_template` is ``""``).
             ContextWindowExceeded: the prompt alone fills the context window.
         """
-        check_generate_args(messages, max_tokens, (), "chat")
+        check_generate_args(messages, max_tokens, (), "chat", tool_turns=True)
         if not self.chat_template:
             raise ValueError(f"{self.name}: no GGUF chat template to write the tools with")
         return self._complete(lambda common: self._llm.create_chat_completion(
