@@ -295,9 +295,11 @@ class AgentPolicy:
     max_steps: int = _num(30, 1, 1000, "rizz", "agent model calls per episode at most (the loop stops there)", integer=True)
     reply_tokens: int = _num(256, 16, 8192, "rizz", "new tokens per agent reply at most", integer=True)
     user_tokens: int = _num(128, 16, 8192, "rizz", "new tokens per simulated-user message at most", integer=True)
-    repeat_stop: int = _optional(_num(2, 0, 1000, "rizz (Qwen2.5-Coder-1.5B, greedy: one malformed BFCL call written 30 times, 10 min per item; one failing τ-bench lookup 27 times)",
+    repeat_stop: int = _optional(_num(2, 0, 1000, "rizz (Qwen2.5-Coder-1.5B, greedy: one malformed BFCL call written 30 times, 10 min per item; one failing τ-bench lookup 27 times; "
+                                      "one BFCL order placed 30 times)",
                                       "an episode stops (stop `repeat`) once the agent has written the same failing reply this many times in a row: the same malformed text, "
-                                      "or the same calls all failing with the same results (0: never)", integer=True))
+                                      "or the same calls all failing with the same results; the same calls run successfully one time more than this in a row end the turn "
+                                      "(0: never)", integer=True))
 
 
 @frozen

@@ -312,3 +312,35 @@ def test_the_same_malformed_reply_written_twice_in_a_row_ends_the_episode() -> N
                      max_steps=30, repeat_stop=2)
     assert ep.stop != "repeat" and ep.tool_errors == 4
     assert load_policy("default").agents.repeat_stop == 2
+
+
+class _CallLoop:
+    """An agent that writes the same successful call every time (the 1.5B's 30 orders)."""
+
+    def __init__(self, call):
+        self.call, self.asked = call, 0
+
+    def reply(self, el, transcript, env):
+        from rizz.adapters.agents.loop import AgentReply
+
+        self.asked += 1
+        return AgentReply("", (self.call,))
+
+
+@pytest.mark.parametrize("repeat_stop, runs_per_turn", [(2, 3), (1, 2)])
+def test_the_same_successful_call_repeated_ends_the_turn_not_the_episode(repeat_stop, runs_per_turn) -> None:
+    from rizz.adapters.agents.calls import ToolCall
+
+    el = next(e for e in _slice("multi_turn_base", 4) if e.id == "bfcl-multi_turn_base_102")
+    order = ToolCall("place_order", {"order_type": "Buy", "symbol": "TSLA", "price": 700, "amount": 100})
+    agent = _CallLoop(order)
+    ep = run_episode(el, agent, make_environment(el.environment), max_steps=30, repeat_stop=repeat_stop)
+    turns = 1 + len(el.turns or ())
+    # every turn: the order runs repeat_stop + 1 times, then the turn ends; the episode reaches every turn
+    assert ep.stop == "done" and agent.asked == turns * runs_per_turn and ep.tool_errors == 0
+    assert sum(1 for e in ep.transcript if e["role"] == "user") == turns
+    marked = [e for e in ep.transcript if e.get("repeated")]
+    assert len(marked) == turns and all(e["calls"] == [order.to_json()] for e in marked)
+    # 0: never; the same agent runs to max_steps in its first turn
+    ep = run_episode(el, _CallLoop(order), make_environment(el.environment), max_steps=30)
+    assert (ep.stop, ep.model_calls) == ("max_steps", 30)

@@ -9,7 +9,8 @@ that the same failing reply written ``repeat_stop`` times in a row (``agents.rep
 same malformed text, or the same calls every one of which failed with the same results) ends the
 episode with stop ``repeat``: a greedy model that repeats itself after the error will go on
 repeating it to ``max_steps`` (Qwen2.5-Coder-1.5B: one malformed BFCL call 30 times, one failing
-τ-bench lookup 27 times).
+τ-bench lookup 27 times). The same calls run *successfully* ``repeat_stop`` + 1 times in a row end
+the turn instead, as a message to the user would (the 1.5B placed one BFCL order 30 times).
 
 Turn structure: a reply with calls executes them and asks the agent again; a reply
 without calls is a message to the user that ends the turn: then the next scripted turn, or the
@@ -73,7 +74,12 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
     """Run one episode of ``el`` (an element with ``tools``). Returns its :class:`~rizz.adapters.agents.episode.ToolEpisode`.
 
     ``repeat_stop`` > 0: stop (``repeat``) once that many failing replies in a row are the same
-    (the same malformed text, or the same calls all failing with the same results)."""
+    (the same malformed text, or the same calls all failing with the same results); and end the
+    turn, as a message to the user would, once the same calls have run successfully
+    ``repeat_stop`` + 1 times in a row (that reply's event is marked ``repeated``): the
+    Qwen2.5-Coder-1.5B placed one BFCL order 30 times in a row, a new order each time
+    (results/2026-12-03-bfcl-multi-turn-qwen15.md); one repeat of a successful call is let
+    through (a re-read after a change)."""
     transcript: list[dict[str, Any]] = []
     user_calls = 0
     if el.user is not None and user is not None:
@@ -84,8 +90,9 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
     turns = list(el.turns or ())
     single = el.verifier == "bfcl_ast"
     turn_calls: list[list[tuple[str, ...]]] = [[]]
-    steps = errors = tokens_max = repeats = 0
+    steps = errors = tokens_max = repeats = ran_repeats = 0
     last_failed: tuple[Any, ...] | None = None  # the last reply that failed whole, as compared for repeat_stop
+    last_ran: tuple[Any, ...] | None = None  # the last reply whose calls all ran, as compared for repeat_stop
     stop = "max_steps"
     ending = terminate_tools(env)
     while steps < max_steps:
@@ -130,10 +137,15 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
                 if repeat_stop and repeats >= repeat_stop:
                     stop = "repeat"
                     break
-            else:
-                last_failed, repeats = None, 0
-            continue
+                continue
+            last_failed, repeats = None, 0
+            key = ("ran", tuple(format_call(c) for c in r.calls))
+            ran_repeats, last_ran = (ran_repeats + 1 if key == last_ran else 1), key
+            if not (repeat_stop and ran_repeats > repeat_stop):
+                continue
+            transcript[-1 - len(r.calls)]["repeated"] = True  # the same calls ran once too often: the turn ends
         last_failed, repeats = None, 0
+        last_ran, ran_repeats = None, 0
         if single:
             stop = "done"
             break
