@@ -26,7 +26,7 @@ from rizz.core import CompiledPrompt, PromptBudgetError, compile_prompt, prompt_
 from rizz.core.policy import CompilerPolicy
 from rizz.formats.streams import StreamElement
 
-__all__ = ["CALL_STYLES", "NATIVE_PROTOCOL", "PROTOCOL", "ELIDED", "chat_turns", "episode_prompt", "fit_episode", "task_text",
+__all__ = ["CALL_STYLES", "NATIVE_PROTOCOL", "PROTOCOL", "ELIDED", "TURN_MARKERS", "chat_turns", "episode_prompt", "fit_episode", "task_text",
            "transcript_text"]
 
 #: How the model calls tools in the text protocol (Python call syntax, as BFCL prompts).
@@ -38,6 +38,9 @@ PROTOCOL = ("You can call the tools listed below. To call tools, reply with Pyth
 NATIVE_PROTOCOL = ("You can call the tools listed below with function calling; the results come back to you. "
                    "To answer the user, reply in plain text with no call.")
 ELIDED = "[tool result elided]"
+#: How each later line of the transcript text starts (:func:`transcript_text`): where a model
+#: that writes on past its own reply has begun inventing the next turn.
+TURN_MARKERS = ("\nUser:", "\nTool ", "\nAssistant:")
 #: Tokens kept free for separators the compiler adds between blocks.
 _SLACK = 16
 
@@ -52,9 +55,10 @@ def task_text(el: StreamElement, protocol: str = PROTOCOL) -> str:
 
 #: How the transcript writes the agent's earlier calls: ``python`` as the text protocol asks for
 #: them (``[tool_a(x=1)]``); ``json`` as a chat template's tool-call block holds them (one
-#: ``{"name": ..., "arguments": {...}}`` object a call). A model copies the form it sees: the
-#: Qwen2.5-Coder-1.5B, shown its own earlier calls in Python syntax, wrote every later call as
-#: that text instead of a tool call (results/2026-12-03-bfcl-multi-turn-qwen15.md).
+#: ``{"name": ..., "arguments": {...}}`` object a call). A model copies the form it sees (the
+#: Qwen2.5-Coder-1.5B, shown its earlier calls in Python syntax, wrote later calls as that text;
+#: results/2026-12-03-bfcl-multi-turn-qwen15.md). On the chat-template path the model is sent
+#: :func:`chat_turns`; ``json`` keeps the logged, budgeted text in the form it was sent.
 CALL_STYLES = ("python", "json")
 
 

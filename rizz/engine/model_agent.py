@@ -22,13 +22,13 @@ from rizz.adapters.agents.loop import STOP, AgentReply
 from rizz.adapters.models.base import Generation, Message, ModelBackend
 from rizz.core import CompiledPrompt, PromptBudgetError
 from rizz.core.policy import Policy
-from rizz.engine.agent_prompt import PROTOCOL, fit_episode
+from rizz.engine.agent_prompt import PROTOCOL, TURN_MARKERS, fit_episode
 from rizz.formats.streams import StreamElement
 
 __all__ = ["GREETING", "LLMUser", "ModelAgent", "PromptedAgent", "USER_PROMPT", "tools_at_turn"]
 
 #: Raw-rendering stop strings: the model must not write the next user or tool line itself.
-_STOP = ("\nUser:", "\nTool ")
+_STOP = TURN_MARKERS[:2]
 
 
 def tools_at_turn(el: StreamElement, transcript: list[dict[str, Any]]) -> StreamElement:

@@ -65,7 +65,7 @@ from rizz.adapters.models.anthropic_backend import price_usd
 from rizz.adapters.models.base import ContextWindowExceeded, Generation, answer_and_reasoning, sdk_create
 from rizz.core import CompiledPrompt
 from rizz.core.policy import Policy
-from rizz.engine.agent_prompt import NATIVE_PROTOCOL, chat_turns
+from rizz.engine.agent_prompt import NATIVE_PROTOCOL, TURN_MARKERS, chat_turns
 from rizz.engine.model_agent import PromptedAgent
 from rizz.formats.streams import StreamElement
 
@@ -138,7 +138,7 @@ def _element_calls(el: StreamElement, raw_calls: Any) -> tuple[ToolCall, ...]:
 
 
 #: Where a reply's own text ends and the model's invented continuation of the transcript begins.
-_TRANSCRIPT_LINE = re.compile(r"\n(?:User:|Tool |Assistant:)")
+_TRANSCRIPT_LINE = re.compile("|".join(re.escape(m) for m in TURN_MARKERS))
 
 
 def python_calls(el: StreamElement, text: str) -> tuple[ToolCall, ...]:
@@ -148,9 +148,10 @@ def python_calls(el: StreamElement, text: str) -> tuple[ToolCall, ...]:
     :func:`~rizz.adapters.agents.calls.parse_reply`, when every name is one of ``el``'s tools;
     else ``()`` (the reply stays a message to the user).
 
-    rizz's leniency, measured: the Qwen2.5-Coder-1.5B made its first call of a BFCL multi-turn
-    episode as a call block and then wrote calls as this text, copying the transcript
-    (results/2026-12-03-bfcl-multi-turn-qwen15.md).
+    rizz's leniency, measured: the Qwen2.5-Coder-1.5B, given the transcript as one text, made its
+    first call of a BFCL multi-turn episode as a call block and then wrote calls as this text;
+    with the transcript as chat turns none of its 51 replies needed it
+    (results/2026-12-03-bfcl-multi-turn-qwen15.md). Kept for models that write BFCL's own form.
 
     Example:
         >>> el = StreamElement(id="x", input="hi", tools=({"name": "cd", "parameters": {}},))
