@@ -22,6 +22,15 @@ APPS = {"simple_python": "A", "multiple": "B", "parallel": "C"}
 N = 4
 
 
+def _policy(name: str):
+    """The shipped policy with the model judge asked when a route is in doubt: the stub's judge
+    labels each item by its application, so what these tests vary is what a route reads."""
+    import attrs
+
+    p = load_policy(name)
+    return attrs.evolve(p, routing=attrs.evolve(p.routing, judge="when_uncertain"))
+
+
 def _stream():
     groups = [bfcl_elements(cat, "train")[:N] for cat in APPS]
     return [g[i] for i in range(N) for g in groups]  # A0 B0 C0 A1 B1 C1 ...
@@ -65,7 +74,7 @@ def test_verified_trajectories_help_their_zone_only(tmp_path, embedder) -> None:
     rewards = {}
     for policy in ("frozen", "default", "cross-zone"):
         out = tmp_path / policy
-        run_stream(stream, load_policy(policy), policy, out, StubModel(_stub(elements)), embedder, log=lambda m: None)
+        run_stream(stream, _policy(policy), policy, out, StubModel(_stub(elements)), embedder, log=lambda m: None)
         recs = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
         recs = [r for r in recs if r.get("kind", "step") == "step"]  # log format 2: distill records apart
         if policy == "default":  # the first prompt's memory blocks are logged, as for a single-call step
@@ -94,7 +103,7 @@ def test_corrections_teach_a_zone_its_model_never_gets_right(tmp_path, embedder)
     got = {}
     for policy in ("default", "corrections"):
         out = tmp_path / policy
-        run_stream(stream, load_policy(policy), policy, out, StubModel(_stub(elements)), embedder, log=lambda m: None)
+        run_stream(stream, _policy(policy), policy, out, StubModel(_stub(elements)), embedder, log=lambda m: None)
         recs = [r for r in map(json.loads, (out / "log.jsonl").read_text().splitlines()) if r.get("kind", "step") == "step"]
         got[policy] = {app: [r["verdict"]["reward"] for r in recs if APPS[r["task"]] == app] for app in "ABC"}
         if policy == "corrections":  # the correction is logged with the verdict, so replay writes the same example

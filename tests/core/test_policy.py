@@ -21,8 +21,10 @@ def test_default_yaml_is_the_paper_constants():
     p = load_policy(ROOT / "policies/default.yaml")
     # the shipped default turns on what the Python record's defaults keep off for old runs (AREAS.md 1)
     # and reads only the routed zone, shows a failure only beside the same input, and spaces its
-    # distillations geometrically (results/2026-12-02-qwen15-heldout131.md), only where the model missed
-    assert p == attrs.evolve(Policy(), name="default", write=attrs.evolve(Policy().write, supersede=True, supersede_derived=True),
+    # distillations geometrically (results/2026-12-02-qwen15-heldout131.md), only where the model missed,
+    # and labels a route in doubt without a model call (results/2026-12-03-streambench-qwen15.md)
+    assert p == attrs.evolve(Policy(), name="default", routing=attrs.evolve(Policy().routing, judge="local"),
+                             write=attrs.evolve(Policy().write, supersede=True, supersede_derived=True),
                              retrieval=attrs.evolve(Policy().retrieval, examples_cross_scope=False, examples_cross_branch=False,
                                                     rules_cross_branch=False, failures_min_similarity=0.92),
                              rules=attrs.evolve(Policy().rules, distill_growth=2.0, distill_after_miss=True))
@@ -38,6 +40,8 @@ def test_cross_zone_is_the_default_before_own_zone_reads():
     before = attrs.evolve(Policy(), name="cross-zone", write=attrs.evolve(Policy().write, supersede=True, supersede_derived=True),
                           retrieval=attrs.evolve(Policy().retrieval, examples_cross_scope=False))
     assert p == before
+    assert load_policy(ROOT / "policies/judge-uncertain.yaml") == attrs.evolve(
+        load_policy(ROOT / "policies/default.yaml"), name="judge-uncertain", routing=attrs.evolve(p.routing, judge="when_uncertain"))
 
 
 def test_ablations_change_only_what_they_say():

@@ -135,11 +135,11 @@ def test_relabel_replaces_labels_and_their_embeddings_then_the_snap_follows(stre
     assert label_sweep.refold(label_sweep._load("default"), steps)["routes"] == ["b0", "b0", "b1"]  # 0.95 ≥ τ_snap 0.92
 
 
-def test_labels_tuned_changes_only_the_three_routing_fields_it_names():
+def test_labels_tuned_changes_only_the_routing_fields_it_names():
     import attrs
 
     d, t = label_sweep._load("default"), label_sweep._load(str(ROOT / "policies" / "labels-tuned.yaml"))
     assert t.name == "labels-tuned" and (t.routing.jaccard_threshold, t.routing.w_anchor) == (0.2, 3.0)
     assert t.routing.fallback_application == "first_line"
-    back = attrs.evolve(t.routing, jaccard_threshold=0.4, w_anchor=2.0, fallback_application="content_words")
+    back = attrs.evolve(t.routing, jaccard_threshold=0.4, w_anchor=2.0, fallback_application="content_words", judge="local")
     assert attrs.evolve(t, name="default", routing=back) == d

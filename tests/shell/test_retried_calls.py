@@ -147,7 +147,7 @@ def test_a_priced_run_counts_and_prices_judge_distill_and_retried_calls(http_ser
 
     srv = http_server(route)
     model = AnthropicModel("claude-haiku-4-5", api_key="k", base_url=srv.url, max_retries=2)
-    summary = run_stream(arithmetic_stream(tmp_path / "s.jsonl", 21), load_policy("default"), "default", tmp_path / "run",
+    summary = run_stream(arithmetic_stream(tmp_path / "s.jsonl", 21), load_policy("judge-uncertain"), "judge-uncertain", tmp_path / "run",
                          model, HashEmbedder(), log=lambda m: None)
     kinds = summary["calls_by_kind"]
     assert kinds["judge"] >= 1 and kinds["distill"] >= 1 and kinds["answer"] == summary["answered"] == 18

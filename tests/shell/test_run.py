@@ -243,7 +243,7 @@ def test_session_api_answers_then_folds_a_late_verdict(fake_model, embedder):
     assert p.answer in {"A", "B", "C", "1", "2"} and p.prompt.token_count > 0 and p.prompt.dropped == ()
     # the route round folds at answer time (the branch it spawned); memory waits for the verdict
     assert list(s.state.branches) == ["b0"] and len(s.state.branches["b0"].episodes) == 0 and s.state.steps == 0
-    assert [c.kind for c in p.calls] == ["judge", "answer"] and s.pending_ids() == [el.id]
+    assert [c.kind for c in p.calls] == ["answer"] and s.pending_ids() == [el.id]  # default labels a new route without the model
     inp, events, calls = s.fold(p, Verdict(1.0, "exact_match"))
     assert [type(e).__name__ for e in events][:2] == ["Routed", "EpisodeWritten"]
     assert len(s.state.branches["b0"].episodes) == 1 and s.step_index == 1 and s.state.steps == 1
@@ -522,7 +522,7 @@ def _label_run(tmp_path, policy: str, judge_labels: list[str], n: int):
 
 def test_inspect_says_where_each_label_came_from_and_how_inputs_reached_it(tmp_path):
     """Issue #29 §9: branch labels read as nonsense and nothing said where one came from."""
-    out = _label_run(tmp_path, "default", ["classify/stance"], 4)  # the judge names b0; the rest follow its anchor
+    out = _label_run(tmp_path, "judge-uncertain", ["classify/stance"], 4)  # the judge names b0; the rest follow its anchor
     (row,) = inspect_run(out)
     assert (row["label"], row["label_from"], row["label_step"], row["label_proposed"]) == ("classify/stance", "judge", 0, None)
     assert row["routed_by"] == {"judge": 1, "snapped": 0, "declared": 0, "anchor": 3, "context": 0}
@@ -540,7 +540,7 @@ def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path
 
     from rizz.apps.cli import app
 
-    out = _label_run(tmp_path, "default", ["translate/reasons-compound-choices"], 3)
+    out = _label_run(tmp_path, "judge-uncertain", ["translate/reasons-compound-choices"], 3)
     res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": "80"})
     lines = res.output.splitlines()
     assert res.exit_code == 0 and max(len(l) for l in lines) <= 80, "\n".join(lines)
