@@ -119,6 +119,8 @@ def run(
     _check_out(out, "run.json", "RUN_DIR", also=("responses.sqlite",))
     new_dir = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    todo = n if limit is None else min(n, limit)
+    typer.echo(f"rizz run: {todo} of {n} elements of {stream}, policy {pol.name}, into {out}; loading the model {model} ...", err=True)
     try:
         backend = load_model(model, cache=cache or out / "responses.sqlite")
         umodel = load_model(user_model, cache=cache or out / "responses.sqlite") if user_model else None

@@ -38,7 +38,7 @@ class StepProgress:
     equal ``summary.json``'s ``mean_reward`` and ``prompt_tokens``; shows them with the branch
     count on ``progress``'s bar ``label`` (whose columns give elapsed and remaining time); without
     a terminal it calls ``echo`` with ``"<label> N/T steps done: reward … | branches … | tokens …
-    | ETA h:mm:ss"`` every ``LINE_EVERY`` steps (a count: ``rizz diff`` numbers steps from 0, so N
+    | ETA h:mm:ss"`` after this session's first step and every ``LINE_EVERY`` steps (a count: ``rizz diff`` numbers steps from 0, so N
     steps done are steps 0..N-1; the ETA is the mean time of this session's steps so far times
     the steps left). ``clock``: seconds, monotonic (tests pass their own).
     """
@@ -79,7 +79,7 @@ class StepProgress:
         if self.progress is None:
             return
         self.progress.update(self.task, completed=done, info=info)
-        if self.progress.disable and done % LINE_EVERY == 0:
+        if self.progress.disable and (done % LINE_EVERY == 0 or done == self.done0 + 1):  # the first: an early ETA
             of = f"/{self.total}" if self.total is not None else ""
             eta = ""
             if self.total is not None and done > self.done0:

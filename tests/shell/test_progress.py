@@ -1,4 +1,4 @@
-"""StepProgress: running figures on the bar, and plain lines every 10 steps without a TTY."""
+"""StepProgress: running figures on the bar, and plain lines (after the first step, then every 10) without a TTY."""
 
 from types import SimpleNamespace
 
@@ -25,7 +25,8 @@ def test_lines_without_a_terminal_carry_the_running_mean(monkeypatch):
             # every 5th step is context-only (no verdict); rewards alternate 1, 0
             sp(_rec(i, None if i % 5 == 4 else float(i % 2 == 0), 100), session)
         sp.finish(25)
-    assert len(said) == 25 // LINE_EVERY == 2
+    assert len(said) == 1 + 25 // LINE_EVERY == 3  # after the first step (an early estimate), then every 10
+    assert said.pop(0) == "default 1/25 steps done: reward 1.000 | branches 2 | tokens 100 | ETA 0:01:12"  # 24 steps × 3 s
     # steps 0..9: answered 0,1,2,3,5,6,7,8 → rewards 1,0,1,0,0,1,0,1 → 4/8
     assert said[0] == "default 10/25 steps done: reward 0.500 | branches 2 | tokens 1000 | ETA 0:00:45"  # 15 steps × 3 s
     assert said[1].startswith("default 20/25 steps done: reward ") and said[1].endswith("| tokens 2000 | ETA 0:00:15")
@@ -139,7 +140,8 @@ def test_the_eta_of_a_resumed_run_uses_only_its_own_steps():
         for i in range(70, 80):
             now[0] += 2.0
             sp(_rec(i, 0.0, 10), None)
-    assert said == ["frozen 80/84 steps done: reward 0.875 | branches – | tokens 800 | ETA 0:00:08"]  # 70 of 80 right; 4 left × 2 s
+    assert said == ["frozen 71/84 steps done: reward 0.986 | branches – | tokens 710 | ETA 0:00:26",  # the session's first step; 13 left × 2 s
+                    "frozen 80/84 steps done: reward 0.875 | branches – | tokens 800 | ETA 0:00:08"]  # 70 of 80 right; 4 left × 2 s
 
 
 def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatch):
@@ -192,4 +194,6 @@ def test_ctrl_c_while_the_model_loads_is_said_and_leaves_no_run_dir(tmp_path, mo
     src = Path(__file__).resolve().parents[2] / "data" / "trace-mini" / "test.jsonl"
     res = CliRunner().invoke(cli.app, ["run", str(src), "--out", str(tmp_path / "run"), "--limit", "2"])
     assert res.exit_code == 130 and not (tmp_path / "run").exists()
-    assert res.output.strip() == "interrupted; no step had finished, so there is nothing to keep; run the same command again to start"
+    said = res.output.strip().splitlines()
+    assert said[0].startswith("rizz run: 2 of 240 elements of ") and said[0].endswith("; loading the model embedded ...")
+    assert said[1:] == ["interrupted; no step had finished, so there is nothing to keep; run the same command again to start"]
