@@ -113,9 +113,10 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
     progress counts steps done.
 
     Raises ValueError when ``at`` or ``to`` is negative or past the end of the log, when
-    ``to < at``, or when the log is empty.
+    ``to < at``, or when the log is empty; FileNotFoundError when ``run_dir`` is not a RUN_DIR.
     """
     rd = RunDir(run_dir)
+    rd.meta()  # FileNotFoundError: no such directory, or not a RUN_DIR
     to = at if to is None else to
     if at < 0:
         raise ValueError(f"--at {at}: steps are numbered from 0")

@@ -50,6 +50,8 @@ def run_dirs_in(path: Path) -> list[Path]:
     Raises FileNotFoundError when ``path`` is neither."""
     if (path / "run.json").is_file():
         return [path]
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such directory")
     subs = sorted(d for d in path.glob("*/") if (d / "run.json").is_file()) if path.is_dir() else []
     if not subs:
         raise FileNotFoundError(f"{path}: no run.json — not a rizz RUN_DIR nor a bench folder of them")

@@ -170,6 +170,8 @@ class RunDir:
         return old
 
     def meta(self) -> dict[str, Any]:
+        if not self.root.exists():
+            raise FileNotFoundError(f"{self.root}: no such directory (a RUN_DIR is the --out of rizz run)")
         if not self.meta_path.exists():
             subs = sorted(d.name for d in self.root.glob("*/") if (d / "run.json").exists()) if self.root.is_dir() else []
             hint = f"; a bench folder? its runs: {', '.join(str(self.root / s) for s in subs)}" if subs else ""

@@ -563,3 +563,15 @@ def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path
     for name in ("shape", "active", "answered", "episodes", "rules", "anti-", "patterns", "context", "quaran-", "tined", "inputs routed by"):
         assert name in header, (name, res.output)
     assert "left out" not in res.output
+
+
+def test_a_missing_run_dir_is_named_as_missing_by_every_command_that_reads_one(tmp_path):
+    """A newcomer's typo in a RUN_DIR path read "no run.json — not a rizz RUN_DIR" (inspect,
+    replay) or "the log ... has no steps yet" (diff): the folder was not there at all."""
+    gone, empty = tmp_path / "nope", tmp_path / "empty"
+    empty.mkdir()
+    for args in (("inspect",), ("replay",), ("diff", "--at", "0")):
+        code, text = _cli(args[0], str(gone), *args[1:])
+        assert code == 2 and text == f"{gone}: no such directory (a RUN_DIR is the --out of rizz run)", (args, text)
+        code, text = _cli(args[0], str(empty), *args[1:])
+        assert code == 2 and text == f"{empty}: no run.json — not a rizz RUN_DIR", (args, text)
