@@ -75,4 +75,4 @@ def test_long_transcripts_and_texts_are_cut() -> None:
 
 def test_inspect_episodes_of_a_missing_run_fails_clearly(tmp_path) -> None:
     res = CliRunner().invoke(app, ["inspect", str(tmp_path / "nope"), "--episodes"])
-    assert res.exit_code != 0 and "not a rizz RUN_DIR" in res.output
+    assert res.exit_code != 0 and f"{tmp_path / 'nope'}: no such directory" in res.output

@@ -153,6 +153,9 @@ def test_rizz_convert_cli_converts_each_run_of_a_bench_folder(tmp_path):
     assert all(RunDir(bench / n).layout == "sqlite" and not (bench / n / "embeddings").exists() for n in ("a", "b"))
     assert "vectors and" in res.output and "moved into store.sqlite" in res.output
     res = CliRunner().invoke(cli.app, ["convert", str(tmp_path / "nothing")])
+    assert res.exit_code != 0 and res.output == f"{tmp_path / 'nothing'}: no such directory\n"
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(cli.app, ["convert", str(tmp_path / "empty")])
     assert res.exit_code != 0 and "not a rizz RUN_DIR" in res.output
     helptext = CliRunner().invoke(cli.app, ["convert", "--help"]).output
     assert "embeddings/" in helptext and "store.sqlite" in helptext
