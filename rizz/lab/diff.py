@@ -163,7 +163,7 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
         if kind == "expire":
             lines.append(f"  expired: {rec['reason']}")
         if rec.get("episode"):
-            lines += episode_lines(rec["episode"])
+            lines += episode_lines(rec["episode"], reward=(rec.get("verdict") or {}).get("reward"))
     lines.append(f"after step {to}: {plural(len(state.branches), 'branch', 'branches')} ({len(state.active_branches())} active)")
     return "\n".join(lines)
 

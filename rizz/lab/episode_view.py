@@ -54,8 +54,10 @@ def _event_lines(e: dict[str, Any], indent: str) -> list[str]:
     return [f"{indent}{label} {e.get('name') or '(call)'}: {_clip(e['result'])}"]
 
 
-def episode_lines(ep: dict[str, Any], *, full: bool = False, indent: str = "  ") -> list[str]:
-    """``ep`` (a log record's ``episode`` part) as lines (see the module docstring)."""
+def episode_lines(ep: dict[str, Any], *, full: bool = False, indent: str = "  ", reward: float | None = None) -> list[str]:
+    """``ep`` (a log record's ``episode`` part) as lines (see the module docstring). ``reward``:
+    the episode's verdict when known; a verified one (reward 1) shows no "first wrong call" line,
+    which only a failed verdict writes as an anti-pattern."""
     events = list(ep["transcript"])
     users = sum(1 for e in events if e["role"] == "user")
     out = [f"{indent}episode: {plural(ep['model_calls'], 'agent call')}, {plural(ep['tool_errors'], 'tool error')}, "
@@ -71,8 +73,9 @@ def episode_lines(ep: dict[str, Any], *, full: bool = False, indent: str = "  ")
             out += _event_lines(e, inner)
     finals = [e["text"] for e in events if e["role"] == "assistant" and not e.get("calls") and not e.get("malformed")]
     out.append(f"{inner}final answer: {_clip(finals[-1]) if finals else '(none)'}")
-    if ep.get("wrong_call"):
-        out.append(f"{inner}first wrong call (the anti-pattern if the verdict fails): {_clip(ep['wrong_call'])}")
+    if ep.get("wrong_call") and (reward is None or reward < 1.0):
+        when = "the anti-pattern if the verdict fails" if reward is None else "written as the anti-pattern"
+        out.append(f"{inner}first wrong call ({when}): {_clip(ep['wrong_call'])}")
     return out
 
 
@@ -101,5 +104,5 @@ def episodes_text(run_dir: str | Path, *, full: bool = False) -> str:
         verdict = f"reward {row['reward']:.3f} ({row['verifier']})" if row["reward"] is not None else "no verdict yet"
         task = f" task {row['task']}" if row["task"] else ""
         lines.append(f"step {row['step']} [{row['id']}]{task}: {verdict}")
-        lines += episode_lines(row["episode"], full=full)
+        lines += episode_lines(row["episode"], full=full, reward=row["reward"])
     return "\n".join(lines) if lines else f"no episodes in the log of {run_dir}"

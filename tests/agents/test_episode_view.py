@@ -76,3 +76,12 @@ def test_long_transcripts_and_texts_are_cut() -> None:
 def test_inspect_episodes_of_a_missing_run_fails_clearly(tmp_path) -> None:
     res = CliRunner().invoke(app, ["inspect", str(tmp_path / "nope"), "--episodes"])
     assert res.exit_code != 0 and f"{tmp_path / 'nope'}: no such directory" in res.output
+
+
+def test_the_first_wrong_call_is_said_only_where_a_failed_verdict_writes_it() -> None:
+    """A newcomer read "first wrong call" under a verified episode in `rizz diff`."""
+    ep = {"transcript": [{"role": "assistant", "text": "", "calls": [["get", {"k": 1}]]}], "model_calls": 1, "tool_errors": 0,
+          "stop": "done", "wrong_call": "get(k=1)"}
+    assert episode_lines(ep)[-1] == "    first wrong call (the anti-pattern if the verdict fails): get(k=1)"
+    assert episode_lines(ep, reward=0.0)[-1] == "    first wrong call (written as the anti-pattern): get(k=1)"
+    assert not any("wrong call" in line for line in episode_lines(ep, reward=1.0))

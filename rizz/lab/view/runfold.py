@@ -167,7 +167,7 @@ def _answer(fold: LogFold, rec: LogRecord, data: dict[str, Any], led: Ledger, tu
     if rec.prompt is not None and rec.episode is None:
         entry["prompt"] = _prompt(rec, own, policy, local, inner, led, tenant, turns, rd)
     if rec.episode is not None:
-        entry["episode"] = episode_lines(data["episode"])
+        entry["episode"] = episode_lines(data["episode"], reward=verdict.reward if verdict else None)
     events = fold.apply(rec, inp=inp, routed=routed if rec.v != 1 else None)
     return entry, events, tenant
 
