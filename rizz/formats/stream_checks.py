@@ -39,6 +39,15 @@ METADATA_KEYS: tuple[str, ...] = ("task", "scope", "shape", "time")
 #: ``metadata.f1_variant`` values ``token_f1`` accepts (rizz/adapters/verifiers/metrics.py).
 F1_VARIANTS: tuple[str, ...] = ("hotpotqa", "set", "stem")
 
+#: The ``metadata`` keys rizz itself reads (specs/stream-format.md); any other key is kept as it
+#: is, unless it is a near-miss of one of these (:func:`_check_metadata`).
+READ_METADATA_KEYS: tuple[str, ...] = ("task", "scope", "shape", "time", "tenant", "label", "tests", "entry_point", "prompt",
+                                       "timeout_s", "source", "f1_variant")
+#: How close (difflib ratio) an unknown key must be to one of :data:`READ_METADATA_KEYS` to be refused
+#: as its misspelling: ``shap``/``shape`` 0.89, ``tenent``/``tenant`` 0.83; no key of the shipped
+#: or built streams (``category``, ``bfcl_id``, ``task_index``, ``session``, ``type`` ...) reaches 0.6.
+METADATA_NEAR_MISS = 0.8
+
 
 class FieldError(RizzError):
     """One field of one record is bad (:mod:`rizz.formats.streams` reports it with the line)."""
@@ -137,6 +146,12 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
     for key in meta:
         if not isinstance(key, str):
             raise _expect("metadata", "string keys", key)
+        if key not in READ_METADATA_KEYS:
+            hint = did_you_mean(key, READ_METADATA_KEYS, cutoff=METADATA_NEAR_MISS)
+            if hint or key.lower() in READ_METADATA_KEYS:
+                hint = hint or f"; did you mean `{key.lower()}`?"
+                raise FieldError(f"metadata.{key}", f"not a key rizz reads{hint} (a key of your own is kept as it is: "
+                                                     "give it a name further from rizz's)")
     _check_str("metadata.task", meta.get("task"), optional=True)
     _check_str("metadata.scope", meta.get("scope"), optional=True)
     _check_str("metadata.tenant", meta.get("tenant"), optional=True, nonempty=True)

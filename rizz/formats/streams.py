@@ -15,7 +15,8 @@ Extensions beyond the contract (documented, accepted by the reader):
 - ``evidence`` may be a string or a list of strings (one per evidence passage, e.g. the
   ten HotpotQA paragraphs); it is held as ``str`` or ``tuple[str, ...]``.
 - ``metadata`` may carry further keys (``tests``, ``source``, ``entry_point``, ``category``,
-  ...); values are deep-frozen (dict -> pmap, list -> pvector).
+  ...); values are deep-frozen (dict -> pmap, list -> pvector). A key that is a near-miss of
+  one rizz reads (``shap`` for ``shape``) is refused with a did-you-mean.
 - Blank (whitespace-only) lines are skipped.
 
 Refused beyond the field table: a key repeated in one JSON object (at any depth), a number

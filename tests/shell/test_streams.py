@@ -56,6 +56,10 @@ BAD_LINES = [
     ("shape", _line(metadata={"shape": "letters"}), "metadata.shape",
      "field 'metadata.shape': expected one of letter, number, label, span, text, code, json, got 'letters'; "
      "did you mean `letter`?"),
+    ("shape-misspelt-key", _line(metadata={"shap": "letter"}), "metadata.shap",
+     "field 'metadata.shap': not a key rizz reads; did you mean `shape`? (a key of your own is kept as it is"),
+    ("tenant-cased-key", _line(metadata={"Tenant": "t1"}), "metadata.Tenant",
+     "field 'metadata.Tenant': not a key rizz reads; did you mean `tenant`?"),
     ("task-int", _line(metadata={"task": 3}), "metadata.task", "field 'metadata.task': expected a string or null, got 3"),
     ("scope-bool", _line(metadata={"scope": True}), "metadata.scope",
      "field 'metadata.scope': expected a string or null, got true"),
