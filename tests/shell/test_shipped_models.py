@@ -201,3 +201,20 @@ def test_gguf_of_spec_names_the_file_and_rendering_of_a_local_spec(tmp_path):
     for bad in ("openai:http://x", "gguf:", "anthropic"):
         with pytest.raises(ValueError, match="expected embedded"):
             gguf_of_spec(bad)
+
+
+def test_list_says_a_model_assembled_in_the_cache_runs_without_its_parts(fake_model, tmp_path):
+    """A newcomer read "parts not installed" for the 1.5B while its verified file sat in the cache."""
+    from rizz.adapters.models.shipped import _installed
+
+    model, _site, _blobs = fake_model
+    cache = tmp_path / "cache"
+    assert _installed(model, cache) == "installed"
+    assemble(model, cache, progress=lambda d, t: None, log=_quiet)
+    assert _installed(model, cache) == f"installed, assembled and verified in {cache}"
+    gone = ShippedModel(model.name, model.backend_name, model.file_name,
+                        tuple(Part("no-such-dist-xyz", "1", p.path, p.size, p.sha256) for p in model.parts),
+                        model.size, model.sha256, "chat", "test")
+    assert _installed(gone, cache) == f"parts not installed, but assembled and verified in {cache}: it runs"
+    (cache / "fake-w.gguf").write_bytes(b"x")  # changed since its check: not trusted
+    assert _installed(gone, cache) == "parts not installed"

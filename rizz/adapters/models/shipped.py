@@ -397,13 +397,22 @@ def shipped_path(name: str | None = None, **kwargs: object) -> Path:
     return assemble(shipped_model(name), **kwargs)  # type: ignore[arg-type]
 
 
-def _installed(m: ShippedModel) -> str:
+def _installed(m: ShippedModel, cache_dir: Path | None = None) -> str:
+    """What ``--list`` says of ``m``: whether its packages are installed, and whether its verified
+    file is already assembled in the cache (then it runs without the parts)."""
     try:
         for p in m.parts:
             _locate(p, m)
+        parts = "installed"
     except ModelUnavailableError:
-        return "parts not installed"
-    return "installed"
+        parts = "parts not installed"
+    if len(m.parts) == 1 and not m.sha256:  # shipped whole: used in place, no cache
+        return parts
+    target = (cache_dir or model_cache_dir()) / m.file_name
+    if target.is_file() and _trusted(target, m):
+        return f"{parts}, assembled and verified in {target.parent}" if parts == "installed" else \
+            f"{parts}, but assembled and verified in {target.parent}: it runs"
+    return parts
 
 
 def main(argv: Sequence[str] | None = None) -> int:
