@@ -44,9 +44,10 @@ DEMO_LIMIT = 60
 #: Demo prompt budget (tokens): keeps a step of the embedded model on 2 cores to seconds.
 DEMO_BUDGET = 2048
 #: Seconds per demo step of each policy with the embedded model (the Qwen2.5-Coder 0.5B) on 2
-#: cores: the demo run of results/2026-12-03-demo-fresh.md from an empty response cache (steps'
-#: wall times summed over the first 60 elements at --budget 2048: frozen 211.7 s, default 221.8 s).
-DEMO_STEP_SECONDS = {"frozen": 211.7 / 60, "default": 221.8 / 60}
+#: cores: the demo run of results/2026-12-03-judge-local-default.md from an empty response cache
+#: (the policies' wall times over the first 60 elements at --budget 2048: frozen 178.1 s, default
+#: 153.0 s; default answers a step whose prompt has no memory block from frozen's cached reply).
+DEMO_STEP_SECONDS = {"frozen": 178.1 / 60, "default": 153.0 / 60}
 
 #: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
 MODEL_HELP = spec_help().replace("[", "\\[")  # every spec form and option (rizz/adapters/models/spec.py)
