@@ -23,7 +23,7 @@ from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_o
 from rizz.apps.cli_streams import app as streams_app
 from rizz.core import policy_schema
 from rizz.core.policy import CompilerPolicy
-from rizz.formats.policy_file import POLICY_DIR, PolicyError, constants_markdown, dump_policy, load_policy
+from rizz.formats.policy_file import POLICY_DIR, PolicyError, constants_markdown, dump_policy, load_policy, policy_differences
 from rizz.formats.streams import StreamError, read_stream
 from rizz.formats.wording import plural
 from rizz.lab.diff import branch_table, diff_run, inspect_run
@@ -41,6 +41,8 @@ __all__ = ["app", "main"]
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 #: Demo stream length per policy: the first 60 elements of the interleaved slice (7-14 per task), about 7.5 minutes with the Qwen 0.5B on 2 cores (README).
 DEMO_LIMIT = 60
+#: ``rizz bench``'s policies when ``-P`` is not given: the baseline, RIZZ and the paper's ablations.
+BENCH_POLICIES = "frozen,default,single-branch,no-procedural,no-anti-fragmentation"
 #: Demo prompt budget (tokens): keeps a step of the embedded model on 2 cores to seconds.
 DEMO_BUDGET = 2048
 #: Seconds per demo step of each policy with the embedded model (the Qwen2.5-Coder 0.5B) on 2
@@ -379,8 +381,9 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
 @app.command()
 def bench(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
-    policies: str = typer.Option("frozen,default,single-branch,no-procedural,no-anti-fragmentation", "--policies", "-P",
-                                 help="Comma-separated policy files or shipped names; peer:ace and peer:mem0 run those packages (docs/peers.md)."),
+    policies: str = typer.Option(BENCH_POLICIES, "--policies", "-P", show_default=False,
+                                 help=f"Comma-separated policy files or shipped names; peer:ace and peer:mem0 run those packages (docs/peers.md). "
+                                      f"Default: {BENCH_POLICIES.replace(',', ', ')}."),
     out: Path = typer.Option(..., "--out", "-o", help="BENCH_DIR: one RUN_DIR per policy, report.md, results.json, plots."),
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
@@ -404,7 +407,7 @@ def bench(
 def demo(
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where to write the bench."),
     limit: int = typer.Option(DEMO_LIMIT, "--limit", "-n", min=1, help="Stream elements per policy."),
-    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
+    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP + " oracle does not apply here: the demo's TRACE slice holds no episodes."),
     budget: int = typer.Option(DEMO_BUDGET, "--budget", min=MIN_BUDGET, help="Prompt budget cap in tokens, for both policies."),
 ) -> None:
     """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model.
@@ -455,6 +458,20 @@ def policy_check(files: list[str] = typer.Argument(..., help="Policy YAML files 
 def policy_show(file: str = typer.Argument(..., help="Policy file or shipped name.")) -> None:
     """Print the fully resolved policy (extends applied, defaults filled in) as YAML."""
     typer.echo(dump_policy(_load_policy_or_exit(file)), nl=False)
+
+
+@policy_app.command("diff")
+def policy_diff(a: str = typer.Argument(..., help="Policy file or shipped name."),
+                b: str = typer.Argument(..., help="Policy file or shipped name.")) -> None:
+    """Print each field where two resolved policies differ (`path: A's value -> B's value`);
+    exit 0 when they are the same apart from their names, 1 when they differ (as diff does)."""
+    pa, pb = _load_policy_or_exit(a), _load_policy_or_exit(b)
+    diffs = [d for d in policy_differences(pa, pb) if d[0] != "name"]
+    for path, x, y in diffs:
+        typer.echo(f"{path}: {json.dumps(x)} -> {json.dumps(y)}")
+    if not diffs:
+        typer.echo(f"{pa.name} and {pb.name}: the same fields")
+    raise typer.Exit(1 if diffs else 0)
 
 
 @policy_app.command("schema")

@@ -365,6 +365,29 @@ def policy_data(policy: Policy) -> dict[str, Any]:
     return plain(_converter.unstructure(policy))
 
 
+def policy_differences(a: Policy, b: Policy) -> list[tuple[str, Any, Any]]:
+    """``(path, a's value, b's value)`` for every field where two resolved policies differ, in
+    field order; ``path`` is dotted (``routing.judge``), as policy files and errors name fields.
+
+    Example:
+        >>> import attrs
+        >>> d = Policy()
+        >>> policy_differences(d, attrs.evolve(d, name="x", routing=attrs.evolve(d.routing, judge="local")))
+        [('name', 'default', 'x'), ('routing.judge', 'when_uncertain', 'local')]
+    """
+    out: list[tuple[str, Any, Any]] = []
+
+    def walk(path: str, x: Any, y: Any) -> None:
+        if isinstance(x, dict) and isinstance(y, dict):
+            for k in list(x) + [k for k in y if k not in x]:
+                walk(f"{path}.{k}" if path else k, x.get(k), y.get(k))
+        elif x != y:
+            out.append((path, x, y))
+
+    walk("", policy_data(a), policy_data(b))
+    return out
+
+
 def dump_policy(policy: Policy) -> str:
     """The full policy as YAML (every field, defaults included)."""
     return yaml.safe_dump(policy_data(policy), sort_keys=False, allow_unicode=True)

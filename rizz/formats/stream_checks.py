@@ -46,7 +46,23 @@ READ_METADATA_KEYS: tuple[str, ...] = ("task", "scope", "shape", "time", "tenant
 #: How close (difflib ratio) an unknown key must be to one of :data:`READ_METADATA_KEYS` to be refused
 #: as its misspelling: ``shap``/``shape`` 0.89, ``tenent``/``tenant`` 0.83; no key of the shipped
 #: or built streams (``category``, ``bfcl_id``, ``task_index``, ``session``, ``type`` ...) reaches 0.6.
+#: The same letters in another order (``taks``, ``tiem``: ratio 0.75 or less) are refused too.
 METADATA_NEAR_MISS = 0.8
+
+
+def _metadata_near_miss(key: str) -> str | None:
+    """The key of :data:`READ_METADATA_KEYS` that ``key`` (not one of them) misspells, else None:
+    close by :data:`METADATA_NEAR_MISS`, the same in other case, or the same letters reordered.
+
+    Example:
+        >>> [_metadata_near_miss(k) for k in ("shap", "Tenant", "taks", "tiem", "category", "type")]
+        ['shape', 'tenant', 'task', 'time', None, None]
+    """
+    for known in READ_METADATA_KEYS:
+        if key.lower() == known or sorted(key.lower()) == sorted(known):
+            return known
+    hint = did_you_mean(key, READ_METADATA_KEYS, cutoff=METADATA_NEAR_MISS)
+    return hint.split("`")[1] if hint else None
 
 
 class FieldError(RizzError):
@@ -146,12 +162,10 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
     for key in meta:
         if not isinstance(key, str):
             raise _expect("metadata", "string keys", key)
-        if key not in READ_METADATA_KEYS:
-            hint = did_you_mean(key, READ_METADATA_KEYS, cutoff=METADATA_NEAR_MISS)
-            if hint or key.lower() in READ_METADATA_KEYS:
-                hint = hint or f"; did you mean `{key.lower()}`?"
-                raise FieldError(f"metadata.{key}", f"not a key rizz reads{hint} (a key of your own is kept as it is: "
-                                                     "give it a name further from rizz's)")
+        meant = _metadata_near_miss(key) if key not in READ_METADATA_KEYS else None
+        if meant is not None:
+            raise FieldError(f"metadata.{key}", f"not a key rizz reads; did you mean `{meant}`? (a key of your own is kept "
+                                                 "as it is: give it a name further from rizz's)")
     _check_str("metadata.task", meta.get("task"), optional=True)
     _check_str("metadata.scope", meta.get("scope"), optional=True)
     _check_str("metadata.tenant", meta.get("tenant"), optional=True, nonempty=True)

@@ -141,7 +141,10 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
         lines.append(head)
         if rec.get("judge"):
             j = rec["judge"]
-            lines.append(f"  judge proposed {j['function']}/{j['application']}" + (" (fallback label)" if j.get("fallback") else ""))
+            if j.get("fallback") and not j.get("raw"):  # routing.judge: local, or no reply at all
+                lines.append(f"  label {j['function']}/{j['application']} (the judge's fallback from the input's words, no model reply)")
+            else:
+                lines.append(f"  judge proposed {j['function']}/{j['application']}" + (" (fallback label)" if j.get("fallback") else ""))
         for e in events:
             d = describe_event(e)
             if d:
@@ -169,9 +172,11 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
 
 
 #: How an input reached its branch (``rizz inspect``'s ``routed_by``): with the judge's label as
-#: it gave it, a label snapped to a known one, a caller-declared label, by anchor similarity
-#: alone (no label asked: the judge was skipped), or as context (context-only input).
-ROUTED_BY = ("judge", "snapped", "declared", "anchor", "context")
+#: it gave it, with a label made (in whole or part) by the judge's fallback from the input's
+#: words (``routing.judge: local``, default's, makes every label so), a label snapped to a known
+#: one, a caller-declared label, by anchor similarity alone (no label asked), or as context
+#: (context-only input).
+ROUTED_BY = ("judge", "fallback", "snapped", "declared", "anchor", "context")
 
 
 class LabelSources:
@@ -201,10 +206,10 @@ class LabelSources:
             snapped = next((e for e in events if isinstance(e, ev.LabelSnapped)), None)
             judge = rec.get("judge")
             how = ("context" if rec.get("context_only") else "declared" if rec.get("declared_label")
-                   else "anchor" if not judge else "snapped" if snapped is not None else "judge")
+                   else "anchor" if not judge else "snapped" if snapped is not None else "fallback" if judge.get("fallback") else "judge")
             self.routed.setdefault(branch, Counter())[how] += 1
             if route.get("spawned"):
-                made = {"anchor": "placeholder", "judge": "fallback" if judge and judge.get("fallback") else "judge"}.get(how, how)
+                made = {"anchor": "placeholder"}.get(how, how)
                 self.made[branch] = {"label_from": made, "label_step": rec["step"],
                                      "label_proposed": str(snapped.proposed) if snapped is not None else None}
         elif kind == "verdict":

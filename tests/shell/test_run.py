@@ -525,12 +525,16 @@ def test_inspect_says_where_each_label_came_from_and_how_inputs_reached_it(tmp_p
     out = _label_run(tmp_path, "judge-uncertain", ["classify/stance"], 4)  # the judge names b0; the rest follow its anchor
     (row,) = inspect_run(out)
     assert (row["label"], row["label_from"], row["label_step"], row["label_proposed"]) == ("classify/stance", "judge", 0, None)
-    assert row["routed_by"] == {"judge": 1, "snapped": 0, "declared": 0, "anchor": 3, "context": 0}
+    assert row["routed_by"] == {"judge": 1, "fallback": 0, "snapped": 0, "declared": 0, "anchor": 3, "context": 0}
     out = _label_run(tmp_path, "judge-always", ["classify/stance", "classify/stance-detection"], 3)
     (row,) = inspect_run(out)  # the judge's later labels snapped to the first
-    assert row["label_from"] == "judge" and row["routed_by"] == {"judge": 1, "snapped": 2, "declared": 0, "anchor": 0, "context": 0}
+    assert row["label_from"] == "judge" and row["routed_by"] == {"judge": 1, "fallback": 0, "snapped": 2, "declared": 0, "anchor": 0, "context": 0}
     code, text = _cli("inspect", str(out), "--wide")
     assert code == 0 and "judge @0" in text and "2 snapped, 1 judge" in text, text
+    out = _label_run(tmp_path, "default", ["classify/stance"], 4)  # routing.judge: local: no judge call, a label from the input's words
+    (row,) = inspect_run(out)
+    assert row["label_from"] == "fallback" and row["routed_by"]["judge"] == 0 and row["routed_by"]["fallback"] == 1, row
+    assert "  label " in diff_run(out, 0) and "no model reply" in diff_run(out, 0) and "judge proposed" not in diff_run(out, 0)
 
 
 def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path, monkeypatch):
@@ -575,3 +579,19 @@ def test_a_missing_run_dir_is_named_as_missing_by_every_command_that_reads_one(t
         assert code == 2 and text == f"{gone}: no such directory (a RUN_DIR is the --out of rizz run)", (args, text)
         code, text = _cli(args[0], str(empty), *args[1:])
         assert code == 2 and text == f"{empty}: no run.json — not a rizz RUN_DIR", (args, text)
+
+
+def test_policy_diff_prints_the_fields_two_policies_set_otherwise(tmp_path):
+    """A newcomer read "a diff of two shows exactly what an experiment changes" in default.yaml and
+    found no command for it."""
+    code, text = _cli("policy", "diff", "default", "judge-uncertain")
+    assert (code, text) == (1, 'routing.judge: "local" -> "when_uncertain"')
+    code, text = _cli("policy", "diff", "default", "judge-local")
+    assert (code, text) == (0, "default and judge-local: the same fields")
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: default\nname: mine\nretrieval: {examples_k: 2}\ncompiler: {layout: [instruction, input]}\n")
+    code, text = _cli("policy", "diff", "default", str(mine))
+    assert code == 1 and text == ('retrieval.examples_k: 4 -> 2 compiler.layout: ["scoped_context", "preamble", "instruction", "evidence", '
+                                  '"rules", "examples", "mistakes", "working_memory", "input"] -> ["instruction", "input"]'), text
+    code, text = _cli("policy", "diff", "default", str(tmp_path / "nope.yaml"))
+    assert code == 2 and "cannot read" in text

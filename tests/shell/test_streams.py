@@ -60,6 +60,8 @@ BAD_LINES = [
      "field 'metadata.shap': not a key rizz reads; did you mean `shape`? (a key of your own is kept as it is"),
     ("tenant-cased-key", _line(metadata={"Tenant": "t1"}), "metadata.Tenant",
      "field 'metadata.Tenant': not a key rizz reads; did you mean `tenant`?"),
+    ("task-swapped-key", _line(metadata={"taks": "FOMC"}), "metadata.taks",
+     "field 'metadata.taks': not a key rizz reads; did you mean `task`?"),
     ("task-int", _line(metadata={"task": 3}), "metadata.task", "field 'metadata.task': expected a string or null, got 3"),
     ("scope-bool", _line(metadata={"scope": True}), "metadata.scope",
      "field 'metadata.scope': expected a string or null, got true"),

@@ -151,7 +151,7 @@ def _answer(fold: LogFold, rec: LogRecord, data: dict[str, Any], led: Ledger, tu
         input=x.text, instruction=x.instruction, evidence=x.evidence, scope=x.scope, shape=x.shape, tenant=x.tenant, time=x.time,
         branch=bkey, label=str(inner.label), score=_r(inner.score), spawned=inner.spawn is not None,
         judge=dict(function=rec.judge.function, application=rec.judge.application, fallback=rec.judge.fallback,
-                   repaired=rec.judge.repaired) if rec.judge else None,
+                   repaired=rec.judge.repaired, raw=bool(rec.judge.raw)) if rec.judge else None,
         declared=f"{rec.declared_label.function}/{rec.declared_label.application}" if rec.declared_label else None,
         snapped=None, cands=[[branch_key(tenant, b), _r(c), _r(s)] for b, c, s in cands[:MAX_CANDIDATES]],
         prompt=None, overflow=rec.overflow,

@@ -50,7 +50,8 @@ function renderSteps(root, r) {
 function routePart(st, r) {
   const kids = [];
   const lab = [chip('label ' + st.label, 'k-label')];
-  if (st.judge) lab.push(' judge proposed ' + st.judge.function + '/' + st.judge.application + (st.judge.fallback ? ' (fallback label)' : '') + (st.judge.repaired ? ' (repaired)' : ''));
+  if (st.judge && st.judge.fallback && !st.judge.raw) lab.push(' label ' + st.judge.function + '/' + st.judge.application + " (the judge's fallback from the input's words, no model reply)");
+  else if (st.judge) lab.push(' judge proposed ' + st.judge.function + '/' + st.judge.application + (st.judge.fallback ? ' (fallback label)' : '') + (st.judge.repaired ? ' (repaired)' : ''));
   else if (st.declared) lab.push(' declared by the caller: ' + st.declared);
   else if (!st.context_only) lab.push(' no judge call (the route was confident)');
   if (st.snapped) lab.push(' · snapped ' + st.snapped[0] + ' → ' + st.snapped[1] + ' by ' + st.snapped[2] + ' (' + fmt(st.snapped[3]) + ')');
