@@ -137,3 +137,39 @@ def test_the_same_failing_call_repeated_ends_an_episode(repeat_stop, replies, st
                      repeat_stop=repeat_stop)
     assert agent.replies == replies and ep.stop == stop and ep.tool_errors == replies
     assert all(e["result"].startswith("Error:") for e in ep.transcript if e["role"] == "tool")
+
+
+class _SilentAgent:
+    """Answers every customer line with an empty message (the 1.5B's reply after two tool errors)."""
+
+    def __init__(self) -> None:
+        self.replies = 0
+
+    def reply(self, el, transcript, env):  # noqa: ANN001, ANN201
+        from rizz.adapters.agents.loop import AgentReply
+
+        self.replies += 1
+        return AgentReply("", ())
+
+
+class _RepeatingUser:
+    """Opens, then says one line again and again; after ``vary`` replies it says something new each time."""
+
+    def __init__(self, vary: int = 10**9) -> None:
+        self.said, self.vary = 0, vary
+
+    def reply(self, transcript):  # noqa: ANN001, ANN201
+        self.said += 1
+        return "I need to confirm the keyboard." if self.said <= self.vary else f"Line {self.said}."
+
+
+@pytest.mark.parametrize("repeat_stop, vary, replies, stop", [(2, 10**9, 2, "repeat"), (3, 10**9, 3, "repeat"),
+                                                              (0, 10**9, 7, "max_steps"), (2, 1, 7, "max_steps")])
+def test_a_conversation_stuck_in_one_exchange_ends_the_episode(repeat_stop, vary, replies, stop) -> None:
+    """The same message to the simulated user answered the same way ``repeat_stop`` times in a row
+    ends the episode (the 1.5B said "" to a τ-bench customer 14 times, each answered by the same
+    line: 30 agent and 31 customer calls for nothing); a customer who says something new does not."""
+    agent, user = _SilentAgent(), _RepeatingUser(vary)
+    ep = run_episode(TAU[0], agent, make_environment(TAU[0].environment), max_steps=7, user=user, repeat_stop=repeat_stop)
+    assert (agent.replies, ep.stop) == (replies, stop), (agent.replies, ep.stop)
+    assert ep.user_calls == 1 + agent.replies  # the opening line, then one reply to each message

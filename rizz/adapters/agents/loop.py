@@ -10,7 +10,10 @@ same malformed text, or the same calls every one of which failed with the same r
 episode with stop ``repeat``: a greedy model that repeats itself after the error will go on
 repeating it to ``max_steps`` (Qwen2.5-Coder-1.5B: one malformed BFCL call 30 times, one failing
 τ-bench lookup 27 times). The same calls run *successfully* ``repeat_stop`` + 1 times in a row end
-the turn instead, as a message to the user would (the 1.5B placed one BFCL order 30 times).
+the turn instead, as a message to the user would (the 1.5B placed one BFCL order 30 times). A
+conversation stuck in one exchange ends with stop ``repeat`` too: the same message to the
+simulated user answered by the same reply ``repeat_stop`` times in a row (the 1.5B answered a
+τ-bench customer with an empty message 14 times, and the customer repeated its line each time).
 
 Turn structure: a reply with calls executes them and asks the agent again; a reply
 without calls is a message to the user that ends the turn: then the next scripted turn, or the
@@ -79,7 +82,8 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
     ``repeat_stop`` + 1 times in a row (that reply's event is marked ``repeated``): the
     Qwen2.5-Coder-1.5B placed one BFCL order 30 times in a row, a new order each time
     (results/2026-12-03-bfcl-multi-turn-qwen15.md); one repeat of a successful call is let
-    through (a re-read after a change)."""
+    through (a re-read after a change). The same message to the simulated user answered the same
+    way ``repeat_stop`` times in a row stops it too (``repeat``): the conversation is stuck."""
     transcript: list[dict[str, Any]] = []
     user_calls = 0
     if el.user is not None and user is not None:
@@ -93,6 +97,8 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
     steps = errors = tokens_max = repeats = ran_repeats = 0
     last_failed: tuple[Any, ...] | None = None  # the last reply that failed whole, as compared for repeat_stop
     last_ran: tuple[Any, ...] | None = None  # the last reply whose calls all ran, as compared for repeat_stop
+    last_said: tuple[str, str] | None = None  # the last (message to the user, the user's reply), as compared for repeat_stop
+    said_repeats = 0
     stop = "max_steps"
     ending = terminate_tools(env)
     while steps < max_steps:
@@ -159,6 +165,11 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
             transcript.append({"role": "user", "text": said})
             if STOP in said:
                 stop = "user_stop"
+                break
+            exchange = (r.text, said)
+            said_repeats, last_said = (said_repeats + 1 if exchange == last_said else 1), exchange
+            if repeat_stop and said_repeats >= repeat_stop:  # the conversation goes round in one exchange
+                stop = "repeat"
                 break
             continue
         stop = "done"
