@@ -26,7 +26,10 @@ in the API's own structures:
   (greedy, no system turn: the template's own), and the reply's call blocks are read by
   :func:`~rizz.adapters.agents.qwen_tools.parse_tool_calls` into the same calls; a malformed block
   is a malformed call as on the OpenAI path; a reply with no call block that is a Python-syntax
-  call list of the element's tools is read as those calls (:func:`python_calls`). Here the
+  call list of the element's tools is read as those calls (:func:`python_calls`); a reply without
+  calls that the token cap (``agents.reply_tokens``) cut off is a malformed reply whose error says
+  so, not a message to the user (the 1.5B's first τ-bench calls, written as fenced JSON, were cut
+  at 256 tokens in 2 of 4 episodes, and the customer, shown the half call, stopped). Here the
   transcript goes as chat turns, not as one text
   (:func:`~rizz.engine.agent_prompt.chat_turns`: the compiled blocks and the first user line as
   the first user turn, the agent's calls as ``assistant`` turns of ``<tool_call>`` blocks, tool
@@ -246,6 +249,10 @@ class NativeToolAgent(PromptedAgent):
             written = python_calls(el, parsed.message)
             if written:
                 return AgentReply("", written, prompt_tokens=prompt.token_count)
+            cap = self.policy.agents.reply_tokens
+            if gen.completion_tokens >= cap:  # cut off mid-reply: not a message to show the user
+                return AgentReply(gen.text, error=f"the reply was cut off at {cap} tokens (agents.reply_tokens) before it ended; "
+                                                  "write a shorter reply, or the call alone", prompt_tokens=prompt.token_count)
         return AgentReply(parsed.message, _element_calls(el, parsed.calls), prompt_tokens=prompt.token_count)
 
     def ask(self, el: StreamElement, prompt: CompiledPrompt) -> AgentReply:

@@ -341,3 +341,32 @@ def test_chat_turns_follow_the_fit_elided_results_and_dropped_events() -> None:
     with pytest.raises(ValueError, match="tool"):
         check_generate_args(turns[:1] + [Message("tool", "r")], 8, (), "chat")
     check_generate_args(turns[:1] + [Message("tool", "r")], 8, (), "chat", tool_turns=True)
+
+
+def test_a_reply_the_token_cap_cut_is_a_malformed_reply_not_a_message(tmp_path, embedder) -> None:
+    """The 1.5B wrote its first τ-bench call as fenced JSON longer than ``agents.reply_tokens``
+    (256): the half call went to the customer as a message, and the customer stopped. A reply cut
+    at the cap without a call is now a malformed reply: the model sees why and tries again."""
+    cut = '```json\n{\n  "name": "exchange_delivered_order_items",\n  "arguments": {\n    "item_ids": [' + ' "1234567890",' * 300
+    shown: list[str] = []
+
+    def reply(prompt: str) -> str:
+        if "You are playing a customer" in prompt:
+            shown.append(prompt)
+            return "Hi, I need help." if prompt.endswith(GREETING) else "###STOP###"
+        k = prompt.count("<tool_response>")
+        if k == 0:
+            return cut
+        if k - 1 < len(GOLD["actions"]):
+            a = GOLD["actions"][k - 1]
+            return _block(a["name"], a["kwargs"])
+        return " ".join(GOLD["outputs"]) or "Done."
+
+    model = TemplateStub(reply)
+    assert model.count_tokens(cut) >= 256
+    s, (rec,), out = _run(tmp_path, [TAU], model, embedder)
+    events = rec["episode"]["transcript"]
+    assert events[1]["malformed"] and events[1]["text"] == cut
+    assert events[2]["error"] and "cut off at 256 tokens (agents.reply_tokens)" in events[2]["result"]
+    assert not any("exchange_delivered_order_items" in p for p in shown)  # the customer never saw the half call
+    assert rec["verdict"]["reward"] == 1.0 and replay(out)["state_digest"] == s["state_digest"]
