@@ -41,8 +41,6 @@ __all__ = ["app", "main"]
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 #: Demo stream length per policy: the first 60 elements of the interleaved slice (7-14 per task), about 7.5 minutes with the Qwen 0.5B on 2 cores (README).
 DEMO_LIMIT = 60
-#: ``rizz bench``'s policies when ``-P`` is not given: the baseline, RIZZ and the paper's ablations.
-BENCH_POLICIES = "frozen,default,single-branch,no-procedural,no-anti-fragmentation"
 #: Demo prompt budget (tokens): keeps a step of the embedded model on 2 cores to seconds.
 DEMO_BUDGET = 2048
 #: Seconds per demo step of each policy with the embedded model (the Qwen2.5-Coder 0.5B) on 2
@@ -50,6 +48,8 @@ DEMO_BUDGET = 2048
 #: (the policies' wall times over the first 60 elements at --budget 2048: frozen 178.1 s, default
 #: 153.0 s; default answers a step whose prompt has no memory block from frozen's cached reply).
 DEMO_STEP_SECONDS = {"frozen": 178.1 / 60, "default": 153.0 / 60}
+#: ``rizz bench``'s policies when ``-P`` is not given: the baseline, RIZZ and the paper's ablations.
+BENCH_POLICIES = "frozen,default,single-branch,no-procedural,no-anti-fragmentation"
 
 #: ``--model`` help (``\\[`` keeps rich from reading ``[#MODEL]`` as markup).
 MODEL_HELP = spec_help().replace("[", "\\[")  # every spec form and option (rizz/adapters/models/spec.py)

@@ -7,6 +7,7 @@ Each check raises :class:`FieldError` naming the field's path (``metadata.shape`
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -61,8 +62,8 @@ def _metadata_near_miss(key: str) -> str | None:
     for known in READ_METADATA_KEYS:
         if key.lower() == known or sorted(key.lower()) == sorted(known):
             return known
-    hint = did_you_mean(key, READ_METADATA_KEYS, cutoff=METADATA_NEAR_MISS)
-    return hint.split("`")[1] if hint else None
+    close = difflib.get_close_matches(key, READ_METADATA_KEYS, n=1, cutoff=METADATA_NEAR_MISS)
+    return close[0] if close else None
 
 
 class FieldError(RizzError):

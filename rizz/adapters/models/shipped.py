@@ -409,10 +409,11 @@ def _installed(m: ShippedModel, cache_dir: Path | None = None) -> str:
     if len(m.parts) == 1 and not m.sha256:  # shipped whole: used in place, no cache
         return parts
     target = (cache_dir or model_cache_dir()) / m.file_name
-    if target.is_file() and _trusted(target, m):
-        return f"{parts}, assembled and verified in {target.parent}" if parts == "installed" else \
-            f"{parts}, but assembled and verified in {target.parent}: it runs"
-    return parts
+    if not (target.is_file() and _trusted(target, m)):
+        return parts
+    if parts == "installed":
+        return f"{parts}, assembled and verified in {target.parent}"
+    return f"{parts}, but assembled and verified in {target.parent}: it runs"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
