@@ -187,6 +187,12 @@ class RetrievalPolicy:
         "the examples block is shown only when its examples carry at least this many distinct answers: one answer alone reads as a vote "
         "(the Qwen 0.5B copied a lone NumGLUE example's '10' into two other problems, and its letter examples were all 'A')",
         integer=True))
+    examples_per_answer: int = _optional(_num(
+        0, 0, 1000, "rizz (Qwen2.5-Coder-1.5B: four nearest C-STANCE examples all 'B' and the answer copied, results/2026-12-02-qwen15-heldout131.md; "
+        "majority-label bias of in-context examples, Zhao et al. 2021)",
+        "at most this many examples of one answer (stripped text) in the examples block: the nearest examples are taken in score order, "
+        "skipping an example whose answer already fills its places, until examples_k (0: no cap, the nearest examples_k)",
+        integer=True))
     mistakes_min_distinct: int = _optional(_num(
         1, 1, 1000, "rizz (results/2026-12-02-qwen05-heldout.md, policy no-votes)",
         "the mistakes block is shown only when its anti-patterns carry at least this many distinct wrong answers", integer=True))

@@ -23,6 +23,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from itertools import islice
+
 import numpy as np
 from attrs import frozen
 
@@ -91,10 +94,6 @@ def _top(scores: np.ndarray, k: int, *ties: np.ndarray) -> np.ndarray:
     return cand[np.lexsort(keys)[:k]]
 
 
-def _scored_rows(branch: Branch, scores: np.ndarray, rows: np.ndarray) -> list[Scored]:
-    return [Scored(branch.episodes.records[i], round(float(scores[i]), 6), branch.id) for i in rows.tolist()]
-
-
 def _foreign_scope(branch: Branch, scope: str | None) -> np.ndarray:
     """(n,) bool over ``branch``'s episodes: True where the episode was written from a scoped
     element of a scope other than ``scope`` (``retrieval.examples_cross_scope: false``)."""
@@ -125,7 +124,7 @@ def _episodes_zoned(state: AdaptiveState, policy: Policy, inp: StepInput, select
     if len(own) >= p.examples_k:
         return own
     rest = [s for s in _episodes(state, policy, inp, selected, function, own_rows=False) if s.branch_id != selected]
-    return own + tuple(rest[: p.examples_k - len(own)])
+    return _per_answer(list(own) + rest, p.examples_k, p.examples_per_answer)
 
 
 def _episodes(
@@ -141,6 +140,7 @@ def _episodes(
     """
     p = policy.retrieval
     k = p.examples_k
+    cap = p.examples_per_answer
     guard = policy.routing.shape_guard and inp.shape is not None
     own: Branch | None = None
     others: list[Branch] = []
@@ -157,11 +157,13 @@ def _episodes(
         return ()
     q = as_vector(inp.embedding)
     walled = not p.examples_cross_scope
+    take = k if cap == 0 else 1 << 62  # with a cap per answer: every candidate in order, then the cap
     if not others and own is not None:  # only the routed branch: its own rows
         scores = own.episodes.matrix.dots(q)
         if walled:
             scores += _penalty(_foreign_scope(own, inp.scope))
-        return tuple(_scored_rows(own, scores, _top(scores, k)))
+        rows = _top(scores, min(take, len(scores))).tolist()
+        return _per_answer((Scored(own.episodes.records[i], round(float(scores[i]), 6), own.id) for i in rows), k, cap)
     index = index_of(state)
     nums, local = index.where()
     by_num = {branch_number(b.id): b for b in others}
@@ -189,10 +191,29 @@ def _episodes(
                 sel = nums == num
                 drop[sel] |= foreign[local[sel]]
     scores += _penalty(drop)
-    out = []
-    for j in _top(scores, k, nums, local).tolist():
-        b = by_num[int(nums[j])]
-        out.append(Scored(b.episodes.records[int(local[j])], round(float(scores[j]), 6), b.id))
+    ranked = _top(scores, min(take, len(scores)), nums, local).tolist()
+    return _per_answer((Scored(by_num[int(nums[j])].episodes.records[int(local[j])], round(float(scores[j]), 6),
+                               by_num[int(nums[j])].id) for j in ranked), k, cap)
+
+
+def _answer_key(s: Scored) -> str:
+    return str(s.item.answer).strip()  # type: ignore[attr-defined]
+
+
+def _per_answer(ranked: Iterable[Scored], k: int, cap: int) -> tuple[Scored, ...]:
+    """The first ``k`` of ``ranked`` (best first, built lazily) keeping at most ``cap`` items of
+    one answer (``retrieval.examples_per_answer``; 0: no cap, the first ``k``)."""
+    if cap == 0:
+        return tuple(islice(ranked, k))
+    used: dict[str, int] = {}
+    out: list[Scored] = []
+    for s in ranked:
+        a = _answer_key(s)
+        if used.get(a, 0) < cap:
+            used[a] = used.get(a, 0) + 1
+            out.append(s)
+            if len(out) == k:
+                break
     return tuple(out)
 
 
@@ -261,7 +282,7 @@ def _context(state: AdaptiveState, policy: Policy, inp: StepInput, branch: Branc
 
 def _distinct(scored: tuple[Scored, ...]) -> int:
     """Distinct answers (stripped) among retrieved episodes or anti-patterns."""
-    return len({str(s.item.answer).strip() for s in scored})  # type: ignore[attr-defined]
+    return len({_answer_key(s) for s in scored})
 
 
 def retrieve(state: AdaptiveState, policy: Policy, inp: StepInput, decision: RouteDecision) -> Retrieved:

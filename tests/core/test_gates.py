@@ -1,4 +1,5 @@
 import attrs
+from hypothesis import given, settings, strategies as st
 import numpy as np
 from helpers import embed, make_input
 
@@ -195,3 +196,50 @@ def test_an_examples_or_mistakes_block_of_one_answer_is_withheld_under_min_disti
     # a fourth, different verified answer makes the examples block a demonstration again
     s = r.step(s, make_input(5, 2, seed=5, answer="C"), Verdict(1.0))
     assert {e.item.answer for e in retrieve(s, strict, x, route(s, base, x)).episodes} >= {"A", "C"}
+
+
+def test_examples_per_answer_keeps_the_nearest_of_each_answer_up_to_its_cap():
+    """``retrieval.examples_per_answer``: the examples block takes the nearest examples in score
+    order, skipping one whose answer already fills ``cap`` places (majority-label bias of
+    in-context examples); 0 leaves the nearest ``examples_k``."""
+    from rizz.core import retrieve, route
+
+    base = Policy()
+    r = rizz(base)
+    s = r.init()
+    answers = ["B", "B", "B", "B", "B", "A", "C"]  # five verified "B" answers, one "A", one "C"
+    for i, a in enumerate(answers):
+        s = r.step(s, make_input(i, 2, seed=i, answer=a), Verdict(1.0))
+    x = make_input(20, 2, seed=99)
+    d = route(s, base, x)
+    plain = retrieve(s, base, x, d)
+    assert len(plain.episodes) == 4
+    capped_policy = attrs.evolve(base, retrieval=attrs.evolve(base.retrieval, examples_per_answer=1))
+    capped = retrieve(s, capped_policy, x, d)
+    assert sorted(e.item.answer for e in capped.episodes) == ["A", "B", "C"]
+    # the kept "B" is the nearest "B", and the block stays in score order
+    nearest_b = max((e for e in retrieve(s, attrs.evolve(base, retrieval=attrs.evolve(base.retrieval, examples_k=7)), x, d).episodes
+                     if e.item.answer == "B"), key=lambda e: e.score)
+    assert [e for e in capped.episodes if e.item.answer == "B"] == [nearest_b]
+    assert [e.score for e in capped.episodes] == sorted((e.score for e in capped.episodes), reverse=True)
+    two = retrieve(s, attrs.evolve(base, retrieval=attrs.evolve(base.retrieval, examples_per_answer=2)), x, d)
+    assert sorted(e.item.answer for e in two.episodes) == ["A", "B", "B", "C"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from("ABC"), min_size=1, max_size=12), st.integers(1, 6), st.integers(1, 3))
+def test_examples_per_answer_never_exceeds_its_cap_nor_k(answers, k, cap):
+    """Property: under any stored answers, the capped block holds at most ``cap`` of each answer
+    and at most ``examples_k`` items, and as many as the stored answers allow."""
+    from rizz.core import retrieve, route
+
+    base = Policy()
+    s = rizz(base).init()
+    for i, a in enumerate(answers):
+        s = rizz(base).step(s, make_input(i, 2, seed=i, answer=a), Verdict(1.0))
+    pol = attrs.evolve(base, retrieval=attrs.evolve(base.retrieval, examples_k=k, examples_per_answer=cap))
+    x = make_input(50, 2, seed=77)
+    got = [e.item.answer for e in retrieve(s, pol, x, route(s, base, x)).episodes]
+    stored = [e.answer for b in s.branches.values() for e in b.episodes.records]
+    assert all(got.count(a) <= cap for a in set(got)) and len(got) <= k
+    assert len(got) == min(k, sum(min(cap, stored.count(a)) for a in set(stored)))
