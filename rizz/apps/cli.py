@@ -104,6 +104,7 @@ def run(
     """
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
     from rizz.engine.run import run_stream
+    from rizz.engine.session import check_resume
 
     pol = _load_policy_or_exit(policy)
     if not stream.exists():
@@ -122,6 +123,10 @@ def run(
     _check_out(out, "run.json", "RUN_DIR", also=("responses.sqlite",))
     new_dir = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        check_resume(out, stream, pol, budget, policy)  # before the model loads: a mismatched resume is refused at once
+    except RunDirMismatch as e:
+        _fail(str(e))
     todo = n if limit is None else min(n, limit)
     typer.echo(f"rizz run: {todo} of {n} elements of {stream}, policy {pol.name}, into {out}; loading the model {model} ...", err=True)
     try:
@@ -160,7 +165,7 @@ def replay(
     policy: str | None = typer.Option(None, "--policy", "-p", help="Refold under this policy instead of the run's own (writes summary.replay.json)."),
 ) -> None:
     """Refold RUN_DIR's log with no model calls; print the final state's digest, and say
-    whether it equals the digest the run recorded (summary.json).
+    whether it equals the digest the run recorded (summary.json); exit 1 when it does not.
 
     Under another --policy the logged answers and rewards are refolded as they are: the
     memory and branches are that policy's, the rewards the run's (it is not a new run; use
@@ -199,6 +204,7 @@ def replay(
     else:
         say(f"≠ the digest the run recorded in {run_dir / 'summary.json'} ({recorded.get('state_digest')}): its log refolds to "
             "another state (was it written by another version of rizz?); summary.json now holds the refolded one")
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -55,7 +55,7 @@ from rizz.formats.wording import plural
 from rizz.store.durable import check_durability
 from rizz.store.runlog import RunDir, model_meta, write_json_atomic
 
-__all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "SNAPSHOT_TAIL_MAX", "Session", "SessionError", "default_rendering"]
+__all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "SNAPSHOT_TAIL_MAX", "Session", "SessionError", "check_resume", "default_rendering"]
 
 _CLOSED_IDS = 4096  # recently folded / expired ids kept for error messages (bounded)
 #: Snapshot bytes written per log record at most (see ``Session(snapshot_every=)``). A snapshot
@@ -78,6 +78,29 @@ def _sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def _stream_meta(stream: str | Path | None) -> dict[str, Any]:
+    """run.json's stream fields: the file and its sha256 (``rizz run``), or a live session's."""
+    if stream is None:
+        return {"kind": "session", "stream": None, "stream_sha256": None}
+    return {"stream": str(Path(stream)), "stream_sha256": _sha256_file(Path(stream))}
+
+
+def _policy_meta(pol: Policy) -> dict[str, Any]:
+    return {"policy_digest": "sha256:" + hashlib.sha256(canonical_json(pol).encode()).hexdigest(), "policy_data": policy_data(pol)}
+
+
+def check_resume(path: str | Path, stream: str | Path | None, policy: Policy, budget_cap: int | None, source: str | None = None) -> None:
+    """Refuse (RunDirMismatch) resuming the RUN_DIR ``path`` with another stream, policy or
+    budget cap, from run.json alone, before a model is loaded (a new directory passes; the
+    model, embedder and rendering are checked when :meth:`Session.open` opens it). ``source``:
+    the policy as the command named it (file or name; default: the policy's name)."""
+    rd = RunDir(Path(path))
+    if rd.meta_path.exists():
+        rd.check_settings({**_stream_meta(stream), **_policy_meta(policy), "budget_cap": budget_cap,
+                           "policy": source if source is not None else policy.name},
+                          ("stream_sha256", "policy_digest", "budget_cap"))
 
 
 def _remove_if_only_cache(root: Path) -> None:
@@ -233,11 +256,11 @@ class Session:
         say = log if log is not None else (lambda m: None)
         pol = policy if isinstance(policy, Policy) else load_policy(policy)
         source = policy_source if policy_source is not None else pol.name if isinstance(policy, Policy) else str(policy)
-        of_stream: dict[str, Any] = {"kind": "session", "stream": None, "stream_sha256": None}
-        if stream is not None:  # rizz run: the stream, no kind
-            of_stream = {"stream": str(Path(stream)), "stream_sha256": _sha256_file(Path(stream))}
+        of_stream = _stream_meta(stream)
         root = Path(path)
         new_dir = not root.exists()
+        if isinstance(model, str) or isinstance(user_model, str):  # refuse a mismatched resume before loading a model
+            check_resume(root, stream, pol, budget_cap, source)
         try:
             if isinstance(model, str):
                 root.mkdir(parents=True, exist_ok=True)
@@ -255,8 +278,7 @@ class Session:
         try:
             meta = rd.check_or_write_meta({
                 **of_stream, "log_version": lr.LOG_VERSION, "policy": source,
-                "policy_digest": "sha256:" + hashlib.sha256(canonical_json(pol).encode()).hexdigest(),
-                "policy_data": policy_data(pol), "model": model.name, "embedder": embedder.name,
+                **_policy_meta(pol), "model": model.name, "embedder": embedder.name,
                 "embedder_dim": embedder.dim, "rendering": rendering or default_rendering(model), "budget_cap": budget_cap,
                 **({"user_model": user_model.name} if user_model is not None else {}), **model_meta(model),
             })

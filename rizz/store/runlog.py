@@ -67,6 +67,10 @@ class RunDirBusy(RuntimeError, RizzError):
     """Another process holds the RUN_DIR lock."""
 
 
+#: run.json's fields a resume must match: those that decide the results.
+_SETTINGS = ("stream_sha256", "policy_digest", "model", "embedder", "embedder_dim", "rendering", "budget_cap", "user_model")
+
+
 class RunDirMismatch(RuntimeError, RizzError):
     """RUN_DIR was started with a different stream, policy, model or embedder."""
 
@@ -154,9 +158,14 @@ class RunDir:
         if not self.meta_path.exists():
             write_json_atomic(self.meta_path, meta)
             return meta
+        return self.check_settings(meta, _SETTINGS)
+
+    def check_settings(self, meta: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+        """Refuse (RunDirMismatch) a difference between ``run.json`` and ``meta`` in ``keys``;
+        return ``run.json``. A resume checks what it knows before loading a model with the
+        keys that need none (stream, policy, budget cap), then every key."""
         old = json.loads(self.meta_path.read_text(encoding="utf-8"))
-        diffs = [k for k in ("stream_sha256", "policy_digest", "model", "embedder", "embedder_dim", "rendering", "budget_cap", "user_model")
-                 if old.get(k) != meta.get(k)]
+        diffs = [k for k in keys if old.get(k) != meta.get(k)]
         if "policy_digest" in diffs and _same_policy(old.get("policy_data"), meta.get("policy_data")):
             diffs.remove("policy_digest")  # written before a policy field was added (its default keeps the old behaviour)
         if diffs:

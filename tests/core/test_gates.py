@@ -1,7 +1,7 @@
 import attrs
-from hypothesis import given, settings, strategies as st
 import numpy as np
 from helpers import embed, make_input
+from hypothesis import given, settings, strategies as st
 
 from rizz.core import CandidateRule, Policy, Verdict, distill_batch, events as ev, rizz
 

@@ -92,6 +92,12 @@ def test_cli_run_refused_resume_names_the_policy(tmp_path, stream, fake_model, m
     assert res.exit_code == 2 and "Traceback" not in err
     assert "  policy: run has 'default', this command has 'frozen' (differing fields:" in err
     assert "To resume, give the policy the run started with, unchanged; to run this policy, use a new --out directory." in err
+    assert "loading the model" not in err  # refused from run.json alone, before any model is loaded
+    loaded = []
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: loaded.append(spec))
+    res = CliRunner().invoke(cli.app, args[:-1] + ["--budget", "512", "--policy", "default"])
+    assert res.exit_code == 2 and loaded == []
+    assert "  budget_cap: run has None, this command has 512" in res.output + (res.stderr if res.stderr_bytes is not None else "")
 
 
 def test_run_writes_log_summary_and_replays_to_the_same_digest(tmp_path, stream, fake_model, embedder):
@@ -485,6 +491,7 @@ def test_replay_says_whether_it_got_the_recorded_digest_and_what_another_policy_
     recorded["state_digest"] = "sha256:" + "0" * 64  # as if written by a rizz whose fold differed
     (out / "summary.json").write_text(json.dumps(recorded))
     res = CliRunner().invoke(app, ["replay", str(out)])
+    assert res.exit_code == 1  # a script checking that a log replays sees the difference
     assert res.stderr.startswith(f"≠ the digest the run recorded in {out / 'summary.json'} (sha256:{'0' * 64}): its log refolds to another state")
     (out / "summary.json").unlink()
     res = CliRunner().invoke(app, ["replay", str(out)])
