@@ -81,6 +81,18 @@ class PromptedAgent:
         """The model's reply to ``prompt`` (each backend's own call)."""
         raise NotImplementedError
 
+    def cut_reply(self, gen: Generation, text: str, prompt: CompiledPrompt) -> AgentReply | None:
+        """A reply without calls that the token cap (``agents.reply_tokens``) cut off — the
+        backend's finish reason ``"length"``, or as many completion tokens as the cap — as a
+        malformed reply whose error tells the model why; None for a reply that ended. A cut
+        message is not one to show the user: the 1.5B's τ-bench calls, cut at 256 tokens, went
+        to the customer as text (results/2026-12-03-tau-qwen15.md)."""
+        cap = self.policy.agents.reply_tokens
+        if gen.finish_reason != "length" and gen.completion_tokens < cap:
+            return None
+        return AgentReply(text, error=f"the reply was cut off at {cap} tokens (agents.reply_tokens) before it ended; "
+                                      "write a shorter reply, or the call alone", prompt_tokens=prompt.token_count)
+
 
 class ModelAgent(PromptedAgent):
     """One episode's agent over ``model`` speaking the text protocol (Python call syntax)."""
@@ -99,7 +111,7 @@ class ModelAgent(PromptedAgent):
             calls = parse_reply(gen.text)
         except CallSyntaxError as err:
             return AgentReply(gen.text, error=f"malformed call: {err}", prompt_tokens=prompt.token_count)
-        return AgentReply(gen.text.strip(), calls, prompt_tokens=prompt.token_count)
+        return (not calls and self.cut_reply(gen, gen.text, prompt)) or AgentReply(gen.text.strip(), calls, prompt_tokens=prompt.token_count)
 
 
 #: The customer's system message (rizz's wording of τ-bench's user-simulation rules,

@@ -28,7 +28,8 @@ in the API's own structures:
   is a malformed call as on the OpenAI path; a reply with no call block that is a Python-syntax
   call list of the element's tools is read as those calls (:func:`python_calls`); a reply without
   calls that the token cap (``agents.reply_tokens``) cut off is a malformed reply whose error says
-  so, not a message to the user (the 1.5B's first τ-bench calls, written as fenced JSON, were cut
+  so, not a message to the user (:meth:`~rizz.engine.model_agent.PromptedAgent.cut_reply`, on the
+  API and text-protocol paths too: a finish reason ``"length"``; the 1.5B's first τ-bench calls, written as fenced JSON, were cut
   at 256 tokens in 2 of 4 episodes, and the customer, shown the half call, stopped). Here the
   transcript goes as chat turns, not as one text
   (:func:`~rizz.engine.agent_prompt.chat_turns`: the compiled blocks and the first user line as
@@ -249,10 +250,9 @@ class NativeToolAgent(PromptedAgent):
             written = python_calls(el, parsed.message)
             if written:
                 return AgentReply("", written, prompt_tokens=prompt.token_count)
-            cap = self.policy.agents.reply_tokens
-            if gen.completion_tokens >= cap:  # cut off mid-reply: not a message to show the user
-                return AgentReply(gen.text, error=f"the reply was cut off at {cap} tokens (agents.reply_tokens) before it ended; "
-                                                  "write a shorter reply, or the call alone", prompt_tokens=prompt.token_count)
+            cut = self.cut_reply(gen, gen.text, prompt)
+            if cut is not None:
+                return cut
         return AgentReply(parsed.message, _element_calls(el, parsed.calls), prompt_tokens=prompt.token_count)
 
     def ask(self, el: StreamElement, prompt: CompiledPrompt) -> AgentReply:
@@ -280,9 +280,14 @@ class NativeToolAgent(PromptedAgent):
         cost = None
         if self.kind == "anthropic":
             cost = price_usd(self.inner.model_id, usage[0], usage[1])
-        self.generations.append(Generation(prompt_tokens=usage[0], completion_tokens=usage[1], latency_s=latency, cost_usd=cost,
-                                           model=self.model.name, finish_reason=finish, usage_estimated=estimated,
-                                           attempts=attempts, **parts))  # type: ignore[arg-type]
+        gen = Generation(prompt_tokens=usage[0], completion_tokens=usage[1], latency_s=latency, cost_usd=cost,
+                         model=self.model.name, finish_reason=finish, usage_estimated=estimated,
+                         attempts=attempts, **parts)  # type: ignore[arg-type]
+        self.generations.append(gen)
         if error is not None:
             return AgentReply(text, error=error, prompt_tokens=prompt.token_count)
+        if not calls:
+            cut = self.cut_reply(gen, text, prompt)
+            if cut is not None:
+                return cut
         return AgentReply(text.strip(), calls, prompt_tokens=prompt.token_count)

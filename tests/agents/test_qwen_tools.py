@@ -370,3 +370,43 @@ def test_a_reply_the_token_cap_cut_is_a_malformed_reply_not_a_message(tmp_path, 
     assert events[2]["error"] and "cut off at 256 tokens (agents.reply_tokens)" in events[2]["result"]
     assert not any("exchange_delivered_order_items" in p for p in shown)  # the customer never saw the half call
     assert rec["verdict"]["reward"] == 1.0 and replay(out)["state_digest"] == s["state_digest"]
+
+
+class _LengthStub(StubModel):
+    """A text-protocol model whose first agent reply ends at the token cap: finish reason
+    ``"length"`` (an API backend's word for it) with few words, so only the finish reason tells."""
+
+    def __init__(self, fn) -> None:
+        super().__init__(fn)
+        self.cut_once = True
+
+    def generate(self, messages: Sequence[Message], *, max_tokens: int, stop: Sequence[str] = (),
+                 rendering: str = "chat") -> Generation:
+        gen = super().generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering)
+        if self.cut_once and "You are playing a customer" not in self.prompts[-1]:
+            self.cut_once = False
+            return Generation(text=gen.text, prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
+                              latency_s=0.0, cost_usd=None, model=self.name, finish_reason="length")
+        return gen
+
+
+def test_a_cut_reply_is_malformed_on_the_text_protocol_path_too(tmp_path, embedder) -> None:
+    """The cut-reply rule is the agent's, not one backend's: a reply without calls whose finish
+    reason is ``"length"`` (or whose completion reached ``agents.reply_tokens``) is a malformed
+    reply on the text-protocol path as on the template path; a reply that ended is a message."""
+    def reply(prompt: str) -> str:
+        if "You are playing a customer" in prompt:
+            return "Hi, I need help." if prompt.endswith(GREETING) else "###STOP###"
+        return "Let me look at your order and the items you would like to"
+
+    model = _LengthStub(reply)
+    s, (rec,), out = _run(tmp_path, [TAU], model, embedder)
+    events = rec["episode"]["transcript"]
+    assert events[1]["malformed"] and events[1]["text"].startswith("Let me look")
+    assert events[2]["error"] and "cut off at 256 tokens (agents.reply_tokens)" in events[2]["result"]
+    later = [e for e in events[3:] if e["role"] == "assistant"]
+    assert later and not later[0].get("malformed")  # the same words, ended: a message to the customer
+    long_prose = " ".join(["word"] * 300)  # no finish reason, but as many tokens as the cap
+    s, (rec,), out = _run(tmp_path / "b", [TAU], StubModel(lambda p: ("Hi." if p.endswith(GREETING) else "###STOP###")
+                                                          if "You are playing a customer" in p else long_prose), embedder)
+    assert rec["episode"]["transcript"][1]["malformed"]
