@@ -6,7 +6,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["did_you_mean", "ordinal", "plural"]
+__all__ = ["FALLBACK_LABEL", "did_you_mean", "ordinal", "plural"]
+
+#: How ``rizz diff`` and ``rizz view`` name a label the judge's deterministic fallback made
+#: without any model reply (``routing.judge: local``, :func:`rizz.engine.judge.fallback_label`).
+FALLBACK_LABEL = "the judge's fallback from the input's words, no model reply"
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:

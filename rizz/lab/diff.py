@@ -17,7 +17,7 @@ from rizz.core.tenants import branch_key
 from rizz.engine.logfold import LogFold
 from rizz.formats.logrecord import parse
 from rizz.formats.policy_file import parse_policy
-from rizz.formats.wording import ordinal, plural
+from rizz.formats.wording import FALLBACK_LABEL, ordinal, plural
 from rizz.lab.episode_view import episode_lines
 from rizz.store.runlog import RunDir
 
@@ -142,7 +142,7 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
         if rec.get("judge"):
             j = rec["judge"]
             if j.get("fallback") and not j.get("raw"):  # routing.judge: local, or no reply at all
-                lines.append(f"  label {j['function']}/{j['application']} (the judge's fallback from the input's words, no model reply)")
+                lines.append(f"  label {j['function']}/{j['application']} ({FALLBACK_LABEL})")
             else:
                 lines.append(f"  judge proposed {j['function']}/{j['application']}" + (" (fallback label)" if j.get("fallback") else ""))
         for e in events:

@@ -149,3 +149,10 @@ def test_a_local_judge_labels_without_a_model_call_and_replays(tmp_path, fake_mo
     fn, app = fallback_label(first["input"], instruction=first.get("instruction"), shape=first["metadata"]["shape"])
     assert recs[0]["judge"]["function"] == fn and recs[0]["judge"]["application"] == app
     assert replay(out)["state_digest"] == s["state_digest"]
+    # rizz diff and rizz view name such a label as the fallback's, with one wording
+    from rizz.formats.wording import FALLBACK_LABEL
+    from rizz.lab.diff import diff_run
+    from rizz.lab.view import view_data
+
+    assert f"  label {fn}/{app} ({FALLBACK_LABEL})" in diff_run(out, 0, 0).splitlines()
+    assert view_data(out)["fallback_label"] == FALLBACK_LABEL

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rizz.core.compiler import HEADERS, PREAMBLE
+from rizz.formats.wording import FALLBACK_LABEL
 from rizz.lab.view.folders import find_runs
 from rizz.lab.view.page import render_page
 from rizz.lab.view.runfold import view_run
@@ -33,14 +34,14 @@ VIEW_FILE = "view.html"
 
 
 def view_data(root: str | Path) -> dict[str, Any]:
-    """The page's data for folder ``root``: ``{"kind", "root", "headers", "preamble", "runs": [...]}``
+    """The page's data for folder ``root``: ``{"kind", "root", "headers", "preamble", "fallback_label", "runs": [...]}``
     (one :func:`~rizz.lab.view.runfold.view_run` dict per RUN_DIR, :func:`~rizz.lab.view.folders.find_runs`).
 
     Raises FileNotFoundError when ``root`` holds no RUN_DIR; LogRecordError / LogFoldError for a bad log.
     """
     kind, runs = find_runs(root)
     return {"kind": kind, "root": str(root), "headers": dict(HEADERS), "preamble": PREAMBLE,
-            "runs": [view_run(path, name) for name, path in runs]}
+            "fallback_label": FALLBACK_LABEL, "runs": [view_run(path, name) for name, path in runs]}
 
 
 def write_view(root: str | Path, out: str | Path | None = None) -> Path:
