@@ -126,6 +126,23 @@ def _pairs(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, tuple[l
     return out
 
 
+def _changes(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict[str, int]]]:
+    """``{baseline: {policy: {"n", "answers_changed", "up", "down"}}}`` over the steps both
+    answered: how many extracted answers differ from the baseline's, and on how many steps the
+    reward rose or fell. A Δ near zero can hide many changes that cancel (memory that moves
+    answers without carrying the task: results/2026-12-03-examples-choice-train.md)."""
+    got = {p: {r["id"]: (str((r.get("answer") or {}).get("extracted")), float(r["verdict"]["reward"])) for r in _answered(recs)}
+           for p, recs in runs.items()}
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for base in (b for b in BASELINES if b in runs):
+        out[base] = {}
+        for p in (p for p in runs if p != base):
+            both = [(got[p][i], got[base][i]) for i in got[p] if i in got[base]]
+            out[base][p] = {"n": len(both), "answers_changed": sum(a[0] != b[0] for a, b in both),
+                            "up": sum(a[1] > b[1] for a, b in both), "down": sum(a[1] < b[1] for a, b in both)}
+    return out
+
+
 def _deltas(pairs: dict[str, dict[str, tuple[list[float], list[float]]]], seed: int) -> dict[str, dict[str, Any]]:
     """``{baseline: {policy: paired_delta}}`` over the whole stream."""
     return {base: {p: paired_delta(a, b, seed=seed) for p, (a, b) in d.items()} for base, d in pairs.items()}
@@ -157,8 +174,9 @@ def build_report(bench_dir: Path, policies: Sequence[str], *, title: str, comman
     Returns:
       The ``results.json`` dict: ``{"title", "command", "policies", "bootstrap", "deltas":
       {baseline: {policy: {"delta_pp", "ci95_pp", "n"}}}, "deltas_by_half": {baseline:
-      {policy: [first, second]}} (each also with ``"steps": [from, to]``), "results":
-      {policy: {...}}}``;
+      {policy: [first, second]}} (each also with ``"steps": [from, to]``), "changes":
+      {baseline: {policy: {"n", "answers_changed", "up", "down"}}} (steps, :func:`_changes`),
+      "results": {policy: {...}}}``;
       rewards in [0, 1], deltas in points (x100), tokens, seconds, USD.
     Raises:
       ValueError: no policies, or a policy's step ids differ from the first policy's.
@@ -179,6 +197,7 @@ def build_report(bench_dir: Path, policies: Sequence[str], *, title: str, comman
         "results": {p: _policy_stats(recs, summ, seed) for p, (recs, summ) in loaded.items()},
         "deltas": _deltas(pairs, seed),
         "deltas_by_half": _deltas_by_half(pairs, seed),
+        "changes": _changes(runs),
     }
     if any(p.startswith("peer:") for p in policies):
         results["peers"] = peer_results(runs, seed)
@@ -335,6 +354,13 @@ def _markdown(results: dict[str, Any]) -> str:
                 for base, d in halves.items() for p, hs in d.items()
                 if not (p in BASELINES and BASELINES.index(p) < BASELINES.index(base))]
         out += ["## Δ by half of the stream (pp)", ""] + _md_table(["policy vs baseline", *cols], rows) + [""]
+    changes = results.get("changes", {})
+    if any(changes.values()):
+        rows = [[f"{p} vs {base}", str(c["n"]), str(c["answers_changed"]), str(c["up"]), str(c["down"])]
+                for base, d in changes.items() for p, c in d.items()
+                if not (p in BASELINES and BASELINES.index(p) < BASELINES.index(base))]
+        out += ["## Steps that changed", ""] + _md_table(
+            ["policy vs baseline", "steps", "answers changed", "reward up", "reward down"], rows) + [""]
     bad = [p for p in pols if res[p]["budget_exceeded"]]
     if bad:
         over = ", ".join(f"{p} ({plural(res[p]['budget_exceeded'], 'step')})" for p in bad)
@@ -358,6 +384,8 @@ def _markdown(results: dict[str, Any]) -> str:
             f"the bracket is a {b['level']:.0%} percentile-bootstrap interval ({b['resamples']} resamples, seed {b['seed']}).",
             "- *Δ vs frozen* is the difference in mean reward in percentage points, with a paired bootstrap interval "
             "(the same steps resampled for both policies); an interval that excludes 0 is a difference beyond resampling noise.",
+            "- *Steps that changed*: on how many paired steps the extracted answer differs from the baseline's, and on how many "
+            "the reward rose or fell; a Δ near 0 made of many rises and as many falls is an answer-moving change, not a null one.",
             "- *Δ by half* is the same paired difference over the first and the second half of the answered steps: "
             "memory accumulates along the stream, so a gain can appear late.",
             "- *calls/answered step* counts every model call (judge, answer, distill) per answered step; *prompt tokens* is their "

@@ -140,6 +140,22 @@ def test_deltas_by_half(hand_bench):
     assert "| single-branch vs frozen |" in md and "frozen vs single-branch" not in md  # the same pair once
 
 
+def test_steps_that_changed_count_answers_and_rewards_moved_each_way(hand_bench):
+    """A Δ is a balance; the changes table shows what it balances: default's rewards 1, 0, 1, 1
+    against frozen's 0.5 are 3 rises and 1 fall (Δ +25 pp), and an answer that differs from the
+    baseline's counts as changed whatever its reward."""
+    log = hand_bench / "default" / "log.jsonl"
+    recs = [json.loads(line) for line in log.read_text().splitlines()]
+    recs[1]["answer"]["extracted"] = "B"  # x1: another answer, the same reward (0 vs single-branch's -0.25)
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    res = _build(hand_bench)
+    assert res["changes"]["frozen"]["default"] == {"n": 4, "answers_changed": 1, "up": 3, "down": 1}
+    assert res["changes"]["frozen"]["single-branch"] == {"n": 4, "answers_changed": 0, "up": 3, "down": 1}
+    assert res["changes"]["single-branch"]["default"] == {"n": 4, "answers_changed": 1, "up": 4, "down": 0}
+    md = (hand_bench / "report.md").read_text()
+    assert "| default vs frozen | 4 | 1 | 3 | 1 |" in md and "| frozen vs single-branch |" not in md
+
+
 def test_deltas_by_half_odd_count_gives_the_second_half_the_extra_step(tmp_path):
     for p, rs in (("default", [1.0, 1.0, 0.0]), ("frozen", [0.0, 0.0, 0.0])):
         _write(tmp_path, p, [_rec(i, f"s{i}", "T", r) for i, r in enumerate(rs)])
