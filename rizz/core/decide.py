@@ -136,12 +136,15 @@ def decide_rules(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: 
             c = RuleCounters(c.helpful, c.harmful, "active", hb, c.tier)
         if c.status != "active":
             continue
+        family = c.tier == "branch" and len(hb) >= rp.family_min_branches
+        if not family and not (c.tier != "global" and len(hb) >= rp.global_min_branches):
+            continue  # no promotion can follow: the rule itself is not needed (most steps)
         if by_id is None:
             by_id = _rules_by_id(state)
         rule = by_id.get(rid)
         if rule is None:
             continue
-        if c.tier == "branch" and len(hb) >= rp.family_min_branches:
+        if family:
             out.append(ev.RulePromoted(rid, "family", rule.function))
             c = RuleCounters(c.helpful, c.harmful, c.status, hb, "family")
         if c.tier != "global" and len(hb) >= rp.global_min_branches:  # the functions only when they can decide

@@ -91,21 +91,24 @@ def _answer_branches(state: AdaptiveState, policy: Policy, shape: str | None) ->
     return out
 
 
-#: One-entry memo of the last anchor matrix: (the branches, their stacked anchors). Branches
-#: are immutable values, so the same branch objects always stack to the same matrix; one
-#: element's judge check and route round ask for the same branches (a pure cache: results are
-#: bit-identical with or without it).
-_ANCHORS: tuple[tuple[Branch, ...], np.ndarray] | None = None
+#: One-entry memo of the last anchor matrix: (the anchors' bytes objects, their stacked rows).
+#: Keyed on the anchors, not the branches: a branch is a new object after every step that
+#: touches its stats, but keeps its anchor object, so consecutive steps over the same candidates
+#: reuse the matrix. The same bytes objects always stack to the same matrix (a pure cache:
+#: results are bit-identical with or without it; the memo holds the bytes, so an id is never
+#: reused while it is kept).
+_ANCHORS: tuple[tuple[bytes, ...], np.ndarray] | None = None
 
 
 def _anchor_matrix(branches: list[Branch]) -> np.ndarray:
     global _ANCHORS
     memo = _ANCHORS
-    if memo is not None and len(memo[0]) == len(branches) and all(a is b for a, b in zip(memo[0], branches)):
+    keys = tuple([b.anchor for b in branches])
+    if memo is not None and len(memo[0]) == len(keys) and all(a is b for a, b in zip(memo[0], keys)):
         return memo[1]
-    anchors = np.stack([as_vector(b.anchor) for b in branches])
+    anchors = np.stack([as_vector(a) for a in keys])
     anchors.flags.writeable = False
-    _ANCHORS = (tuple(branches), anchors)
+    _ANCHORS = (keys, anchors)
     return anchors
 
 
