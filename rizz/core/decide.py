@@ -121,12 +121,14 @@ def decide_rules(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: 
     helpful = int(verdict.reward >= rp.helpful_reward)
     harmful = int(verdict.parsed and verdict.reward <= rp.harmful_reward and not helpful)
     by_id: dict[str, Rule] | None = None  # rule id -> rule, built once, on first need
+    if not (helpful or harmful):
+        return out
     for rid in inp.prompt_rule_ids:
-        if rid not in state.rule_ledger or not (helpful or harmful):
+        c = state.rule_ledger.get(rid)
+        if c is None:
             continue
-        c = state.rule_ledger[rid]
         out.append(ev.RuleCountersMoved(rid, helpful, harmful, branch_id))
-        hb = c.helpful_branches.add(branch_id) if helpful else c.helpful_branches
+        hb = c.helpful_branches.add(branch_id) if helpful and branch_id not in c.helpful_branches else c.helpful_branches
         c = RuleCounters(c.helpful + helpful, c.harmful + harmful, c.status, hb, c.tier)
         if c.status != "retired" and c.harmful - c.helpful >= rp.retire_harmful_margin:
             out.append(ev.RuleRetired(rid))
