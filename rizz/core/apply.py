@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import singledispatch
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -33,6 +33,9 @@ from rizz.core.records import AdaptiveState, Branch, BranchStats, Evidence, Hist
 from rizz.core.sketch import merge_sketches
 from rizz.core.vec import as_vector
 
+if TYPE_CHECKING:
+    from pyrsistent.typing import PMapEvolver
+
 __all__ = ["apply", "fold"]
 
 _RECENT = 32  # rewards kept in BranchStats.recent_rewards
@@ -44,9 +47,11 @@ _FIELDS = tuple(f.name for f in attrs.fields(AdaptiveState))
 class _Draft:
     """An :class:`AdaptiveState`'s fields while one :func:`fold` runs: each case reassigns the
     fields its event changes; :meth:`state` builds the state once. Same names and types as
-    the state's fields (``_FIELDS``)."""
+    the state's fields (``_FIELDS``), except that the rule ledger is read and written through
+    :meth:`counters` / :meth:`set_counters` (one pmap evolver for a step's ~4 counter moves;
+    ``rule_ledger`` itself is stale while ``_ledger`` is set)."""
 
-    __slots__ = _FIELDS
+    __slots__ = (*_FIELDS, "_ledger")
 
     branches: PMap[str, Branch]
     next_branch: int
@@ -59,13 +64,30 @@ class _Draft:
     zone_evidence: PMap[tuple[str, str], Evidence]
     router: RouterState | None
     episode_index: EpisodeIndex
+    _ledger: PMapEvolver[str, RuleCounters] | None
 
     def __init__(self, state: AdaptiveState) -> None:
         for name in _FIELDS:
             setattr(self, name, getattr(state, name))
+        self._ledger = None
+
+    def counters(self, rule_id: str) -> RuleCounters:
+        """The counters of ``rule_id`` as folded so far (fresh ones for an id not in the ledger)."""
+        ledger = self._ledger if self._ledger is not None else self.rule_ledger
+        try:
+            return ledger[rule_id]
+        except KeyError:
+            return RuleCounters()
+
+    def set_counters(self, rule_id: str, counters: RuleCounters) -> None:
+        if self._ledger is None:
+            self._ledger = self.rule_ledger.evolver()
+        self._ledger.set(rule_id, counters)
 
     def state(self, before: AdaptiveState) -> AdaptiveState:
         """The state these fields make; ``before`` itself when no field was reassigned."""
+        if self._ledger is not None:
+            self.rule_ledger = self._ledger.persistent()  # the same map when no value changed
         values = [getattr(self, name) for name in _FIELDS]
         if all(v is getattr(before, name) for v, name in zip(values, _FIELDS)):
             return before
@@ -80,12 +102,8 @@ def _stats(branch: Branch, **changes: Any) -> Branch:
     return attrs.evolve(branch, stats=attrs.evolve(branch.stats, **changes))
 
 
-def _counters(d: _Draft, rule_id: str) -> RuleCounters:
-    return d.rule_ledger.get(rule_id, RuleCounters())
-
-
 def _ledger(d: _Draft, rule_id: str, **changes: Any) -> None:
-    d.rule_ledger = d.rule_ledger.set(rule_id, attrs.evolve(_counters(d, rule_id), **changes))
+    d.set_counters(rule_id, attrs.evolve(d.counters(rule_id), **changes))
 
 
 def apply(event: object, state: AdaptiveState) -> AdaptiveState:
@@ -96,10 +114,11 @@ def apply(event: object, state: AdaptiveState) -> AdaptiveState:
 def fold(state: AdaptiveState, events: Iterable[object]) -> AdaptiveState:
     """Apply ``events`` in order. Raises TypeError for an unknown event type."""
     d: _Draft | None = None
+    cases = _case.registry  # event type -> its case: events are final classes, so the exact type finds it
     for e in events:
         if d is None:
             d = _Draft(state)
-        _case(e, d)
+        cases.get(type(e), _case)(e, d)  # _case: a subclass's case, or TypeError
     return state if d is None else d.state(state)
 
 
@@ -143,8 +162,8 @@ def _(e: ev.EpisodeWritten, d: _Draft) -> None:
     old = d.branches[e.branch_id]
     v = as_vector(e.embedding)
     st = old.stats
-    csum = v if not st.centroid_sum else np.frombuffer(st.centroid_sum, np.float32) + v
-    stats = attrs.evolve(st, successes_since_distill=st.successes_since_distill + 1, centroid_sum=csum.astype(np.float32).tobytes())
+    csum = v if not st.centroid_sum else np.frombuffer(st.centroid_sum, np.float32) + v  # float32 + float32: float32
+    stats = attrs.evolve(st, successes_since_distill=st.successes_since_distill + 1, centroid_sum=csum.tobytes())
     b = attrs.evolve(old, episodes=old.episodes.add(e.episode, e.embedding), stats=stats)
     _put(d, b)
     d.episode_index = d.episode_index.with_write(d.branches, b.id, old.episodes, e.embedding)
@@ -187,7 +206,7 @@ def _(e: ev.ContextStored, d: _Draft) -> None:
 def _(e: ev.RuleAdded, d: _Draft) -> None:
     b = d.branches[e.branch_id]
     _put(d, attrs.evolve(b, rules=b.rules.append(e.rule)))
-    d.rule_ledger = d.rule_ledger.set(e.rule.id, RuleCounters())
+    d.set_counters(e.rule.id, RuleCounters())
 
 
 @_case.register
@@ -197,9 +216,9 @@ def _(e: ev.DistillationRecorded, d: _Draft) -> None:
 
 @_case.register
 def _(e: ev.RuleCountersMoved, d: _Draft) -> None:
-    c = _counters(d, e.rule_id)
+    c = d.counters(e.rule_id)
     hb = c.helpful_branches.add(e.branch_id) if e.helpful and e.branch_id not in c.helpful_branches else c.helpful_branches
-    d.rule_ledger = d.rule_ledger.set(e.rule_id, RuleCounters(c.helpful + e.helpful, c.harmful + e.harmful, c.status, hb, c.tier))
+    d.set_counters(e.rule_id, RuleCounters(c.helpful + e.helpful, c.harmful + e.harmful, c.status, hb, c.tier))
 
 
 @_case.register

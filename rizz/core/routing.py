@@ -81,14 +81,9 @@ class RouteDecision:
 
 
 def _answer_branches(state: AdaptiveState, policy: Policy, shape: str | None) -> list[Branch]:
-    out = []
-    for b in state.active_branches():
-        if b.label.function == CONTEXT_FUNCTION:
-            continue
-        if policy.routing.shape_guard and shape is not None and b.shape is not None and b.shape != shape:
-            continue
-        out.append(b)
-    return out
+    guard = policy.routing.shape_guard and shape is not None
+    return [b for b in state.active_branches()
+            if b.label.function != CONTEXT_FUNCTION and not (guard and b.shape is not None and b.shape != shape)]
 
 
 #: One-entry memo of the last anchor matrix: (the anchors' bytes objects, their stacked rows).
