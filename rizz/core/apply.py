@@ -17,6 +17,7 @@ masks inactive branches).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from functools import singledispatch
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ _RECENT = 32  # rewards kept in BranchStats.recent_rewards
 
 #: AdaptiveState's fields, in constructor order (all ``init``; the derived index included).
 _FIELDS = tuple(f.name for f in attrs.fields(AdaptiveState))
+_VALUES = operator.attrgetter(*_FIELDS)  # obj -> the tuple of those fields' values
 
 
 class _Draft:
@@ -67,8 +69,8 @@ class _Draft:
     _ledger: PMapEvolver[str, RuleCounters] | None
 
     def __init__(self, state: AdaptiveState) -> None:
-        for name in _FIELDS:
-            setattr(self, name, getattr(state, name))
+        for name, value in zip(_FIELDS, _VALUES(state)):
+            setattr(self, name, value)
         self._ledger = None
 
     def counters(self, rule_id: str) -> RuleCounters:
@@ -88,8 +90,8 @@ class _Draft:
         """The state these fields make; ``before`` itself when no field was reassigned."""
         if self._ledger is not None:
             self.rule_ledger = self._ledger.persistent()  # the same map when no value changed
-        values = [getattr(self, name) for name in _FIELDS]
-        if all(v is getattr(before, name) for v, name in zip(values, _FIELDS)):
+        values = _VALUES(self)
+        if all(map(operator.is_, values, _VALUES(before))):
             return before
         return AdaptiveState(*values)
 
