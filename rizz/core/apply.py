@@ -30,7 +30,18 @@ from rizz.core import events as ev
 from rizz.core.bandit import bandit_update
 from rizz.core.episode_index import EpisodeIndex
 from rizz.core.evidence import moved
-from rizz.core.records import AdaptiveState, Branch, BranchStats, Evidence, History, QuarantinedItem, RouterState, RuleCounters, Turn
+from rizz.core.records import (
+    AdaptiveState,
+    Branch,
+    BranchStats,
+    Evidence,
+    History,
+    QuarantinedItem,
+    RouterState,
+    RuleCounters,
+    Turn,
+    carry_creation_order,
+)
 from rizz.core.sketch import merge_sketches
 from rizz.core.vec import as_vector
 
@@ -51,9 +62,12 @@ class _Draft:
     fields its event changes; :meth:`state` builds the state once. Same names and types as
     the state's fields (``_FIELDS``), except that the rule ledger is read and written through
     :meth:`counters` / :meth:`set_counters` (one pmap evolver for a step's ~4 counter moves;
-    ``rule_ledger`` itself is stale while ``_ledger`` is set)."""
+    ``rule_ledger`` itself is stale while ``_ledger`` is set). ``_replaced``: the branches put
+    under ids the state already had (id -> newest value), None once a case added or removed
+    an id; it lets :meth:`state` carry the branches' creation order over (see
+    :func:`~rizz.core.records.carry_creation_order`)."""
 
-    __slots__ = (*_FIELDS, "_ledger")
+    __slots__ = (*_FIELDS, "_ledger", "_replaced")
 
     branches: PMap[str, Branch]
     next_branch: int
@@ -67,11 +81,13 @@ class _Draft:
     router: RouterState | None
     episode_index: EpisodeIndex
     _ledger: PMapEvolver[str, RuleCounters] | None
+    _replaced: dict[str, Branch] | None
 
     def __init__(self, state: AdaptiveState) -> None:
         for name, value in zip(_FIELDS, _VALUES(state)):
             setattr(self, name, value)
         self._ledger = None
+        self._replaced = {}
 
     def counters(self, rule_id: str) -> RuleCounters:
         """The counters of ``rule_id`` as folded so far (fresh ones for an id not in the ledger)."""
@@ -93,11 +109,16 @@ class _Draft:
         values = _VALUES(self)
         if all(map(operator.is_, values, _VALUES(before))):
             return before
+        if self._replaced:
+            carry_creation_order(before.branches, self.branches, self._replaced)
         return AdaptiveState(*values)
 
 
 def _put(d: _Draft, branch: Branch) -> None:
+    """Put ``branch`` in place of the branch with its id (a new id: see BranchSpawned)."""
     d.branches = d.branches.set(branch.id, branch)
+    if d._replaced is not None:
+        d._replaced[branch.id] = branch
 
 
 def _stats(branch: Branch, **changes: Any) -> Branch:
@@ -134,6 +155,7 @@ def _case(event: object, d: _Draft) -> None:
 def _(e: ev.BranchSpawned, d: _Draft) -> None:
     b = Branch(e.branch_id, e.label, e.anchor, e.label_embedding, e.shape, stats=BranchStats(created=e.step, last_used=e.step))
     _put(d, b)
+    d._replaced = None  # a new id
     d.next_branch += 1
 
 
@@ -278,6 +300,7 @@ def _(e: ev.BranchesMerged, d: _Draft) -> None:
         stats=stats,
     )
     d.branches = d.branches.set(kept.id, merged).remove(gone.id)
+    d._replaced = None
     d.episode_index = EpisodeIndex.build(d.branches.values())
 
 
@@ -289,6 +312,7 @@ def _(e: ev.BranchDeactivated, d: _Draft) -> None:
 @_case.register
 def _(e: ev.BranchPruned, d: _Draft) -> None:
     d.branches = d.branches.remove(e.branch_id)
+    d._replaced = None
     if e.branch_id in d.episode_index.stores:  # rows of it in the index
         d.episode_index = EpisodeIndex.build(d.branches.values())
 
