@@ -20,7 +20,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable
 from functools import singledispatch
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import attrs
 import numpy as np
@@ -114,6 +114,35 @@ class _Draft:
         return AdaptiveState(*values)
 
 
+R = TypeVar("R", bound=attrs.AttrsInstance)
+#: record class -> (getter of all its field values, field name -> position); see _evolve
+_LAYOUT: dict[type, tuple[operator.attrgetter[Any], dict[str, int]]] = {}
+
+
+def _evolve(inst: R, **changes: Any) -> R:
+    """``attrs.evolve(inst, **changes)`` for the records this module rebuilds every step
+    (Branch, BranchStats, RuleCounters): the same constructor call with the same values, but
+    positional, from one ``attrgetter`` — half the cost of ``attrs.evolve``, whose per-field
+    loop was ~10% of a replay. A class with one field, or a field that is not a plain
+    positional ``init`` argument, goes through ``attrs.evolve``. Raises TypeError for a name
+    that is not a field."""
+    cls = type(inst)
+    layout = _LAYOUT.get(cls)
+    if layout is None:
+        fields = attrs.fields(cls)
+        if len(fields) < 2 or not all(f.init and f.alias == f.name and not f.kw_only for f in fields):  # attrgetter of 1 name: no tuple
+            return cast(R, attrs.evolve(cast(Any, inst), **changes))
+        layout = _LAYOUT[cls] = (operator.attrgetter(*(f.name for f in fields)), {f.name: i for i, f in enumerate(fields)})
+    values_of, position = layout
+    values = list(values_of(inst))
+    for name, value in changes.items():
+        i = position.get(name)
+        if i is None:
+            raise TypeError(f"{cls.__name__} has no field {name!r}")
+        values[i] = value
+    return cls(*values)
+
+
 def _put(d: _Draft, branch: Branch) -> None:
     """Put ``branch`` in place of the branch with its id (a new id: see BranchSpawned)."""
     d.branches = d.branches.set(branch.id, branch)
@@ -122,11 +151,11 @@ def _put(d: _Draft, branch: Branch) -> None:
 
 
 def _stats(branch: Branch, **changes: Any) -> Branch:
-    return attrs.evolve(branch, stats=attrs.evolve(branch.stats, **changes))
+    return _evolve(branch, stats=_evolve(branch.stats, **changes))
 
 
 def _ledger(d: _Draft, rule_id: str, **changes: Any) -> None:
-    d.set_counters(rule_id, attrs.evolve(d.counters(rule_id), **changes))
+    d.set_counters(rule_id, _evolve(d.counters(rule_id), **changes))
 
 
 def apply(event: object, state: AdaptiveState) -> AdaptiveState:
@@ -187,8 +216,8 @@ def _(e: ev.EpisodeWritten, d: _Draft) -> None:
     v = as_vector(e.embedding)
     st = old.stats
     csum = v if not st.centroid_sum else np.frombuffer(st.centroid_sum, np.float32) + v  # float32 + float32: float32
-    stats = attrs.evolve(st, successes_since_distill=st.successes_since_distill + 1, centroid_sum=csum.tobytes())
-    b = attrs.evolve(old, episodes=old.episodes.add(e.episode, e.embedding), stats=stats)
+    stats = _evolve(st, successes_since_distill=st.successes_since_distill + 1, centroid_sum=csum.tobytes())
+    b = _evolve(old, episodes=old.episodes.add(e.episode, e.embedding), stats=stats)
     _put(d, b)
     d.episode_index = d.episode_index.with_write(d.branches, b.id, old.episodes, e.embedding)
 
@@ -201,13 +230,13 @@ def _(e: ev.EpisodeDeduplicated, d: _Draft) -> None:
 @_case.register
 def _(e: ev.AntiPatternWritten, d: _Draft) -> None:
     b = d.branches[e.branch_id]
-    _put(d, attrs.evolve(b, anti_patterns=b.anti_patterns.add(e.anti_pattern, e.embedding)))
+    _put(d, _evolve(b, anti_patterns=b.anti_patterns.add(e.anti_pattern, e.embedding)))
 
 
 @_case.register
 def _(e: ev.Quarantined, d: _Draft) -> None:
     b = d.branches[e.branch_id]
-    _put(d, attrs.evolve(b, quarantine=b.quarantine.append(e.item)))
+    _put(d, _evolve(b, quarantine=b.quarantine.append(e.item)))
 
 
 @_case.register
@@ -223,13 +252,13 @@ def _(e: ev.VerdictDropped, d: _Draft) -> None:
 @_case.register
 def _(e: ev.ContextStored, d: _Draft) -> None:
     b = d.branches[e.branch_id]
-    _put(d, attrs.evolve(b, context=b.context.add(e.item, e.embedding)))
+    _put(d, _evolve(b, context=b.context.add(e.item, e.embedding)))
 
 
 @_case.register
 def _(e: ev.RuleAdded, d: _Draft) -> None:
     b = d.branches[e.branch_id]
-    _put(d, attrs.evolve(b, rules=b.rules.append(e.rule)))
+    _put(d, _evolve(b, rules=b.rules.append(e.rule)))
     d.set_counters(e.rule.id, RuleCounters())
 
 
@@ -278,7 +307,7 @@ def _(e: ev.BranchesMerged, d: _Draft) -> None:
     for k, v in gs.shapes.items():
         shapes = shapes.set(k, shapes.get(k, 0) + v)
     known = pset(r.id for r in kept.rules)
-    stats = attrs.evolve(
+    stats = _evolve(
         ks,
         traffic=ks.traffic + gs.traffic,
         answered=ks.answered + gs.answered,
@@ -289,7 +318,7 @@ def _(e: ev.BranchesMerged, d: _Draft) -> None:
         distill_answered=ks.distill_answered + gs.distill_answered,
         centroid_sum=csum,
     )
-    merged = attrs.evolve(
+    merged = _evolve(
         kept,
         sketch=merge_sketches(kept.sketch, gone.sketch),
         episodes=kept.episodes.merged(gone.episodes),
@@ -306,7 +335,7 @@ def _(e: ev.BranchesMerged, d: _Draft) -> None:
 
 @_case.register
 def _(e: ev.BranchDeactivated, d: _Draft) -> None:
-    _put(d, attrs.evolve(d.branches[e.branch_id], active=False))
+    _put(d, _evolve(d.branches[e.branch_id], active=False))
 
 
 @_case.register
@@ -342,7 +371,7 @@ def _(e: ev.MemoryRetired, d: _Draft) -> None:
     i = next(i for i, r in enumerate(store.records) if r.key == e.key)
     text: str = getattr(rec, "input", "") or getattr(rec, "text", "")
     item = QuarantinedItem(e.key, text, getattr(rec, "answer", ""), getattr(rec, "reward", 0.0), e.reason, e.step)
-    b = attrs.evolve(b, **{e.store: store.without(e.key)}, quarantine=b.quarantine.append(item))
+    b = _evolve(b, **{e.store: store.without(e.key)}, quarantine=b.quarantine.append(item))
     if e.store != "episodes":
         _put(d, b)
         return
@@ -359,7 +388,7 @@ def _retire_rule(e: ev.MemoryRetired, d: _Draft) -> None:
     b = d.branches[e.branch_id]
     rule = next(r for r in b.rules if r.id == e.key)
     item = QuarantinedItem(rule.id, rule.text(), "", 0.0, e.reason, e.step)
-    _put(d, attrs.evolve(b, rules=pvector(r for r in b.rules if r.id != e.key), quarantine=b.quarantine.append(item)))
+    _put(d, _evolve(b, rules=pvector(r for r in b.rules if r.id != e.key), quarantine=b.quarantine.append(item)))
     _ledger(d, e.key, status="retired")
 
 
@@ -370,7 +399,7 @@ def _retire_turn(e: ev.MemoryRetired, d: _Draft) -> None:
     d.working_memory = pvector(t for t in d.working_memory if t is not turn)
     b = d.branches.get(e.branch_id)
     if b is not None:
-        _put(d, attrs.evolve(b, quarantine=b.quarantine.append(QuarantinedItem(e.key, turn.input, turn.answer, turn.reward, e.reason, e.step))))
+        _put(d, _evolve(b, quarantine=b.quarantine.append(QuarantinedItem(e.key, turn.input, turn.answer, turn.reward, e.reason, e.step))))
 
 
 @_case.register
@@ -389,7 +418,7 @@ def _(e: ev.ZoneEvidenceMoved, d: _Draft) -> None:
 
 @_case.register
 def _(e: ev.SketchUpdated, d: _Draft) -> None:
-    _put(d, attrs.evolve(d.branches[e.branch_id], sketch=e.sketch))
+    _put(d, _evolve(d.branches[e.branch_id], sketch=e.sketch))
 
 
 @_case.register
