@@ -6,6 +6,7 @@ All functions are pure: they read the state, the policy and the step input and r
 
 from __future__ import annotations
 
+import operator
 import re
 
 import numpy as np
@@ -99,7 +100,7 @@ def _anchor_matrix(branches: list[Branch]) -> np.ndarray:
     global _ANCHORS
     memo = _ANCHORS
     keys = tuple([b.anchor for b in branches])
-    if memo is not None and len(memo[0]) == len(keys) and all(a is b for a, b in zip(memo[0], keys)):
+    if memo is not None and len(memo[0]) == len(keys) and all(map(operator.is_, memo[0], keys)):
         return memo[1]
     anchors = np.stack([as_vector(a) for a in keys])
     anchors.flags.writeable = False
