@@ -25,7 +25,6 @@ from rizz.core.records import (
     Episode,
     QuarantinedItem,
     Rule,
-    RuleCounters,
     StepRecord,
     Turn,
 )
@@ -47,7 +46,7 @@ def _centroid_cos(branch: Branch, embedding: bytes) -> float | None:
     if not branch.stats.centroid_sum:
         return None
     c = np.frombuffer(branch.stats.centroid_sum, np.float32)
-    n = float(np.linalg.norm(c))
+    n = float(np.sqrt(c.dot(c)))  # what np.linalg.norm computes for a 1-d float vector, without its checks
     return float(np.dot(c, as_vector(embedding)) / n) if n > 0 else None
 
 
@@ -120,31 +119,37 @@ def decide_rules(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: 
     out: list[object] = []
     helpful = int(verdict.reward >= rp.helpful_reward)
     harmful = int(verdict.parsed and verdict.reward <= rp.harmful_reward and not helpful)
+    if not (helpful or harmful):
+        return out
     by_id: dict[str, Rule] | None = None  # rule id -> rule, built once, on first need
     for rid in inp.prompt_rule_ids:
-        if rid not in state.rule_ledger or not (helpful or harmful):
+        c = state.rule_ledger.get(rid)
+        if c is None:
             continue
-        c = state.rule_ledger[rid]
         out.append(ev.RuleCountersMoved(rid, helpful, harmful, branch_id))
-        hb = c.helpful_branches.add(branch_id) if helpful else c.helpful_branches
-        c = RuleCounters(c.helpful + helpful, c.harmful + harmful, c.status, hb, c.tier)
-        if c.status != "retired" and c.harmful - c.helpful >= rp.retire_harmful_margin:
+        # the counters after that move (what apply folds), as plain values
+        h, a, status, tier = c.helpful + helpful, c.harmful + harmful, c.status, c.tier
+        hb = c.helpful_branches.add(branch_id) if helpful and branch_id not in c.helpful_branches else c.helpful_branches
+        if status != "retired" and a - h >= rp.retire_harmful_margin:
             out.append(ev.RuleRetired(rid))
             continue
-        if c.status == "candidate" and c.helpful >= rp.activation_helpful and c.helpful > c.harmful:
+        if status == "candidate" and h >= rp.activation_helpful and h > a:
             out.append(ev.RuleActivated(rid))
-            c = RuleCounters(c.helpful, c.harmful, "active", hb, c.tier)
-        if c.status != "active":
+            status = "active"
+        if status != "active":
             continue
+        family = tier == "branch" and len(hb) >= rp.family_min_branches
+        if not family and not (tier != "global" and len(hb) >= rp.global_min_branches):
+            continue  # no promotion can follow: the rule itself is not needed (most steps)
         if by_id is None:
             by_id = _rules_by_id(state)
         rule = by_id.get(rid)
         if rule is None:
             continue
-        if c.tier == "branch" and len(hb) >= rp.family_min_branches:
+        if family:
             out.append(ev.RulePromoted(rid, "family", rule.function))
-            c = RuleCounters(c.helpful, c.harmful, c.status, hb, "family")
-        if c.tier != "global" and len(hb) >= rp.global_min_branches:  # the functions only when they can decide
+            tier = "family"
+        if tier != "global" and len(hb) >= rp.global_min_branches:  # the functions only when they can decide
             functions = {state.branches[b].label.function for b in hb if b in state.branches}
             if len(functions) >= rp.global_min_functions:
                 out.append(ev.RulePromoted(rid, "global", rule.function))

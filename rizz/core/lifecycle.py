@@ -40,8 +40,10 @@ def decide_lifecycle(state: AdaptiveState, policy: Policy, step: int, current: s
     out: list[object] = []
     if policy.routing.mode == "single":
         return out
-    gone: set[str] = set()
     periodic = (step + 1) % lc.merge_every == 0
+    if not periodic and len(state.branches) <= min(lc.max_active, lc.max_branches):
+        return out  # no pass due and neither cap can be exceeded (most steps: skips ordering the branches)
+    gone: set[str] = set()
     actives = state.active_branches()
     if periodic and lc.merge_enabled:
         for i, a in enumerate(actives):

@@ -420,6 +420,19 @@ def _in_creation_order(branches: PMap[str, Branch]) -> tuple[Branch, ...]:
     return order
 
 
+def carry_creation_order(before: PMap[str, Branch], after: PMap[str, Branch], replaced: dict[str, Branch]) -> None:
+    """Note that ``after`` is ``before`` with the branches of ``replaced`` (id -> its new value,
+    every id already in ``before``) put in place. When ``before``'s order is the one kept, the
+    order of ``after`` is kept instead: the same ids in the same places, those branches swapped
+    in, no sort (a fold calls this once per round; the next step's routing asks for the order
+    of the map the fold made). Exactly what sorting ``after`` would give; nothing kept
+    otherwise."""
+    global _ORDER
+    last, order = _ORDER
+    if last is before and len(after) == len(before):
+        _ORDER = (after, tuple([replaced.get(b.id, b) for b in order]))
+
+
 def empty_state() -> AdaptiveState:
     """The state before the first step: no branches, empty memory and history."""
     return AdaptiveState()

@@ -6,6 +6,7 @@ All functions are pure: they read the state, the policy and the step input and r
 
 from __future__ import annotations
 
+import operator
 import re
 
 import numpy as np
@@ -81,31 +82,29 @@ class RouteDecision:
 
 
 def _answer_branches(state: AdaptiveState, policy: Policy, shape: str | None) -> list[Branch]:
-    out = []
-    for b in state.active_branches():
-        if b.label.function == CONTEXT_FUNCTION:
-            continue
-        if policy.routing.shape_guard and shape is not None and b.shape is not None and b.shape != shape:
-            continue
-        out.append(b)
-    return out
+    guard = policy.routing.shape_guard and shape is not None
+    return [b for b in state.active_branches()
+            if b.label.function != CONTEXT_FUNCTION and not (guard and b.shape is not None and b.shape != shape)]
 
 
-#: One-entry memo of the last anchor matrix: (the branches, their stacked anchors). Branches
-#: are immutable values, so the same branch objects always stack to the same matrix; one
-#: element's judge check and route round ask for the same branches (a pure cache: results are
-#: bit-identical with or without it).
-_ANCHORS: tuple[tuple[Branch, ...], np.ndarray] | None = None
+#: One-entry memo of the last anchor matrix: (the anchors' bytes objects, their stacked rows).
+#: Keyed on the anchors, not the branches: a branch is a new object after every step that
+#: touches its stats, but keeps its anchor object, so consecutive steps over the same candidates
+#: reuse the matrix. The same bytes objects always stack to the same matrix (a pure cache:
+#: results are bit-identical with or without it; the memo holds the bytes, so an id is never
+#: reused while it is kept).
+_ANCHORS: tuple[tuple[bytes, ...], np.ndarray] | None = None
 
 
 def _anchor_matrix(branches: list[Branch]) -> np.ndarray:
     global _ANCHORS
     memo = _ANCHORS
-    if memo is not None and len(memo[0]) == len(branches) and all(a is b for a, b in zip(memo[0], branches)):
+    keys = tuple([b.anchor for b in branches])
+    if memo is not None and len(memo[0]) == len(keys) and all(map(operator.is_, memo[0], keys)):
         return memo[1]
-    anchors = np.stack([as_vector(b.anchor) for b in branches])
+    anchors = np.stack([as_vector(a) for a in keys])
     anchors.flags.writeable = False
-    _ANCHORS = (tuple(branches), anchors)
+    _ANCHORS = (keys, anchors)
     return anchors
 
 
