@@ -161,11 +161,12 @@ def run(
 
 @app.command()
 def replay(
-    run_dir: Path = typer.Argument(..., help="A RUN_DIR written by `rizz run`."),
+    run_dir: Path = typer.Argument(..., help="A RUN_DIR: written by `rizz run`, a live session, or one policy's folder of a `rizz bench`."),
     policy: str | None = typer.Option(None, "--policy", "-p", help="Refold under this policy instead of the run's own (writes summary.replay.json)."),
 ) -> None:
     """Refold RUN_DIR's log with no model calls; print the final state's digest, and say
-    whether it equals the digest the run recorded (summary.json); exit 1 when it does not.
+    whether it equals the digest the run recorded (summary.json); exit 1 when it does not
+    (summary.json is then kept, and the refolded summary written to summary.replay.json).
 
     Under another --policy the logged answers and rewards are refolded as they are: the
     memory and branches are that policy's, the rewards the run's (it is not a new run; use
@@ -191,9 +192,9 @@ def replay(
     def say(message: str) -> None:
         typer.echo(message, err=True)
 
-    if recorded is None:
-        say(f"no digest recorded to compare with: {run_dir / 'summary.json'} is missing or unreadable "
-            "(a run that has not finished; a live session's directory until its first replay)")
+    if recorded is None or ("answers_from" not in summary and not isinstance(recorded.get("state_digest"), str)):
+        say(f"no digest recorded to compare with: {run_dir / 'summary.json'} is missing, unreadable or holds no state_digest "
+            "(a run that has not finished; a live session's directory until its first replay); it now holds the refolded summary")
     elif "answers_from" in summary:
         say(f"wrote {run_dir / 'summary.replay.json'}: the run's answers and rewards refolded under {summary['policy']}")
         changed = replay_differences(recorded, summary)
@@ -203,7 +204,8 @@ def replay(
         say(f"= the digest the run recorded in {run_dir / 'summary.json'}: its log replays to the same state")
     else:
         say(f"≠ the digest the run recorded in {run_dir / 'summary.json'} ({recorded.get('state_digest')}): its log refolds to "
-            "another state (was it written by another version of rizz?); summary.json now holds the refolded one")
+            f"another state (written by another version of rizz, or summary.json edited?); summary.json is kept as the run wrote it, "
+            f"the refolded summary is in {run_dir / 'summary.replay.json'}")
         raise typer.Exit(1)
 
 

@@ -184,8 +184,10 @@ def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str
 
     Any RUN_DIR: ``rizz run``'s, a live session's (``Session.open``), and log format 1.
 
-    With the run's policy the digest equals the run's and ``summary.json`` is rewritten. Under
-    another policy the logged answers and verdicts are refolded as they are: the state
+    With the run's policy the digest equals the run's and ``summary.json`` is rewritten; when
+    the digest differs from the one ``summary.json`` records, that file is kept (what the run
+    recorded is never overwritten) and the refolded summary goes to ``summary.replay.json``.
+    Under another policy the logged answers and verdicts are refolded as they are: the state
     (branches, memory, digest) is that policy's, but answers, rewards and model calls are the
     run's own (a counterfactual memory, not a new run); the summary then carries
     ``answers_from`` (the run's policy) and goes to ``summary.replay.json``.
@@ -201,9 +203,21 @@ def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str
     if policy_source != meta["policy"]:
         summary["answers_from"] = meta["policy"]
     if write_summary:
+        own = policy_source == meta["policy"]
+        recorded = recorded_digest(rd.root) if own else None
         with rd:
-            write_json_atomic(rd.root / ("summary.json" if policy_source == meta["policy"] else "summary.replay.json"), summary)
+            write_json_atomic(rd.root / ("summary.json" if own and recorded in (None, summary["state_digest"]) else "summary.replay.json"), summary)
     return summary
+
+
+def recorded_digest(run_dir: str | Path) -> str | None:
+    """The ``state_digest`` RUN_DIR's ``summary.json`` records; None when the file is missing,
+    unreadable or has none (a run that has not finished, a live session before its first replay)."""
+    try:
+        digest = json.loads((Path(run_dir) / "summary.json").read_text(encoding="utf-8")).get("state_digest")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return digest if isinstance(digest, str) else None
 
 
 def replay_differences(run: dict[str, Any], refold: dict[str, Any]) -> list[str]:

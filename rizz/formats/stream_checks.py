@@ -165,8 +165,8 @@ def _check_metadata(meta: Any, verifier: Any) -> None:
             raise _expect("metadata", "string keys", key)
         meant = _metadata_near_miss(key) if key not in READ_METADATA_KEYS else None
         if meant is not None:
-            raise FieldError(f"metadata.{key}", f"not a key rizz reads; did you mean `{meant}`? (a key of your own is kept "
-                                                 "as it is: give it a name further from rizz's)")
+            raise FieldError(f"metadata.{key}", f"not a key rizz reads; did you mean `{meant}`? (refused as a likely typo; "
+                                                 "metadata keys of your own are kept, but only under names further from rizz's)")
     _check_str("metadata.task", meta.get("task"), optional=True)
     _check_str("metadata.scope", meta.get("scope"), optional=True)
     _check_str("metadata.tenant", meta.get("tenant"), optional=True, nonempty=True)

@@ -360,7 +360,7 @@ def _markdown(results: dict[str, Any]) -> str:
                 for base, d in changes.items() for p, c in d.items()
                 if not (p in BASELINES and BASELINES.index(p) < BASELINES.index(base))]
         out += ["## Steps that changed", ""] + _md_table(
-            ["policy vs baseline", "steps", "answers changed", "reward up", "reward down"], rows) + [""]
+            ["policy vs baseline", "paired steps", "answers changed", "reward up", "reward down"], rows) + [""]
     bad = [p for p in pols if res[p]["budget_exceeded"]]
     if bad:
         over = ", ".join(f"{p} ({plural(res[p]['budget_exceeded'], 'step')})" for p in bad)
@@ -384,10 +384,10 @@ def _markdown(results: dict[str, Any]) -> str:
             f"the bracket is a {b['level']:.0%} percentile-bootstrap interval ({b['resamples']} resamples, seed {b['seed']}).",
             "- *Δ vs frozen* is the difference in mean reward in percentage points, with a paired bootstrap interval "
             "(the same steps resampled for both policies); an interval that excludes 0 is a difference beyond resampling noise.",
-            "- *Steps that changed*: on how many paired steps the extracted answer differs from the baseline's, and on how many "
-            "the reward rose or fell; a Δ near 0 made of many rises and as many falls is an answer-moving change, not a null one.",
             "- *Δ by half* is the same paired difference over the first and the second half of the answered steps: "
             "memory accumulates along the stream, so a gain can appear late.",
+            "- *Steps that changed*: on how many paired steps the extracted answer differs from the baseline's, and on how many "
+            "the reward rose or fell; a Δ near 0 made of many rises and as many falls is an answer-moving change, not a null one.",
             "- *calls/answered step* counts every model call (judge, answer, distill) per answered step; *prompt tokens* is their "
             "total prompt size; *evaluated prompt tokens* the part the model evaluated: not the calls the response cache answered, "
             "nor the tokens a backend read from its own prompt cache (Anthropic, an OpenAI-compatible server's prefix cache) or "

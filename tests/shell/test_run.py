@@ -493,6 +493,15 @@ def test_replay_says_whether_it_got_the_recorded_digest_and_what_another_policy_
     res = CliRunner().invoke(app, ["replay", str(out)])
     assert res.exit_code == 1  # a script checking that a log replays sees the difference
     assert res.stderr.startswith(f"≠ the digest the run recorded in {out / 'summary.json'} (sha256:{'0' * 64}): its log refolds to another state")
+    # what the run recorded is kept: a second replay finds the same difference
+    assert json.loads((out / "summary.json").read_text()) == recorded
+    assert json.loads((out / "summary.replay.json").read_text())["state_digest"] == s["state_digest"]
+    assert CliRunner().invoke(app, ["replay", str(out)]).exit_code == 1
+    del recorded["state_digest"]  # a summary without a digest: nothing to compare with
+    (out / "summary.json").write_text(json.dumps(recorded))
+    res = CliRunner().invoke(app, ["replay", str(out)])
+    assert res.exit_code == 0 and res.stderr.startswith("no digest recorded to compare with")
+    assert json.loads((out / "summary.json").read_text())["state_digest"] == s["state_digest"]
     (out / "summary.json").unlink()
     res = CliRunner().invoke(app, ["replay", str(out)])
     assert res.stderr.startswith(f"no digest recorded to compare with: {out / 'summary.json'} is missing")

@@ -57,7 +57,7 @@ BAD_LINES = [
      "field 'metadata.shape': expected one of letter, number, label, span, text, code, json, got 'letters'; "
      "did you mean `letter`?"),
     ("shape-misspelt-key", _line(metadata={"shap": "letter"}), "metadata.shap",
-     "field 'metadata.shap': not a key rizz reads; did you mean `shape`? (a key of your own is kept as it is"),
+     "field 'metadata.shap': not a key rizz reads; did you mean `shape`? (refused as a likely typo; metadata keys of your own are kept"),
     ("tenant-cased-key", _line(metadata={"Tenant": "t1"}), "metadata.Tenant",
      "field 'metadata.Tenant': not a key rizz reads; did you mean `tenant`?"),
     ("task-swapped-key", _line(metadata={"taks": "FOMC"}), "metadata.taks",
