@@ -176,6 +176,7 @@ def build_report(bench_dir: Path, policies: Sequence[str], *, title: str, comman
       {baseline: {policy: {"delta_pp", "ci95_pp", "n"}}}, "deltas_by_half": {baseline:
       {policy: [first, second]}} (each also with ``"steps": [from, to]``), "changes":
       {baseline: {policy: {"n", "answers_changed", "up", "down"}}} (steps, :func:`_changes`),
+      "other_runs": [names] (only when the folder holds RUN_DIRs of policies not given),
       "results": {policy: {...}}}``;
       rewards in [0, 1], deltas in points (x100), tokens, seconds, USD.
     Raises:
@@ -199,6 +200,9 @@ def build_report(bench_dir: Path, policies: Sequence[str], *, title: str, comman
         "deltas_by_half": _deltas_by_half(pairs, seed),
         "changes": _changes(runs),
     }
+    others = sorted(d.name for d in bench_dir.iterdir() if d.is_dir() and d.name not in policies and (d / "run.json").exists())
+    if others:  # earlier bench commands' runs in the same folder: named, so a reader knows the table is not all of it
+        results["other_runs"] = others
     if any(p.startswith("peer:") for p in policies):
         results["peers"] = peer_results(runs, seed)
     write_json_atomic(bench_dir / "results.json", results)
@@ -342,6 +346,9 @@ def _markdown(results: dict[str, Any]) -> str:
     res, pols = results["results"], results["policies"]
     out = [f"# {results['title']}", "", "Command:", "", "```", results["command"], "```", ""]
     out += ["## Side by side", ""] + _md_table(_HEADERS, _rows(results)) + [""]
+    if results.get("other_runs"):
+        out += ["Also in this folder, not in this report (runs of other bench commands; name them in `-P` to compare): "
+                + ", ".join(results["other_runs"]) + ".", ""]
     for base, d in results["deltas"].items():
         if base != "frozen":
             out += [f"Δ vs {base} (pp): " + "; ".join(f"{p} {v['delta_pp']:+.1f} {_fmt_ci(v['ci95_pp'], '+.1f')}" for p, v in d.items()), ""]

@@ -154,6 +154,13 @@ def test_steps_that_changed_count_answers_and_rewards_moved_each_way(hand_bench)
     assert res["changes"]["single-branch"]["default"] == {"n": 4, "answers_changed": 1, "up": 4, "down": 0}
     md = (hand_bench / "report.md").read_text()
     assert "| default vs frozen | 4 | 1 | 3 | 1 |" in md and "| frozen vs single-branch |" not in md
+    assert "other_runs" not in res and "not in this report" not in md
+    (hand_bench / "per-answer").mkdir()
+    (hand_bench / "per-answer" / "run.json").write_text("{}")  # an earlier command's run in the same folder
+    res = _build(hand_bench)
+    assert res["other_runs"] == ["per-answer"]
+    assert "Also in this folder, not in this report (runs of other bench commands; name them in `-P` to compare): per-answer." \
+        in (hand_bench / "report.md").read_text()
 
 
 def test_deltas_by_half_odd_count_gives_the_second_half_the_extra_step(tmp_path):
