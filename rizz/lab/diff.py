@@ -279,7 +279,8 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("context", "context", 10), ("quarantined", "quaran-\ntined", 11), ("withheld", "withheld", 14),
 )
 _TEXT = {"branch", "label", "label_from", "label_proposed", "shape", "routed_by", "withheld"}
-_CELL = {"label_from": _label_from, "routed_by": _routed}
+_CELL = {"label_from": _label_from, "routed_by": _routed,
+         "mean_reward": lambda r: None if r.get("mean_reward") is None else f"{r['mean_reward']:.3f}"}  # 0.333, 0.000, 1.000: one width
 #: Columns of this priority or less are always shown (then long labels fold to fit).
 KEEP = 3
 #: The label column's width: room is kept for labels this long before other columns are added

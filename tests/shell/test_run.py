@@ -566,6 +566,7 @@ def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path
     assert res.exit_code == 0 and max(len(l) for l in lines) <= 80, "\n".join(lines)
     assert any("translate/reasons-compound-choices" in l for l in lines)  # whole, on one line
     assert "mean" in res.output and "traffic" in res.output and "judge @0" in res.output
+    assert inspect_run(out)[0]["mean_reward"] is not None and f"{inspect_run(out)[0]['mean_reward']:.3f}" in res.output  # three decimals
     footer = " ".join(res.output.split("(left out to fit ")[1].split())
     assert footer.startswith("80 columns: label_proposed, shape, ") and footer.endswith("--wide shows them, --json gives every field)")
     res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": "40"})  # narrower than the kept columns: labels fold
