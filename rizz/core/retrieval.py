@@ -157,12 +157,11 @@ def _episodes(
         return ()
     q = as_vector(inp.embedding)
     walled = not p.examples_cross_scope
-    take = k if cap == 0 else 1 << 62  # with a cap per answer: every candidate in order, then the cap
     if not others and own is not None:  # only the routed branch: its own rows
         scores = own.episodes.matrix.dots(q)
         if walled:
             scores += _penalty(_foreign_scope(own, inp.scope))
-        rows = _top(scores, min(take, len(scores))).tolist()
+        rows = _top(scores, _candidates(k, cap, len(scores))).tolist()
         return _per_answer((Scored(own.episodes.records[i], round(float(scores[i]), 6), own.id) for i in rows), k, cap)
     index = index_of(state)
     nums, local = index.where()
@@ -191,9 +190,15 @@ def _episodes(
                 sel = nums == num
                 drop[sel] |= foreign[local[sel]]
     scores += _penalty(drop)
-    ranked = _top(scores, min(take, len(scores)), nums, local).tolist()
+    ranked = _top(scores, _candidates(k, cap, len(scores)), nums, local).tolist()
     return _per_answer((Scored(by_num[int(nums[j])].episodes.records[int(local[j])], round(float(scores[j]), 6),
                                by_num[int(nums[j])].id) for j in ranked), k, cap)
+
+
+def _candidates(k: int, cap: int, n: int) -> int:
+    """How many of ``n`` scored rows to rank: the top ``k``, or with a cap per answer
+    (``retrieval.examples_per_answer`` > 0) all of them, for :func:`_per_answer` to skip through."""
+    return k if cap == 0 else n
 
 
 def _answer_key(s: Scored) -> str:

@@ -111,7 +111,8 @@ class ModelAgent(PromptedAgent):
             calls = parse_reply(gen.text)
         except CallSyntaxError as err:
             return AgentReply(gen.text, error=f"malformed call: {err}", prompt_tokens=prompt.token_count)
-        return (not calls and self.cut_reply(gen, gen.text, prompt)) or AgentReply(gen.text.strip(), calls, prompt_tokens=prompt.token_count)
+        cut = None if calls else self.cut_reply(gen, gen.text, prompt)
+        return cut if cut is not None else AgentReply(gen.text.strip(), calls, prompt_tokens=prompt.token_count)
 
 
 #: The customer's system message (rizz's wording of τ-bench's user-simulation rules,
