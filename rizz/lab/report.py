@@ -112,17 +112,24 @@ def _check_same_stream(runs: dict[str, list[dict[str, Any]]]) -> None:
                          "a bench compares policies over the same stream in the same order")
 
 
-def _pairs(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, tuple[list[float], list[float]]]]:
-    """``{baseline: {policy: (rewards, baseline_rewards)}}`` over the steps both answered,
-    in stream order, for each benched baseline in BASELINES."""
+#: ``{baseline: {policy: (rewards, baseline_rewards, log step numbers)}}``: :func:`_pairs`.
+_Pairs = dict[str, dict[str, tuple[list[float], list[float], list[int]]]]
+
+
+def _pairs(runs: dict[str, list[dict[str, Any]]]) -> _Pairs:
+    """``{baseline: {policy: (rewards, baseline_rewards, steps)}}`` over the steps both answered,
+    in stream order, for each benched baseline in BASELINES; ``steps``: those steps' numbers in
+    the log (from 0, as ``rizz diff``, ``rizz inspect`` and ``rizz view`` number them)."""
     rew = {p: {r["id"]: float(r["verdict"]["reward"]) for r in _answered(recs)} for p, recs in runs.items()}
-    order = [r["id"] for r in next(iter(runs.values()))]
-    out: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
+    first = next(iter(runs.values()))
+    order = [r["id"] for r in first]
+    step_of = {r["id"]: int(r["step"]) for r in first}  # the same in every run (_check_same_stream)
+    out: _Pairs = {}
     for base in (b for b in BASELINES if b in runs):
         out[base] = {}
         for p in (p for p in runs if p != base):
             ids = [i for i in order if i in rew[p] and i in rew[base]]
-            out[base][p] = ([rew[p][i] for i in ids], [rew[base][i] for i in ids])
+            out[base][p] = ([rew[p][i] for i in ids], [rew[base][i] for i in ids], [step_of[i] for i in ids])
     return out
 
 
@@ -143,22 +150,25 @@ def _changes(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict[
     return out
 
 
-def _deltas(pairs: dict[str, dict[str, tuple[list[float], list[float]]]], seed: int) -> dict[str, dict[str, Any]]:
+def _deltas(pairs: _Pairs, seed: int) -> dict[str, dict[str, Any]]:
     """``{baseline: {policy: paired_delta}}`` over the whole stream."""
-    return {base: {p: paired_delta(a, b, seed=seed) for p, (a, b) in d.items()} for base, d in pairs.items()}
+    return {base: {p: paired_delta(a, b, seed=seed) for p, (a, b, _) in d.items()} for base, d in pairs.items()}
 
 
-def _deltas_by_half(pairs: dict[str, dict[str, tuple[list[float], list[float]]]], seed: int) -> dict[str, dict[str, Any]]:
+def _deltas_by_half(pairs: _Pairs, seed: int) -> dict[str, dict[str, Any]]:
     """``{baseline: {policy: [first, second]}}``: :func:`paired_delta` over the first and the
     second half of the paired answered steps (the first gets the smaller half when odd),
-    each with ``"steps": [from, to]`` (1-based positions among those steps). Memory grows
-    along a stream, so a gain can show late (results/2026-11-30-trace240.md measured one)."""
+    each with ``"steps": [from, to]`` (1-based positions among those steps) and
+    ``"log_steps": [first, last]`` (the log numbers of the half's first and last step, from 0
+    as ``rizz diff``, ``rizz inspect`` and ``rizz view`` number steps; None for an empty half).
+    Memory grows along a stream, so a gain can show late (results/2026-11-30-trace240.md measured one)."""
     out: dict[str, dict[str, Any]] = {}
     for base, d in pairs.items():
         out[base] = {}
-        for p, (a, b) in d.items():
+        for p, (a, b, steps) in d.items():
             k = len(a) // 2
-            out[base][p] = [{**paired_delta(a[lo:hi], b[lo:hi], seed=seed), "steps": [lo + 1, hi]}
+            out[base][p] = [{**paired_delta(a[lo:hi], b[lo:hi], seed=seed), "steps": [lo + 1, hi],
+                             "log_steps": [steps[lo], steps[hi - 1]] if hi > lo else None}
                             for lo, hi in ((0, k), (k, len(a)))]
     return out
 
@@ -174,7 +184,8 @@ def build_report(bench_dir: Path, policies: Sequence[str], *, title: str, comman
     Returns:
       The ``results.json`` dict: ``{"title", "command", "policies", "bootstrap", "deltas":
       {baseline: {policy: {"delta_pp", "ci95_pp", "n"}}}, "deltas_by_half": {baseline:
-      {policy: [first, second]}} (each also with ``"steps": [from, to]``), "changes":
+      {policy: [first, second]}} (each also with ``"steps": [from, to]`` and ``"log_steps":
+      [first, last]``, :func:`_deltas_by_half`), "changes":
       {baseline: {policy: {"n", "answers_changed", "up", "down"}}} (steps, :func:`_changes`),
       "other_runs": [names] (only when the folder holds RUN_DIRs of policies not given),
       "results": {policy: {...}}}``;
@@ -355,7 +366,9 @@ def _markdown(results: dict[str, Any]) -> str:
     halves = results.get("deltas_by_half", {})
     if any(halves.values()):
         first = next(v for d in halves.values() for v in d.values())
-        cols = [f"{'first' if i == 0 else 'second'} half, steps {h['steps'][0]}–{h['steps'][1]}" for i, h in enumerate(first)]
+        # the halves' log step numbers (from 0), as rizz diff, inspect and view number steps
+        cols = [f"{'first' if i == 0 else 'second'} half, " + (f"steps {h['log_steps'][0]}–{h['log_steps'][1]}" if h.get("log_steps") else "no steps")
+                for i, h in enumerate(first)]
         # one row per pair of policies: "frozen vs single-branch" would only negate "single-branch vs frozen"
         rows = [[f"{p} vs {base}", *(f"{h['delta_pp']:+.1f} {_fmt_ci(h['ci95_pp'], '+.1f')}" for h in hs)]
                 for base, d in halves.items() for p, hs in d.items()
@@ -392,7 +405,8 @@ def _markdown(results: dict[str, Any]) -> str:
             "- *Δ vs frozen* is the difference in mean reward in percentage points, with a paired bootstrap interval "
             "(the same steps resampled for both policies); an interval that excludes 0 is a difference beyond resampling noise.",
             "- *Δ by half* is the same paired difference over the first and the second half of the answered steps: "
-            "memory accumulates along the stream, so a gain can appear late.",
+            "memory accumulates along the stream, so a gain can appear late. Its columns give the log's step numbers, "
+            "from 0 as `rizz diff`, `rizz inspect` and `rizz view` number steps.",
             "- *Steps that changed*: on how many paired steps the extracted answer differs from the baseline's, and on how many "
             "the reward rose or fell; a Δ near 0 made of many rises and as many falls is an answer-moving change, not a null one.",
             "- *calls/answered step* counts every model call (judge, answer, distill) per answered step; *prompt tokens* is their "

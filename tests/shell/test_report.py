@@ -131,11 +131,13 @@ def test_deltas_by_half(hand_bench):
     res = _build(hand_bench)
     first, second = res["deltas_by_half"]["frozen"]["default"]
     assert first["steps"] == [1, 2] and first["delta_pp"] == 0.0 and first["n"] == 2
-    assert second == {"delta_pp": 50.0, "ci95_pp": [50.0, 50.0], "n": 2, "steps": [3, 4]}
+    assert second == {"delta_pp": 50.0, "ci95_pp": [50.0, 50.0], "n": 2, "steps": [3, 4], "log_steps": [3, 4]}
+    assert first["log_steps"] == [0, 1]  # the log's step numbers: the context-only step 2 lies between the halves
     assert [h["delta_pp"] for h in res["deltas_by_half"]["single-branch"]["default"]] == [25.0, 25.0]
     assert set(res["deltas_by_half"]["frozen"]) == {"default", "single-branch"}
     md = (hand_bench / "report.md").read_text()
-    assert "| policy vs baseline | first half, steps 1–2 | second half, steps 3–4 |" in md
+    # numbered from 0 as rizz diff, inspect and view number steps (answered steps 1-2 and 3-4 of 4)
+    assert "| policy vs baseline | first half, steps 0–1 | second half, steps 3–4 |" in md
     assert "| default vs frozen | +0.0 [" in md and "| +50.0 [+50.0, +50.0] |" in md
     assert "| single-branch vs frozen |" in md and "frozen vs single-branch" not in md  # the same pair once
 
@@ -168,8 +170,18 @@ def test_deltas_by_half_odd_count_gives_the_second_half_the_extra_step(tmp_path)
         _write(tmp_path, p, [_rec(i, f"s{i}", "T", r) for i, r in enumerate(rs)])
     res = build_report(tmp_path, ["frozen", "default"], title="t", command="c")
     first, second = res["deltas_by_half"]["frozen"]["default"]
-    assert (first["steps"], first["delta_pp"]) == ([1, 1], 100.0)
-    assert (second["steps"], second["delta_pp"]) == ([2, 3], 50.0)
+    assert (first["steps"], first["log_steps"], first["delta_pp"]) == ([1, 1], [0, 0], 100.0)
+    assert (second["steps"], second["log_steps"], second["delta_pp"]) == ([2, 3], [1, 2], 50.0)
+    assert "| first half, steps 0–0 | second half, steps 1–2 |" in (tmp_path / "report.md").read_text()
+
+
+def test_deltas_by_half_with_one_paired_step_names_the_empty_half(tmp_path):
+    for p, rs in (("default", [1.0]), ("frozen", [0.0])):
+        _write(tmp_path, p, [_rec(i, f"s{i}", "T", r) for i, r in enumerate(rs)])
+    res = build_report(tmp_path, ["frozen", "default"], title="t", command="c")
+    first, second = res["deltas_by_half"]["frozen"]["default"]
+    assert first["log_steps"] is None and second["log_steps"] == [0, 0]
+    assert "| first half, no steps | second half, steps 0–0 |" in (tmp_path / "report.md").read_text()
 
 
 def test_bootstrap_contains_mean_and_is_deterministic():
