@@ -59,6 +59,8 @@ RENDERING_HELP = "raw | chat | chat-turns (default: chat for the shipped Qwen mo
 #: Smallest prompt budget a policy accepts (the ``compiler.token_budget`` minimum).
 MIN_BUDGET = int(attrs.fields(CompilerPolicy).token_budget.metadata["min"])
 
+# A flag (a bool option that takes no value) is declared with metavar="": typer's rich help
+# would print <bool> in its type column, as if it took one.
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -90,7 +92,7 @@ def run(
     out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR; an unfinished one is resumed."),
     model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
-    skip_bad: bool = typer.Option(False, "--skip-bad", help="Record malformed stream lines in RUN_DIR/bad_lines.json and go on."),
+    skip_bad: bool = typer.Option(False, "--skip-bad", metavar="", help="Record malformed stream lines in RUN_DIR/bad_lines.json and go on."),
     rendering: str | None = typer.Option(None, help=RENDERING_HELP),
     cache: Path | None = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
     snapshot_every: int = typer.Option(50, min=1, help="Records between state snapshots (at least; more once a snapshot writes over N × 8 KiB; never over 1000 apart)."),
@@ -227,10 +229,10 @@ def diff(
 
 
 @app.command()
-def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", help="Machine-readable rows (every field)."),
-            episodes: bool = typer.Option(False, "--episodes", help="The run's agent episodes: request → calls → results → final answer."),
-            full: bool = typer.Option(False, "--full", help="With --episodes: every event of long episodes."),
-            wide: bool = typer.Option(False, "--wide", help="Every column, however wide the table (by default columns are dropped to fit the terminal).")) -> None:
+def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", metavar="", help="Machine-readable rows (every field)."),
+            episodes: bool = typer.Option(False, "--episodes", metavar="", help="The run's agent episodes: request → calls → results → final answer."),
+            full: bool = typer.Option(False, "--full", metavar="", help="With --episodes: every event of long episodes."),
+            wide: bool = typer.Option(False, "--wide", metavar="", help="Every column, however wide the table (by default columns are dropped to fit the terminal).")) -> None:
     """Branches of the run's final state: label, where the label came from (judge, fallback, snapped, declared,
     context or placeholder, at which step), traffic, mean reward and memory sizes (--episodes: its episodes).
 
@@ -270,7 +272,7 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
 @app.command()
 def convert(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR (or a bench folder: each of its runs)."),
-    keep_files: bool = typer.Option(False, "--keep-files", help="Leave the old embeddings/ and prompts/ folders in place (ignored from now on)."),
+    keep_files: bool = typer.Option(False, "--keep-files", metavar="", help="Leave the old embeddings/ and prompts/ folders in place (ignored from now on)."),
 ) -> None:
     """Move a RUN_DIR written before rizz kept one store (its embeddings/ and prompts/ folders: a
     file per vector and per compiled prompt) into RUN_DIR/store.sqlite, byte for byte.

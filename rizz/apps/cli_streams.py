@@ -29,6 +29,7 @@ __all__ = ["app", "resolve_data_root", "DEFAULT_DATA_ROOT", "DATA_ROOT_ENV"]
 DEFAULT_DATA_ROOT = Path("..") / "shared" / "data"
 DATA_ROOT_ENV = "RIZZ_DATA_ROOT"
 
+# a flag takes metavar="" (rich help would print <bool> beside it; rizz/apps/cli.py)
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Build benchmark streams (JSONL, specs/stream-format.md) and check stream files.")
 
@@ -93,7 +94,7 @@ def build_cmd(
         None, "--max-input-chars", help="Drop (and count) elements with more prompt chars than this."),
     warn_chars: int = typer.Option(24000, "--warn-chars", help="Report elements longer than this."),
     pool: str = typer.Option("500", help="TRACE test pool: 500 or 5000."),
-    keep_duplicates: bool = typer.Option(False, "--keep-duplicates",
+    keep_duplicates: bool = typer.Option(False, "--keep-duplicates", metavar="",
                                          help="TRACE: keep repeated (prompt, answer) records."),
     categories: str | None = typer.Option(
         None, "--categories", help="bfcl: comma list of simple_python, multiple, parallel, parallel_multiple, simple_java, "
@@ -127,7 +128,7 @@ def build_cmd(
 @app.command("check")
 def check_cmd(
     stream: Path = typer.Argument(..., help="Stream file (JSONL) to validate."),
-    first_only: bool = typer.Option(False, "--first", help="Stop at the first bad line (default: report every bad line)."),
+    first_only: bool = typer.Option(False, "--first", metavar="", help="Stop at the first bad line (default: report every bad line)."),
     all_errors: bool = typer.Option(True, "--all", hidden=True, help="Kept for old scripts: every bad line is the default."),
 ) -> None:
     """Validate a stream file against the contract; exit 1 naming FILE:LINE and field if bad.

@@ -397,6 +397,38 @@ def test_model_help_is_not_cut_at_80_columns(monkeypatch):
         assert "…" not in model_part, model_part
 
 
+def _command_paths(group, prefix=()):
+    """Every command path under a click group, sub-groups included (``("streams", "build")``)."""
+    for name, cmd in sorted(group.commands.items()):
+        yield (*prefix, name)
+        if hasattr(cmd, "commands"):
+            yield from _command_paths(cmd, (*prefix, name))
+
+
+#: rizz's own flags (bool options that take no value), by the command that has them
+FLAGS = {("run",): ["--skip-bad"], ("inspect",): ["--json", "--episodes", "--full", "--wide"], ("convert",): ["--keep-files"],
+         ("streams", "build"): ["--keep-duplicates"], ("streams", "check"): ["--first"]}
+
+
+def test_help_shows_no_value_type_beside_a_flag(monkeypatch):
+    """A flag takes no value: typer's rich help prints ``<bool>`` beside one unless it is declared
+    with ``metavar=""``; every command's flags are (and FLAGS lists them all)."""
+    import typer
+
+    from rizz.apps.cli import app
+
+    monkeypatch.setenv("COLUMNS", "200")
+    found = {}
+    for path in _command_paths(typer.main.get_command(app)):
+        code, text = _cli(*path, "--help")
+        assert code == 0, (path, text)
+        found[path] = sorted(f for f in re.findall(r"(--[\w-]+) <bool>", text) if f != "--help")
+        for flag in FLAGS.get(path, []):
+            assert f"{flag} " in text and f"{flag} <bool>" not in text, (path, flag, text)
+    assert {p: f for p, f in found.items() if f} == {}
+    assert set(FLAGS) <= set(found)
+
+
 def test_counts_of_one_are_singular(tmp_path, stream, fake_model, embedder):
     out = tmp_path / "one"
     _run(stream, out, fake_model, embedder, limit=1)
