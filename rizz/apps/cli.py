@@ -20,6 +20,7 @@ from rizz.adapters.embedder import Embedder
 from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
 from rizz.adapters.models.spec import spec_help
 from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
+from rizz.apps.cli_help import Command, Group
 from rizz.apps.cli_streams import app as streams_app
 from rizz.core import policy_schema
 from rizz.core.policy import CompilerPolicy
@@ -60,14 +61,16 @@ RENDERING_HELP = "raw | chat | chat-turns (default: chat for the shipped Qwen mo
 MIN_BUDGET = int(attrs.fields(CompilerPolicy).token_budget.metadata["min"])
 
 # A flag (a bool option that takes no value) is declared with metavar="": typer's rich help
-# would print <bool> in its type column, as if it took one.
+# would print <bool> in its type column, as if it took one; every command and group is of
+# rizz/apps/cli_help.py's classes, which do the same for typer's own --help.
 app = typer.Typer(
+    cls=Group,
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode="markdown",
     help="rizz: a frozen LLM that improves over a stream of mixed tasks through routed, verifier-gated memory (RIZZ).",
 )
-policy_app = typer.Typer(no_args_is_help=True, add_completion=False, help="Check, show and describe YAML policies.")
+policy_app = typer.Typer(cls=Group, no_args_is_help=True, add_completion=False, help="Check, show and describe YAML policies.")
 app.add_typer(policy_app, name="policy")
 app.add_typer(streams_app, name="streams")
 
@@ -85,7 +88,7 @@ def _resume_hint(out: Path, per_policy: bool = False) -> str:
     return f"every finished step is in {out / '<policy>' / 'log.jsonl' if per_policy else out / 'log.jsonl'}; run the same command again to resume"
 
 
-@app.command()
+@app.command(cls=Command)
 def run(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
     policy: str = typer.Option("default", "--policy", "-p", help=POLICY_HELP),
@@ -161,7 +164,7 @@ def run(
     typer.echo(json.dumps({k: summary[k] for k in ("steps", "answered", "mean_reward", "model_calls", "branches", "state_digest")}, indent=1))
 
 
-@app.command()
+@app.command(cls=Command)
 def replay(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR: written by `rizz run`, a live session, or one policy's folder of a `rizz bench`."),
     policy: str | None = typer.Option(None, "--policy", "-p", help="Refold under this policy instead of the run's own (writes summary.replay.json)."),
@@ -211,7 +214,7 @@ def replay(
         raise typer.Exit(1)
 
 
-@app.command()
+@app.command(cls=Command)
 def diff(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR."),
     at: int = typer.Option(..., "--at", min=0, help="First step whose changes to show. Steps are numbered from 0: step 0 is the first element (progress counts steps done: 10/84 means steps 0..9)."),
@@ -228,7 +231,7 @@ def diff(
         _fail(str(e))
 
 
-@app.command()
+@app.command(cls=Command)
 def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", metavar="", help="Machine-readable rows (every field)."),
             episodes: bool = typer.Option(False, "--episodes", metavar="", help="The run's agent episodes: request → calls → results → final answer."),
             full: bool = typer.Option(False, "--full", metavar="", help="With --episodes: every event of long episodes."),
@@ -269,7 +272,7 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
                       markup=False, highlight=False)
 
 
-@app.command()
+@app.command(cls=Command)
 def convert(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR (or a bench folder: each of its runs)."),
     keep_files: bool = typer.Option(False, "--keep-files", metavar="", help="Leave the old embeddings/ and prompts/ folders in place (ignored from now on)."),
@@ -388,7 +391,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/*.png   results: {out / 'results.json'}")
 
 
-@app.command()
+@app.command(cls=Command)
 def bench(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
     policies: str = typer.Option(BENCH_POLICIES, "--policies", "-P", show_default=False,
@@ -413,7 +416,7 @@ def bench(
            "rizz " + " ".join(sys.argv[1:]), f"rizz bench: {stream.name}", budget, ray, user_model)
 
 
-@app.command()
+@app.command(cls=Command)
 def demo(
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where to write the bench."),
     limit: int = typer.Option(DEMO_LIMIT, "--limit", "-n", min=1, help="Stream elements per policy."),
@@ -450,7 +453,7 @@ def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
     return f"{head}: {guess}" + (f" (measured at --budget {DEMO_BUDGET}; this is --budget {budget})" if budget != DEMO_BUDGET else "")
 
 
-@policy_app.command("check")
+@policy_app.command("check", cls=Command)
 def policy_check(files: list[str] = typer.Argument(..., help="Policy YAML files or shipped names.")) -> None:
     """Exit 0 when every policy is valid; otherwise name each bad field by its path and exit 1."""
     bad = 0
@@ -464,13 +467,13 @@ def policy_check(files: list[str] = typer.Argument(..., help="Policy YAML files 
     raise typer.Exit(1 if bad else 0)
 
 
-@policy_app.command("show")
+@policy_app.command("show", cls=Command)
 def policy_show(file: str = typer.Argument(..., help="Policy file or shipped name.")) -> None:
     """Print the fully resolved policy (extends applied, defaults filled in) as YAML."""
     typer.echo(dump_policy(_load_policy_or_exit(file)), nl=False)
 
 
-@policy_app.command("diff")
+@policy_app.command("diff", cls=Command)
 def policy_diff(a: str = typer.Argument(..., help="Policy file or shipped name."),
                 b: str = typer.Argument(..., help="Policy file or shipped name.")) -> None:
     """Print each field where two resolved policies differ (`path: A's value -> B's value`);
@@ -484,13 +487,13 @@ def policy_diff(a: str = typer.Argument(..., help="Policy file or shipped name."
     raise typer.Exit(1 if diffs else 0)
 
 
-@policy_app.command("schema")
+@policy_app.command("schema", cls=Command)
 def policy_schema_cmd() -> None:
     """Print the policy JSON Schema (the content of specs/policy.schema.json)."""
     typer.echo(json.dumps(policy_schema(), indent=2))
 
 
-@policy_app.command("constants")
+@policy_app.command("constants", cls=Command)
 def policy_constants_cmd() -> None:
     """Print the table of every policy constant with its default, range and source (specs/constants.md)."""
     typer.echo(constants_markdown(), nl=False)

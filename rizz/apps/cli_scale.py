@@ -15,6 +15,7 @@ with extra_needed("cli", "the rizz command"):
 from rizz.adapters.models import ModelError, ModelUnavailableError, load_model
 from rizz.adapters.models.spec import spec_help
 from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
+from rizz.apps.cli_help import Command
 from rizz.apps.serve.app import load_keys
 from rizz.apps.serve.run import is_loopback, serve as do_serve
 from rizz.formats.policy_file import PolicyError
@@ -30,8 +31,8 @@ MODEL_HELP = spec_help().replace("[", "\\[")
 
 def register(app: typer.Typer) -> None:
     """Add ``sweep`` and ``serve`` to ``app``."""
-    app.command()(sweep)
-    app.command()(serve)
+    app.command(cls=Command)(sweep)
+    app.command(cls=Command)(serve)
 
 
 def sweep(

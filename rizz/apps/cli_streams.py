@@ -20,6 +20,7 @@ from rizz.extras import extra_needed
 with extra_needed("cli", "the rizz command"):
     import typer
 
+from rizz.apps.cli_help import Command, Group
 from rizz.formats.streams import StreamElement, StreamError, count_tasks, read_stream, write_stream
 from rizz.formats.wording import plural as _plural
 from rizz.lab.builders import BENCHES, BuildError, BuildOptions, build, prompt_chars
@@ -30,7 +31,7 @@ DEFAULT_DATA_ROOT = Path("..") / "shared" / "data"
 DATA_ROOT_ENV = "RIZZ_DATA_ROOT"
 
 # a flag takes metavar="" (rich help would print <bool> beside it; rizz/apps/cli.py)
-app = typer.Typer(no_args_is_help=True, add_completion=False,
+app = typer.Typer(cls=Group, no_args_is_help=True, add_completion=False,
                   help="Build benchmark streams (JSONL, specs/stream-format.md) and check stream files.")
 
 
@@ -77,7 +78,7 @@ def _split_csv(value: str | None) -> tuple[str, ...] | None:
     return tuple(v.strip() for v in value.split(",") if v.strip()) or None
 
 
-@app.command("build")
+@app.command("build", cls=Command)
 def build_cmd(
     bench: str = typer.Argument(..., help=f"One of: {', '.join(BENCHES)}."),
     out: Path = typer.Option(..., "--out", help="Stream file to write (JSONL)."),
@@ -125,7 +126,7 @@ def build_cmd(
     typer.echo(f"wrote {_plural(n, 'element')} to {out} ({_task_counts(result.elements)})")
 
 
-@app.command("check")
+@app.command("check", cls=Command)
 def check_cmd(
     stream: Path = typer.Argument(..., help="Stream file (JSONL) to validate."),
     first_only: bool = typer.Option(False, "--first", metavar="", help="Stop at the first bad line (default: report every bad line)."),

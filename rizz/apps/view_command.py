@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from rizz.apps.cli_errors import fail as _fail
+from rizz.apps.cli_help import Command
 from rizz.engine.logfold import LogFoldError
 from rizz.formats.logrecord import LogRecordError
 from rizz.lab.view import write_view
@@ -16,7 +17,7 @@ __all__ = ["register", "view"]
 
 def register(app: typer.Typer) -> None:
     """Add ``view`` to ``app``."""
-    app.command()(view)
+    app.command(cls=Command)(view)
 
 
 def view(
