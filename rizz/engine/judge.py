@@ -241,12 +241,14 @@ def fallback_label(text: str, *, instruction: str | None, shape: str | None,
     ``answer-question``. Application: the 3 most frequent content words, ties by first
     appearance, of
 
-    * ``fallback_application="content_words"`` (the default): the instruction (its words
-      count double) and the whole input — on a question-answering task, the question's topic;
+    * ``fallback_application="content_words"`` (the argument's and ``rizz.core.Policy``'s
+      default): the instruction (its words count double) and the whole input — on a
+      question-answering task, the question's topic;
     * ``"first_line"``: the instruction if it has any text, else the input's first non-blank
       line, where TRACE and StreamBench-style elements state their task ("Choose an answer
       for the following question and give your reasons.": one application for every
-      ScienceQA question; results/2026-12-01-label-quality-train.md);
+      ScienceQA question; results/2026-12-01-label-quality-train.md). The shipped
+      ``policies/default.yaml`` sets it (results/2026-12-04-first-line-default.md);
 
     plus the script name when a third or more of the whole input's letters are non-Latin
     (``chinese``, ``japanese``, ...); ``"general"`` if no word is left.

@@ -22,8 +22,9 @@ def test_default_yaml_is_the_paper_constants():
     # the shipped default turns on what the Python record's defaults keep off for old runs (AREAS.md 1)
     # and reads only the routed zone, shows a failure only beside the same input, and spaces its
     # distillations geometrically (results/2026-12-02-qwen15-heldout131.md), only where the model missed,
-    # and labels a route in doubt without a model call (results/2026-12-03-streambench-qwen15.md)
-    assert p == attrs.evolve(Policy(), name="default", routing=attrs.evolve(Policy().routing, judge="local"),
+    # and labels a route in doubt without a model call (results/2026-12-03-streambench-qwen15.md),
+    # its application from the task's line (results/2026-12-04-first-line-default.md)
+    assert p == attrs.evolve(Policy(), name="default", routing=attrs.evolve(Policy().routing, judge="local", fallback_application="first_line"),
                              write=attrs.evolve(Policy().write, supersede=True, supersede_derived=True),
                              retrieval=attrs.evolve(Policy().retrieval, examples_cross_scope=False, examples_cross_branch=False,
                                                     rules_cross_branch=False, failures_min_similarity=0.92),

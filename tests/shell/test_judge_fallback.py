@@ -1,5 +1,5 @@
 """The judge's fallback application as a policy choice (issue #10 §4, results/2026-12-01-label-quality-train.md):
-``routing.fallback_application: content_words`` (the default, unchanged) or ``first_line``."""
+``routing.fallback_application: content_words`` (the core's default) or ``first_line`` (the shipped default policy's since 2026-12-04)."""
 
 from __future__ import annotations
 
@@ -67,10 +67,14 @@ def test_label_input_uses_the_source_only_for_missing_parts(fake_model):
     assert default.application == fallback_label(SCIENCEQA[0], instruction=None, shape="letter")[1] != "reasons"
 
 
-def test_the_policy_field_defaults_to_today_and_is_validated():
+def test_the_core_default_is_content_words_the_shipped_default_first_line_and_both_are_validated():
     assert Policy().routing.fallback_application == "content_words"
-    # left out of the policy's digest while it holds its default: no shipped default digest moves
-    assert "fallback_application" not in canonical_json(load_policy("default"))
+    # left out of the policy's digest while it holds the core's default (content-words: the
+    # shipped default until 2026-12-04, so its runs' digests did not move) ...
+    assert "fallback_application" not in canonical_json(load_policy("content-words"))
+    # ... and in it where a policy sets first_line, as the shipped default does
+    assert load_policy("default").routing.fallback_application == "first_line"
+    assert '"fallback_application":"first_line"' in canonical_json(load_policy("default")).replace(" ", "")
     p = parse_policy({"routing": {"fallback_application": "first_line"}}, "p.yaml")
     assert p.routing.fallback_application == "first_line"
     assert policy_data(p)["routing"]["fallback_application"] == "first_line"

@@ -141,5 +141,5 @@ def test_labels_tuned_changes_only_the_routing_fields_it_names():
     d, t = label_sweep._load("default"), label_sweep._load(str(ROOT / "policies" / "labels-tuned.yaml"))
     assert t.name == "labels-tuned" and (t.routing.jaccard_threshold, t.routing.w_anchor) == (0.2, 3.0)
     assert t.routing.fallback_application == "first_line"
-    back = attrs.evolve(t.routing, jaccard_threshold=0.4, w_anchor=2.0, fallback_application="content_words", judge="local")
+    back = attrs.evolve(t.routing, jaccard_threshold=0.4, w_anchor=2.0, judge="local")
     assert attrs.evolve(t, name="default", routing=back) == d

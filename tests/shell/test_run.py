@@ -168,7 +168,7 @@ def test_missing_policy_and_bench_folder_errors_name_what_to_use(tmp_path):
     from rizz.formats.policy_file import PolicyError
     from rizz.store.runlog import RunDir
 
-    with pytest.raises(PolicyError, match=r"cannot read: .*did you mean `default`\? \(shipped names: ace-style, corrections, cross-zone, default, evidence, evidence-explore, frozen, .*learned-routing, no-anti-fragmentation, no-procedural, no-votes"):
+    with pytest.raises(PolicyError, match=r"cannot read: .*did you mean `default`\? \(shipped names: ace-style, content-words, corrections, cross-zone, default, evidence, evidence-explore, frozen, .*learned-routing, no-anti-fragmentation, no-procedural, no-votes"):
         load_policy(tmp_path / "defualt")
     (tmp_path / "child.yaml").write_text("extends: defualt\n")
     with pytest.raises(PolicyError, match=r"\$\.extends: 'defualt' not found; did you mean `default`\?"):
@@ -208,7 +208,7 @@ def test_diff_and_inspect(tmp_path, stream, fake_model, embedder):
     out = tmp_path / "d"
     _run(stream, out, fake_model, embedder)
     text = diff_run(out, 0)
-    assert text.startswith("step 0 [") and "+ branch b0 spawned: classify/stance" in text and "→ routed to b0" in text
+    assert text.startswith("step 0 [") and "+ branch b0 spawned: classify/monetary-policy-stance" in text and "→ routed to b0" in text
     many = diff_run(out, 0, 13)
     assert many.count("\nstep ") == 13 and "after step 13:" in many
     with pytest.raises(ValueError, match="not in the log"):
@@ -222,7 +222,7 @@ def test_diff_and_inspect(tmp_path, stream, fake_model, embedder):
     res = CliRunner().invoke(app, ["diff", str(out), "--at", "-1"])
     assert res.exit_code == 2 and "--at" in res.output and "greater than or equal to 0" in " ".join(res.output.split())
     rows = inspect_run(out)
-    assert sum(r["traffic"] for r in rows) == 14 and rows[0]["label"].startswith("classify/stance")
+    assert sum(r["traffic"] for r in rows) == 14 and rows[0]["label"] == "classify/monetary-policy-stance"
 
 
 def test_diff_gives_each_steps_place_and_where_its_budget_comes_from(tmp_path, stream, fake_model, embedder):
@@ -580,7 +580,7 @@ def test_inspect_says_where_each_label_came_from_and_how_inputs_reached_it(tmp_p
     assert row["label_from"] == "judge" and row["routed_by"] == {"judge": 1, "fallback": 0, "snapped": 2, "declared": 0, "anchor": 0, "context": 0}
     code, text = _cli("inspect", str(out), "--wide")
     assert code == 0 and "judge @0" in text and "2 snapped, 1 judge" in text, text
-    out = _label_run(tmp_path, "default", ["classify/stance"], 4)  # routing.judge: local: no judge call, a label from the input's words
+    out = _label_run(tmp_path, "default", ["classify/stance"], 4)  # routing.judge: local: no judge call, a label from the input's task line
     (row,) = inspect_run(out)
     assert row["label_from"] == "fallback" and row["routed_by"]["judge"] == 0 and row["routed_by"]["fallback"] == 1, row
     assert "  label " in diff_run(out, 0) and "no model reply" in diff_run(out, 0) and "judge proposed" not in diff_run(out, 0)
@@ -635,9 +635,11 @@ def test_policy_diff_prints_the_fields_two_policies_set_otherwise(tmp_path):
     """A newcomer read "a diff of two shows exactly what an experiment changes" in default.yaml and
     found no command for it."""
     code, text = _cli("policy", "diff", "default", "judge-uncertain")
-    assert (code, text) == (1, 'routing.judge: "local" -> "when_uncertain"')
+    assert (code, text) == (1, 'routing.judge: "local" -> "when_uncertain" routing.fallback_application: "first_line" -> "content_words"')
     code, text = _cli("policy", "diff", "default", "judge-local")
-    assert (code, text) == (0, "default and judge-local: the same fields")
+    assert (code, text) == (1, 'routing.fallback_application: "first_line" -> "content_words"')
+    code, text = _cli("policy", "diff", "content-words", "judge-local")
+    assert (code, text) == (0, "content-words and judge-local: the same fields")
     mine = tmp_path / "mine.yaml"
     mine.write_text("extends: default\nname: mine\nretrieval: {examples_k: 2}\ncompiler: {layout: [instruction, input]}\n")
     code, text = _cli("policy", "diff", "default", str(mine))
