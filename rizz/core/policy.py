@@ -137,7 +137,7 @@ class RoutingPolicy:
     context_spawn_similarity: float = _num(0.30, -1.0, 1.0, "rizz", "a context-only input spawns a context branch below this nearest-anchor cosine")
     router: str = _optional(_choice("fixed", ("fixed", "linucb"), "paper §3 (fixed score); 'contextual-bandit routing' (paper §3, LinUCB: Li et al. 2010)", "'fixed': the routing score above; 'linucb': a contextual bandit over the compatible branches and spawn (bandit.*)"))
     declared_label: bool = _optional(_flag(False, "rizz (off in every benchmark comparison: the paper routes without task ids)", "use a stream element's metadata.label {function, application} as its label instead of asking the judge"))
-    fallback_application: str = _optional(_choice("content_words", ("content_words", "first_line"), "rizz; measured on TRACE train, results/2026-12-01-label-quality-train.md", "when the judge gives no application, build one from the top content words of the instruction and the whole input ('content_words': the question's topic), or of the instruction, else the input's first line ('first_line': TRACE and StreamBench-style elements state their task there)"))
+    fallback_application: str = _optional(_choice("content_words", ("content_words", "first_line"), "rizz; measured on TRACE train, results/2026-12-01-label-quality-train.md", "when the judge gives no application, build one from the top content words of the instruction and the whole input ('content_words': the question's topic), or of the instruction, else the input's first line ('first_line': TRACE and StreamBench-style elements state their task there; the function's keyword rules then read that line too)"))
 
 
 @frozen

@@ -234,8 +234,10 @@ def fallback_label(text: str, *, instruction: str | None, shape: str | None,
                    fallback_application: str = "content_words") -> tuple[str, str]:
     """Deterministic ``(function, application)`` from the text alone; both non-empty.
 
-    Function: the first keyword rule that matches the instruction + input (code, translate,
-    simplify, summarize, classify, math, extract), else the expected ``shape``
+    Function: the first keyword rule (code, translate, simplify, summarize, classify, math,
+    extract) that matches the instruction + input (``"content_words"``) or the task line alone
+    (``"first_line"``, below: a question that mentions translating is not a translation
+    task), else the expected ``shape``
     (code -> write-code, number -> solve-math, label -> classify, letter/span ->
     answer-question, json -> extract-information, text -> generate-text), else
     ``answer-question``. Application: the 3 most frequent content words, ties by first
@@ -260,14 +262,15 @@ def fallback_label(text: str, *, instruction: str | None, shape: str | None,
         raise ValueError(f"fallback_application: expected one of {', '.join(FALLBACK_APPLICATIONS)}, "
                          f"got {fallback_application!r}")
     instr = instruction or ""
-    probe = (instr + "\n" + text[:4000]).lower()
+    task_line = instr if instr.strip() else _first_line(text[:4000])
+    probe = (task_line if fallback_application == "first_line" else instr + "\n" + text[:4000]).lower()
     function = next((f for f, pat in _FUNCTION_RULES if re.search(pat, probe)), None)
     if function is None:
         function = _SHAPE_FUNCTION.get(shape or "", "answer-question")
     counts: collections.Counter[str] = collections.Counter()
     first_seen: dict[str, int] = {}
     if fallback_application == "first_line":
-        sources: tuple[tuple[int, str], ...] = ((1, instr if instr.strip() else _first_line(text[:4000])),)
+        sources: tuple[tuple[int, str], ...] = ((1, task_line),)
     else:
         sources = ((2, instr), (1, text[:4000]))
     for weight, source in sources:

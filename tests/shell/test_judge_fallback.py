@@ -39,12 +39,28 @@ def test_first_line_takes_the_instruction_when_there_is_one_and_keeps_the_functi
     fn, app = fallback_label("\n\n  \nWhat is the monetary policy stance? Choose A, B or C.\nText:\nRates rose.",
                              instruction="   ", shape="letter", fallback_application="first_line")
     assert (fn, app) == ("classify", "monetary-policy-stance")  # blank instruction and lines skipped
-    # the function still reads the whole input; the script name the whole input's letters
+    # the script name reads the whole input's letters (the function: the line, else the shape)
     fn, app = fallback_label("Label the text below.\n\u6211\u8ba4\u4e3a\u8fd9\u4e2a\u653f\u7b56\u5f88\u597d\u6211\u8ba4\u4e3a\u8fd9\u4e2a",
                              instruction=None, shape="label", fallback_application="first_line")
     assert (fn, app) == ("classify", "label-chinese")
     assert fallback_label("?!\nstance of the rates", instruction=None, shape=None,
-                          fallback_application="first_line") == ("classify", "general")
+                          fallback_application="first_line") == ("answer-question", "general")  # the line has no word
+    assert fallback_label("?!\nstance of the rates", instruction=None, shape=None)[0] == "classify"  # content_words
+
+
+def test_first_line_reads_the_function_from_the_task_line_too():
+    # data/trace-mini's first ScienceQA item: an answer option mentions translating
+    item = HEAD + ("Which is a compound sentence?\n\nChoices:\nA. Open and honest communication is the foundation "
+                   "of a healthy relationship.\nB. I can translate these French words for you, or you can use an "
+                   "online dictionary.\n\nAnswer:")
+    assert fallback_label(item, instruction=None, shape="letter", fallback_application="first_line") == (
+        "answer-question", "reasons")
+    assert fallback_label(item, instruction=None, shape="letter")[0] == "translate"  # content_words: the whole input
+    # a task line that names its function keeps it
+    assert fallback_label("Solve the following math problem.\nA train leaves at 3 pm ...", instruction=None,
+                          shape="number", fallback_application="first_line") == ("solve-math", "math-problem")
+    assert fallback_label("Which is right?\nPlease translate the Spanish first.", instruction=None, shape=None,
+                          fallback_application="first_line")[0] == "answer-question"
 
 
 def test_an_unknown_source_is_refused():
