@@ -122,7 +122,7 @@ class RoutingPolicy:
     judge: str = _choice("when_uncertain", ("always", "when_uncertain", "local"), "rizz (paper §3: always)",
                          "ask the LLM judge for every input, or only when the anchor route is in doubt; 'local': when in doubt, label the input "
                          "without a model call (the judge's deterministic fallback label: keyword rules and the output shape for the function, "
-                         "content words for the application)")
+                         "content words for the application, both read as routing.fallback_application says)")
     confident_similarity: float = _num(0.30, 0.0, 1.0, "rizz (tuned on TRACE train: within-task MiniLM cosine medians 0.30–0.81, across ≤ 0.29)", "judge skipped when the nearest compatible anchor has at least this cosine ...")
     confident_margin: float = _num(0.05, 0.0, 2.0, "rizz", "... and leads the nearest anchor of another function by at least this much")
     snap_enabled: bool = _flag(True, "paper §3", "snap a proposed application to an existing one")
