@@ -129,7 +129,7 @@ def run(
     new_dir = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        check_resume(out, stream, pol, budget, policy)  # before the model loads: a mismatched resume is refused at once
+        check_resume(out, stream, pol, budget, policy, limit)  # before the model loads: a mismatched resume is refused at once
     except RunDirMismatch as e:
         _fail(str(e))
     todo = n if limit is None else min(n, limit)
@@ -308,6 +308,7 @@ def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: int 
 def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int | None, rendering: str | None, command: str, title: str,
            budget: int | None = None, ray_address: str | None = None, user_model: str | None = None) -> None:
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
+    from rizz.engine.session import check_resume
     from rizz.lab.bench import run_bench
     from rizz.lab.peers.run_peer import PEERS, PeerError, is_peer, peer_python
 
@@ -320,6 +321,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     _check_oracle(model, stream, elements, limit)
     if not policies:
         _fail("-P/--policies: give at least one policy or peer:NAME (comma-separated)")
+    loaded = {}
     for p in policies:  # and a bad policy name or file too
         if is_peer(p):
             try:
@@ -328,7 +330,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
                 _fail(str(e))
         else:
             try:
-                load_policy(p)
+                loaded[p] = load_policy(p)
             except PolicyError as e:
                 hint = f"\n(the peer {p.lower()} is the entry peer:{p.lower()})" if p.lower() in PEERS else ""
                 _fail(f"{e}{hint}")
@@ -336,6 +338,14 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     if user_model is not None and ray_address is not None:
         _fail("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
     _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",))  # the cache comes first
+    for p in policies:  # a folder resumed with other settings or a smaller --limit: refused before the model loads
+        try:
+            if p in loaded:
+                check_resume(out / loaded[p].name, stream, loaded[p], budget, p, limit)
+            elif (out / p / "summary.json").exists():  # a finished peer run (an unfinished one starts again)
+                RunDir(out / p).check_limit(limit)
+        except RunDirMismatch as e:
+            _fail(str(e))
     made_out = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
 

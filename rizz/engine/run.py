@@ -136,11 +136,13 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
     ``durability``: ``"disk"`` (each element's records fsynced before the next element) or
     ``"os"`` (handed to the OS; fsynced when the run ends): :class:`~rizz.store.runlog.RunDir`.
 
-    Raises StreamError (bad line, unless ``skip_bad``), RunDirBusy, RunDirMismatch.
+    Raises StreamError (bad line, unless ``skip_bad``), RunDirBusy, RunDirMismatch (other
+    settings, or a ``limit`` below the steps ``out`` already holds: a resume keeps them all).
     """
     stream = Path(stream)
     read = read_stream(stream, skip_bad=skip_bad)
     elements: list[StreamElement] = list(read.elements)[: limit if limit is not None else None]
+    RunDir(out).check_limit(limit)  # before the directory is opened: a refused resume writes nothing
     session = Session.open(out, policy, model, embedder=embedder, policy_source=policy_source, stream=stream, bad_lines=read.bad,
                            rendering=rendering, budget_cap=budget, snapshot_every=snapshot_every, keep_snapshots=KEEP_SNAPSHOTS,
                            user_model=user_model, durability=durability, keep_records=True, log=log)

@@ -42,6 +42,7 @@ from rizz.core import AdaptiveState, from_data, to_data
 from rizz.errors import RizzError
 from rizz.extras import extra_needed
 from rizz.formats.policy_file import parse_policy
+from rizz.formats.wording import plural
 from rizz.store.durable import (
     FAULT_ENV,
     check_durability,
@@ -177,6 +178,23 @@ class RunDir:
                         " use a new --out directory.")
             raise RunDirMismatch(f"{self.root} was started with different settings; resume refused:\n" + "\n".join(lines) + "\n" + todo)
         return old
+
+    def finished_steps(self) -> int:
+        """Elements the log holds an answer for (``step`` and live ``answer`` records; a partial
+        last line is not one): the steps a resume keeps."""
+        return sum(1 for r in self.records() if r.get("kind", "step") in ("step", "answer"))
+
+    def check_limit(self, limit: int | None) -> None:
+        """Refuse (RunDirMismatch) resuming with a ``--limit`` below the steps the log already
+        holds: a resume keeps every finished step, so its summary and report would count more
+        steps than the command asks for. Nothing to check without a limit or a log."""
+        if limit is None or not self.log_path.exists():
+            return
+        done = self.finished_steps()
+        if done > limit:
+            raise RunDirMismatch(f"{self.root} already holds {plural(done, 'finished step')}, more than this command's --limit {limit} "
+                                 f"(a resume keeps every finished step, so its summary and report would count {done}); "
+                                 f"to resume it give --limit {done} or more, or no --limit; to run {limit}, use a new --out directory")
 
     def meta(self) -> dict[str, Any]:
         if not self.root.exists():

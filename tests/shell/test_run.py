@@ -100,6 +100,46 @@ def test_cli_run_refused_resume_names_the_policy(tmp_path, stream, fake_model, m
     assert "  budget_cap: run has None, this command has 512" in res.output + (res.stderr if res.stderr_bytes is not None else "")
 
 
+def test_a_resume_with_a_smaller_limit_is_refused_naming_both(tmp_path, stream, fake_model, embedder):
+    """A resume keeps every finished step: under a smaller --limit its summary (and a bench's
+    report) would count more steps than the command asked for, so it is refused, writing nothing."""
+    out = tmp_path / "r"
+    _run(stream, out, fake_model, embedder, limit=5)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != ".lock"}
+    with pytest.raises(RunDirMismatch) as info:
+        _run(stream, out, fake_model, embedder, limit=3)
+    assert str(info.value) == (f"{out} already holds 5 finished steps, more than this command's --limit 3 (a resume keeps every "
+                               "finished step, so its summary and report would count 5); to resume it give --limit 5 or more, "
+                               "or no --limit; to run 3, use a new --out directory")
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != ".lock"} == before
+    assert _run(stream, out, fake_model, embedder, limit=5)["steps"] == 5  # the same limit, or a larger one, resumes
+    assert _run(stream, out, fake_model, embedder, limit=7)["steps"] == 7
+
+
+def test_cli_run_and_bench_refuse_a_smaller_limit_before_loading_the_model(tmp_path, stream, fake_model, monkeypatch):
+    from stubs import HashEmbedder
+    from typer.testing import CliRunner
+
+    from rizz.apps import cli
+
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: fake_model(_answer))
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    run_dir, bench_dir = tmp_path / "run", tmp_path / "bench"
+    assert CliRunner().invoke(cli.app, ["run", str(stream), "--out", str(run_dir), "--limit", "4"]).exit_code == 0
+    res = CliRunner().invoke(cli.app, ["bench", str(stream), "-P", "frozen,default", "--out", str(bench_dir), "--limit", "4"])
+    assert res.exit_code == 0, res.output
+    loaded = []
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: loaded.append(spec))
+    for args, folder in ((["run", str(stream), "--out", str(run_dir)], run_dir),
+                         (["bench", str(stream), "-P", "frozen,default", "--out", str(bench_dir)], bench_dir / "frozen")):
+        res = CliRunner().invoke(cli.app, [*args, "--limit", "2"])
+        err = " ".join((res.output + (res.stderr if res.stderr_bytes is not None else "")).split())
+        assert res.exit_code == 2 and "Traceback" not in err, err
+        assert f"{folder} already holds 4 finished steps, more than this command's --limit 2" in err, err
+        assert "to resume it give --limit 4 or more, or no --limit" in err
+    assert loaded == []
+
+
 def test_run_writes_log_summary_and_replays_to_the_same_digest(tmp_path, stream, fake_model, embedder):
     out = tmp_path / "run"
     s = _run(stream, out, fake_model, embedder, snapshot_every=5)

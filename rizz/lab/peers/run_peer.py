@@ -209,6 +209,8 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
                 lines = "".join(f"\n  {k}: run has {old.get(k)!r}, this command has {meta.get(k)!r}" for k in diffs)
                 raise RunDirMismatch(f"{out} was started with different settings; resume refused:{lines}\n"
                                      "Give the settings the run started with, or use a new --out directory.")
+            if rd.summary_path.exists():  # a finished peer run is kept whole (an unfinished one starts again)
+                rd.check_limit(limit)
             if len(list(rd.records())) >= len(elements) and rd.summary_path.exists():
                 log(f"{out}: already finished; nothing to run")
                 return json.loads(rd.summary_path.read_text(encoding="utf-8"))
