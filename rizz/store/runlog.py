@@ -61,7 +61,7 @@ from rizz.store.snapchunks import ChunkError, SnapshotChunks
 with extra_needed("lab", "the run log"):
     from filelock import FileLock, Timeout
 
-__all__ = ["RunDir", "RunDirBusy", "RunDirMismatch", "write_json_atomic"]
+__all__ = ["SETTING_NAMES", "RunDir", "RunDirBusy", "RunDirMismatch", "setting_lines", "write_json_atomic"]
 
 
 class RunDirBusy(RuntimeError, RizzError):
@@ -170,7 +170,7 @@ class RunDir:
         if "policy_digest" in diffs and _same_policy(old.get("policy_data"), meta.get("policy_data")):
             diffs.remove("policy_digest")  # written before a policy field was added (its default keeps the old behaviour)
         if diffs:
-            lines = [f"  {k}: run has {old.get(k)!r}, this command has {meta.get(k)!r}" for k in diffs]
+            lines = setting_lines(old, meta, [k for k in diffs if k != "policy_digest"])
             todo = "Use a new --out directory."
             if "policy_digest" in diffs:
                 lines.append(_policy_line(old, meta))
@@ -478,6 +478,44 @@ def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
     for k, v in (data.items() if isinstance(data, dict) else ()):
         out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
     return out
+
+
+#: How a refused resume names ``run.json``'s settings: the option that sets each (a plain word
+#: for those no option sets); a key not here is named as ``run.json`` names it.
+SETTING_NAMES = {"stream_sha256": "stream", "model": "--model", "embedder": "embedder", "embedder_dim": "embedder dimensions",
+                 "rendering": "--rendering", "budget_cap": "--budget", "user_model": "--user-model"}
+
+
+def _shown(value: Any) -> str:
+    """A ``run.json`` value as a refusal shows it: ``none`` for null, else its repr."""
+    return "none" if value is None else repr(value)
+
+
+def setting_lines(old: dict[str, Any], meta: dict[str, Any], keys: list[str]) -> list[str]:
+    """One line per differing setting of ``keys`` (``run.json`` ``old`` against this command's
+    ``meta``), named by :data:`SETTING_NAMES`; the stream by its path as recorded and as given,
+    and, when the path is the same, by the start of its content's sha256 too.
+
+    Example:
+        >>> for line in setting_lines({"budget_cap": None, "stream": "s.jsonl", "stream_sha256": "ab" * 32},
+        ...                           {"budget_cap": 512, "stream": "s.jsonl", "stream_sha256": "cd" * 32}, ["stream_sha256", "budget_cap"]):
+        ...     print(line)
+          stream: 's.jsonl' both times, but its content changed since the run started (sha256 abababababab… -> cdcdcdcdcdcd…)
+          --budget: run has none, this command has 512
+    """
+    lines = []
+    for k in keys:
+        was, now = old.get(k), meta.get(k)
+        if k == "stream_sha256":
+            path_was, path_now = old.get("stream"), meta.get("stream")
+            if path_was is not None and path_now is not None and (path_was == path_now or Path(path_was).resolve() == Path(path_now).resolve()):
+                lines.append(f"  stream: {path_was!r} both times, but its content changed since the run started "
+                             f"(sha256 {str(was)[:12]}… -> {str(now)[:12]}…)")
+                continue
+            was = path_was if path_was is not None or was is None else f"sha256 {str(was)[:12]}…"
+            now = path_now if path_now is not None or now is None else f"sha256 {str(now)[:12]}…"
+        lines.append(f"  {SETTING_NAMES.get(k, k)}: run has {_shown(was)}, this command has {_shown(now)}")
+    return lines
 
 
 def _policy_line(old: dict[str, Any], meta: dict[str, Any], shown: int = 5) -> str:

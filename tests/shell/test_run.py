@@ -60,11 +60,11 @@ def test_a_refused_resume_names_the_policy_and_says_what_to_do(tmp_path, stream,
         _run(stream, out, fake_model, embedder, policy="frozen")
     lines = str(info.value).splitlines()
     assert lines[0] == f"{out} was started with different settings; resume refused:"
-    assert lines[1].startswith("  policy_digest: run has 'sha256:")
-    assert lines[2].startswith("  policy: run has 'default', this command has 'frozen' (differing fields: ")
-    assert "name 'default' -> 'frozen'" in lines[2] and " more)" in lines[2]
-    assert lines[3] == ("To resume, give the policy the run started with, unchanged; to run this policy,"
+    assert lines[1].startswith("  policy: run has 'default', this command has 'frozen' (differing fields: ")
+    assert "name 'default' -> 'frozen'" in lines[1] and " more)" in lines[1]
+    assert lines[2] == ("To resume, give the policy the run started with, unchanged; to run this policy,"
                         " use a new --out directory.")
+    assert len(lines) == 3 and "sha256" not in str(info.value)  # the policy by its name and fields, not its digest
     # the same file, edited since the run started
     pfile = tmp_path / "mine.yaml"
     pfile.write_text("extends: default\nrouting: {snap_threshold: 0.5}\n")
@@ -72,7 +72,7 @@ def test_a_refused_resume_names_the_policy_and_says_what_to_do(tmp_path, stream,
     pfile.write_text("extends: default\nrouting: {snap_threshold: 0.6}\n")
     with pytest.raises(RunDirMismatch) as info:
         _run(stream, tmp_path / "m", fake_model, embedder, policy=str(pfile))
-    assert str(info.value).splitlines()[2] == (f"  policy: {str(pfile)!r} both times, but it changed since the run started"
+    assert str(info.value).splitlines()[1] == (f"  policy: {str(pfile)!r} both times, but it changed since the run started"
                                                " (differing fields: routing.snap_threshold 0.5 -> 0.6)")
 
 
@@ -97,7 +97,7 @@ def test_cli_run_refused_resume_names_the_policy(tmp_path, stream, fake_model, m
     monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: loaded.append(spec))
     res = CliRunner().invoke(cli.app, args[:-1] + ["--budget", "512", "--policy", "default"])
     assert res.exit_code == 2 and loaded == []
-    assert "  budget_cap: run has None, this command has 512" in res.output + (res.stderr if res.stderr_bytes is not None else "")
+    assert "  --budget: run has none, this command has 512" in res.output + (res.stderr if res.stderr_bytes is not None else "")
 
 
 def test_a_resume_with_a_smaller_limit_is_refused_naming_both(tmp_path, stream, fake_model, embedder):
@@ -194,14 +194,38 @@ def test_resume_equals_uninterrupted(tmp_path, stream, fake_model, embedder):
 def test_resume_refuses_other_settings(tmp_path, stream, fake_model, embedder):
     _run(stream, tmp_path / "r", fake_model, embedder, limit=2)
     before = sorted(p.name for p in (tmp_path / "r").iterdir())
-    with pytest.raises(RunDirMismatch, match="policy_digest"):
+    with pytest.raises(RunDirMismatch, match="policy: run has 'default', this command has 'frozen'"):
         _run(stream, tmp_path / "r", fake_model, embedder, policy="frozen")
     # a refused resume writes nothing, not even the bad-line report of a --skip-bad stream
     bad = tmp_path / "bad.jsonl"
     bad.write_text(stream.read_text() + "{not json\n")
-    with pytest.raises(RunDirMismatch, match="stream_sha256"):
+    with pytest.raises(RunDirMismatch, match=re.escape(f"  stream: run has {str(stream)!r}, this command has {str(bad)!r}")):
         _run(bad, tmp_path / "r", fake_model, embedder, skip_bad=True)
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == before and "bad_lines.json" not in before
+
+
+def test_a_refused_resume_names_settings_as_the_command_line_does(tmp_path, stream, fake_model, embedder):
+    """Each setting by the option that sets it, null as none, the stream by its path (and, when
+    only its content changed, the start of both sha256s); no run.json key names."""
+    out = tmp_path / "r"
+    _run(stream, out, fake_model, embedder, limit=2, budget=512)
+    recorded = json.loads((out / "run.json").read_text())["stream_sha256"]
+    with pytest.raises(RunDirMismatch) as info:
+        _run(stream, out, fake_model, embedder, limit=2)
+    assert str(info.value).splitlines()[1:] == ["  --budget: run has 512, this command has none", "Use a new --out directory."]
+    stream.write_text(stream.read_text().replace("FOMC", "FOMC2", 1))  # the same file, edited since
+    now = hashlib.sha256(stream.read_bytes()).hexdigest()
+    with pytest.raises(RunDirMismatch) as info:
+        _run(stream, out, fake_model, embedder, limit=2, budget=512)
+    assert str(info.value).splitlines()[1] == (f"  stream: {str(stream)!r} both times, but its content changed since the run started "
+                                               f"(sha256 {recorded[:12]}… -> {now[:12]}…)")
+    meta = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps(dict(meta, model="other:model")))
+    with pytest.raises(RunDirMismatch) as info:
+        _run(stream, out, fake_model, embedder, limit=2, budget=None)
+    text = str(info.value)
+    assert "  --model: run has 'other:model', this command has 'fake:scripted'" in text and "  --budget: run has 512, this command has none" in text
+    assert not re.search(r"budget_cap|stream_sha256|policy_digest|None", text), text
 
 
 def test_missing_policy_and_bench_folder_errors_name_what_to_use(tmp_path):
