@@ -24,7 +24,16 @@ from rizz.apps.cli_help import Command, Group
 from rizz.apps.cli_streams import app as streams_app
 from rizz.core import policy_schema
 from rizz.core.policy import CompilerPolicy
-from rizz.formats.policy_file import POLICY_DIR, PolicyError, constants_markdown, dump_policy, load_policy, policy_differences
+from rizz.formats.policy_file import (
+    POLICY_DIR,
+    PolicyError,
+    constants_markdown,
+    dump_policy,
+    load_policy,
+    policy_differences,
+    policy_header,
+    shipped_policies,
+)
 from rizz.formats.streams import StreamError, read_stream
 from rizz.formats.wording import plural
 from rizz.lab.diff import branch_table, diff_run, inspect_run
@@ -70,7 +79,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     help="rizz: a frozen LLM that improves over a stream of mixed tasks through routed, verifier-gated memory (RIZZ).",
 )
-policy_app = typer.Typer(cls=Group, no_args_is_help=True, add_completion=False, help="Check, show and describe YAML policies.")
+policy_app = typer.Typer(cls=Group, no_args_is_help=True, add_completion=False, help="List, check, show and compare YAML policies.")
 app.add_typer(policy_app, name="policy")
 app.add_typer(streams_app, name="streams")
 
@@ -477,10 +486,48 @@ def policy_check(files: list[str] = typer.Argument(..., help="Policy YAML files 
     raise typer.Exit(1 if bad else 0)
 
 
+def policy_list_lines(columns: int | None) -> list[str]:
+    """``rizz policy list``'s lines: each shipped policy's name and one-line description, a line
+    each, cut to ``columns`` characters (``…``) when given (a terminal's width)."""
+    rows = shipped_policies()
+    width = max(len(name) for name, _ in rows)
+    out = []
+    for name, summary in rows:
+        line = f"{name:<{width}}  {summary}".rstrip()
+        if columns is not None and len(line) > columns:  # cut at a word, after the name
+            head = line[: columns - 1]
+            cut = head.rfind(" ")
+            line = (head[:cut] if cut > width + 2 else head).rstrip(" ,;:") + "…"
+        out.append(line)
+    return out
+
+
+@policy_app.command("list", cls=Command)
+def policy_list() -> None:
+    """List the shipped policies: each one's name and one-line description.
+
+    The description is the first sentence of the file's header comment (policies/NAME.yaml);
+    on a terminal a line longer than the window is cut (…), piped each is whole. `rizz policy
+    show NAME` prints a policy's whole header and its resolved values.
+    """
+    import shutil
+
+    for line in policy_list_lines(shutil.get_terminal_size().columns if sys.stdout.isatty() else None):
+        typer.echo(line)
+
+
 @policy_app.command("show", cls=Command)
 def policy_show(file: str = typer.Argument(..., help="Policy file or shipped name.")) -> None:
-    """Print the fully resolved policy (extends applied, defaults filled in) as YAML."""
-    typer.echo(dump_policy(_load_policy_or_exit(file)), nl=False)
+    """Print the policy file's header comment (what the policy is for), then the fully resolved policy as YAML.
+
+    The resolved policy has extends applied and defaults filled in; printed as comments, the
+    header keeps the output a valid policy file.
+    """
+    pol = _load_policy_or_exit(file)
+    header = policy_header(file)
+    if header:
+        typer.echo("\n".join(header) + "\n")
+    typer.echo(dump_policy(pol), nl=False)
 
 
 @policy_app.command("diff", cls=Command)

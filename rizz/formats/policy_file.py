@@ -34,7 +34,8 @@ from rizz.formats.wording import did_you_mean
 #: Verifier names (specs/stream-format.md); thresholds may only name these.
 VERIFIER_NAMES = VERIFIERS
 
-__all__ = ["PolicyError", "dump_policy", "load_policy", "parse_policy", "policy_data", "POLICY_DIR"]
+__all__ = ["PolicyError", "dump_policy", "header_summary", "load_policy", "parse_policy", "policy_data", "policy_header", "shipped_policies",
+           "POLICY_DIR"]
 
 def _policy_dir() -> Path:
     packaged = Path(__file__).resolve().parents[1] / "policies"  # a wheel install: package data (setup.py)
@@ -297,15 +298,69 @@ def _cross_field_errors(p: Policy) -> list[str]:
     return out
 
 
+def _policy_path(path: str | Path) -> Path:
+    """The file ``path`` names: a bare shipped name (``default``) is ``POLICY_DIR/default.yaml``
+    when no such file exists in the working directory."""
+    p = Path(path)
+    if not p.exists() and not p.suffix and (POLICY_DIR / f"{p}.yaml").exists():
+        p = POLICY_DIR / f"{p}.yaml"
+    return p
+
+
+def policy_header(path: str | Path) -> list[str]:
+    """The comment lines a policy file (a path or a shipped name) starts with, as written
+    (``# ...``): what the policy is for; [] for a file that starts with a key, or cannot be read."""
+    try:
+        text = _policy_path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    out = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        out.append(line.rstrip())
+    return out
+
+
+#: A header's leading reference to the project's issue tracker (``Issue #10 §4, ``), which a summary leaves out.
+_TRACKER_REF = re.compile(r"^Issue #\d+(?: §\d+)?[:,]\s*")
+#: Where a sentence ends: a stop, then a space and a capital or an opening bracket.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[`\"])")
+
+
+def header_summary(header: list[str]) -> str:
+    """A policy's one-line description: the first sentence of its header comment (up to an
+    empty or indented comment line, such as a command quoted in it), without a leading
+    reference to the issue tracker.
+
+    Example:
+        >>> header_summary(["# Issue #24: examples chosen for the evidence they carry, not the", "# nearest alone. Then more."])
+        'Examples chosen for the evidence they carry, not the nearest alone.'
+    """
+    words = []
+    for line in header:
+        body = line[1:]
+        if not body.strip() or body.startswith(("   ", "\t")):
+            break
+        words.append(body.strip())
+    text = _TRACKER_REF.sub("", " ".join(words))
+    first = _SENTENCE_END.split(text, maxsplit=1)[0].rstrip(" :;,")
+    return first[:1].upper() + first[1:]
+
+
+def shipped_policies() -> list[tuple[str, str]]:
+    """``(name, one-line description)`` of every policy shipped in :data:`POLICY_DIR`, by name
+    (the name ``--policy`` takes; the description: :func:`header_summary`)."""
+    return [(p.stem, header_summary(policy_header(p))) for p in sorted(POLICY_DIR.glob("*.yaml"), key=lambda p: p.stem)]
+
+
 def load_policy(path: str | Path) -> Policy:
     """Load and validate a policy file (following ``extends``).
 
     A bare name such as ``default`` resolves to ``policies/default.yaml`` when no such file
     exists in the working directory. Raises :class:`PolicyError`.
     """
-    p = Path(path)
-    if not p.exists() and not p.suffix and (POLICY_DIR / f"{p}.yaml").exists():
-        p = POLICY_DIR / f"{p}.yaml"
+    p = _policy_path(path)
     data = _read(p.resolve(), ())
     data.setdefault("name", p.stem)
     try:

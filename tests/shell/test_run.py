@@ -711,3 +711,42 @@ def test_policy_diff_prints_the_fields_two_policies_set_otherwise(tmp_path):
                                   '"rules", "examples", "mistakes", "working_memory", "input"] -> ["instruction", "input"]'), text
     code, text = _cli("policy", "diff", "default", str(tmp_path / "nope.yaml"))
     assert code == 2 and "cannot read" in text
+
+
+def test_policy_list_names_every_shipped_policy_with_its_headers_first_sentence():
+    """A newcomer found no command that lists the shipped policies."""
+    from typer.testing import CliRunner
+
+    from rizz.apps.cli import app, policy_list_lines
+    from rizz.formats.policy_file import POLICY_DIR
+
+    res = CliRunner().invoke(app, ["policy", "list"])
+    lines = res.output.splitlines()
+    assert res.exit_code == 0 and [l.split()[0] for l in lines] == sorted(p.stem for p in POLICY_DIR.glob("*.yaml"))
+    rows = {l.split()[0]: l.split(None, 1)[1] for l in lines}
+    assert rows["frozen"] == ("The frozen baseline: the model sees only the instruction, the evidence and the input; nothing is "
+                              "written, no rules are distilled, no judge is asked (one global branch).")
+    assert rows["corrections"] == "Verdicts that carry a correction, the way a user corrects an assistant."  # no tracker reference
+    assert rows["labels-tuned"].startswith("Label quality tuned on TRAIN only: ") and "rizz streams build" not in rows["labels-tuned"]
+    assert all(len(v) > 10 for v in rows.values())
+    cut = policy_list_lines(60)  # a terminal 60 columns wide
+    assert all(len(l) <= 60 for l in cut) and cut[1].startswith("content-words") and cut[1].endswith("…")
+    assert cut[0] == "ace-style              An ACE-style baseline expressed in…"  # cut at a word
+
+
+def test_policy_show_prints_the_files_header_then_the_resolved_policy(tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    from rizz.apps.cli import app
+    from rizz.formats.policy_file import load_policy, policy_data
+
+    res = CliRunner().invoke(app, ["policy", "show", "frozen"])
+    assert res.exit_code == 0 and res.output.splitlines()[:4] == [
+        "# The frozen baseline: the model sees only the instruction, the evidence and the input;",
+        "# nothing is written, no rules are distilled, no judge is asked (one global branch).", "", "name: frozen"]
+    assert yaml.safe_load(res.output) == policy_data(load_policy("frozen"))  # still a policy file
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: default\nname: mine\n")
+    res = CliRunner().invoke(app, ["policy", "show", str(mine)])
+    assert res.exit_code == 0 and res.output.startswith("name: mine\n")
