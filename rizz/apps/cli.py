@@ -100,17 +100,18 @@ def _resume_hint(out: Path, per_policy: bool = False) -> str:
 @app.command(cls=Command)
 def run(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
-    policy: str = typer.Option("default", "--policy", "-p", help=POLICY_HELP),
-    out: Path = typer.Option(..., "--out", "-o", help="RUN_DIR; an unfinished one is resumed."),
-    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
-    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
+    policy: str = typer.Option("default", "--policy", "-p", metavar="POLICY", help=POLICY_HELP),
+    out: Path = typer.Option(..., "--out", "-o", metavar="RUN_DIR", help="RUN_DIR; an unfinished one is resumed."),
+    model: str = typer.Option("embedded", "--model", "-m", metavar="SPEC", help=MODEL_HELP),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, metavar="N", help="Only the first N elements."),
     skip_bad: bool = typer.Option(False, "--skip-bad", metavar="", help="Record malformed stream lines in RUN_DIR/bad_lines.json and go on."),
-    rendering: str | None = typer.Option(None, help=RENDERING_HELP),
-    cache: Path | None = typer.Option(None, help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
-    snapshot_every: int = typer.Option(50, min=1, help="Records between state snapshots (at least; more once a snapshot writes over N × 8 KiB; never over 1000 apart)."),
-    budget: int | None = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
-    user_model: str | None = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model)."),
-    durability: str = typer.Option("disk", "--durability", help="disk: each step is fsynced before the next (survives a power loss); os: handed to the OS only, fsynced at the end (survives kill -9, not a power loss)."),
+    rendering: str | None = typer.Option(None, metavar="MODE", help=RENDERING_HELP),
+    cache: Path | None = typer.Option(None, metavar="FILE", help="Response cache (sqlite); default RUN_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
+    snapshot_every: int = typer.Option(50, min=1, metavar="N", help="Records between state snapshots (at least; more once a snapshot writes over N × 8 KiB; never over 1000 apart)."),
+    budget: int | None = typer.Option(None, "--budget", min=MIN_BUDGET, metavar="TOKENS",
+                                      help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
+    user_model: str | None = typer.Option(None, "--user-model", metavar="SPEC", help="Model SPEC of τ-bench's simulated customer (default: the same as --model)."),
+    durability: str = typer.Option("disk", "--durability", metavar="MODE", help="disk: each step is fsynced before the next (survives a power loss); os: handed to the OS only, fsynced at the end (survives kill -9, not a power loss)."),
 ) -> None:
     """Run STREAM through RIZZ with POLICY; write RUN_DIR (log, snapshots, summary.json).
 
@@ -176,7 +177,7 @@ def run(
 @app.command(cls=Command)
 def replay(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR: written by `rizz run`, a live session, or one policy's folder of a `rizz bench`."),
-    policy: str | None = typer.Option(None, "--policy", "-p", help="Refold under this policy instead of the run's own (writes summary.replay.json)."),
+    policy: str | None = typer.Option(None, "--policy", "-p", metavar="POLICY", help="Refold under this policy instead of the run's own (writes summary.replay.json)."),
 ) -> None:
     """Refold RUN_DIR's log with no model calls; print the final state's digest, and say
     whether it equals the digest the run recorded (summary.json); exit 1 when it does not
@@ -226,8 +227,8 @@ def replay(
 @app.command(cls=Command)
 def diff(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR."),
-    at: int = typer.Option(..., "--at", min=0, help="First step whose changes to show. Steps are numbered from 0: step 0 is the first element (progress counts steps done: 10/84 means steps 0..9)."),
-    to: int | None = typer.Option(None, "--to", min=0, help="Last step to show (default: --at)."),
+    at: int = typer.Option(..., "--at", min=0, metavar="STEP", help="First step whose changes to show. Steps are numbered from 0: step 0 is the first element (progress counts steps done: 10/84 means steps 0..9)."),
+    to: int | None = typer.Option(None, "--to", min=0, metavar="STEP", help="Last step to show (default: --at)."),
 ) -> None:
     """What changed in the state between steps: spawns, merges, writes, quarantine, counters, drops.
 
@@ -413,17 +414,17 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
 @app.command(cls=Command)
 def bench(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
-    policies: str = typer.Option(BENCH_POLICIES, "--policies", "-P", show_default=False,
+    policies: str = typer.Option(BENCH_POLICIES, "--policies", "-P", show_default=False, metavar="LIST",
                                  help=f"Comma-separated policy files or shipped names; peer:ace and peer:mem0 run those packages (docs/peers.md). "
                                       f"Default: {BENCH_POLICIES.replace(',', ', ')}."),
-    out: Path = typer.Option(..., "--out", "-o", help="BENCH_DIR: one RUN_DIR per policy, report.md, results.json, plots."),
-    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP),
-    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="Only the first N elements."),
-    rendering: str | None = typer.Option(None, help="raw | chat | chat-turns (default by backend)."),
-    budget: int | None = typer.Option(None, "--budget", min=MIN_BUDGET, help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="BENCH_DIR", help="BENCH_DIR: one RUN_DIR per policy, report.md, results.json, plots."),
+    model: str = typer.Option("embedded", "--model", "-m", metavar="SPEC", help=MODEL_HELP),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, metavar="N", help="Only the first N elements."),
+    rendering: str | None = typer.Option(None, metavar="MODE", help="raw | chat | chat-turns (default by backend)."),
+    budget: int | None = typer.Option(None, "--budget", min=MIN_BUDGET, metavar="TOKENS", help="Cap the prompt budget (tokens) below the policy's and the model window's, for every policy alike."),
     ray: str | None = typer.Option(None, "--ray", metavar="[ADDRESS]",
                                       help="Run each policy as a Ray task: a local Ray by default (local), or a cluster (auto | HOST:PORT | ray://HOST:10001). ADDRESS may follow --ray or be written --ray=ADDRESS."),
-    user_model: str | None = typer.Option(None, "--user-model", help="Model SPEC of τ-bench's simulated customer (default: the same as --model); not with --ray."),
+    user_model: str | None = typer.Option(None, "--user-model", metavar="SPEC", help="Model SPEC of τ-bench's simulated customer (default: the same as --model); not with --ray."),
 ) -> None:
     """Several policies over the same stream and model, side by side (report.md, results.json, PNG plots).
 
@@ -437,10 +438,10 @@ def bench(
 
 @app.command(cls=Command)
 def demo(
-    out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Where to write the bench."),
-    limit: int = typer.Option(DEMO_LIMIT, "--limit", "-n", min=1, help="Stream elements per policy."),
-    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP + " oracle does not apply here: the demo's TRACE slice holds no episodes."),
-    budget: int = typer.Option(DEMO_BUDGET, "--budget", min=MIN_BUDGET, help="Prompt budget cap in tokens, for both policies."),
+    out: Path = typer.Option(Path("runs/demo"), "--out", "-o", metavar="BENCH_DIR", help="Where to write the bench."),
+    limit: int = typer.Option(DEMO_LIMIT, "--limit", "-n", min=1, metavar="N", help="Stream elements per policy."),
+    model: str = typer.Option("embedded", "--model", "-m", metavar="SPEC", help=MODEL_HELP + " oracle does not apply here: the demo's TRACE slice holds no episodes."),
+    budget: int = typer.Option(DEMO_BUDGET, "--budget", min=MIN_BUDGET, metavar="TOKENS", help="Prompt budget cap in tokens, for both policies."),
 ) -> None:
     """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model.
 
@@ -473,7 +474,7 @@ def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
 
 
 @policy_app.command("check", cls=Command)
-def policy_check(files: list[str] = typer.Argument(..., help="Policy YAML files or shipped names.")) -> None:
+def policy_check(files: list[str] = typer.Argument(..., metavar="POLICY...", help="Policy YAML files or shipped names.")) -> None:
     """Exit 0 when every policy is valid; otherwise name each bad field by its path and exit 1."""
     bad = 0
     for f in files:
@@ -517,7 +518,7 @@ def policy_list() -> None:
 
 
 @policy_app.command("show", cls=Command)
-def policy_show(file: str = typer.Argument(..., help="Policy file or shipped name.")) -> None:
+def policy_show(file: str = typer.Argument(..., metavar="POLICY", help="Policy file or shipped name.")) -> None:
     """Print the policy file's header comment (what the policy is for), then the fully resolved policy as YAML.
 
     The resolved policy has extends applied and defaults filled in; printed as comments, the

@@ -1,16 +1,28 @@
 """The command and group classes of every ``rizz`` command (typer's ``cls=``).
 
-``--help`` is a flag: it takes no value, yet typer's rich help prints ``<bool>`` beside it, as
-beside any bool option not declared with ``metavar=""`` (rizz's own flags are). typer makes the
-help option itself, so these classes give it that ``metavar`` when they hand it out; nothing
-else about a command changes.
+``--help`` shows no value type typer makes up. By itself typer's rich help prints a value's
+Python type in angle brackets (``<str>``, ``<path>``, ``<int range>``, ``<list[str]>``) and
+an argument in braces, by its parameter's name, in the usage line (``rizz run [OPTIONS]
+{stream}``); beside a flag (a bool option that takes no value) it prints ``<bool>`` unless
+the flag is declared with ``metavar=""`` (rizz's are). These classes, when a command is made:
+
+- name each argument by its metavar, by default its name in capitals (``STREAM``,
+  ``RUN_DIR``), in the usage line as click does (``rizz run [OPTIONS] STREAM``; ``[NAME]``
+  when optional, ``NAME...`` when it takes several) and in the arguments table, with no type
+  column beside it (its help says what it is);
+- give an option declared without a metavar a readable one from its type: ``PATH``, ``N``
+  (an integer), ``NUMBER``, ``TEXT`` (rizz's options declare their own, e.g. ``SPEC``,
+  ``RUN_DIR``, ``TOKENS``; this is the fallback);
+- give typer's own ``--help``, which typer makes, ``metavar=""``: it is a flag.
+
+Nothing else about a command changes: its parameters parse as declared.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 __all__ = ["Command", "Group"]
 
@@ -21,8 +33,46 @@ def _no_value_shown(option: Any) -> Any:
     return option
 
 
+class _Argument(TyperArgument):
+    """An argument shown by its metavar alone: no type column, and click's usage form."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw
+        if self.nargs != 1 and not name.endswith("..."):
+            name += "..."
+        return name if self.required else f"[{name}]"
+
+
+def _type_metavar(option: TyperOption) -> str:
+    """A readable metavar for an option declared without one, from its annotated type."""
+    desc = getattr(option, "type_descriptor", None)  # typer's view of the annotation (what it prints as <type>)
+    if desc is None:
+        return "VALUE"
+    if desc.is_path or desc.is_file:
+        return "PATH"
+    return {int: "N", float: "NUMBER"}.get(desc.annotation, "TEXT")
+
+
+def _readable(params: list[Any]) -> None:
+    """Give ``params`` (a command's, as typer made them) the metavars the module docstring says."""
+    for param in params:
+        if isinstance(param, TyperArgument):
+            if param.metavar is None:
+                param.metavar = (param.name or "value").upper() + ("..." if param.nargs != 1 else "")
+            param.__class__ = _Argument
+        elif isinstance(param, TyperOption) and param.metavar is None and not param.is_flag:
+            param.metavar = _type_metavar(param)
+
+
 class Command(TyperCommand):
-    """A ``rizz`` command: its ``--help`` shows no value type."""
+    """A ``rizz`` command: readable metavars, and no value type beside ``--help``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _readable(self.params)
 
     def get_help_option(self, ctx: Any) -> Any:
         return _no_value_shown(super().get_help_option(ctx))

@@ -37,9 +37,9 @@ def register(app: typer.Typer) -> None:
 
 def sweep(
     spec: Path = typer.Argument(..., help="Sweep spec (YAML): base, grid, streams, seeds, baselines, limit, budget, model (rizz/lab/sweep.py)."),
-    out: Path = typer.Option(..., "--out", "-o", help="SWEEP_DIR: `cells/<stream[.seed]>/<policy>/` runs, report.md, results.json, plots."),
-    model: str | None = typer.Option(None, "--model", "-m", help=MODEL_HELP + " (default: the spec's model, else embedded)"),
-    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="First N elements of each stream (overrides the spec's limit)."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="SWEEP_DIR", help="SWEEP_DIR: `cells/STREAM[.SEED]/POLICY/` runs, report.md, results.json, plots."),
+    model: str | None = typer.Option(None, "--model", "-m", metavar="SPEC", help=MODEL_HELP + " (default: the spec's model, else embedded)"),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, metavar="N", help="First N elements of each stream (overrides the spec's limit)."),
     ray: str | None = typer.Option(None, "--ray", metavar="[ADDRESS]",
                                       help="Run each (policy, cell) as a Ray task: a local Ray by default (local), or a cluster (auto | HOST:PORT | ray://HOST:10001)."),
 ) -> None:
@@ -73,15 +73,15 @@ def sweep(
 
 
 def serve(
-    data: Path = typer.Option(..., "--data", help="Folder of tenants: one durable live session per tenant in `DATA/<tenant>/`."),
-    policy: str = typer.Option("default", "--policy", "-p", help="Policy YAML file or shipped name, for every tenant."),
-    model: str = typer.Option("embedded", "--model", "-m", help=MODEL_HELP + " (one instance, queued fairly between tenants)"),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; without --keys only loopback is accepted."),
-    port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
-    keys: Path | None = typer.Option(None, "--keys", help="YAML file: tenant -> API key (or list of keys), sent as 'Authorization: Bearer KEY'."),
-    queue_timeout: float = typer.Option(300.0, "--queue-timeout", min=0.1, help="Longest wait (s) for the shared model before 504."),
-    max_body_kib: int = typer.Option(1024, "--max-body-kib", min=1, help="Largest request body (KiB); a larger one gets 413 unread."),
-    rendering: str | None = typer.Option(None, help="raw | chat | chat-turns (default: chat for the shipped Qwen models and the API backends, raw for SmolLM2 and a gguf:PATH); "
+    data: Path = typer.Option(..., "--data", metavar="DATA", help="Folder of tenants: one durable live session per tenant in `DATA/TENANT/`."),
+    policy: str = typer.Option("default", "--policy", "-p", metavar="POLICY", help="Policy YAML file or shipped name, for every tenant."),
+    model: str = typer.Option("embedded", "--model", "-m", metavar="SPEC", help=MODEL_HELP + " (one instance, queued fairly between tenants)"),
+    host: str = typer.Option("127.0.0.1", "--host", metavar="HOST", help="Address to listen on; without --keys only loopback is accepted."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, metavar="PORT", help="TCP port."),
+    keys: Path | None = typer.Option(None, "--keys", metavar="FILE", help="YAML file: tenant -> API key (or list of keys), sent as 'Authorization: Bearer KEY'."),
+    queue_timeout: float = typer.Option(300.0, "--queue-timeout", min=0.1, metavar="SECONDS", help="Longest wait (s) for the shared model before 504."),
+    max_body_kib: int = typer.Option(1024, "--max-body-kib", min=1, metavar="KIB", help="Largest request body (KiB); a larger one gets 413 unread."),
+    rendering: str | None = typer.Option(None, metavar="MODE", help="raw | chat | chat-turns (default: chat for the shipped Qwen models and the API backends, raw for SmolLM2 and a gguf:PATH); "
                                             "a one-line question to a GGUF model needs chat for an answer. Fixed per tenant folder once it exists."),
 ) -> None:
     """Serve one durable live session per tenant over HTTP (FastAPI): answer, verdict, state, branches, /metrics, /docs.

@@ -81,28 +81,28 @@ def _split_csv(value: str | None) -> tuple[str, ...] | None:
 @app.command("build", cls=Command)
 def build_cmd(
     bench: str = typer.Argument(..., help=f"One of: {', '.join(BENCHES)}."),
-    out: Path = typer.Option(..., "--out", help="Stream file to write (JSONL)."),
+    out: Path = typer.Option(..., "--out", metavar="FILE", help="Stream file to write (JSONL)."),
     order: str | None = typer.Option(
-        None, help="sequential | interleaved (default: interleaved for streambench and interference, else sequential)."),
-    split: str = typer.Option("test", help="train | eval | test (bfcl: train | test; tau-bench: train | dev | test)."),
-    per_task: int | None = typer.Option(None, "--per-task", help="First N items per task (default: every item)."),
-    seed: int = typer.Option(0, help="Seed of the interleaving shuffle."),
+        None, metavar="ORDER", help="sequential | interleaved (default: interleaved for streambench and interference, else sequential)."),
+    split: str = typer.Option("test", metavar="SPLIT", help="train | eval | test (bfcl: train | test; tau-bench: train | dev | test)."),
+    per_task: int | None = typer.Option(None, "--per-task", metavar="N", help="First N items per task (default: every item)."),
+    seed: int = typer.Option(0, metavar="N", help="Seed of the interleaving shuffle."),
     tasks: str | None = typer.Option(
-        None, help="Comma list: TRACE tasks, LoCoMo conversations (conv-41), StreamBench sources or interference groups (numbers, letters, code, text)."),
+        None, metavar="LIST", help="Comma list: TRACE tasks, LoCoMo conversations (conv-41), StreamBench sources or interference groups (numbers, letters, code, text)."),
     data_root: Path | None = typer.Option(
-        None, "--data-root", help=f"Benchmark data (default ${DATA_ROOT_ENV}, else ../shared/data)."),
+        None, "--data-root", metavar="DIR", help=f"Benchmark data (default ${DATA_ROOT_ENV}, else ../shared/data)."),
     max_input_chars: int | None = typer.Option(
-        None, "--max-input-chars", help="Drop (and count) elements with more prompt chars than this."),
-    warn_chars: int = typer.Option(24000, "--warn-chars", help="Report elements longer than this."),
-    pool: str = typer.Option("500", help="TRACE test pool: 500 or 5000."),
+        None, "--max-input-chars", metavar="N", help="Drop (and count) elements with more prompt chars than this."),
+    warn_chars: int = typer.Option(24000, "--warn-chars", metavar="N", help="Report elements longer than this."),
+    pool: str = typer.Option("500", metavar="SIZE", help="TRACE test pool: 500 or 5000."),
     keep_duplicates: bool = typer.Option(False, "--keep-duplicates", metavar="",
                                          help="TRACE: keep repeated (prompt, answer) records."),
     categories: str | None = typer.Option(
-        None, "--categories", help="bfcl: comma list of simple_python, multiple, parallel, parallel_multiple, simple_java, "
+        None, "--categories", metavar="LIST", help="bfcl: comma list of simple_python, multiple, parallel, parallel_multiple, simple_java, "
         "simple_javascript, live_simple, live_multiple, live_parallel, live_parallel_multiple, irrelevance, live_irrelevance, "
         "live_relevance, multi_turn_base, multi_turn_miss_func, multi_turn_miss_param, multi_turn_long_context "
         "(default simple_python; docs/agents.md says how each is checked)."),
-    domain: str | None = typer.Option(None, "--domain", help="tau-bench: retail | airline."),
+    domain: str | None = typer.Option(None, "--domain", metavar="DOMAIN", help="tau-bench: retail | airline."),
 ) -> None:
     """Build BENCH's stream deterministically and write it to --out."""
     try:

@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
 
 def view(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR (rizz run, or a live Session's folder), a bench or sweep folder, or a rizz serve --data folder."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="The HTML file to write (default: RUN_DIR/view.html)."),
+    out: Path | None = typer.Option(None, "--out", "-o", metavar="FILE", help="The HTML file to write (default: RUN_DIR/view.html)."),
 ) -> None:
     """One self-contained HTML view of RUN_DIR: branch tree, every step's route and prompt, the memory, runs side by side.
 

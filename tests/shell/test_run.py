@@ -477,21 +477,56 @@ FLAGS = {("run",): ["--skip-bad"], ("inspect",): ["--json", "--episodes", "--ful
 def test_help_shows_no_value_type_beside_a_flag(monkeypatch):
     """A flag takes no value: typer's rich help prints ``<bool>`` beside one unless it is declared
     with ``metavar=""`` (rizz's flags, FLAGS) or, for typer's own ``--help``, given one by
-    rizz/apps/cli_help.py's command classes. Every command and group, ``rizz`` itself included."""
+    rizz/apps/cli_help.py's command classes. Every command and group, ``rizz`` itself included.
+
+    Nor any other type placeholder typer makes up (``<str>``, ``<path>``, ``<int range>``,
+    ``<list[str]>``) or an argument in braces by its parameter's name (``{file}``): every value
+    has a readable metavar (``SPEC``, ``RUN_DIR``, ``N``), an argument its name in capitals."""
     import typer
 
     from rizz.apps.cli import app
 
     monkeypatch.setenv("COLUMNS", "200")
-    found = {}
+    found, placeholders, usage = {}, {}, {}
     for path in [(), *_command_paths(typer.main.get_command(app))]:
         code, text = _cli(*path, "--help")
         assert code == 0 and "--help Show this message and exit." in text, (path, text)
         found[path] = re.findall(r"(--[\w-]+) <bool>", text)
+        placeholders[path] = re.findall(r"<\w[\w\[\],. ]*>|\{\w+\}", text)
+        usage[path] = text.split("Usage: ", 1)[1].split(" ")[1: len(path) + 3]  # after the program's name
         for flag in FLAGS.get(path, []):
             assert f"{flag} " in text, (path, flag, text)
     assert {p: f for p, f in found.items() if f} == {}
-    assert set(FLAGS) | {("policy",), ("streams",), ("policy", "show")} <= set(found)
+    assert {p: f for p, f in placeholders.items() if f} == {}
+    assert set(FLAGS) | {("policy",), ("streams",), ("policy", "show"), ("policy", "list")} <= set(found)
+    assert usage[("run",)] == ["run", "[OPTIONS]", "STREAM"] and usage[("policy", "check")] == ["policy", "check", "[OPTIONS]", "POLICY..."]
+    assert usage[("view",)] == ["view", "[OPTIONS]", "RUN_DIR"] and usage[("policy", "show")] == ["policy", "show", "[OPTIONS]", "POLICY"]
+    code, text = _cli("run", "--help")
+    assert "* STREAM Stream file" in text and "--model -m SPEC " in text and "--limit -n N [x>=1] " in text, text
+    assert "--budget TOKENS [x>=16] " in text and "--out -o RUN_DIR " in text
+
+
+def test_an_option_declared_without_a_metavar_gets_a_readable_one():
+    """rizz/apps/cli_help.py's fallback for an option that declares none: from its type."""
+    from pathlib import Path
+
+    import typer
+    from typer.testing import CliRunner
+
+    from rizz.apps.cli_help import Command
+
+    app = typer.Typer(add_completion=False)
+
+    @app.command(cls=Command)
+    def cmd(name: str = typer.Argument(...), where: Path = typer.Option(Path("."), "--where"), n: int = typer.Option(1, "--n", min=0),
+            x: float = typer.Option(0.5, "--x"), s: str = typer.Option("a", "--s"), names: list[str] | None = typer.Argument(None)) -> None:
+        pass
+
+    res = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
+    text = " ".join(res.output.replace("│", " ").split())
+    assert res.exit_code == 0 and "Usage: cmd [OPTIONS] NAME [NAMES...]" in text, text
+    assert "--where PATH" in text and "--n N [x>=0]" in text and "--x NUMBER" in text and "--s TEXT" in text, text
+    assert not re.search(r"<\w[\w\[\],. ]*>|\{\w+\}", text), text
 
 
 def test_counts_of_one_are_singular(tmp_path, stream, fake_model, embedder):
