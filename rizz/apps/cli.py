@@ -359,12 +359,12 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     made_out = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
 
-    def fail_before_running(message: str) -> None:  # nothing ran: leave no folder behind that this command made
+    def fail_before_running(message: str, code: int = 2) -> None:  # nothing ran: leave no folder behind that this command made
         if made_out:
             import shutil
 
             shutil.rmtree(out, ignore_errors=True)
-        _fail(message)
+        _fail(message, code)
 
     if ray_address is not None:  # the model is built on each Ray worker, not here
         if any(is_peer(p) for p in policies):
@@ -387,6 +387,9 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         return
     import contextlib
 
+    n = len(elements)
+    typer.echo(f"rizz bench: {plural(len(policies), 'policy', 'policies')} ({', '.join(policies)}) over "
+               f"{n if limit is None else min(n, limit)} of {n} elements of {stream}, into {out}; loading the model {model} ...", err=True)
     peers = any(is_peer(p) for p in policies)
     try:  # with peers, one OpenAI-compatible model path for every entry (rizz.lab.peers.setup)
         ctx = peer_model(model, out / "responses.sqlite") if peers else contextlib.nullcontext(None)
@@ -395,6 +398,8 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         umodel = load_model(user_model, cache=out / "responses.sqlite") if user_model else None
     except (ValueError, ModelUnavailableError, RuntimeError) as e:
         fail_before_running(str(e))
+    except KeyboardInterrupt:
+        fail_before_running(f"interrupted; {_resume_hint(out, per_policy=True)}", 130)
     try:
         with new_progress() as prog:
             results = run_bench(stream, policies, out, backend, Embedder(), limit=limit, rendering=rendering, budget=budget,

@@ -14,19 +14,32 @@ from typing import Any
 
 from rizz.extras import extra_needed
 
-__all__ = ["clock_text", "new_progress", "StepProgress", "time_estimate"]
+__all__ = ["ETA_AFTER", "clock_text", "new_progress", "StepProgress", "time_estimate"]
 
 #: Steps between plain progress lines when no terminal shows the bar.
 LINE_EVERY = 10
+#: Steps a session runs before its time remaining is shown (on the bar and the lines). The first
+#: step also pays for warming up (the model's first call, the embedder's first batch), so the
+#: rate leaves it out, and two steps after it are the fewest it is taken from.
+ETA_AFTER = 3
 
 
 def new_progress() -> Any:
-    """A ``rich.progress.Progress`` (disabled when stderr is not a TTY and RIZZ_PROGRESS≠1)."""
+    """A ``rich.progress.Progress`` (disabled when stderr is not a TTY and RIZZ_PROGRESS≠1). Its
+    time-remaining column shows ``-:--:--`` on a :class:`StepProgress` bar until that session has
+    run :data:`ETA_AFTER` steps (rich's own rate leaves out the first step's warm-up)."""
     with extra_needed("cli", "the progress bar"):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.text import Text
+
+    class Remaining(TimeRemainingColumn):
+        def render(self, task: Any) -> Any:
+            if not task.finished and task.fields.get("steps_run", ETA_AFTER) < ETA_AFTER:
+                return Text("-:--:--", style="progress.remaining")
+            return super().render(task)
 
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TimeRemainingColumn(), TextColumn("{task.fields[info]}"), transient=False,
+                    Remaining(), TextColumn("{task.fields[info]}"), transient=False,
                     disable=not sys.stderr.isatty() and os.environ.get("RIZZ_PROGRESS") != "1")
 
 
@@ -38,18 +51,21 @@ class StepProgress:
     equal ``summary.json``'s ``mean_reward`` and ``prompt_tokens``; shows them with the branch
     count on ``progress``'s bar ``label`` (whose columns give elapsed and remaining time); without
     a terminal it calls ``echo`` with ``"<label> N/T steps done: reward … | branches … | tokens …
-    | ETA h:mm:ss"`` after this session's first step and every ``LINE_EVERY`` steps (a count: ``rizz diff`` numbers steps from 0, so N
-    steps done are steps 0..N-1; the ETA is the mean time of this session's steps so far times
-    the steps left). ``clock``: seconds, monotonic (tests pass their own).
+    | ETA h:mm:ss"`` after this session's first step, after its ``ETA_AFTER``-th (the first
+    with an ETA) and every ``LINE_EVERY`` steps (a count: ``rizz diff`` numbers steps from 0, so N
+    steps done are steps 0..N-1). The ETA is left out until this session has run ``ETA_AFTER``
+    steps; it is the mean time of this session's steps after its first (which also warms the
+    model up) times the steps left. ``clock``: seconds, monotonic (tests pass their own).
     """
 
     def __init__(self, progress: Any, label: str, total: int | None,
                  echo: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.progress, self.label, self.total, self.echo, self.clock = progress, label, total, echo, clock
-        self.task = progress.add_task(label, total=total, info="") if progress is not None else None
+        self.task = progress.add_task(label, total=total, info="", steps_run=0) if progress is not None else None
         self.reward_sum, self.answered, self.tokens = 0.0, 0, 0
-        self.t0, self.done0 = clock(), 0  # where this session's steps (and the ETA's rate) start
+        self.done0 = 0  # the steps finished before this session
+        self.t1: float | None = None  # when this session's first step ended: the ETA's rate starts there
 
     @property
     def mean_reward(self) -> float:
@@ -67,23 +83,26 @@ class StepProgress:
         estimate then uses only the steps run from now on."""
         for rec in records:
             self._count(rec)
-        self.t0, self.done0 = self.clock(), len(records)
+        self.done0, self.t1 = len(records), None
         if self.progress is not None:
             info = f"reward {self.mean_reward:.3f} | branches – | tokens {self.tokens}" if records else ""
-            self.progress.reset(self.task, completed=len(records), info=info)
+            self.progress.reset(self.task, completed=len(records), info=info, steps_run=0)
 
     def __call__(self, rec: dict[str, Any], session: Any) -> None:
         self._count(rec)
         info = f"reward {self.mean_reward:.3f} | branches {len(session.state.branches) if session is not None else '–'} | tokens {self.tokens}"
         done = rec["step"] + 1
+        run = done - self.done0  # this session's steps
+        if run == 1:
+            self.t1 = self.clock()
         if self.progress is None:
             return
-        self.progress.update(self.task, completed=done, info=info)
-        if self.progress.disable and (done % LINE_EVERY == 0 or done == self.done0 + 1):  # the first: an early ETA
+        self.progress.update(self.task, completed=done, info=info, steps_run=run)
+        if self.progress.disable and (done % LINE_EVERY == 0 or run in (1, ETA_AFTER)):  # the first, the first with an ETA
             of = f"/{self.total}" if self.total is not None else ""
             eta = ""
-            if self.total is not None and done > self.done0:
-                eta = f" | ETA {clock_text((self.clock() - self.t0) / (done - self.done0) * max(0, self.total - done))}"
+            if self.total is not None and run >= ETA_AFTER and self.t1 is not None:
+                eta = f" | ETA {clock_text((self.clock() - self.t1) / (run - 1) * max(0, self.total - done))}"
             self.echo(f"{self.label.strip()} {done}{of} steps done: {info}{eta}")
 
     def finish(self, steps: int) -> None:

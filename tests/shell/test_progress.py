@@ -25,8 +25,9 @@ def test_lines_without_a_terminal_carry_the_running_mean(monkeypatch):
             # every 5th step is context-only (no verdict); rewards alternate 1, 0
             sp(_rec(i, None if i % 5 == 4 else float(i % 2 == 0), 100), session)
         sp.finish(25)
-    assert len(said) == 1 + 25 // LINE_EVERY == 3  # after the first step (an early estimate), then every 10
-    assert said.pop(0) == "default 1/25 steps done: reward 1.000 | branches 2 | tokens 100 | ETA 0:01:12"  # 24 steps × 3 s
+    assert len(said) == 2 + 25 // LINE_EVERY == 4  # after the first step, the third (the first ETA), then every 10
+    assert said.pop(0) == "default 1/25 steps done: reward 1.000 | branches 2 | tokens 100"  # no ETA from one step
+    assert said.pop(0) == "default 3/25 steps done: reward 0.667 | branches 2 | tokens 300 | ETA 0:01:06"  # 22 steps × 3 s
     # steps 0..9: answered 0,1,2,3,5,6,7,8 → rewards 1,0,1,0,0,1,0,1 → 4/8
     assert said[0] == "default 10/25 steps done: reward 0.500 | branches 2 | tokens 1000 | ETA 0:00:45"  # 15 steps × 3 s
     assert said[1].startswith("default 20/25 steps done: reward ") and said[1].endswith("| tokens 2000 | ETA 0:00:15")
@@ -140,8 +141,42 @@ def test_the_eta_of_a_resumed_run_uses_only_its_own_steps():
         for i in range(70, 80):
             now[0] += 2.0
             sp(_rec(i, 0.0, 10), None)
-    assert said == ["frozen 71/84 steps done: reward 0.986 | branches – | tokens 710 | ETA 0:00:26",  # the session's first step; 13 left × 2 s
+    assert said == ["frozen 71/84 steps done: reward 0.986 | branches – | tokens 710",  # the session's first step: no ETA yet
+                    "frozen 73/84 steps done: reward 0.959 | branches – | tokens 730 | ETA 0:00:22",  # its third; 11 left × 2 s
                     "frozen 80/84 steps done: reward 0.875 | branches – | tokens 800 | ETA 0:00:08"]  # 70 of 80 right; 4 left × 2 s
+
+
+def test_the_first_eta_leaves_out_the_warm_up_and_waits_for_three_steps(monkeypatch):
+    """A newcomer saw a first ETA far off: the first step also loads and warms the model up. The
+    lines and the bar's time-remaining column show none until a session's third step, and the
+    rate leaves the first step out."""
+    from rich.progress import TimeRemainingColumn
+
+    from rizz.lab.progress import ETA_AFTER
+
+    said: list[str] = []
+    now = [0.0]
+    with new_progress() as prog:
+        sp = StepProgress(prog, "default", 100, echo=said.append, clock=lambda: now[0])
+        for i, seconds in enumerate([60.0, 2.0, 2.0]):  # a first step of 60 s (warm-up), then 2 s each
+            now[0] += seconds
+            sp(_rec(i, 1.0, 10), None)
+    assert ETA_AFTER == 3 and said == ["default 1/100 steps done: reward 1.000 | branches – | tokens 10",
+                                       "default 3/100 steps done: reward 1.000 | branches – | tokens 30 | ETA 0:03:14"]  # 97 × 2 s
+    monkeypatch.setenv("RIZZ_PROGRESS", "1")  # the bar, as on a terminal
+    with new_progress() as prog:
+        prog.get_time = lambda: now[0]  # rich's clock, for its rate
+        column = next(c for c in prog.columns if isinstance(c, TimeRemainingColumn))
+        sp = StepProgress(prog, "default", 100, echo=said.append)
+        shown = []
+        for i in range(4):
+            now[0] += 2.0
+            sp(_rec(i, 1.0, 10), None)
+            shown.append(str(column.render(prog.tasks[0])))
+        # rich alone would show 0:03:16 after the second step (98 left at its rate of 1 step / 2 s)
+        assert shown == ["-:--:--", "-:--:--", "0:03:14", "0:03:12"]
+        sp.resume([_rec(i, 1.0, 10) for i in range(50)])  # a new session: no ETA until its own third step
+        assert str(column.render(prog.tasks[0])) == "-:--:--"
 
 
 def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatch):
@@ -196,4 +231,31 @@ def test_ctrl_c_while_the_model_loads_is_said_and_leaves_no_run_dir(tmp_path, mo
     assert res.exit_code == 130 and not (tmp_path / "run").exists()
     said = res.output.strip().splitlines()
     assert said[0].startswith("rizz run: 2 of 240 elements of ") and said[0].endswith("; loading the model embedded ...")
+    assert said[1:] == ["interrupted; no step had finished, so there is nothing to keep; run the same command again to start"]
+
+
+def test_bench_says_which_model_it_loads_before_loading_it(tmp_path, monkeypatch):
+    """A newcomer's bench printed nothing while the model loaded (a minute for a local model)."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from rizz.apps import cli
+
+    said_before_loading = []
+
+    def loading(spec, **kw):
+        said_before_loading.append(spec)
+        raise KeyboardInterrupt  # Ctrl-C while it loads
+
+    monkeypatch.setattr("rizz.apps.cli.load_model", loading)
+    src = Path(__file__).resolve().parents[2] / "data" / "trace-mini" / "test.jsonl"
+    out = tmp_path / "bench"
+    res = CliRunner().invoke(cli.app, ["bench", str(src), "-P", "frozen,default", "--out", str(out), "--limit", "5",
+                                       "--model", "embedded:qwen2.5-coder-1.5b-instruct"])
+    said = res.output.strip().splitlines()
+    assert said_before_loading == ["embedded:qwen2.5-coder-1.5b-instruct"]
+    assert said[0] == (f"rizz bench: 2 policies (frozen, default) over 5 of 240 elements of {src}, into {out}; "
+                       "loading the model embedded:qwen2.5-coder-1.5b-instruct ..."), said
+    assert res.exit_code == 130 and not out.exists()  # and Ctrl-C then is said, leaving no folder behind
     assert said[1:] == ["interrupted; no step had finished, so there is nothing to keep; run the same command again to start"]
