@@ -6,11 +6,30 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["FALLBACK_LABEL", "did_you_mean", "ordinal", "plural"]
+__all__ = ["FALLBACK_LABEL", "did_you_mean", "fallback_label_wording", "ordinal", "plural"]
 
 #: How ``rizz diff`` and ``rizz view`` name a label the judge's deterministic fallback made
-#: without any model reply (``routing.judge: local``, :func:`rizz.engine.judge.fallback_label`).
+#: without any model reply (``routing.judge: local``, :func:`rizz.engine.judge.fallback_label`)
+#: when they cannot tell which words it read (:func:`fallback_label_wording` when they can).
 FALLBACK_LABEL = "the judge's fallback from the input's words, no model reply"
+
+#: What the fallback reads under each ``routing.fallback_application``.
+_FALLBACK_SOURCES = {
+    "content_words": "the content words of the instruction and the whole input",
+    "first_line": "the input's task line (its instruction, else its first line)",
+}
+
+
+def fallback_label_wording(fallback_application: str | None) -> str:
+    """:data:`FALLBACK_LABEL`, naming the words the fallback read under the run's policy's
+    ``routing.fallback_application`` (None or an unknown value: the general wording).
+
+    Example:
+        >>> fallback_label_wording("first_line")
+        "the judge's fallback from the input's task line (its instruction, else its first line), no model reply"
+    """
+    source = _FALLBACK_SOURCES.get(fallback_application or "")
+    return FALLBACK_LABEL if source is None else f"the judge's fallback from {source}, no model reply"
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:

@@ -17,7 +17,7 @@ from rizz.core.tenants import branch_key
 from rizz.engine.logfold import LogFold
 from rizz.formats.logrecord import parse
 from rizz.formats.policy_file import parse_policy
-from rizz.formats.wording import FALLBACK_LABEL, ordinal, plural
+from rizz.formats.wording import fallback_label_wording, ordinal, plural
 from rizz.lab.episode_view import episode_lines
 from rizz.store.runlog import RunDir
 
@@ -130,7 +130,9 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
             raise ValueError(f"{flag} {step}: step {step} is not in the log of {run_dir} (it has {'step 0 only' if n == 1 else f'steps 0..{n - 1}'})")
     state, kept = _fold_until(rd, to, at)
     meta = rd.meta()
-    policy_budget = int(meta["policy_data"]["compiler"]["token_budget"])
+    policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
+    policy_budget = policy.compiler.token_budget
+    fallback = fallback_label_wording(policy.routing.fallback_application)  # the words the run's fallback read
     lines = []
     for rec, events in kept:
         kind = rec.get("kind", "step")
@@ -142,7 +144,7 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
         if rec.get("judge"):
             j = rec["judge"]
             if j.get("fallback") and not j.get("raw"):  # routing.judge: local, or no reply at all
-                lines.append(f"  label {j['function']}/{j['application']} ({FALLBACK_LABEL})")
+                lines.append(f"  label {j['function']}/{j['application']} ({fallback})")
             else:
                 lines.append(f"  judge proposed {j['function']}/{j['application']}" + (" (fallback label)" if j.get("fallback") else ""))
         for e in events:

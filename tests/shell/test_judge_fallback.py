@@ -169,10 +169,30 @@ def test_a_local_judge_labels_without_a_model_call_and_replays(tmp_path, fake_mo
     fn, app = fallback_label(first["input"], instruction=first.get("instruction"), shape=first["metadata"]["shape"])
     assert recs[0]["judge"]["function"] == fn and recs[0]["judge"]["application"] == app
     assert replay(out)["state_digest"] == s["state_digest"]
-    # rizz diff and rizz view name such a label as the fallback's, with one wording
+    # rizz diff and rizz view name such a label as the fallback's, with one wording naming the words it read
     from rizz.formats.wording import FALLBACK_LABEL
     from rizz.lab.diff import diff_run
     from rizz.lab.view import view_data
 
-    assert f"  label {fn}/{app} ({FALLBACK_LABEL})" in diff_run(out, 0, 0).splitlines()
-    assert view_data(out)["fallback_label"] == FALLBACK_LABEL
+    words = "the judge's fallback from the content words of the instruction and the whole input, no model reply"
+    assert f"  label {fn}/{app} ({words})" in diff_run(out, 0, 0).splitlines()
+    data = view_data(out)
+    assert data["runs"][0]["fallback_label"] == words and data["fallback_label"] == FALLBACK_LABEL
+
+
+def test_diff_and_view_name_the_task_line_as_the_fallbacks_source_under_first_line(tmp_path, fake_model):
+    """A newcomer read "fallback from the input's words" under the default policy, whose fallback
+    reads the input's task line (routing.fallback_application: first_line)."""
+    from rizz.adapters.embedder import Embedder
+    from rizz.engine.run import run_stream
+    from rizz.lab.diff import diff_run
+    from rizz.lab.view import view_data
+
+    out = tmp_path / "default"
+    run_stream(_stream(tmp_path), load_policy("default"), "default", out, fake_model(lambda m: "A"), Embedder(), limit=2, log=lambda m: None)
+    first = json.loads((tmp_path / "s.jsonl").read_text().splitlines()[0])
+    fn, app = fallback_label(first["input"], instruction=first.get("instruction"), shape=first["metadata"]["shape"],
+                             fallback_application="first_line")
+    words = "the judge's fallback from the input's task line (its instruction, else its first line), no model reply"
+    assert f"  label {fn}/{app} ({words})" in diff_run(out, 0, 0).splitlines()
+    assert view_data(out)["runs"][0]["fallback_label"] == words

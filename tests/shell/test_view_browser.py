@@ -219,3 +219,19 @@ def test_a_live_session_opens_with_pending_and_expired_steps(pages, open_page, t
     page.wait_for_selector("body[data-ready='1']")
     assert "No verdict in the log yet" in page.locator("[data-testid=step-detail]").text_content()
     _shot(page, tmp_path, "live")
+
+
+def test_a_fallback_label_names_the_words_its_runs_policy_read(open_page, tmp_path):
+    """The route said "fallback from the input's words" whatever the policy's
+    routing.fallback_application; under the default it is the input's task line."""
+    run_dir = make_run(tmp_path / "run", 12, policy="default")
+    html = write_view(run_dir, tmp_path / "run.html")
+    data = view_data(run_dir)["runs"][0]
+    st = next(s for s in data["steps"] if s["judge"] and s["judge"]["fallback"] and not s["judge"]["raw"])
+    assert data["fallback_label"] == "the judge's fallback from the input's task line (its instruction, else its first line), no model reply"
+    page = open_page(html)
+    page.click("[data-testid=tab-button-steps]")
+    page.fill("[data-testid=step-jump]", str(st["step"]))
+    page.press("[data-testid=step-jump]", "Enter")
+    text = page.locator("[data-testid=step-detail]").text_content()
+    assert f"label {st['judge']['function']}/{st['judge']['application']} ({data['fallback_label']})" in text, text[:800]

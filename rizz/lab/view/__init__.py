@@ -35,7 +35,8 @@ VIEW_FILE = "view.html"
 
 def view_data(root: str | Path) -> dict[str, Any]:
     """The page's data for folder ``root``: ``{"kind", "root", "headers", "preamble", "fallback_label", "runs": [...]}``
-    (one :func:`~rizz.lab.view.runfold.view_run` dict per RUN_DIR, :func:`~rizz.lab.view.folders.find_runs`).
+    (one :func:`~rizz.lab.view.runfold.view_run` dict per RUN_DIR, :func:`~rizz.lab.view.folders.find_runs`;
+    ``fallback_label`` is the general wording, each run's own names the words its policy's fallback read).
 
     Raises FileNotFoundError when ``root`` holds no RUN_DIR; LogRecordError / LogFoldError for a bad log.
     """

@@ -14,6 +14,8 @@ state to refold; its steps keep their answers, verdicts and token counts only.
 
     name, path, kind ("run" | "live" | "peer"), policy, model, digest_ok (the refold's digest is
     summary.json's; None without one), summary (steps, answered, mean_reward, branches, state_digest),
+    fallback_label (not for a peer: how a label the judge's fallback made with no model reply is
+    named, with the words it read under the run's routing.fallback_application),
     steps:    one per answered element, in answer order (see :func:`_answer`),
     items:    memory items (rizz.lab.view.ledger),
     branches: branches in creation order (rizz.lab.view.ledger)
@@ -33,6 +35,7 @@ from rizz.engine.codec import decode_step
 from rizz.engine.logfold import LogFold, LogFoldError, views
 from rizz.formats.logrecord import LogRecord, parse
 from rizz.formats.policy_file import parse_policy
+from rizz.formats.wording import fallback_label_wording
 from rizz.lab.diff import branch_rows
 from rizz.lab.episode_view import episode_lines
 from rizz.lab.view.ledger import BLOCK_KIND, Ledger
@@ -63,6 +66,7 @@ def view_run(root: str | Path, name: str | None = None) -> dict[str, Any]:
     if "policy_data" not in meta:
         return dict(head, kind="peer", **_peer(records, meta, rd.root / "calls.jsonl"))
     policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
+    head["fallback_label"] = fallback_label_wording(policy.routing.fallback_application)  # the words this run's fallback read
     fold = LogFold(policy, rd.embeddings)
     led = Ledger()
     steps: list[dict[str, Any]] = []
