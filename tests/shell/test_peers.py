@@ -297,14 +297,14 @@ def _stream(tmp_path: Path) -> Path:
     return p
 
 
-def _run(tmp_path, srv, name, rendering="chat", options=None):
+def _run(tmp_path, srv, name, rendering="chat", options=None, limit=None):
     from rizz.adapters.embedder import bundled_model_dir
     from rizz.adapters.models import load_model
 
     model = load_model(f"openai:{srv.url}#stub", cache=tmp_path / "responses.sqlite")
     with CallProxy(srv.url + "/v1", cache=tmp_path / "peer.sqlite") as proxy:
         return run_peer(_stream(tmp_path), name, tmp_path / f"peer:{name}", model, proxy, "stub", rendering=rendering, options=options,
-                        write_threshold=load_policy("default").write_threshold, embedder_path=str(bundled_model_dir()))
+                        write_threshold=load_policy("default").write_threshold, embedder_path=str(bundled_model_dir()), limit=limit)
 
 
 def _records(path: Path) -> list[dict]:
@@ -347,6 +347,21 @@ def test_mem0_without_infer_stores_the_verified_interaction_as_it_is(http_server
     calls = [json.loads(x) for x in (tmp_path / "peer:mem0" / "calls.jsonl").read_text().splitlines()]
     prompt = calls[1]["request"][0]
     assert "- What is 2 + 2?" in prompt and "- 4\n" in prompt  # stored raw, shown in q1's prompt
+
+
+@pytest.mark.slow
+def test_a_finished_peer_run_resumed_with_a_smaller_limit_is_refused(http_server, tmp_path):
+    """As rizz's own runs: its summary would count more steps than the command's --limit."""
+    _need("mem0")
+    from rizz.store.runlog import RunDirMismatch
+
+    srv = _stub(http_server, lambda msgs, body: "4")
+    assert _run(tmp_path, srv, "mem0", options={"infer": False}, limit=3)["steps"] == 3
+    before = (tmp_path / "peer:mem0" / "log.jsonl").read_bytes()
+    with pytest.raises(RunDirMismatch) as err:
+        _run(tmp_path, srv, "mem0", options={"infer": False}, limit=2)
+    assert str(err.value).startswith(f"{tmp_path / 'peer:mem0'} already holds 3 finished steps, more than this command's --limit 2 ")
+    assert (tmp_path / "peer:mem0" / "log.jsonl").read_bytes() == before
 
 
 @pytest.mark.slow
