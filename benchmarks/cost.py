@@ -15,7 +15,7 @@ embedder: it measures the shell alone, and says so. ``--model stub-verified`` an
 input with its reference (every answer verifies: the regime where the most is written and
 distilled) with the real MiniLM embedder: it measures the calls rizz adds around a model that
 is always right. Any other SPEC is a real model
-(``embedded`` = the shipped Qwen2.5-Coder 0.5B, ~5-10 s per step on 2 cores) with the
+(``embedded`` = the shipped Qwen2.5-Coder 1.5B, ~5-15 s per step on 2 cores) with the
 bundled MiniLM embedder.
 
 Columns, per policy (from the run's ``summary.json`` and log unless said):

@@ -49,15 +49,15 @@ __all__ = ["app", "main"]
 
 #: Shipped real data slices (repository root ``data/``).
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
-#: Demo stream length per policy: the first 60 elements of the interleaved slice (7-14 per task), about 7.5 minutes with the Qwen 0.5B on 2 cores (README).
+#: Demo stream length per policy: the first 60 elements of the interleaved slice (7-14 per task), about 10 minutes with the Qwen 1.5B on 2 cores (README).
 DEMO_LIMIT = 60
 #: Demo prompt budget (tokens): keeps a step of the embedded model on 2 cores to seconds.
 DEMO_BUDGET = 2048
-#: Seconds per demo step of each policy with the embedded model (the Qwen2.5-Coder 0.5B) on 2
-#: cores: the demo run of results/2026-12-03-judge-local-default.md from an empty response cache
-#: (the policies' wall times over the first 60 elements at --budget 2048: frozen 178.1 s, default
-#: 153.0 s; default answers a step whose prompt has no memory block from frozen's cached reply).
-DEMO_STEP_SECONDS = {"frozen": 178.1 / 60, "default": 153.0 / 60}
+#: Seconds per demo step of each policy with the embedded model (the Qwen2.5-Coder 1.5B) on 2
+#: cores: the demo run of results/2026-12-04-first-line-default.md from an empty response cache
+#: (the policies' wall times over the first 60 elements at --budget 2048: frozen 274.3 s, default
+#: 331.7 s; default answers a step whose prompt has no memory block from frozen's cached reply).
+DEMO_STEP_SECONDS = {"frozen": 274.3 / 60, "default": 331.7 / 60}
 #: ``rizz bench``'s policies when ``-P`` is not given: the baseline, RIZZ and the paper's ablations.
 BENCH_POLICIES = "frozen,default,single-branch,no-procedural,no-anti-fragmentation"
 

