@@ -212,6 +212,13 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
                          " 2 cores), so expect about 3.0× that: 6 min"), line
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d2"), "--model", "anthropic"]).output.splitlines()[0]
     assert line.endswith("; no time estimate for --model anthropic (the measured figures are the embedded model's)"), line
+    # the default model named in full gets the estimate; the other shipped model does not
+    line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d3"), "--model",
+                                        "embedded:qwen2.5-coder-1.5b-instruct"]).output.splitlines()[0]
+    assert ": about 5 min on idle cores (frozen 2 min, default 3 min); the cores are busy now" in line, line  # 60 steps
+    line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d4"), "--model",
+                                        "embedded:qwen2.5-coder-0.5b-instruct"]).output.splitlines()[0]
+    assert "no time estimate for --model embedded:qwen2.5-coder-0.5b-instruct" in line, line
 
 
 def test_ctrl_c_while_the_model_loads_is_said_and_leaves_no_run_dir(tmp_path, monkeypatch):
