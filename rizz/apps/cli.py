@@ -154,6 +154,7 @@ def run(
         if isinstance(e, KeyboardInterrupt):
             _fail(f"interrupted; {_resume_hint(out)}", 130)
         _fail(str(e))
+    typer.echo(f"model: {backend.name}", err=True)
     try:  # outside the bar's `with`: the bar ends its line before any message is said
         embedder = Embedder()
         with new_progress() as prog:
@@ -401,6 +402,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         fail_before_running(str(e))
     except KeyboardInterrupt:
         fail_before_running(f"interrupted; {_resume_hint(out, per_policy=True)}", 130)
+    typer.echo(f"model: {backend.name}", err=True)
     try:
         with new_progress() as prog:
             results = run_bench(stream, policies, out, backend, Embedder(), limit=limit, rendering=rendering, budget=budget,

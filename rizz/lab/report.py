@@ -356,6 +356,9 @@ def _md_table(headers: Sequence[str], rows: list[list[str]]) -> list[str]:
 def _markdown(results: dict[str, Any]) -> str:
     res, pols = results["results"], results["policies"]
     out = [f"# {results['title']}", "", "Command:", "", "```", results["command"], "```", ""]
+    models = sorted({str(res[p]["model"]) for p in pols if res.get(p, {}).get("model")})
+    if models:  # the resolved model, as summary.json names it ("embedded" alone does not say which)
+        out += [("Model: " if len(models) == 1 else "Models: ") + ", ".join(f"`{m}`" for m in models), ""]
     out += ["## Side by side", ""] + _md_table(_HEADERS, _rows(results)) + [""]
     if results.get("other_runs"):
         out += ["Also in this folder, not in this report (runs of other bench commands; name them in `-P` to compare): "

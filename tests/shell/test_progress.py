@@ -266,3 +266,26 @@ def test_bench_says_which_model_it_loads_before_loading_it(tmp_path, monkeypatch
                        "loading the model embedded:qwen2.5-coder-1.5b-instruct ..."), said
     assert res.exit_code == 130 and not out.exists()  # and Ctrl-C then is said, leaving no folder behind
     assert said[1:] == ["interrupted; no step had finished, so there is nothing to keep; run the same command again to start"]
+
+
+def test_run_and_bench_name_the_model_they_loaded(tmp_path, monkeypatch):
+    """A newcomer saw only "loading the model embedded ...": which model plain embedded is, nowhere on the console."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from rizz.apps import cli
+
+    class Named:
+        name = "embedded:Some-Model.Q4"
+
+    def stop(*a, **kw):
+        raise ValueError("stopped here by the test")
+
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: Named())
+    monkeypatch.setattr("rizz.apps.cli.Embedder", stop)
+    src = Path(__file__).resolve().parents[2] / "data" / "trace-mini" / "test.jsonl"
+    for args in (["bench", str(src), "-P", "frozen", "--out", str(tmp_path / "b"), "--limit", "2"],
+                 ["run", str(src), "--out", str(tmp_path / "r"), "--limit", "2"]):
+        said = CliRunner().invoke(cli.app, args).output.strip().splitlines()
+        assert said[0].endswith("; loading the model embedded ...") and said[1] == "model: embedded:Some-Model.Q4", said

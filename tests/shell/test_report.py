@@ -227,6 +227,7 @@ def test_report_md_and_terminal_table(hand_bench):
     res = _build(hand_bench)
     md = (hand_bench / "report.md").read_text()
     assert md.startswith("# hand bench\n") and "rizz bench s.jsonl --policies a,b" in md
+    assert "```\n\nModel: `fake:scripted`\n\n## Side by side" in md  # the resolved model, not the spec typed
     lo, hi = res["results"]["default"]["ci95"]
     dlo, dhi = res["deltas"]["frozen"]["default"]["ci95_pp"]
     r = res["results"]
