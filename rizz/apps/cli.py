@@ -470,7 +470,7 @@ def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
     import os
 
     try:  # a resumed demo: only the steps left (a damaged log is the bench's to report)
-        left = {p: max(0, limit - sum(1 for r in RunDir(out / p).records() if r.get("kind", "step") == "step")) for p in DEMO_STEP_SECONDS}
+        left = {p: max(0, limit - RunDir(out / p).finished_steps()) for p in DEMO_STEP_SECONDS}
     except (ValueError, OSError):
         left = dict.fromkeys(DEMO_STEP_SECONDS, limit)
     head = f"rizz demo: frozen, then default, over the first {limit} elements of the shipped TRACE slice"
