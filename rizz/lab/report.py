@@ -415,7 +415,7 @@ def _markdown(results: dict[str, Any]) -> str:
             "- *calls/answered step* counts every model call (judge, answer, distill) per answered step; *prompt tokens* is their "
             "total prompt size; *evaluated prompt tokens* the part the model evaluated: not the calls the response cache answered, "
             "nor the tokens a backend read from its own prompt cache (Anthropic, an OpenAI-compatible server's prefix cache) or "
-            "reused from its KV cache (embedded?kv_reuse=1); *max prompt tokens* is the largest compiled answer prompt, "
+            "reused from its KV cache (the embedded model, a whole batch at a time); *max prompt tokens* is the largest compiled answer prompt, "
             "which must stay within the token budget "
             "(for a `peer:` entry, which compiles none: its largest answer call's prompt as the model server counted it, chat "
             "template included, so a few tokens above the same text compiled by rizz).",

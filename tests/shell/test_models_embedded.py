@@ -62,7 +62,7 @@ def test_every_model_option_help_lists_every_spec_form_and_option():
     assert {"run", "bench", "demo", "sweep", "serve"} <= set(helps)
     for name, text in helps.items():
         for form in ("embedded[:NAME]", "gguf:PATH", "anthropic[:MODEL_ID]", "openai:BASE_URL[#MODEL]", "oracle", "?reasoning=N",
-                     "?kv_reuse=1"):
+                     "?kv_reuse=0"):
             assert form in text, (name, form)
     assert set(SPEC_FORMS) == {"embedded[:NAME]", "gguf:PATH", "anthropic[:MODEL_ID]", "openai:BASE_URL[#MODEL]", "oracle"}
 
@@ -153,23 +153,36 @@ def test_bad_arguments_and_context_overflow(embedded_model):
 
 @pytest.mark.model
 def test_every_call_records_the_prompt_tokens_llama_cpp_decoded(embedded_model):
-    """Reset before every call (the default): llama.cpp decodes the whole prompt each time."""
+    """With prefix reuse (the default) a call decodes what follows the whole batches it shares
+    with an earlier prompt; reset before every call (kv_reuse=False), the whole prompt."""
+    from rizz.adapters.models.embedded import PROMPT_CHUNK, default_gguf_path
+
+    assert embedded_model.kv_reuse
+    g = embedded_model.generate(Q_A, max_tokens=6)
+    assert 1 <= g.evaluated_prompt_tokens <= g.prompt_tokens and (g.prompt_tokens - g.evaluated_prompt_tokens) % PROMPT_CHUNK == 0
+    again = embedded_model.generate(Q_A, max_tokens=6)  # all but the last (partial) batch reused
+    assert again.prompt_tokens > PROMPT_CHUNK and again.evaluated_prompt_tokens == (again.prompt_tokens - 1) % PROMPT_CHUNK + 1
+    reset = EmbeddedModel(default_gguf_path(), n_threads=1, kv_reuse=False)
     for q in (Q_A, Q_A, Q_B):
-        g = embedded_model.generate(q, max_tokens=6)
+        g = reset.generate(q, max_tokens=6)
         assert g.evaluated_prompt_tokens == g.prompt_tokens > 5
 
 
 @pytest.mark.model
 def test_kv_reuse_decodes_only_what_follows_the_shared_prefix():
-    from rizz.adapters.models.embedded import default_gguf_path
+    from rizz.adapters.models.embedded import PROMPT_CHUNK, default_gguf_path
 
-    m = EmbeddedModel(default_gguf_path(), n_threads=1, kv_reuse=True)
-    assert m.name.endswith("?kv_reuse=1") and load_model.__module__  # named apart in the response cache
-    stem = "Notes from earlier verified work follow. " * 12
+    m = EmbeddedModel(default_gguf_path(), n_threads=1)  # kv_reuse is the default
+    reset = EmbeddedModel(default_gguf_path(), n_threads=1, kv_reuse=False)
+    assert m.kv_reuse and not reset.kv_reuse and m.name == reset.name  # same answers, one response cache
+    assert load_model(f"gguf:{default_gguf_path()}?kv_reuse=0").kv_reuse is False
+    stem = "Notes from earlier verified work follow. " * 24
     first = m.generate([Message("user", stem + "Question: what is 2 + 3?")], max_tokens=4, rendering="raw")
     second = m.generate([Message("user", stem + "Question: what is 7 + 1?")], max_tokens=4, rendering="raw")
     assert first.evaluated_prompt_tokens == first.prompt_tokens  # nothing cached yet
     assert 0 < second.evaluated_prompt_tokens < second.prompt_tokens // 3, (second.evaluated_prompt_tokens, second.prompt_tokens)
+    # the reused prefix is a whole number of batches: the rest is decoded as a fresh decode would
+    assert (second.prompt_tokens - second.evaluated_prompt_tokens) % PROMPT_CHUNK == 0
     # another prompt between them: the prompt cache still holds the first one's state
     other = m.generate([Message("user", "Translate to French: " * 20 + "good morning")], max_tokens=4, rendering="raw")
     third = m.generate([Message("user", stem + "Question: what is 9 + 9?")], max_tokens=4, rendering="raw")
@@ -181,6 +194,51 @@ def test_kv_reuse_decodes_only_what_follows_the_shared_prefix():
     assert len(states) >= 3 and all(s.scores.strides == (0, 0) and not s.scores.any() for s in states)
     again = m.generate([Message("user", stem + "Question: what is 2 + 3?")], max_tokens=4, rendering="raw")
     assert again.text == first.text
+    for g, text in ((first, "2 + 3"), (second, "7 + 1"), (other, None), (third, "9 + 9")):
+        prompt = "Translate to French: " * 20 + "good morning" if text is None else stem + f"Question: what is {text}?"
+        fresh = reset.generate([Message("user", prompt)], max_tokens=4, rendering="raw")
+        assert (g.text, fresh.evaluated_prompt_tokens) == (fresh.text, fresh.prompt_tokens)
+
+
+@pytest.mark.model
+def test_aligned_prefix_reuse_gives_a_fresh_decodes_logits_bit_for_bit():
+    """Prefix reuse cut to whole batches equals a fresh decode exactly; llama-cpp-python's own
+    (uncut) reuse does not, which is why the cut exists."""
+    import llama_cpp
+    import numpy as np
+
+    from rizz.adapters.models.embedded import PROMPT_CHUNK, AlignedPrefixGenerate
+    from rizz.adapters.models.shipped import assemble, shipped_model
+
+    gguf = assemble(shipped_model("qwen2.5-coder-0.5b-instruct"))  # SmolLM2's Q4_1 decodes alike either way
+
+    def make():
+        return llama_cpp.Llama(model_path=str(gguf), n_ctx=1024, n_threads=2, n_batch=PROMPT_CHUNK,
+                               n_ubatch=PROMPT_CHUNK, seed=0, verbose=False)
+
+    def next_token_logits(llm, text):
+        tokens = llm.tokenize(text.encode(), add_bos=True)
+        gen = llm.generate(tokens, temp=0.0)
+        next(gen)  # the prompt is decoded; its last token's logits are the sampler's input
+        logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).copy()
+        gen.close()
+        return logits
+
+    stem = "A note kept from earlier verified work on the same task follows here. " * 6
+    prompts = [stem + tail for tail in ("Question: 2 + 3 =", "Question: 17 + 25 =", "Question: what is 9 squared?",
+                                        "Q: name a prime number above 50.")]
+    fresh = make()
+    expected = []
+    for p in prompts:
+        fresh.reset()
+        fresh._ctx.kv_cache_clear()
+        expected.append(next_token_logits(fresh, p))
+    cut, uncut = make(), make()
+    cut.generate = AlignedPrefixGenerate(cut, PROMPT_CHUNK)
+    got_cut = [next_token_logits(cut, p) for p in prompts]
+    got_uncut = [next_token_logits(uncut, p) for p in prompts]
+    assert all(np.array_equal(a, b) for a, b in zip(got_cut, expected))
+    assert not all(np.array_equal(a, b) for a, b in zip(got_uncut[1:], expected[1:]))
 
 
 def test_lean_ram_cache_drops_the_logits_copy_and_keeps_the_rest():
@@ -207,18 +265,22 @@ def test_lean_ram_cache_drops_the_logits_copy_and_keeps_the_rest():
 
 
 def test_kv_reuse_is_refused_for_remote_backends():
-    with pytest.raises(ValueError, match="kv_reuse=1 applies to the in-process llama.cpp backends"):
+    with pytest.raises(ValueError, match="kv_reuse= applies to the in-process llama.cpp backends"):
         load_model("anthropic:claude-haiku-4-5?kv_reuse=1")
     with pytest.raises(ValueError, match="needs an int in 0..1"):
         load_model("embedded?kv_reuse=2")
 
 
-def test_evaluated_prompt_counts_a_one_token_tail_llama_cpp_files_as_a_generation_step():
-    from rizz.adapters.models.embedded import evaluated_prompt
+@pytest.mark.model
+def test_the_evaluated_prompt_count_agrees_with_llama_cpps_own_counter(embedded_model):
+    import llama_cpp
 
-    assert evaluated_prompt((30, 7), 30, 8) == 30  # all decoded as a batch, 7 generation steps for 8 tokens
-    assert evaluated_prompt((0, 8), 30, 8) == 1  # the prompt's last token alone (the rest reused)
-    assert evaluated_prompt((40, 0), 30, 1) == 30  # clipped
+    ctx = embedded_model._llm._ctx.ctx
+    for text in ("Name three rivers in France.", "Name three rivers in Spain.", "Name three rivers in France."):
+        llama_cpp.llama_perf_context_reset(ctx)
+        g = embedded_model.generate([Message("user", text)], max_tokens=3)
+        decoded_as_prompt = llama_cpp.llama_perf_context(ctx).n_p_eval  # llama.cpp files a 1-token decode as generation
+        assert g.evaluated_prompt_tokens == (decoded_as_prompt if g.evaluated_prompt_tokens > 1 else 1)
 
 
 @pytest.mark.model

@@ -148,7 +148,7 @@ def test_peer_model_serves_anthropic_through_the_proxy(monkeypatch, tmp_path):
             pass
 
 
-def test_peer_model_passes_kv_reuse_to_the_llama_server_and_names_the_backend_by_it(monkeypatch, tmp_path):
+def test_peer_model_passes_kv_reuse_to_the_llama_server_under_one_name(monkeypatch, tmp_path):
     import rizz.lab.peers.setup as setup
 
     made = []
@@ -168,11 +168,11 @@ def test_peer_model_passes_kv_reuse_to_the_llama_server_and_names_the_backend_by
 
     monkeypatch.setattr(setup, "LlamaServer", FakeServer)
     gguf = tmp_path / "m.gguf"
-    with setup.peer_model(f"gguf:{gguf}?kv_reuse=1", None) as pm:
-        assert pm.backend.name == "llama_cpp.server:m?kv_reuse=1" and pm.upstream == "http://127.0.0.1:9/v1"
+    with setup.peer_model(f"gguf:{gguf}?kv_reuse=0", None) as pm:  # the same answers: one name
+        assert pm.backend.name == "llama_cpp.server:m" and pm.upstream == "http://127.0.0.1:9/v1"
     with setup.peer_model(f"gguf:{gguf}", None) as pm:
         assert pm.backend.name == "llama_cpp.server:m"
-    assert made == [("m.gguf", True), ("m.gguf", False)]
+    assert made == [("m.gguf", False), ("m.gguf", True)]
     with pytest.raises(ValueError, match="reasoning=N does not apply to a local model"):
         with setup.peer_model(f"gguf:{gguf}?reasoning=8", None):
             pass

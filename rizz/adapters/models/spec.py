@@ -22,10 +22,12 @@ Any form but ``oracle`` takes options after a ``?`` (``name=value`` joined by ``
   requires ``N >= 1024``), adaptive thinking elsewhere
   (:mod:`rizz.adapters.models.anthropic_params`).
   Example: ``openai:http://127.0.0.1:8000#qwen3?reasoning=1024``.
-* ``kv_reuse=1`` (``embedded`` and ``gguf:`` only; default 0) -- keep llama.cpp's KV cache
-  between calls, so a prompt that shares a prefix with the previous one is decoded from where
-  they differ (:class:`~rizz.adapters.models.embedded.EmbeddedModel`: faster, no longer
-  bit-deterministic across call orders). The backend's ``name`` ends in ``?kv_reuse=1``.
+* ``kv_reuse=0|1`` (``embedded`` and ``gguf:`` only; default 1) -- 1 keeps llama.cpp's KV
+  cache and a RAM prompt cache between calls, so a prompt that shares a prefix with an earlier
+  one is decoded from where they differ, cut to a whole batch so the answers are a fresh
+  decode's (:class:`~rizz.adapters.models.embedded.EmbeddedModel`); 0 resets the context
+  before every call (more tokens decoded, the same answers, the same ``name``). The peers'
+  llama server (:mod:`rizz.lab.peers.setup`) keeps its own prompt cache only with ``?kv_reuse=1``.
 """
 
 from __future__ import annotations
@@ -65,8 +67,9 @@ def spec_help() -> str:
             f" anthropic alone means the model {DEFAULT_MODEL_ID}; oracle replays each"
             f" episode's gold actions (validation only, no model). Any form but oracle takes"
             f" ?reasoning=N (0..{MAX_REASONING_TOKENS}): N thinking tokens added to every call's answer"
-            f" budget, e.g. anthropic?reasoning=1024. embedded and gguf take ?kv_reuse=1: keep the KV cache"
-            f" between calls (a shared prompt prefix is not decoded again; not bit-deterministic).")
+            f" budget, e.g. anthropic?reasoning=1024. embedded and gguf keep the KV cache between calls"
+            f" (a shared prompt prefix is not decoded again; the same answers); ?kv_reuse=0 resets it"
+            f" before every call, ?kv_reuse=1 (the default) also gives the peers' llama server a prompt cache.")
 
 
 def split_options(spec: str) -> tuple[str, dict[str, int]]:
@@ -123,10 +126,10 @@ def load_model(
     if opts.get("reasoning"):
         kwargs = dict(kwargs, reasoning_tokens=opts["reasoning"])
     kind, sep, rest = spec.partition(":")
-    if opts.get("kv_reuse"):
+    if "kv_reuse" in opts:
         if kind not in ("embedded", "gguf"):
-            raise _bad(spec, "?kv_reuse=1 applies to the in-process llama.cpp backends (embedded, gguf:) only")
-        kwargs = dict(kwargs, kv_reuse=True)
+            raise _bad(spec, "?kv_reuse= applies to the in-process llama.cpp backends (embedded, gguf:) only")
+        kwargs = dict(kwargs, kv_reuse=bool(opts["kv_reuse"]))
     backend: ModelBackend
     if kind == "oracle" and not sep:
         if opts.get("reasoning"):

@@ -6,21 +6,21 @@ the same GGUF into ``llama_cpp.server``'s FastAPI app and serves it with uvicorn
 of this process, on ``127.0.0.1`` and a free port, until :meth:`LlamaServer.stop`.
 
 Determinism (the same settings as :class:`rizz.adapters.models.embedded.EmbeddedModel`):
-- the model's context is reset before every request, so llama-cpp-python does not reuse the
-  KV cache of a previous prompt's prefix (that changes batch splits and greedy output);
+- a prompt is decoded in batches of :data:`~rizz.adapters.models.embedded.PROMPT_CHUNK`
+  tokens from its first token (``n_batch = n_ubatch``), and with ``kv_reuse`` (the default) a
+  shared prefix is reused only in whole batches
+  (:class:`~rizz.adapters.models.embedded.AlignedPrefixGenerate`), so a request is answered as
+  from an empty context; a RAM prompt cache (``ModelSettings.cache``, 2 GiB of KV state; the
+  server's own ``LlamaRAMCache`` replaced by
+  :func:`~rizz.adapters.models.embedded.lean_ram_cache`, which keeps no copy of the logits with
+  each state) keeps the KV state of recent prompts. mem0's fact-extraction and memory-update
+  prompts and ACE's role prompts open with the same several thousand tokens on every call, so
+  this is what makes those peers affordable on 2 cores. With ``kv_reuse=False``
+  (``--model embedded?kv_reuse=0``) the context is reset before every request instead;
 - every completion request is pinned to greedy decoding as the in-process backend runs it
   (:data:`PINNED`: temperature 0, seed 0, and llama-cpp-python's library default
   ``repeat_penalty`` 1.0 where the server's own default is 1.1), whatever the client sends:
   the peers' clients (litellm, the openai SDK) send their own temperatures.
-
-With ``kv_reuse=True`` (the bench's ``--model embedded?kv_reuse=1``) the context is *not*
-reset, and a RAM prompt cache (``ModelSettings.cache``, 2 GiB of KV state; the server's own
-``LlamaRAMCache`` replaced by :func:`~rizz.adapters.models.embedded.lean_ram_cache`, which does
-not keep a copy of the logits with each state) keeps the KV state of recent prompts: a request whose prompt shares a prefix with one of them evaluates
-only the rest. mem0's fact-extraction and memory-update prompts and ACE's role prompts open
-with the same several thousand tokens on every call, so this is what makes those peers
-affordable on 2 cores; greedy output may then differ in rare ties (batch splits change), as
-with the in-process backend's ``kv_reuse``.
 
 Threads: ``RIZZ_THREADS`` (default 2), as the embedded backend. Window: the model's trained
 window unless ``n_ctx`` says otherwise (8192 tokens for SmolLM2-135M, 32768 for the
@@ -40,7 +40,7 @@ from typing import Any
 
 from rizz.adapters.asgi import replay_body
 from rizz.adapters.models.base import ModelUnavailableError
-from rizz.adapters.models.embedded import default_gguf_path, lean_ram_cache
+from rizz.adapters.models.embedded import PROMPT_CHUNK, AlignedPrefixGenerate, default_gguf_path, lean_ram_cache
 
 __all__ = ["MODEL_ALIAS", "PINNED", "LlamaServer"]
 
@@ -121,8 +121,9 @@ class LlamaServer:
         GGUF's own template. ``"chatml-function-calling"`` serves OpenAI ``tools`` /
         ``tool_calls`` (SmolLM2 speaks ChatML); it calls a tool only when the request
         says ``tool_choice="auto"`` or names one.
-      kv_reuse: keep the KV cache between requests and cache recent prompts' states (see the
-        module docstring); default off (every request starts from an empty context).
+      kv_reuse: keep the KV cache between requests and cache recent prompts' states, reusing
+        whole batches only (module docstring; the same answers); False: every request starts
+        from an empty context.
 
     Use as a context manager, or :meth:`start` / :meth:`stop`. ``url`` is the server root
     (``openai:{url}#smollm2`` is its rizz model spec).
@@ -134,7 +135,7 @@ class LlamaServer:
     """
 
     def __init__(self, gguf: str | Path | None = None, *, n_ctx: int = 0, n_threads: int | None = None,
-                 port: int | None = None, chat_format: str | None = None, kv_reuse: bool = False) -> None:
+                 port: int | None = None, chat_format: str | None = None, kv_reuse: bool = True) -> None:
         self.gguf = Path(gguf) if gguf is not None else default_gguf_path()
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads or os.environ.get("RIZZ_THREADS", "2"))
@@ -159,12 +160,13 @@ class LlamaServer:
         except ImportError as e:
             raise ModelUnavailableError(f"llama_cpp.server needs its extras ({e}); pip install 'rizz[peers]'") from None
         ms = ModelSettings(model=str(self.gguf), model_alias=MODEL_ALIAS, n_ctx=self.n_ctx, n_threads=self.n_threads,
-                           n_threads_batch=self.n_threads, seed=0, verbose=False,
-                           chat_format=self.chat_format, cache=self.kv_reuse)
+                           n_threads_batch=self.n_threads, seed=0, verbose=False, n_batch=PROMPT_CHUNK,
+                           n_ubatch=PROMPT_CHUNK, chat_format=self.chat_format, cache=self.kv_reuse)
         app = server_app.create_app(server_settings=ServerSettings(host="127.0.0.1", port=self.port), model_settings=[ms])
-        if self.kv_reuse:  # the same cap, without a 311 MB logits copy per state (lean_ram_cache)
+        if self.kv_reuse:  # the same cap, without a copy of the logits per state (lean_ram_cache)
             llama: Any = getattr(server_app._llama_proxy, "_current_model", None)  # loaded by create_app
             llama.set_cache(lean_ram_cache(ms.cache_size))
+            llama.generate = AlignedPrefixGenerate(llama, PROMPT_CHUNK)
         else:
             server_app._llama_proxy = _ResettingProxy(server_app._llama_proxy)
         config = uvicorn.Config(_PinSampling(app), host="127.0.0.1", port=self.port, log_level="warning", access_log=False)

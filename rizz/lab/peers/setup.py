@@ -3,7 +3,7 @@
 :func:`peer_model` turns the bench's ``--model`` spec into (a) rizz's own backend and (b) the
 OpenAI-compatible upstream the peers call through the recording proxy:
 
-- ``embedded`` / ``gguf:PATH`` (``?kv_reuse=1``: the server keeps a prompt cache):
+- ``embedded`` / ``gguf:PATH`` (the server keeps a prompt cache, reusing whole batches; ``?kv_reuse=0``: none):
   starts :class:`~rizz.lab.peers.server.LlamaServer` (the same GGUF, greedy sampling pinned)
   and stops it afterwards; rizz's policies use
   ``openai:{server}#smollm2`` with the ``raw`` rendering they use in-process.
@@ -58,12 +58,13 @@ def peer_model(spec: str, cache: str | Path | None) -> Iterator[PeerModel]:
         if opts.get("reasoning"):
             raise ValueError(f"--model {spec!r}: ?reasoning=N does not apply to a local model")
         gguf, rendering = gguf_of_spec(base)  # embedded[:NAME]: the shipped model's verified file
-        kv_reuse = bool(opts.get("kv_reuse"))
+        kv_reuse = bool(opts.get("kv_reuse", 1))
         with LlamaServer(gguf, kv_reuse=kv_reuse) as server:
             backend = load_model(server.spec)
             # named by what it serves, not by its (free, changing) port: a rerun hits the
             # response cache and resumes its RUN_DIRs
-            backend.name = f"llama_cpp.server:{server.gguf.stem}" + ("?kv_reuse=1" if kv_reuse else "")
+            # (kv_reuse or not: the same answers, one name)
+            backend.name = f"llama_cpp.server:{server.gguf.stem}"
             if cache is not None:
                 backend = CachedModel(backend, ResponseCache(cache))
             yield PeerModel(backend, server.url + "/v1", MODEL_ALIAS, rendering)
