@@ -104,6 +104,21 @@ def test_the_branch_tree_shows_every_branch_with_label_traffic_reward_merges_and
     _shot(page, tmp_path, "tree")
 
 
+def test_a_short_runs_tree_labels_each_step_once_over_the_middle_of_its_cells(open_page, tmp_path):
+    run_dir = make_run(tmp_path / "short", 4)
+    page = open_page(write_view(run_dir, tmp_path / "short.html"))
+    labels = page.locator("svg.tree text.axis").all_text_contents()
+    steps = [t for t in labels if t.startswith("step ")]
+    assert steps == ["step 0", "step 1", "step 2", "step 3"]  # 6 ticks over 4 steps: each once
+    centres = page.evaluate("""() => {
+      const out = {};
+      for (const t of document.querySelectorAll('svg.tree text.axis')) if (t.textContent.startsWith('step ')) out[t.textContent] = +t.getAttribute('x');
+      return out; }""")
+    cells = page.evaluate("""() => [...document.querySelectorAll('svg.tree rect.cell')].map((r) => [+r.getAttribute('x'), +r.getAttribute('width')])""")
+    assert cells and all(any(abs(x + w / 2 - c) < 0.5 for c in centres.values()) for x, w in cells)  # every cell under a tick
+    assert not page.locator("#summary").text_content().startswith("run · run")
+
+
 def test_a_step_shows_its_route_prompt_blocks_with_sources_and_clicks_through_to_its_branch(pages, open_page, tmp_path):
     run_dir, html = pages["run"]
     data = view_data(run_dir)["runs"][0]

@@ -14,7 +14,7 @@ function header() {
   bar.append(info);
   const paint = () => {
     const r = run(), sm = r.summary || {};
-    const bits = [`${DATA.kind} · ${r.kind}`, `policy ${r.policy || r.name}`, r.model ? `model ${r.model}` : '', `${sm.steps ?? r.steps.length} steps`,
+    const bits = [DATA.kind === r.kind ? r.kind : `${DATA.kind} · ${r.kind}`, `policy ${r.policy || r.name}`, r.model ? `model ${r.model}` : '', `${sm.steps ?? r.steps.length} steps`,
       `answered ${sm.answered ?? '–'}`, `mean reward ${fmt(sm.mean_reward)}`,
       sm.branches ? `branches ${sm.branches.total}/${sm.branches.active} active` : ''];
     info.replaceChildren(bits.filter((x) => x).join(' · '), ' ',

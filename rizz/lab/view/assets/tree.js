@@ -28,7 +28,7 @@ function renderTree(root, r) {
   const width = Math.max(900, Math.min(1600, (root.clientWidth || document.body.clientWidth || 1200) - 20));
   const plotW = width - LEFT - RIGHT;
   const {n, nb, per} = laneBins(r, plotW);
-  const x = (step) => LEFT + plotW * (step / Math.max(1, n - 1 || 1));
+  const x = (step) => LEFT + plotW * (step + 0.5) / n;  // the middle of the step's slot, as the traffic bins slice the axis
   const row = new Map(r.branches.map((b, i) => [b.id, i]));
   const y = (id) => TOP + LANE * row.get(id) + LANE / 2;
   const height = TOP + LANE * r.branches.length + 30;
@@ -36,8 +36,8 @@ function renderTree(root, r) {
   svg.append(tip('Branches over the steps: one lane per branch, from its spawn to its merge or prune; coloured cells are the steps routed to it (colour: mean reward; darker: more traffic)'));
   // axis
   const ticks = 6;
-  for (let i = 0; i <= ticks; i++) {
-    const st = Math.round((n - 1) * i / ticks);
+  const marks = [...new Set(Array.from({length: ticks + 1}, (_, i) => Math.round((n - 1) * i / ticks)))];  // once each on short runs
+  for (const st of marks) {
     svg.append(s('line', {x1: x(st), x2: x(st), y1: TOP - 6, y2: height - 24, class: 'grid'}));
     svg.append(s('text', {x: x(st), y: height - 8, class: 'axis', 'text-anchor': 'middle'}, 'step ' + st));
   }
