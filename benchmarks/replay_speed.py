@@ -21,7 +21,8 @@ For each size N:
    leaves).
 3. Replay: the log's step records are refolded on snapshot 0 (a copy kept in ``DIR/nN-snap0``;
    loaded, not timed) as ``rizz
-   replay`` refolds (:func:`rizz.engine.logfold.refold`): each line decoded and parsed, its
+   replay`` refolds (:func:`rizz.engine.logfold.refold`): each line decoded as ``RunDir.records``
+   decodes it (:func:`rizz.formats.logrecord.load_line`) and parsed, its
    vectors read from the store (a few batched queries per 512 records), folded. "core" times the same fold with the inputs
    already built in memory (no JSON, no store): the floor a replay can reach. Steps/s are
    per element (step record; its distillation included).
@@ -61,7 +62,7 @@ from rizz.core.apply import fold  # noqa: E402
 from rizz.engine.codec import decode_step  # noqa: E402
 from rizz.engine.logfold import LogFold, refold, restore_fold, save_inflight  # noqa: E402
 from rizz.engine.session import Session  # noqa: E402
-from rizz.formats.logrecord import parse  # noqa: E402
+from rizz.formats.logrecord import load_line, parse  # noqa: E402
 from rizz.formats.policy_file import policy_data  # noqa: E402
 from rizz.formats.streams import element_from_json  # noqa: E402
 from rizz.store.durable import read_snapshot  # noqa: E402
@@ -128,7 +129,7 @@ def replay_rates(root: Path, policy: Policy, from_snapshot: bool) -> tuple[float
     f = load0()
     gc.collect()
     t0 = time.perf_counter()
-    refold(f, [json.loads(ln) for ln in lines])  # what rizz replay and a resume run (vectors read ahead in batches)
+    refold(f, [load_line(ln) for ln in lines])  # what rizz replay and a resume run: RunDir.records' decode, vectors read ahead in batches
     shell = time.perf_counter() - t0
     want = digest(f.state)
     del f

@@ -21,8 +21,8 @@ from rizz.extras import EXTRA_OF
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 EXTRAS: dict[str, list[str]] = PROJECT["optional-dependencies"]
-BASE = {"attrs", "pyrsistent", "numpy", "pyyaml", "cattrs"}
-BASE_MODULES = {"attrs", "attr", "pyrsistent", "numpy", "yaml", "cattrs"}
+BASE = {"attrs", "pyrsistent", "numpy", "pyyaml", "cattrs", "msgspec"}
+BASE_MODULES = {"attrs", "attr", "pyrsistent", "numpy", "yaml", "cattrs", "msgspec"}
 #: Imported by rizz but in no extra, and why.
 NOT_AN_EXTRA = {
     "bfcl_eval": "installed with --no-deps (pyproject agents-no-deps, the Makefile)",

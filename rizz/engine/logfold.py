@@ -40,7 +40,7 @@ from rizz.core import AdaptiveState, CandidateRule, Policy, RouteDecision, Route
 from rizz.core.serialize import from_data, to_data
 from rizz.core.tenants import decision_tenant, follow_merge
 from rizz.engine.codec import LogFoldError, decode_step, decode_verdict
-from rizz.formats.logrecord import LogRecord, parse
+from rizz.formats.logrecord import LogRecord, parse, parse_fast
 from rizz.store.runlog import write_json_atomic
 
 __all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "refold", "restore_fold", "save_inflight", "views"]
@@ -206,7 +206,8 @@ _PREFETCH = 512  # records whose vectors a refold reads ahead in one go (RunStor
 def refold(fold: LogFold, records: list[dict[str, Any]], start: int = 0, *, where: str = "log.jsonl",
            after: Callable[[int], None] | None = None) -> None:
     """Fold ``records[start:]`` (log records as JSON objects) into ``fold``, in order: each
-    parsed (:func:`~rizz.formats.logrecord.parse`) and applied, the vectors of the next
+    parsed (:func:`~rizz.formats.logrecord.parse_fast`, else
+    :func:`~rizz.formats.logrecord.parse`) and applied, the vectors of the next
     :data:`_PREFETCH` records read ahead in a few batched queries when the store can
     (:meth:`~rizz.store.runstore.RunStore.prefetch`). ``after(i)``: called once record ``i``
     (1-based) is folded. What ``rizz replay`` and a resume run.
@@ -216,11 +217,13 @@ def refold(fold: LogFold, records: list[dict[str, Any]], start: int = 0, *, wher
     for i, data in enumerate(records[start:], start + 1):
         if prefetch is not None and (i - start - 1) % _PREFETCH == 0:  # the next records' vectors, a few queries
             prefetch([k for d in records[i - 1:i - 1 + _PREFETCH] for k in _record_keys(d)])
-        at = f"{where}:{i}"
+        rec = parse_fast(data)  # a record as written reads in one call; anything else goes through parse
+        if rec is None:
+            rec = parse(data, f"{where}:{i}")
         try:
-            fold.apply(parse(data, at))
+            fold.apply(rec)
         except LogFoldError as e:
-            raise LogFoldError(f"{at}: {e}") from None
+            raise LogFoldError(f"{where}:{i}: {e}") from None
         if after is not None:
             after(i)
 

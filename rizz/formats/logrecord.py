@@ -27,15 +27,28 @@ Optional fields added within version 2 (older lines parse without them): ``promp
 :func:`parse` reads a JSON object into a :class:`LogRecord` (cattrs, unknown keys refused, errors
 name the field); :func:`unstructure` writes it back, leaving out parts that are None, so a
 version-2 ``step`` record has the keys of a version-1 record plus ``v`` and ``kind``.
+:func:`parse_fast` is the refold's shortcut for a record :func:`parse` would accept as it is
+(msgspec, when installed): a read-only record with the same values, or None to say "call
+:func:`parse`", which then returns the record or raises its error.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import operator
+import types
+import typing
 from typing import Any
 
 import attrs
 import cattrs
 from attrs import field, frozen
+
+try:  # a base dependency; an environment installed before it was one reads every record through cattrs
+    import msgspec as _msgspec
+except ImportError:  # pragma: no cover
+    _msgspec = None  # type: ignore[assignment]
 
 from rizz.errors import RizzError
 
@@ -57,7 +70,9 @@ __all__ = [
     "PromptPart",
     "RoutePart",
     "VerdictPart",
+    "load_line",
     "parse",
+    "parse_fast",
     "unstructure",
 ]
 
@@ -289,6 +304,89 @@ def parse(data: dict[str, Any], where: str = "<record>") -> LogRecord:
     if missing:
         raise LogRecordError(f"{where}: a {rec.kind} record needs $.{missing[0]}")
     return rec
+
+
+_JSON: Any = _msgspec.json.Decoder() if _msgspec is not None else None
+
+
+def load_line(line: bytes | str) -> Any:
+    """One line of ``log.jsonl`` decoded: what ``json.loads(line)`` returns, or its error.
+
+    msgspec decodes the line when it can, a few times faster, into the same objects (ints of
+    any size, floats to the same bits, strings, lists, dicts, the last of repeated keys); it
+    refuses whatever ``json.loads`` refuses, and a few lines ``json.loads`` reads (``NaN``,
+    ``Infinity``, a number too large for a float, a lone surrogate, a byte-order mark, very
+    deep nesting): every line it refuses goes to ``json.loads``, which returns or raises as it
+    always did.
+
+    Raises:
+      json.JSONDecodeError: not JSON. UnicodeDecodeError: bytes that are not UTF-8.
+    """
+    if _JSON is not None:
+        try:
+            return _JSON.decode(line)
+        except Exception:  # json.loads reads it or says what is wrong, in its own words
+            pass
+    return json.loads(line)
+
+
+def _view_type(cls: type, made: dict[type, Any]) -> Any:
+    """A frozen msgspec Struct with the fields, types and defaults of the attrs class ``cls`` (its
+    record parts mapped to their own Structs), unknown keys refused: what :func:`parse_fast`
+    converts into. Built from the attrs fields, so it follows any change to the record classes."""
+    if cls not in made:
+        hints = typing.get_type_hints(cls)
+        specs: list[Any] = []
+        for a in attrs.fields(cls):
+            t = _view_hint(hints[a.name], made)
+            if a.default is attrs.NOTHING:
+                specs.append((a.name, t))
+            elif isinstance(a.default, _FACTORY):
+                specs.append((a.name, t, _msgspec.field(default_factory=a.default.factory)))
+            else:
+                specs.append((a.name, t, a.default))
+        made[cls] = _msgspec.defstruct(f"{cls.__name__}View", specs, frozen=True, forbid_unknown_fields=True,
+                                       module=__name__)
+    return made[cls]
+
+
+def _view_hint(t: Any, made: dict[type, Any]) -> Any:
+    if isinstance(t, type) and attrs.has(t):
+        return _view_type(t, made)
+    args = typing.get_args(t)
+    if not args:
+        return t
+    inner = tuple(_view_hint(a, made) for a in args)
+    if typing.get_origin(t) in (typing.Union, types.UnionType):
+        return functools.reduce(operator.or_, inner)
+    return typing.get_origin(t)[inner if len(inner) > 1 else inner[0]]
+
+
+_VIEW: Any = _view_type(LogRecord, {}) if _msgspec is not None else None
+
+
+def parse_fast(data: Any) -> LogRecord | None:
+    """The record :func:`parse` makes of ``data``, or None: then call :func:`parse`, which returns
+    it or raises its error. For a refold, which reads records and never changes them.
+
+    A record whose every value has the type the field names, as ``json.loads`` gives it (a
+    float field may hold an int: it is read as its float, as :func:`parse` does), and with no
+    unknown key, converts in one msgspec call into a frozen Struct that has
+    :class:`LogRecord`'s fields (its parts likewise: same names, same values, same defaults)
+    but none of its methods; anything else — a bad record, a value :func:`parse` would convert
+    (a number as text), an unknown kind or version, a missing part, or no msgspec installed —
+    gives None. Never raises."""
+    if _VIEW is None:
+        return None
+    try:
+        rec = _msgspec.convert(data, _VIEW, strict=True)
+    except Exception:  # the record is parse's to read or refuse, with its own message
+        return None
+    if rec.v not in (1, LOG_VERSION) or rec.kind not in KINDS or (rec.v == 1 and rec.kind != "step"):
+        return None
+    if any(getattr(rec, k) is None for k in _REQUIRED[rec.kind]):
+        return None
+    return typing.cast(LogRecord, rec)  # read through LogRecord's fields only (module docstring)
 
 
 def _drop_none(d: Any) -> Any:

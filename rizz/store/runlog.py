@@ -41,6 +41,7 @@ from typing import Any
 from rizz.core import AdaptiveState, from_data, to_data
 from rizz.errors import RizzError
 from rizz.extras import extra_needed
+from rizz.formats.logrecord import load_line
 from rizz.formats.policy_file import parse_policy
 from rizz.formats.wording import plural
 from rizz.store.durable import (
@@ -249,7 +250,7 @@ class RunDir:
                 if not line.endswith(b"\n"):
                     return
                 try:
-                    yield json.loads(line)
+                    yield load_line(line)
                 except json.JSONDecodeError as e:
                     raise ValueError(f"{self.log_path}:{n}: corrupt log record ({e.msg})") from None
 
