@@ -20,6 +20,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import numpy as np
+
 from rizz.core import CandidateRule, Label, StepInput, Verdict
 from rizz.engine.pending import Pending
 from rizz.errors import RizzError
@@ -77,26 +79,35 @@ def decode_step(rec: lr.LogRecord, store: Any) -> tuple[StepInput, Verdict | Non
     record's distilled rules (``distill``) ride in the input, as that format folded them.
 
     Raises LogFoldError for a record without an input."""
-
-    def vec(key: str | None) -> bytes:
-        return store.get(key).astype("float32").tobytes() if key else b""
-
     x = rec.input
     if x is None:
         raise LogFoldError(f"record {rec.kind} {rec.id!r} at step {rec.step} has no input")
-    j, p = rec.judge, rec.prompt
-    d = rec.distill
-    rules = tuple(CandidateRule(a, s, vec(k)) for a, s, k in d.rules) if d is not None else ()
+    get = store.get
+
+    def vec(key: str | None) -> bytes:
+        return np.asarray(get(key), dtype=np.float32).tobytes() if key else b""
+
+    j, p, d, a, dl = rec.judge, rec.prompt, rec.distill, rec.answer, rec.declared_label
+    rules = tuple([CandidateRule(a_, s_, vec(k)) for a_, s_, k in d.rules]) if d is not None else ()
+    completion = 0
+    for c in rec.calls:
+        if c.kind == "answer":
+            completion += c.completion_tokens
+    # positionally, in _STEP_FIELDS' order: a replay decodes every record, and matching 24 keywords
+    # cost more than the rest of this function (each argument is computed in the order it was before)
     inp = StepInput(
-        step=rec.step, item_id=rec.id, text=x.text, embedding=vec(x.embedding), instruction=x.instruction,
-        evidence=x.evidence, scope=x.scope, shape=x.shape, context_only=rec.context_only,
-        label=Label(j.function, j.application) if j else None, label_embedding=vec(j.label_embedding) if j else b"",
-        answer=rec.answer.extracted if rec.answer else None, prompt_rule_ids=tuple(p.rule_ids) if p else (),
-        prompt_episode_keys=tuple(p.episode_keys) if p else (), prompt_tokens=p.tokens if p else 0,
-        completion_tokens=sum(c.completion_tokens for c in rec.calls if c.kind == "answer"),
-        dropped=len(p.dropped) if p else 0, candidate_rules=rules, distilled=bool(d and d.asked),
-        tenant=x.tenant, **time_fields(x.time),
-        prompt_blocks=tuple(p.blocks) if p else (),
-        declared_label=Label(rec.declared_label.function, rec.declared_label.application) if rec.declared_label else None,
+        rec.step, rec.id, x.text, vec(x.embedding), x.instruction, x.evidence, x.scope, x.shape, rec.context_only,
+        Label(j.function, j.application) if j else None, vec(j.label_embedding) if j else b"",
+        a.extracted if a else None, tuple(p.rule_ids) if p else (), tuple(p.episode_keys) if p else (),
+        p.tokens if p else 0, completion, len(p.dropped) if p else 0, rules, bool(d and d.asked), x.tenant,
+        (when := time_fields(x.time) if x.time is not None else _NO_TIME)["time"], tuple(p.blocks) if p else (),
+        Label(dl.function, dl.application) if dl else None, when["instant_us"],
     )
     return inp, decode_verdict(rec.verdict)
+
+
+#: StepInput's fields in the order :func:`decode_step` passes them (tests/shell/test_logrecord_fast.py checks it).
+_STEP_FIELDS = ("step", "item_id", "text", "embedding", "instruction", "evidence", "scope", "shape", "context_only", "label",
+                "label_embedding", "answer", "prompt_rule_ids", "prompt_episode_keys", "prompt_tokens", "completion_tokens",
+                "dropped", "candidate_rules", "distilled", "tenant", "time", "prompt_blocks", "declared_label", "instant_us")
+_NO_TIME: dict[str, Any] = {"time": None, "instant_us": None}

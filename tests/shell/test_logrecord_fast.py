@@ -1,6 +1,7 @@
 """The refold's shortcuts read a log exactly as before: ``load_line`` gives what ``json.loads``
 gives (or its error), ``parse_fast`` gives what ``parse`` gives (or None, and ``parse`` then
-returns the record or raises its own message) (results/2026-12-04-replay-speed.md)."""
+returns the record or raises its own message), ``decode_step`` decodes a view as the record
+(results/2026-12-04-replay-speed.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rizz.core import Policy
+from rizz.core import Policy, StepInput
+from rizz.engine import codec
 from rizz.engine.logfold import LogFold, refold
 from rizz.formats import logrecord as lr
 from rizz.formats.logrecord import LogRecordError, load_line, parse, parse_fast, unstructure
@@ -165,6 +167,22 @@ def test_parse_fast_on_random_changes(data: st.DataObject) -> None:
             node = node[p]
         node[path[-1]] = data.draw(st.sampled_from(ODD) | st.text(max_size=3) | st.integers() | st.floats())
     _check(record)
+
+
+def test_decode_step_reads_a_view_as_the_record_and_passes_step_input_s_fields_in_order() -> None:
+    assert codec._STEP_FIELDS == tuple(a.name for a in attrs.fields(StepInput))
+    vec = np.linspace(-1, 1, 8, dtype=np.float32)
+
+    class Store:
+        def get(self, key: str) -> np.ndarray:
+            return vec.copy()
+
+    for data in RECORDS:
+        rec = parse(data)
+        if rec.kind in ("step", "answer"):
+            fast = parse_fast(data)
+            assert fast is not None or lr._VIEW is None
+            assert codec.decode_step(rec, Store()) == codec.decode_step(fast or rec, Store())
 
 
 JSON_LINES = [b'{"a": 1}', b'{"a": "x\x01y"}', b'{"a": 123456789012345678901234567890}', b'{"a": -9223372036854775809}',
