@@ -240,15 +240,18 @@ class RunStore:
         per key). Unknown keys are skipped; at most ``VECTOR_CACHE_MAX`` are kept."""
 
         with self._lock:
-            todo = [k for k in dict.fromkeys(keys) if k and k not in self._cache and k not in self._vecs][:VECTOR_CACHE_MAX]
+            cache = self._cache
+            todo = [k for k in dict.fromkeys(keys) if k and k not in cache and k not in self._vecs][:VECTOR_CACHE_MAX]
             db = self._conn(create=False)
             if db is None or not todo:
                 return
             for i in range(0, len(todo), 500):
                 part = todo[i:i + 500]
                 rows = db.execute(f"SELECT key, vec FROM embeddings WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
-                for key, vec in rows:
-                    self._remember(key, np.frombuffer(vec, dtype=np.float32))
+                for key, vec in rows:  # new keys, so each goes last, as _remember puts it; read-only (a view of bytes)
+                    cache[key] = np.frombuffer(vec, dtype=np.float32)
+            while len(cache) > VECTOR_CACHE_MAX:  # the oldest go, as _remember drops them one by one
+                cache.popitem(last=False)
 
     def keys(self) -> Iterator[str]:
         """Every committed embedding key, in key order."""
