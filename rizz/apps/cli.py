@@ -19,7 +19,7 @@ with extra_needed("cli", "the rizz command"):
 from rizz.adapters.embedder import Embedder
 from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
 from rizz.adapters.models.shipped import DEFAULT_EMBEDDED
-from rizz.adapters.models.spec import spec_help
+from rizz.adapters.models.spec import backend_name, spec_help
 from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
 from rizz.apps.cli_help import Command, Group
 from rizz.apps.cli_streams import app as streams_app
@@ -140,7 +140,7 @@ def run(
     new_dir = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        check_resume(out, stream, pol, budget, policy, limit)  # before the model loads: a mismatched resume is refused at once
+        check_resume(out, stream, pol, budget, policy, limit, backend_name(model))  # before the model loads: refused at once
     except RunDirMismatch as e:
         _fail(str(e))
     todo = n if limit is None else min(n, limit)
@@ -350,10 +350,12 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     if user_model is not None and ray_address is not None:
         _fail("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
     _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",))  # the cache comes first
+    # the model's recorded name where it is known before loading (with peers, rizz's entries go through their server)
+    expect_model = None if any(is_peer(p) for p in policies) else backend_name(model)
     for p in policies:  # a folder resumed with other settings or a smaller --limit: refused before the model loads
         try:
             if p in loaded:
-                check_resume(out / loaded[p].name, stream, loaded[p], budget, p, limit)
+                check_resume(out / loaded[p].name, stream, loaded[p], budget, p, limit, expect_model)
             elif (out / p / "summary.json").exists():  # a finished peer run (an unfinished one starts again)
                 RunDir(out / p).check_limit(limit)
         except RunDirMismatch as e:

@@ -92,17 +92,20 @@ def _policy_meta(pol: Policy) -> dict[str, Any]:
 
 
 def check_resume(path: str | Path, stream: str | Path | None, policy: Policy, budget_cap: int | None, source: str | None = None,
-                 limit: int | None = None) -> None:
-    """Refuse (RunDirMismatch) resuming the RUN_DIR ``path`` with another stream, policy or
-    budget cap, from run.json alone, or with a ``limit`` below the steps its log holds
-    (:meth:`~rizz.store.runlog.RunDir.check_limit`), before a model is loaded (a new directory
-    passes; the model, embedder and rendering are checked when :meth:`Session.open` opens it).
-    ``source``: the policy as the command named it (file or name; default: the policy's name)."""
+                 limit: int | None = None, model: str | None = None) -> None:
+    """Refuse (RunDirMismatch) resuming the RUN_DIR ``path`` with another stream, policy,
+    budget cap or (when ``model`` is given) model, from run.json alone, or with a ``limit``
+    below the steps its log holds (:meth:`~rizz.store.runlog.RunDir.check_limit`), before a
+    model is loaded (a new directory passes; the model, embedder and rendering are checked
+    again when :meth:`Session.open` opens it).
+    ``source``: the policy as the command named it (file or name; default: the policy's name).
+    ``model``: the backend name the command's model will carry, when known before loading it
+    (:func:`rizz.adapters.models.spec.backend_name`)."""
     rd = RunDir(Path(path))
     if rd.meta_path.exists():
         rd.check_settings({**_stream_meta(stream), **_policy_meta(policy), "budget_cap": budget_cap,
-                           "policy": source if source is not None else policy.name},
-                          ("stream_sha256", "policy_digest", "budget_cap"))
+                           "policy": source if source is not None else policy.name, "model": model},
+                          ("stream_sha256", "policy_digest", "budget_cap") + (("model",) if model is not None else ()))
         rd.check_limit(limit)
 
 

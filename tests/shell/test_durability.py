@@ -176,6 +176,7 @@ def test_a_full_disk_stops_cleanly_and_the_run_resumes_once_there_is_space(tmp_p
     monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
     monkeypatch.setattr("rizz.apps.cli.load_model",
                         lambda spec, cache=None: CachedModel(ArithmeticModel(), ResponseCache(cache)))
+    monkeypatch.setattr("rizz.apps.cli.backend_name", lambda spec: ArithmeticModel().name)  # what the spec loads
     out = tmp_path / "r"
     args = ["run", str(stream), "--out", str(out), "--rendering", "chat", "--snapshot-every", "3"]
     monkeypatch.setenv(durable.FAULT_ENV, "enospc@log.append:4")

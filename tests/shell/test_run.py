@@ -123,6 +123,7 @@ def test_cli_run_and_bench_refuse_a_smaller_limit_before_loading_the_model(tmp_p
     from rizz.apps import cli
 
     monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: fake_model(_answer))
+    monkeypatch.setattr("rizz.apps.cli.backend_name", lambda spec: "fake:scripted")  # the name the spec's model carries
     monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
     run_dir, bench_dir = tmp_path / "run", tmp_path / "bench"
     assert CliRunner().invoke(cli.app, ["run", str(stream), "--out", str(run_dir), "--limit", "4"]).exit_code == 0
@@ -137,6 +138,32 @@ def test_cli_run_and_bench_refuse_a_smaller_limit_before_loading_the_model(tmp_p
         assert res.exit_code == 2 and "Traceback" not in err, err
         assert f"{folder} already holds 4 finished steps, more than this command's --limit 2" in err, err
         assert "to resume it give --limit 4 or more, or no --limit" in err
+    assert loaded == []
+
+
+def test_cli_run_and_bench_refuse_another_local_model_before_loading_it(tmp_path, stream, fake_model, monkeypatch):
+    from stubs import HashEmbedder
+    from typer.testing import CliRunner
+
+    from rizz.adapters.models.shipped import shipped_model
+    from rizz.apps import cli
+
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: fake_model(_answer))
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    run_dir, bench_dir = tmp_path / "run", tmp_path / "bench"
+    assert CliRunner().invoke(cli.app, ["run", str(stream), "--out", str(run_dir), "--limit", "4"]).exit_code == 0
+    assert CliRunner().invoke(cli.app, ["bench", str(stream), "-P", "frozen", "--out", str(bench_dir), "--limit", "4"]).exit_code == 0
+    recorded = json.loads((run_dir / "run.json").read_text())["model"]
+    loaded = []
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: loaded.append(spec))
+    other = shipped_model("smollm2-135m-instruct").backend_name
+    for args, folder in ((["run", str(stream), "--out", str(run_dir)], run_dir),
+                         (["bench", str(stream), "-P", "frozen", "--out", str(bench_dir)], bench_dir / "frozen")):
+        res = CliRunner().invoke(cli.app, [*args, "--limit", "8", "--model", "embedded:smollm2-135m-instruct"])
+        err = " ".join((res.output + (res.stderr if res.stderr_bytes is not None else "")).split())
+        assert res.exit_code == 2 and "Traceback" not in err and "loading the model" not in err, err
+        assert f"{folder} was started with different settings; resume refused:" in err
+        assert f"--model: run has '{recorded}', this command has '{other}'" in err, err
     assert loaded == []
 
 

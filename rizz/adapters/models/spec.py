@@ -33,6 +33,7 @@ Any form but ``oracle`` takes options after a ``?`` (``name=value`` joined by ``
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from rizz.adapters.models.anthropic_backend import DEFAULT_MODEL_ID, AnthropicModel
@@ -41,9 +42,9 @@ from rizz.adapters.models.cache import CachedModel, ResponseCache
 from rizz.adapters.models.embedded import EmbeddedModel
 from rizz.adapters.models.openai_backend import OpenAICompatModel
 from rizz.adapters.models.oracle import OracleModel
-from rizz.adapters.models.shipped import SHIPPED
+from rizz.adapters.models.shipped import SHIPPED, shipped_model
 
-__all__ = ["SPEC_FORMS", "SPEC_OPTIONS", "MAX_REASONING_TOKENS", "load_model", "spec_help", "split_options"]
+__all__ = ["SPEC_FORMS", "SPEC_OPTIONS", "MAX_REASONING_TOKENS", "backend_name", "load_model", "spec_help", "split_options"]
 
 SPEC_FORMS = (
     "embedded[:NAME]",
@@ -92,6 +93,34 @@ def split_options(spec: str) -> tuple[str, dict[str, int]]:
             raise _bad(spec, f"{name}= needs an int in 0..{_OPTION_MAX[name]}, got {value!r}")
         opts[name] = int(value)
     return head, opts
+
+
+def backend_name(spec: str) -> str | None:
+    """The ``name`` the backend of a local model spec will carry (the ``model`` a RUN_DIR
+    records), known without loading it: ``embedded[:NAME]`` and ``gguf:PATH``, with
+    ``?reasoning=N``; ``None`` for any other spec, or one :func:`load_model` would refuse.
+    A resume compares it with its RUN_DIR before the model loads.
+
+    Example:
+        >>> backend_name("embedded:qwen2.5-coder-0.5b-instruct?reasoning=8")
+        'embedded:Qwen2.5-Coder-0.5B-Instruct.Q4_K_M?reasoning=8'
+        >>> backend_name("gguf:~/models/x.Q4_K_M.gguf"), backend_name("anthropic")
+        ('gguf:x.Q4_K_M', None)
+    """
+    try:
+        head, opts = split_options(spec.strip())
+    except ValueError:
+        return None
+    kind, sep, rest = head.partition(":")
+    if kind == "embedded":
+        if sep and rest.strip().lower() not in SHIPPED:
+            return None
+        name = shipped_model(rest or None).backend_name
+    elif kind == "gguf" and sep and rest:
+        name = f"gguf:{Path(rest).expanduser().stem}"
+    else:
+        return None
+    return name + (f"?reasoning={opts['reasoning']}" if opts.get("reasoning") else "")
 
 
 def _bad(spec: object, why: str) -> ValueError:
