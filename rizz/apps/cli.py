@@ -102,7 +102,7 @@ def _resume_hint(out: Path, per_policy: bool = False) -> str:
 def run(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
     policy: str = typer.Option("default", "--policy", "-p", metavar="POLICY", help=POLICY_HELP),
-    out: Path = typer.Option(..., "--out", "-o", metavar="RUN_DIR", help="RUN_DIR; an unfinished one is resumed."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="RUN_DIR", help="RUN_DIR; an unfinished one is resumed, a finished one extended by a larger --limit."),
     model: str = typer.Option("embedded", "--model", "-m", metavar="SPEC", help=MODEL_HELP),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, metavar="N", help="Only the first N elements."),
     skip_bad: bool = typer.Option(False, "--skip-bad", metavar="", help="Record malformed stream lines in RUN_DIR/bad_lines.json and go on."),
@@ -116,7 +116,8 @@ def run(
 ) -> None:
     """Run STREAM through RIZZ with POLICY; write RUN_DIR (log, snapshots, summary.json).
 
-    Running the same command again on an unfinished RUN_DIR resumes it.
+    Running the same command again on an unfinished RUN_DIR resumes it; with a larger --limit
+    (or none) on a finished one, it goes on from where the run stopped.
     """
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
     from rizz.engine.run import run_stream
@@ -439,7 +440,7 @@ def bench(
     """Several policies over the same stream and model, side by side (report.md, results.json, PNG plots).
 
     A shared response cache means an identical prompt is paid for once; rerunning the same
-    command resumes an interrupted bench. With --ray the policies run as Ray tasks (same
+    command resumes an interrupted bench, and a larger --limit extends a finished one. With --ray the policies run as Ray tasks (same
     digests and results; each task's cache is merged into the bench's).
     """
     _bench(stream, [p.strip() for p in policies.split(",") if p.strip()], out, model, limit, rendering,

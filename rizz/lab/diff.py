@@ -312,10 +312,39 @@ def branch_table(rows: list[dict[str, Any]], width: int, wide: bool = False) -> 
         need["label"] = min(need["label"], label_width + 3)
         while not wide and sum(need[k] for k, _, _ in shown) - 1 > width and max(p for _, _, p in shown) > keep:
             shown.remove(max(shown, key=lambda c: c[2]))
+    # the label column's width once the others are placed: a longer label breaks after a "/" or "-"
+    label_w = max(LABEL_MIN, width - 1 - sum(need[k] for k, _, _ in shown if k != "label") - 3)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for key, header, _ in shown:
         table.add_column(header, justify="left" if key in _TEXT else "right", overflow="fold",
                          no_wrap=key not in ("label", "routed_by"), min_width=LABEL_MIN if key == "label" else None)
     for r in rows:
-        table.add_row(*[cell(r, key) for key, _, _ in shown])
+        table.add_row(*[fold_label(cell(r, key), label_w) if key == "label" and not wide else cell(r, key) for key, _, _ in shown])
     return table, [c[0] for c in present if c not in shown]
+
+
+def fold_label(label: str, width: int) -> str:
+    """``label`` on lines of at most ``width`` characters, broken after a ``/`` or ``-`` where it
+    can be (a part longer than ``width`` is cut at ``width``), joined by newlines.
+
+    Example:
+        >>> print(fold_label("simplify-text/provide-simplified-version", 24))
+        simplify-text/provide-
+        simplified-version
+    """
+    import re
+
+    lines: list[str] = []
+    line = ""
+    for part in re.findall(r"[^/-]*[/-]|[^/-]+$", label):
+        while len(part) > width:  # a part with no break in it: cut
+            if line:
+                lines.append(line)
+                line = ""
+            lines.append(part[:width])
+            part = part[width:]
+        if len(line) + len(part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    return "\n".join([*lines, line] if line else lines) or label

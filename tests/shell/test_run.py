@@ -738,6 +738,7 @@ def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path
             break
         parts.append(line.split()[0])
     assert "".join(parts) == "translate/reasons-compound-choices", res.output  # folded, not cut
+    assert all(p.endswith(("/", "-")) for p in parts[:-1]), parts  # ... after a "/" or "-", not mid-word
     res = CliRunner().invoke(app, ["inspect", str(out), "--wide"], env={"COLUMNS": "80"})
     header = " ".join(res.output.split())
     for name in ("shape", "active", "answered", "episodes", "rules", "anti-", "patterns", "context", "quaran-", "tined", "inputs routed by"):
