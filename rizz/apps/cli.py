@@ -18,7 +18,6 @@ with extra_needed("cli", "the rizz command"):
 
 from rizz.adapters.embedder import Embedder
 from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
-from rizz.adapters.models.shipped import DEFAULT_EMBEDDED
 from rizz.adapters.models.spec import backend_name, spec_help
 from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
 from rizz.apps.cli_help import Command, Group
@@ -477,7 +476,7 @@ def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
     except (ValueError, OSError):
         left = dict.fromkeys(DEMO_STEP_SECONDS, limit)
     head = f"rizz demo: frozen, then default, over the first {limit} elements of the shipped TRACE slice"
-    if model.strip().lower() not in ("embedded", f"embedded:{DEFAULT_EMBEDDED}"):  # the default model, by either name
+    if backend_name(model.strip().lower()) != backend_name("embedded"):  # the default model, by any of its names
         return f"{head}; no time estimate for --model {model} (the measured figures are the embedded model's)"
     threads = int(os.environ.get("RIZZ_THREADS", "2"))
     guess = time_estimate(left, DEMO_STEP_SECONDS, os.getloadavg()[0], os.cpu_count() or 1, threads)
