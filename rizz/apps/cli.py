@@ -346,6 +346,11 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
             except PolicyError as e:
                 hint = f"\n(the peer {p.lower()} is the entry peer:{p.lower()})" if p.lower() in PEERS else ""
                 _fail(f"{e}{hint}")
+    names = [loaded[p].name for p in loaded]
+    if len(set(names)) < len(names):  # before the model loads (run_bench says the same, later)
+        copied = [f"{p} (name: {loaded[p].name})" for p in loaded if names.count(loaded[p].name) > 1]
+        _fail(f"policy names must differ (they name the run folders): {', '.join(copied)}; a copied policy file keeps "
+              f"the name: of the file it was copied from: give it its own")
     _check_rendering(rendering)
     if user_model is not None and ray_address is not None:
         _fail("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")

@@ -46,6 +46,13 @@ def check_out(out: Path, marker: str, what: str, also: tuple[str, ...] = ()) -> 
         fail(f"--out {out}: is a file; {what} must be a folder (new or one rizz wrote)")
     if out.is_dir():
         names = {p.name for p in out.iterdir()}
+        if marker not in names:  # the other command's folder, which a shared response cache would let in
+            runs = sorted(n for n in names if (out / n / "run.json").is_file())
+            if what == "RUN_DIR" and ("results.json" in names or runs):
+                fail(f"--out {out}: a rizz bench folder (its runs: {', '.join(runs) or 'none yet'}), not a RUN_DIR; "
+                     f"give a new folder for the {what}")
+            if what == "BENCH_DIR" and "run.json" in names:
+                fail(f"--out {out}: a RUN_DIR (it holds run.json), not a bench folder; give a new folder for the {what}")
         if names and marker not in names and not names & set(also):
             fail(f"--out {out}: the folder holds other files ({', '.join(sorted(names)[:3])}{', ...' if len(names) > 3 else ''}) "
                  f"and no {marker}; give a new folder for the {what}")

@@ -444,6 +444,35 @@ def _cli(*args: str):
     return res.exit_code, " ".join(res.output.replace("│", " ").split())
 
 
+def test_run_refuses_a_bench_folder_and_bench_a_run_dir_though_both_hold_a_response_cache(tmp_path, stream):
+    """A newcomer's `rizz run --out <bench folder>` ran and overwrote the bench's view: the
+    shared responses.sqlite made any such folder look like one of ours."""
+    bench, run = tmp_path / "bench", tmp_path / "run"
+    (bench / "frozen").mkdir(parents=True)
+    (bench / "frozen" / "run.json").write_text("{}")
+    (bench / "responses.sqlite").write_bytes(b"")
+    run.mkdir()
+    (run / "run.json").write_text("{}")
+    (run / "responses.sqlite").write_bytes(b"")
+    code, text = _cli("run", str(stream), "--out", str(bench))
+    assert code == 2 and text == f"--out {bench}: a rizz bench folder (its runs: frozen), not a RUN_DIR; give a new folder for the RUN_DIR", text
+    code, text = _cli("bench", str(stream), "-P", "frozen", "--out", str(run))
+    assert code == 2 and text == f"--out {run}: a RUN_DIR (it holds run.json), not a bench folder; give a new folder for the BENCH_DIR", text
+    assert sorted(p.name for p in bench.iterdir()) == ["frozen", "responses.sqlite"]  # nothing written
+    assert sorted(p.name for p in run.iterdir()) == ["responses.sqlite", "run.json"]
+
+
+def test_bench_refuses_two_policies_of_one_name_before_loading_the_model(tmp_path, stream, monkeypatch):
+    loaded = []
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: loaded.append(spec))
+    copy = tmp_path / "mine.yaml"
+    copy.write_text((ROOT / "policies" / "default.yaml").read_text())  # a copy keeps name: default
+    code, text = _cli("bench", str(stream), "-P", f"frozen,default,{copy}", "--out", str(tmp_path / "b"))
+    assert code == 2 and text == (f"policy names must differ (they name the run folders): default (name: default), {copy} (name: default); "
+                                  "a copied policy file keeps the name: of the file it was copied from: give it its own"), text
+    assert loaded == [] and not (tmp_path / "b").exists()
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--limit", "0"], "Invalid value for '--limit' / '-n': Input should be greater than or equal to 1"),
     (["--limit", "-1"], "Invalid value for '--limit' / '-n': Input should be greater than or equal to 1"),

@@ -219,3 +219,16 @@ def test_list_says_a_model_assembled_in_the_cache_runs_without_its_parts(fake_mo
     assert _installed(gone, cache) == f"parts not installed, but assembled and verified in {cache}: it runs"
     (cache / "fake-w.gguf").write_bytes(b"x")  # changed since its check: not trusted
     assert _installed(gone, cache) == "parts not installed"
+
+
+def test_the_name_a_run_records_is_accepted_as_the_model_spec():
+    """summary.json and a refused resume name the model `embedded:Qwen2.5-Coder-1.5B-Instruct.Q4_K_M`;
+    pasting that back as --model said "unknown embedded model"."""
+    from rizz.adapters.models.spec import backend_name
+
+    for key, m in SHIPPED.items():
+        assert shipped_model(m.backend_name.split(":", 1)[1]) is m is shipped_model(key.upper())
+        assert backend_name(m.backend_name) == m.backend_name == backend_name(f"embedded:{key}")
+    with pytest.raises(ValueError, match="unknown embedded model 'Qwen2.5-Coder-9B'"):
+        shipped_model("Qwen2.5-Coder-9B")
+    assert backend_name("embedded:Qwen2.5-Coder-9B") is None

@@ -181,15 +181,21 @@ DEFAULT_EMBEDDED = "qwen2.5-coder-1.5b-instruct"
 
 
 def shipped_model(name: str | None) -> ShippedModel:
-    """The shipped model called ``name`` (``None``: :data:`DEFAULT_EMBEDDED`).
+    """The shipped model called ``name`` (``None``: :data:`DEFAULT_EMBEDDED`): a key of
+    :data:`SHIPPED`, or the name its runs record after ``embedded:`` (its ``backend_name``,
+    e.g. ``Qwen2.5-Coder-1.5B-Instruct.Q4_K_M``, as ``summary.json`` and a refused resume show
+    it), in any case.
 
     Raises:
         ValueError: an unknown name, listing the known ones.
     """
     key = DEFAULT_EMBEDDED if not name else name.strip().lower()
-    if key not in SHIPPED:
-        raise ValueError(f"unknown embedded model {name!r}; shipped: {', '.join(SHIPPED)}")
-    return SHIPPED[key]
+    if key in SHIPPED:
+        return SHIPPED[key]
+    for m in SHIPPED.values():
+        if m.backend_name.lower() == f"embedded:{key}":
+            return m
+    raise ValueError(f"unknown embedded model {name!r}; shipped: {', '.join(SHIPPED)}")
 
 
 def model_cache_dir() -> Path:

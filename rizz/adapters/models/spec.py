@@ -113,7 +113,7 @@ def backend_name(spec: str) -> str | None:
         return None
     kind, sep, rest = head.partition(":")
     if kind == "embedded":
-        if sep and rest.strip().lower() not in SHIPPED:
+        if sep and not _is_shipped(rest):
             return None
         name = shipped_model(rest or None).backend_name
     elif kind == "gguf" and sep and rest:
@@ -121,6 +121,14 @@ def backend_name(spec: str) -> str | None:
     else:
         return None
     return name + (f"?reasoning={opts['reasoning']}" if opts.get("reasoning") else "")
+
+
+def _is_shipped(name: str) -> bool:
+    try:
+        shipped_model(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _bad(spec: object, why: str) -> ValueError:
@@ -165,7 +173,7 @@ def load_model(
             raise _bad(spec, "oracle calls no model, so ?reasoning=N does not apply to it")
         return OracleModel()  # type: ignore[return-value]
     if kind == "embedded":
-        if sep and rest.strip().lower() not in SHIPPED:
+        if sep and not _is_shipped(rest):
             raise _bad(spec, f"unknown embedded model {rest!r}; shipped: {', '.join(SHIPPED)}")
         backend = EmbeddedModel(shipped=rest or None, **kwargs)
     elif kind == "gguf" and sep:
