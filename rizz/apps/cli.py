@@ -495,11 +495,32 @@ def policy_check(files: list[str] = typer.Argument(..., metavar="POLICY...", hel
     for f in files:
         try:
             p = load_policy(f)
-            typer.echo(f"{f}: ok ({p.name})")
+            typer.echo(f"{f}: ok ({p.name})" + _no_extends_note(f, p))
         except PolicyError as e:
             bad += 1
             typer.secho(str(e), fg="red", err=True)
     raise typer.Exit(1 if bad else 0)
+
+
+def _no_extends_note(source: str, policy: Any) -> str:
+    """For a policy file with no ``extends:``: a note that its unset fields are rizz.core.Policy's
+    values, not the shipped default's, and how many fields then differ from ``default``."""
+    import yaml
+
+    path = Path(source)
+    if not path.is_file():  # a shipped name
+        return ""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return ""
+    if not isinstance(raw, dict) or "extends" in raw:
+        return ""
+    n = len([d for d in policy_differences(load_policy("default"), policy) if d[0] != "name"])
+    if not n:  # default.yaml itself, or a file that spells out every field default sets
+        return ""
+    return (f"; note: no extends:, so its unset fields are rizz.core.Policy's values, not policies/default.yaml's"
+            f" ({n} fields differ from default: rizz policy diff default {source}; add extends: default to start from it)")
 
 
 def policy_list_lines(columns: int | None) -> list[str]:

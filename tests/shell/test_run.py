@@ -15,7 +15,7 @@ from rizz.adapters.embedder import Embedder
 from rizz.core import Verdict
 from rizz.engine.run import replay, run_stream
 from rizz.engine.session import Session
-from rizz.formats.policy_file import load_policy
+from rizz.formats.policy_file import load_policy, policy_differences
 from rizz.formats.streams import StreamError, read_stream
 from rizz.lab.diff import diff_run, inspect_run
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch
@@ -354,6 +354,15 @@ def test_policy_check_cli(tmp_path):
     assert ok.returncode == 0 and "ok (default)" in ok.stdout
     res = subprocess.run([sys.executable, "-m", "rizz.apps.cli", "policy", "check", str(bad)], capture_output=True, text=True)
     assert res.returncode == 1 and "$.routing.snap_threshold: expected a number in [0, 1], got 1.7" in res.stderr
+    # a file with no extends: is valid, and told its unset fields are not default's
+    loose = tmp_path / "loose.yaml"
+    loose.write_text("routing:\n  snap_threshold: 0.85\n")
+    res = subprocess.run([sys.executable, "-m", "rizz.apps.cli", "policy", "check", str(loose)], capture_output=True, text=True)
+    n = len([d for d in policy_differences(load_policy("default"), load_policy(str(loose))) if d[0] != "name"])
+    assert res.returncode == 0 and n > 5 and res.stdout.strip() == (
+        f"{loose}: ok (loose); note: no extends:, so its unset fields are rizz.core.Policy's values, not policies/default.yaml's"
+        f" ({n} fields differ from default: rizz policy diff default {loose}; add extends: default to start from it)"), res.stdout
+    assert "note" not in ok.stdout
     typo = tmp_path / "typo.yaml"
     typo.write_text("extends: default\nrouting: {snap_treshold: 0.5}\n")
     res = subprocess.run([sys.executable, "-m", "rizz.apps.cli", "policy", "check", str(typo)], capture_output=True, text=True)
