@@ -27,7 +27,7 @@ Any form but ``oracle`` takes options after a ``?`` (``name=value`` joined by ``
   one is decoded from where they differ, cut to a whole batch so the answers are a fresh
   decode's (:class:`~rizz.adapters.models.embedded.EmbeddedModel`); 0 resets the context
   before every call (more tokens decoded, the same answers, the same ``name``). The peers'
-  llama server (:mod:`rizz.lab.peers.setup`) keeps its own prompt cache only with ``?kv_reuse=1``.
+  llama server (:mod:`rizz.lab.peers.setup`) takes the option alike.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def spec_help() -> str:
             f" ?reasoning=N (0..{MAX_REASONING_TOKENS}): N thinking tokens added to every call's answer"
             f" budget, e.g. anthropic?reasoning=1024. embedded and gguf keep the KV cache between calls"
             f" (a shared prompt prefix is not decoded again; the same answers); ?kv_reuse=0 resets it"
-            f" before every call, ?kv_reuse=1 (the default) also gives the peers' llama server a prompt cache.")
+            f" before every call.")
 
 
 def split_options(spec: str) -> tuple[str, dict[str, int]]:
