@@ -84,6 +84,32 @@ app.add_typer(policy_app, name="policy")
 app.add_typer(streams_app, name="streams")
 
 
+def version_text() -> str:
+    """``rizz --version``'s line: the version of the installed ``rizz`` distribution
+    (:func:`importlib.metadata.version`; an editable install's too), else, for a source tree
+    run without installing it, :data:`rizz.__version__` and where that tree is."""
+    from importlib import metadata
+
+    try:
+        return f"rizz {metadata.version('rizz')}"
+    except metadata.PackageNotFoundError:
+        import rizz
+
+        return f"rizz {rizz.__version__} (not installed: the source tree at {Path(rizz.__file__).resolve().parent.parent})"
+
+
+def _say_version(value: bool) -> None:
+    if value:
+        typer.echo(version_text())
+        raise typer.Exit()
+
+
+@app.callback()
+def _rizz(version: bool = typer.Option(False, "--version", metavar="", is_eager=True, callback=_say_version,
+                                        help="Print rizz's version and exit.")) -> None:
+    """rizz: a frozen LLM that improves over a stream of mixed tasks through routed, verifier-gated memory (RIZZ)."""
+
+
 # the names this module's commands call (public in cli_errors, shared with cli_scale and rizz view)
 _fail, _check_out, _check_rendering, _load_policy_or_exit = fail, check_out, check_rendering, load_policy_or_exit
 

@@ -13,7 +13,9 @@ the flag is declared with ``metavar=""`` (rizz's are). These classes, when a com
 - give an option declared without a metavar a readable one from its type: ``PATH``, ``N``
   (an integer), ``NUMBER``, ``TEXT`` (rizz's options declare their own, e.g. ``SPEC``,
   ``RUN_DIR``, ``TOKENS``; this is the fallback);
-- give typer's own ``--help``, which typer makes, ``metavar=""``: it is a flag.
+- give typer's own ``--help``, which typer makes, ``metavar=""``: it is a flag;
+- accept ``-h`` wherever ``--help`` works (:data:`HELP_OPTION_NAMES`, click's
+  ``help_option_names``), unless a command's own ``context_settings`` name others.
 
 Nothing else about a command changes: its parameters parse as declared.
 """
@@ -24,7 +26,18 @@ from typing import Any
 
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-__all__ = ["Command", "Group"]
+__all__ = ["Command", "Group", "HELP_OPTION_NAMES"]
+
+#: The options that print a command's help: every ``rizz`` command and group takes both.
+HELP_OPTION_NAMES = ["-h", "--help"]
+
+
+def _with_short_help(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` of a command or group with :data:`HELP_OPTION_NAMES` in its ``context_settings``
+    (kept as given when they name their own)."""
+    settings = dict(kwargs.get("context_settings") or {})
+    settings.setdefault("help_option_names", list(HELP_OPTION_NAMES))
+    return {**kwargs, "context_settings": settings}
 
 
 def _no_value_shown(option: Any) -> Any:
@@ -68,10 +81,10 @@ def _readable(params: list[Any]) -> None:
 
 
 class Command(TyperCommand):
-    """A ``rizz`` command: readable metavars, and no value type beside ``--help``."""
+    """A ``rizz`` command: readable metavars, no value type beside ``--help``, and ``-h``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **_with_short_help(kwargs))
         _readable(self.params)
 
     def get_help_option(self, ctx: Any) -> Any:
@@ -79,7 +92,10 @@ class Command(TyperCommand):
 
 
 class Group(TyperGroup):
-    """A ``rizz`` command group (``rizz``, ``rizz policy``, ``rizz streams``): its ``--help`` shows no value type."""
+    """A ``rizz`` command group (``rizz``, ``rizz policy``, ``rizz streams``): its ``--help`` shows no value type; ``-h`` too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **_with_short_help(kwargs))
 
     def get_help_option(self, ctx: Any) -> Any:
         return _no_value_shown(super().get_help_option(ctx))

@@ -555,7 +555,8 @@ def test_help_shows_no_value_type_beside_a_flag(monkeypatch):
     found, placeholders, usage = {}, {}, {}
     for path in [(), *_command_paths(typer.main.get_command(app))]:
         code, text = _cli(*path, "--help")
-        assert code == 0 and "--help Show this message and exit." in text, (path, text)
+        assert code == 0 and "--help -h Show this message and exit." in text, (path, text)
+        assert _cli(*path, "-h") == (code, text), path  # -h wherever --help works
         found[path] = re.findall(r"(--[\w-]+) <bool>", text)
         placeholders[path] = re.findall(r"<\w[\w\[\],. ]*>|\{\w+\}", text)
         usage[path] = text.split("Usage: ", 1)[1].split(" ")[1: len(path) + 3]  # after the program's name
@@ -569,6 +570,23 @@ def test_help_shows_no_value_type_beside_a_flag(monkeypatch):
     code, text = _cli("run", "--help")
     assert "* STREAM Stream file" in text and "--model -m SPEC " in text and "--limit -n N [x>=1] " in text, text
     assert "--budget TOKENS [x>=16] " in text and "--out -o RUN_DIR " in text
+
+
+def test_version_names_the_installed_distribution_or_the_source_tree(monkeypatch):
+    from importlib import metadata
+
+    import rizz
+    from rizz.apps.cli import version_text
+
+    code, text = _cli("--version")
+    assert code == 0 and text == f"rizz {metadata.version('rizz')}" == version_text(), text
+    assert _cli("--version", "run") == (code, text)  # eager: before any command is parsed
+
+    def not_installed(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", not_installed)
+    assert version_text() == f"rizz {rizz.__version__} (not installed: the source tree at {ROOT})"
 
 
 def test_an_option_declared_without_a_metavar_gets_a_readable_one():
