@@ -20,8 +20,9 @@ Extensions beyond the contract (documented, accepted by the reader):
 - Blank (whitespace-only) lines are skipped.
 
 Refused beyond the field table: a key repeated in one JSON object (at any depth), a number
-that is not finite (``NaN``, ``Infinity``, ``1e999``) anywhere in ``metadata``, and a file with
-no stream elements.
+that is not finite (``NaN``, ``Infinity``, ``1e999``) anywhere in ``metadata``, a file with
+no stream elements, and a file of JSON that is not JSON Lines (a JSON array, or an object
+pretty-printed over several lines: one error for the file, :func:`not_json_lines`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ __all__ = [
     "dumps_element",
     "count_tasks",
     "non_finite",
+    "not_json_lines",
 ]
 
 def _freeze_meta(meta: Mapping[str, Any] | None) -> PMap:
@@ -318,7 +320,10 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
         ``metadata.tests`` or a function name in ``metadata.entry_point``, ``sari`` without
         ``metadata.source``, duplicate id — the message names both lines);
         ``FILE: no stream elements (...)`` if the file has no non-blank line, or (with
-        ``skip_bad``) every line is bad — then ``err.bad`` lists them.
+        ``skip_bad``) every line is bad — then ``err.bad`` lists them; ``FILE: a JSON array
+        ..., not JSON Lines: ...`` (or ``one JSON object spread over N lines``), with or
+        without ``skip_bad``, for a file of JSON that is not one element a line
+        (:func:`not_json_lines`, which names the ``jq`` command that converts it).
       OSError: if the file cannot be read.
     """
     name = str(path)
@@ -333,6 +338,7 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
 
     if os.path.isdir(path):
         raise StreamError(name, "is a directory; expected a stream file (JSONL, one element a line)")
+    first_line = True
     with open(path, "rb") as fh:
         for lineno, raw_bytes in enumerate(fh, start=1):
             if lineno == 1 and raw_bytes.startswith(b"\xef\xbb\xbf"):
@@ -345,6 +351,11 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
                 continue
             if not raw.strip():
                 continue
+            if first_line:  # a JSON file that is not JSON Lines is one error, not one per line
+                first_line = False
+                whole = not_json_lines(path, raw)
+                if whole is not None:
+                    raise StreamError(name, whole)
             try:
                 obj = json.loads(raw.rstrip("\r\n"), object_pairs_hook=pairs_hook)
             except json.JSONDecodeError as err:
@@ -372,6 +383,77 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
         raise StreamError(name, "no stream elements: the only non-blank line is bad" if len(bad) == 1
                           else f"no stream elements: all {len(bad)} non-blank lines are bad", bad)
     return StreamRead(tuple(elements), tuple(bad))
+
+
+def not_json_lines(path: str | os.PathLike[str], first_line: str) -> str | None:
+    """What is wrong with a stream file that holds JSON but not JSON Lines, said once for the
+    whole file, with the ``jq`` command that converts it; None when it is not such a file.
+
+    ``first_line``: the file's first non-blank line. Such a file is a JSON array (the line
+    starts with ``[`` and the file is one array; or it does not parse at all and the line is
+    no whole JSON value: a broken array), or JSON values spread over several lines
+    (pretty-printed: the first line is no whole JSON value, but the file is one or more).
+    Anything else is read line by line, each bad line an error of its own.
+
+    Example (``s.json`` holds ``[{"id": "a", ...}, ...]`` pretty-printed)::
+
+        a JSON array of 2 items, not JSON Lines: a stream file holds one element, a whole JSON
+        object, per line (specs/stream-format.md); convert it with: jq -c '.[]' s.json > s.jsonl
+    """
+    import shlex
+
+    head = first_line.strip()
+    try:
+        json.loads(head)
+        whole_line = True
+    except ValueError:
+        whole_line = False
+    if whole_line and not head.startswith("["):
+        return None  # a whole JSON value on the first line: JSON Lines (or bad lines, said one by one)
+    try:
+        text: str | None = Path(path).read_bytes().decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        text = None
+    values = None if text is None else _json_values(text)
+    if head.startswith("["):
+        if values is not None and len(values) == 1 and isinstance(values[0], list):
+            n = len(values[0])
+            what = f"a JSON array of {n} item{'' if n == 1 else 's'}"
+        elif values is None and not whole_line:  # an array that does not parse (a comma too many?): jq says where
+            what = "a JSON array (its first non-blank character is '[')"
+        else:  # lines of JSON, the first an array: each bad line is said on its own
+            return None
+        jq = "'.[]'"
+    elif values is not None and text is not None:
+        lines = sum(1 for line in text.splitlines() if line.strip())
+        what = (f"one JSON {'object' if isinstance(values[0], dict) else 'value'} spread over {lines} lines" if len(values) == 1
+                else f"{len(values)} JSON values spread over {lines} lines (pretty-printed)")
+        jq = "."
+    else:
+        return None
+    target = Path(path).with_suffix(".jsonl")
+    if target == Path(path):
+        target = Path(path).with_suffix(".lines.jsonl")
+    return (f"{what}, not JSON Lines: a stream file holds one element, a whole JSON object, per line "
+            f"(specs/stream-format.md); convert it with: jq -c {jq} {shlex.quote(str(path))} > {shlex.quote(str(target))}")
+
+
+def _json_values(text: str) -> list[Any] | None:
+    """The JSON values ``text`` holds one after another (whitespace between them), or None
+    when it is not such a sequence."""
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    at, end = 0, len(text)
+    while True:
+        while at < end and text[at] in " \t\r\n":
+            at += 1
+        if at == end:
+            return values or None
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return None
+        values.append(value)
 
 
 def write_stream(path: str | os.PathLike[str], elements: Iterable[StreamElement]) -> int:

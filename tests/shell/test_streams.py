@@ -336,3 +336,56 @@ def test_check_reports_every_bad_line_unless_first(tmp_path) -> None:
     ]
     first = CliRunner().invoke(streams_app, ["check", "--first", str(path)])
     assert first.exit_code == 1 and first.output.splitlines() == [f"error: {path}:2: field 'id': expected a string, got 7"]
+
+
+def _pretty_array(n: int) -> str:
+    return json.dumps([json.loads(_line(id=f"q{i}")) for i in range(n)], indent=2)
+
+
+@pytest.mark.parametrize("skip_bad", [False, True])
+def test_a_pretty_printed_json_array_is_one_error_naming_json_lines_and_jq(tmp_path, skip_bad) -> None:
+    """A newcomer's stream written with json.dump(items, f, indent=2) gave an error per line
+    (47 of them from `rizz streams check`): one error for the file, with the command that converts it."""
+    path = tmp_path / "items.json"
+    path.write_text(_pretty_array(3) + "\n", encoding="utf-8")
+    with pytest.raises(StreamError) as err:
+        read_stream(path, skip_bad=skip_bad)
+    assert str(err.value) == (f"{path}: a JSON array of 3 items, not JSON Lines: a stream file holds one element, a whole JSON "
+                              f"object, per line (specs/stream-format.md); convert it with: jq -c '.[]' {path} > {tmp_path / 'items.jsonl'}")
+    assert (err.value.line, err.value.bad) == (None, ())
+    result = CliRunner().invoke(streams_app, ["check", str(path)])
+    assert result.exit_code == 1 and result.output == f"error: {err.value}\n", result.output
+    one_line = tmp_path / "one-line.jsonl"  # an array on one line; the converted file may not overwrite the stream
+    one_line.write_text(json.dumps([json.loads(_line(id="a"))]) + "\n", encoding="utf-8")
+    with pytest.raises(StreamError, match=r": a JSON array of 1 item, not JSON Lines: .* jq -c '\.\[\]' \S+one-line\.jsonl > \S+one-line\.lines\.jsonl$"):
+        read_stream(one_line, skip_bad=skip_bad)
+    broken = tmp_path / "broken.json"  # a comma too many: still an array, not lines (jq says where it breaks)
+    broken.write_text(_pretty_array(2).replace("}\n]", "},\n]"), encoding="utf-8")
+    with pytest.raises(StreamError, match=r": a JSON array \(its first non-blank character is '\['\), not JSON Lines"):
+        read_stream(broken, skip_bad=skip_bad)
+
+
+def test_pretty_printed_objects_are_one_error_naming_jq(tmp_path) -> None:
+    one = tmp_path / "one.json"
+    one.write_text("\n" + json.dumps(GOOD, indent=2) + "\n", encoding="utf-8")
+    n_lines = len(json.dumps(GOOD, indent=2).splitlines())
+    with pytest.raises(StreamError) as err:
+        read_stream(one, skip_bad=True)
+    assert str(err.value) == (f"{one}: one JSON object spread over {n_lines} lines, not JSON Lines: a stream file holds one element, "
+                              f"a whole JSON object, per line (specs/stream-format.md); convert it with: jq -c . {one} > {tmp_path / 'one.jsonl'}")
+    several = tmp_path / "several.jsonl"  # jq's own default output: objects one after another, pretty-printed
+    several.write_text(json.dumps(GOOD, indent=2) + "\n" + json.dumps(dict(GOOD, id="b"), indent=2) + "\n", encoding="utf-8")
+    with pytest.raises(StreamError, match=rf": 2 JSON values spread over {2 * n_lines} lines \(pretty-printed\), not JSON Lines: .*jq -c \. "):
+        read_stream(several)
+
+
+def test_lines_of_json_whose_first_is_bad_are_still_read_line_by_line(tmp_path) -> None:
+    """Only a file that is JSON as a whole (and not one value a line) is refused at once."""
+    path = tmp_path / "x.jsonl"
+    path.write_text("[1, 2]\n" + _line(id="a") + "\n" + '{"id": "b", "input": \n', encoding="utf-8")
+    read = read_stream(path, skip_bad=True)
+    assert [e.id for e in read.elements] == ["a"] and [(b.line, b.message) for b in read.bad] == [
+        (1, "expected a JSON object, got a list"), (3, "invalid JSON at column 22: Expecting value")]
+    path.write_text('{"id": "a", "input": \n' + _line(id="b") + "\n", encoding="utf-8")
+    with pytest.raises(StreamError, match=r":1: invalid JSON at column"):
+        read_stream(path)
