@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+import tomllib
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -87,15 +89,16 @@ app.add_typer(streams_app, name="streams")
 def version_text() -> str:
     """``rizz --version``'s line: the version of the installed ``rizz`` distribution
     (:func:`importlib.metadata.version`; an editable install's too), else, for a source tree
-    run without installing it, :data:`rizz.__version__` and where that tree is."""
-    from importlib import metadata
-
+    run without installing it, the version its ``pyproject.toml`` declares and where it is."""
     try:
         return f"rizz {metadata.version('rizz')}"
     except metadata.PackageNotFoundError:
-        import rizz
-
-        return f"rizz {rizz.__version__} (not installed: the source tree at {Path(rizz.__file__).resolve().parent.parent})"
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        try:
+            version = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
+        except (OSError, ValueError, KeyError):
+            return f"rizz (version unknown: not installed, and no version in {pyproject})"
+        return f"rizz {version} (not installed: the source tree at {pyproject.parent})"
 
 
 def _say_version(value: bool) -> None:

@@ -573,9 +573,9 @@ def test_help_shows_no_value_type_beside_a_flag(monkeypatch):
 
 
 def test_version_names_the_installed_distribution_or_the_source_tree(monkeypatch):
+    import tomllib
     from importlib import metadata
 
-    import rizz
     from rizz.apps.cli import version_text
 
     code, text = _cli("--version")
@@ -586,7 +586,8 @@ def test_version_names_the_installed_distribution_or_the_source_tree(monkeypatch
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "version", not_installed)
-    assert version_text() == f"rizz {rizz.__version__} (not installed: the source tree at {ROOT})"
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert version_text() == f"rizz {declared} (not installed: the source tree at {ROOT})"
 
 
 def test_an_option_declared_without_a_metavar_gets_a_readable_one():
