@@ -42,7 +42,7 @@ from rizz.lab.diff import branch_table, diff_run, inspect_run
 from rizz.lab.episode_view import episode_rows, episodes_text
 from rizz.lab.peers.setup import peer_model
 from rizz.lab.progress import StepProgress, new_progress, time_estimate
-from rizz.lab.report import format_table
+from rizz.lab.report import build_report, format_table
 from rizz.store.convert import ConvertError, convert_run_dir, run_dirs_in
 from rizz.store.durable import EXIT_DISK_FULL, check_durability, disk_full
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch
@@ -70,6 +70,8 @@ POLICY_HELP = "Policy YAML file, or a shipped name (policies/): " + ", ".join(so
 RENDERING_HELP = "raw | chat | chat-turns (default: chat for the shipped Qwen models and the API backends, raw for SmolLM2 and a gguf:PATH)."
 #: Smallest prompt budget a policy accepts (the ``compiler.token_budget`` minimum).
 MIN_BUDGET = int(attrs.fields(CompilerPolicy).token_budget.metadata["min"])
+#: The ``summary.json`` fields ``rizz run`` prints when it ends.
+RUN_SUMMARY_KEYS = ("steps", "answered", "mean_reward", "model_calls", "branches", "state_digest")
 
 # A flag (a bool option that takes no value) is declared with metavar="": typer's rich help
 # would print <bool> in its type column, as if it took one; every command and group is of
@@ -145,11 +147,12 @@ def run(
     """Run STREAM through RIZZ with POLICY; write RUN_DIR (log, snapshots, summary.json).
 
     Running the same command again on an unfinished RUN_DIR resumes it; with a larger --limit
-    (or none) on a finished one, it goes on from where the run stopped.
+    (or none) on a finished one, it goes on from where the run stopped; on a finished one with
+    nothing left to run, it says so without loading the model.
     """
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
     from rizz.engine.run import run_stream
-    from rizz.engine.session import check_resume
+    from rizz.engine.session import check_resume, finished_run
 
     pol = _load_policy_or_exit(policy)
     if not stream.exists():
@@ -173,6 +176,11 @@ def run(
     except RunDirMismatch as e:
         _fail(str(e))
     todo = n if limit is None else min(n, limit)
+    finished = finished_run(out, todo, model, rendering=rendering, user_model=user_model, embedder=Embedder)
+    if finished is not None and all(k in finished for k in RUN_SUMMARY_KEYS):  # said before the model loads (up to a minute)
+        typer.echo(f"{out}: already finished ({plural(finished['steps'], 'step')}); nothing to run", err=True)
+        typer.echo(json.dumps({k: finished[k] for k in RUN_SUMMARY_KEYS}, indent=1))
+        return
     typer.echo(f"rizz run: {todo} of {n} elements of {stream}, policy {pol.name}, into {out}; loading the model {model} ...", err=True)
     try:
         backend = load_model(model, cache=cache or out / "responses.sqlite")
@@ -202,7 +210,7 @@ def run(
         if full is None:
             raise
         _fail(str(full), EXIT_DISK_FULL)
-    typer.echo(json.dumps({k: summary[k] for k in ("steps", "answered", "mean_reward", "model_calls", "branches", "state_digest")}, indent=1))
+    typer.echo(json.dumps({k: summary[k] for k in RUN_SUMMARY_KEYS}, indent=1))
 
 
 @app.command(cls=Command)
@@ -349,7 +357,7 @@ def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: int 
 def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int | None, rendering: str | None, command: str, title: str,
            budget: int | None = None, ray_address: str | None = None, user_model: str | None = None) -> None:
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
-    from rizz.engine.session import check_resume
+    from rizz.engine.session import check_resume, finished_run
     from rizz.lab.bench import run_bench
     from rizz.lab.peers.run_peer import PEERS, PeerError, is_peer, peer_python
 
@@ -394,6 +402,20 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
                 RunDir(out / p).check_limit(limit)
         except RunDirMismatch as e:
             _fail(str(e))
+    todo = len(elements) if limit is None else min(len(elements), limit)
+    # every policy's run already finished (a peer entry's folder is checked only by its run): the report, without the model
+    finished = [f for p in policies if p in loaded and (f := finished_run(out / loaded[p].name, todo, model, rendering=rendering,
+                                                                           user_model=user_model, embedder=Embedder)) is not None]
+    if len(finished) == len(policies):
+        for p, f in zip(policies, finished):
+            typer.echo(f"{out / loaded[p].name}: already finished ({plural(f['steps'], 'step')}); nothing to run", err=True)
+        try:
+            results = build_report(out, [loaded[p].name for p in policies], title=title, command=command)
+        except (ValueError, FileNotFoundError) as e:
+            _fail(str(e))
+        typer.echo(format_table(results))
+        typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/*.png   results: {out / 'results.json'}")
+        return
     made_out = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
 

@@ -26,6 +26,7 @@ notebooks).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import threading
 import time
@@ -39,6 +40,7 @@ import attrs
 from rizz.adapters.embedder import Embedder
 from rizz.adapters.models import load_model
 from rizz.adapters.models.base import ModelBackend
+from rizz.adapters.models.spec import backend_name, backend_rendering
 from rizz.core import AdaptiveState, CandidateRule, Policy, StepInput, Verdict, digest, distill_batch
 from rizz.core.serialize import canonical_json
 from rizz.core.tenants import AnyState, answers_after, fed_branch, locate
@@ -55,7 +57,8 @@ from rizz.formats.wording import plural
 from rizz.store.durable import check_durability
 from rizz.store.runlog import RunDir, model_meta, write_json_atomic
 
-__all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "SNAPSHOT_TAIL_MAX", "Session", "SessionError", "check_resume", "default_rendering"]
+__all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "SNAPSHOT_TAIL_MAX", "Session", "SessionError", "check_resume", "default_rendering",
+           "finished_run"]
 
 _CLOSED_IDS = 4096  # recently folded / expired ids kept for error messages (bounded)
 #: Snapshot bytes written per log record at most (see ``Session(snapshot_every=)``). A snapshot
@@ -107,6 +110,44 @@ def check_resume(path: str | Path, stream: str | Path | None, policy: Policy, bu
                            "policy": source if source is not None else policy.name, "model": model},
                           ("stream_sha256", "policy_digest", "budget_cap") + (("model",) if model is not None else ()))
         rd.check_limit(limit)
+
+
+def finished_run(path: str | Path, todo: int, model: str, *, rendering: str | None = None,
+                 user_model: str | None = None, embedder: Callable[[], Any] = Embedder) -> dict[str, Any] | None:
+    """``summary.json`` of the RUN_DIR ``path`` when resuming it to ``todo`` elements with the
+    model spec ``model`` would run nothing, as far as that is known without loading a model;
+    else None (a new or unfinished directory, or a setting known only once the model loads:
+    then the resume goes through :meth:`Session.open`, which says so itself).
+
+    Nothing to run: the log holds ``todo`` finished steps or more, and ``summary.json`` counts
+    every one of them (it was written after the last: nothing happened since), so the summary
+    a resume would write is that one. Call it after :func:`check_resume` (stream, policy,
+    budget cap, limit); it compares what :meth:`Session.open` compares after loading the
+    model, by what the command names: the model by its backend name
+    (:func:`~rizz.adapters.models.spec.backend_name`; a spec of unknown name gives None), the
+    rendering given or else the model's default, the simulated user's model, the embedder
+    (``embedder()`` makes the one the command would use, default :class:`Embedder`: its name
+    and width are known before it loads; made only for a finished run).
+    """
+    rd = RunDir(Path(path))
+    if not (rd.meta_path.is_file() and rd.summary_path.is_file()):
+        return None
+    try:
+        meta = rd.meta()
+        summary = json.loads(rd.summary_path.read_text(encoding="utf-8"))
+        done = rd.finished_steps()
+    except (OSError, ValueError):  # unreadable: Session.open says what is wrong
+        return None
+    if not isinstance(summary, dict) or summary.get("steps") != done or done < todo or not isinstance(summary.get("state_digest"), str):
+        return None
+    made = embedder()
+    now = {"model": backend_name(model), "rendering": rendering or backend_rendering(model),
+           "user_model": backend_name(user_model) if user_model else None, "embedder": made.name, "embedder_dim": made.dim}
+    if now["model"] is None or (user_model and now["user_model"] is None):
+        return None
+    if any(meta.get(k) != v for k, v in now.items()):  # Session.open refuses it, naming the setting
+        return None
+    return summary
 
 
 def _remove_if_only_cache(root: Path) -> None:

@@ -167,6 +167,52 @@ def test_cli_run_and_bench_refuse_another_local_model_before_loading_it(tmp_path
     assert loaded == []
 
 
+def test_cli_run_and_bench_of_a_finished_folder_say_nothing_to_run_before_loading_the_model(tmp_path, stream, fake_model, monkeypatch):
+    """A newcomer's second `rizz run` of a finished RUN_DIR loaded the model (up to a minute)
+    only to say there was nothing to run; `rizz bench` the same for each policy."""
+    from stubs import HashEmbedder
+    from typer.testing import CliRunner
+
+    from rizz.adapters.models.spec import backend_name
+    from rizz.apps import cli
+
+    def embedded(spec, **kw):  # a fake that carries the default model's name, as a run of --model embedded records
+        model = fake_model(_answer)
+        model.name = backend_name("embedded")
+        model.default_rendering = "chat"
+        return model
+
+    monkeypatch.setattr("rizz.apps.cli.load_model", embedded)
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    run_dir, bench_dir = tmp_path / "run", tmp_path / "bench"
+    run_args, bench_args = ["run", str(stream), "--out", str(run_dir)], ["bench", str(stream), "-P", "frozen,default", "--out", str(bench_dir)]
+    assert CliRunner().invoke(cli.app, [*run_args, "--limit", "4"]).exit_code == 0
+    assert CliRunner().invoke(cli.app, [*bench_args, "--limit", "4"]).exit_code == 0
+    (bench_dir / "report.md").unlink()
+    loaded = []
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: loaded.append(spec) or embedded(spec))
+
+    def cli_run(*args):
+        res = CliRunner().invoke(cli.app, list(args))
+        return res.exit_code, res.stdout, " ".join(res.stderr.split())
+
+    code, out, err = cli_run(*run_args, "--limit", "4")
+    digest = json.loads((run_dir / "summary.json").read_text())["state_digest"]
+    assert code == 0 and err == f"{run_dir}: already finished (4 steps); nothing to run", err
+    assert json.loads(out)["state_digest"] == digest and json.loads(out)["steps"] == 4
+    code, out, err = cli_run(*bench_args, "--limit", "4")
+    assert code == 0 and err == f"{bench_dir / 'frozen'}: already finished (4 steps); nothing to run {bench_dir / 'default'}: already finished (4 steps); nothing to run", err
+    assert "frozen" in out and "default" in out and f"report: {bench_dir / 'report.md'}" in out and (bench_dir / "report.md").exists()
+    assert loaded == []
+    # anything to run, or a setting known only once the model loads: the model loads, and the run says the rest
+    code, out, err = cli_run(*run_args, "--limit", "4", "--rendering", "raw")
+    assert code == 2 and "--rendering: run has 'chat', this command has 'raw'" in err and loaded == ["embedded"], err
+    code, out, err = cli_run(*run_args, "--limit", "5")
+    assert code == 0 and json.loads(out)["steps"] == 5 and loaded == ["embedded"] * 2, err
+    code, out, err = cli_run(*bench_args, "--limit", "5")
+    assert code == 0 and "loading the model embedded" in err and loaded == ["embedded"] * 3, err
+
+
 def test_run_writes_log_summary_and_replays_to_the_same_digest(tmp_path, stream, fake_model, embedder):
     out = tmp_path / "run"
     s = _run(stream, out, fake_model, embedder, snapshot_every=5)

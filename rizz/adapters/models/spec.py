@@ -44,7 +44,7 @@ from rizz.adapters.models.openai_backend import OpenAICompatModel
 from rizz.adapters.models.oracle import OracleModel
 from rizz.adapters.models.shipped import SHIPPED, shipped_model
 
-__all__ = ["SPEC_FORMS", "SPEC_OPTIONS", "MAX_REASONING_TOKENS", "backend_name", "load_model", "spec_help", "split_options"]
+__all__ = ["SPEC_FORMS", "SPEC_OPTIONS", "MAX_REASONING_TOKENS", "backend_name", "backend_rendering", "load_model", "spec_help", "split_options"]
 
 SPEC_FORMS = (
     "embedded[:NAME]",
@@ -121,6 +121,22 @@ def backend_name(spec: str) -> str | None:
     else:
         return None
     return name + (f"?reasoning={opts['reasoning']}" if opts.get("reasoning") else "")
+
+
+def backend_rendering(spec: str) -> str | None:
+    """The ``default_rendering`` the backend of a local model spec will have (what a run
+    records as its ``rendering`` when no ``--rendering`` is given), known without loading it:
+    a shipped model's own (``embedded[:NAME]``), ``raw`` for ``gguf:PATH``; ``None`` where
+    :func:`backend_name` is None.
+
+    Example:
+        >>> backend_rendering("embedded"), backend_rendering("gguf:x.gguf"), backend_rendering("anthropic")
+        ('chat', 'raw', None)
+    """
+    if backend_name(spec) is None:
+        return None
+    kind, _, rest = split_options(spec.strip())[0].partition(":")
+    return shipped_model(rest or None).rendering if kind == "embedded" else "raw"
 
 
 def _is_shipped(name: str) -> bool:
