@@ -221,6 +221,7 @@ def replay(
     """Refold RUN_DIR's log with no model calls; print the final state's digest, and say
     whether it equals the digest the run recorded (summary.json); exit 1 when it does not
     (summary.json is then kept, and the refolded summary written to summary.replay.json).
+    A replay that finds the recorded digest writes nothing (a read-only RUN_DIR replays too).
 
     Under another --policy the logged answers and rewards are refolded as they are: the
     memory and branches are that policy's, the rewards the run's (it is not a new run; use
@@ -229,38 +230,52 @@ def replay(
     """
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
     from rizz.engine.run import replay as do_replay, replay_differences
+    from rizz.store.runlog import RunDirReadOnly
 
     pol = _load_policy_or_exit(policy) if policy else None
-    try:  # what the run recorded, read before a refold under its own policy rewrites summary.json
+    try:  # what the run recorded, read before a refold under its own policy writes summary.json (when it records no digest)
         recorded = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         recorded = None
+    unwritten = None  # why the summary the replay had to write is not written (a RUN_DIR that cannot be written)
     try:
         summary = do_replay(run_dir, pol, policy)
     except FileNotFoundError as e:
         _fail(str(e))
-    except RunDirBusy as e:  # replay writes summary.json, so it takes the lock a running run or server holds
+    except RunDirReadOnly as e:  # refolded; only its summary file could not be written: say so after the result
+        assert e.summary is not None
+        summary, unwritten = e.summary, str(e)
+    except RunDirBusy as e:  # a replay that writes a summary takes the lock a running run or server holds
         _fail(f"{str(e).split(';')[0]}; replay it once that process has finished (replay writes summary.json)")
     typer.echo(summary["state_digest"])  # stdout: the digest alone (scripts read it); what it means goes to stderr
 
     def say(message: str) -> None:
         typer.echo(message, err=True)
 
-    if recorded is None or ("answers_from" not in summary and not isinstance(recorded.get("state_digest"), str)):
+    if "answers_from" not in summary and (recorded is None or not isinstance(recorded.get("state_digest"), str)):
         say(f"no digest recorded to compare with: {run_dir / 'summary.json'} is missing, unreadable or holds no state_digest "
-            "(a run that has not finished; a live session's directory until its first replay); it now holds the refolded summary")
+            "(a run that has not finished; a live session's directory until its first replay)"
+            + ("; it now holds the refolded summary" if unwritten is None else ""))
     elif "answers_from" in summary:
-        say(f"wrote {run_dir / 'summary.replay.json'}: the run's answers and rewards refolded under {summary['policy']}")
-        changed = replay_differences(recorded, summary)
-        say(f"differs from the run's summary.json ({recorded.get('policy')}) in: " + "; ".join(changed) if changed
-            else f"the same branches, labels and digest as the run's summary.json ({recorded.get('policy')})")
+        if unwritten is None:
+            say(f"wrote {run_dir / 'summary.replay.json'}: the run's answers and rewards refolded under {summary['policy']}")
+        if recorded is None:
+            say(f"nothing to compare with: {run_dir / 'summary.json'} is missing or unreadable (a run that has not finished)")
+        else:
+            changed = replay_differences(recorded, summary)
+            say(f"differs from the run's summary.json ({recorded.get('policy')}) in: " + "; ".join(changed) if changed
+                else f"the same branches, labels and digest as the run's summary.json ({recorded.get('policy')})")
     elif recorded.get("state_digest") == summary["state_digest"]:
         say(f"= the digest the run recorded in {run_dir / 'summary.json'}: its log replays to the same state")
     else:
         say(f"≠ the digest the run recorded in {run_dir / 'summary.json'} ({recorded.get('state_digest')}): its log refolds to "
-            f"another state (written by another version of rizz, or summary.json edited?); summary.json is kept as the run wrote it, "
-            f"the refolded summary is in {run_dir / 'summary.replay.json'}")
+            f"another state (written by another version of rizz, or summary.json edited?); summary.json is kept as the run wrote it"
+            + (f", the refolded summary is in {run_dir / 'summary.replay.json'}" if unwritten is None else ""))
+        if unwritten is not None:
+            say(unwritten)
         raise typer.Exit(1)
+    if unwritten is not None:
+        say(unwritten)
 
 
 @app.command(cls=Command)

@@ -13,6 +13,7 @@ is deterministic (and cached), the final state equals an uninterrupted run's.
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from rizz.formats.policy_file import parse_policy
 from rizz.formats.streams import StreamElement, read_stream
 from rizz.formats.wording import plural
 from rizz.store.durable import fault_point
-from rizz.store.runlog import RunDir, write_json_atomic
+from rizz.store.runlog import RunDir, RunDirReadOnly, write_json_atomic
 
 __all__ = ["KEEP_SNAPSHOTS", "episode_summary", "evaluated_tokens", "replay", "replay_differences", "run_stream", "summarise"]
 
@@ -186,30 +187,92 @@ def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str
 
     Any RUN_DIR: ``rizz run``'s, a live session's (``Session.open``), and log format 1.
 
-    With the run's policy the digest equals the run's and ``summary.json`` is rewritten; when
-    the digest differs from the one ``summary.json`` records, that file is kept (what the run
-    recorded is never overwritten) and the refolded summary goes to ``summary.replay.json``.
-    Under another policy the logged answers and verdicts are refolded as they are: the state
-    (branches, memory, digest) is that policy's, but answers, rewards and model calls are the
-    run's own (a counterfactual memory, not a new run); the summary then carries
-    ``answers_from`` (the run's policy) and goes to ``summary.replay.json``.
-    Raises FileNotFoundError for a directory that is not a RUN_DIR.
+    With the run's policy the digest equals the run's, and when ``summary.json`` records that
+    digest nothing is written (a replay that confirms the run leaves every file as it was);
+    when ``summary.json`` records none (a run that has not finished, a live session's folder)
+    the refolded summary is written there; when it records another digest that file is kept
+    (what the run recorded is never overwritten) and the refolded summary goes to
+    ``summary.replay.json``. Under another policy the logged answers and verdicts are refolded
+    as they are: the state (branches, memory, digest) is that policy's, but answers, rewards
+    and model calls are the run's own (a counterfactual memory, not a new run); the summary
+    then carries ``answers_from`` (the run's policy) and goes to ``summary.replay.json``.
+
+    Locking. The refold only reads, so it takes no lock: it works on a RUN_DIR that cannot be
+    written, and beside a ``rizz run`` writing the same folder it folds the records appended
+    so far (the log is append-only, and the store rows a record names are committed before it;
+    the store is read read-only, :class:`~rizz.store.runstore.RunStore`). Only a write takes
+    the writer's lock (RunDirBusy while a run or a server holds it), and under it the log is
+    checked against the one folded: when it changed meanwhile (a run appended and finished),
+    the log is folded again under the lock, so the file written describes the log as it is
+    and a run's ``summary.json`` written meanwhile decides where it goes.
+
+    Raises:
+      FileNotFoundError: a directory that is not a RUN_DIR.
+      RunDirBusy: a file must be written while another process holds the lock.
+      RunDirReadOnly: a file must be written but the folder cannot be (its ``summary`` is the
+        refolded summary, its message names the file).
     """
     rd = RunDir(run_dir)
     meta = rd.meta()
     if policy is None:
         policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
         policy_source = meta["policy"]
-    fold, records = restore_fold(rd, policy, use_snapshots=False)
-    summary = summarise(records, fold.state, dict(meta, policy=policy_source))
-    if policy_source != meta["policy"]:
-        summary["answers_from"] = meta["policy"]
-    if write_summary:
-        own = policy_source == meta["policy"]
-        recorded = recorded_digest(rd.root) if own else None
+    own = policy_source == meta["policy"]
+
+    def refold() -> dict[str, Any]:
+        fold, records = restore_fold(RunDir(run_dir), policy, use_snapshots=False)
+        summary = summarise(records, fold.state, dict(meta, policy=policy_source))
+        if not own:
+            summary["answers_from"] = meta["policy"]
+        return summary
+
+    def target(summary: dict[str, Any]) -> Path | None:
+        """Where ``summary`` goes: None when summary.json records its digest already."""
+        if not own:
+            return rd.replay_summary_path
+        recorded = recorded_digest(rd.root)
+        if recorded == summary["state_digest"]:
+            return None
+        return rd.summary_path if recorded is None else rd.replay_summary_path
+
+    folded = _log_identity(rd.log_path)
+    summary = refold()
+    path = target(summary)
+    if not write_summary or path is None:
+        return summary
+    try:
         with rd:
-            write_json_atomic(rd.root / ("summary.json" if own and recorded in (None, summary["state_digest"]) else "summary.replay.json"), summary)
+            if _log_identity(rd.log_path) != folded:  # appended to since the refold: fold the log as it is now
+                summary = refold()
+            path = target(summary)  # summary.json as it is now (a run may have finished meanwhile)
+            if path is not None:
+                try:
+                    write_json_atomic(path, summary)
+                except OSError as e:  # the lock could be taken, the file not written (a folder without write permission)
+                    if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                        raise
+                    raise _not_written(path, summary, f"{e.filename}: {e.strerror}") from None
+    except RunDirReadOnly as e:
+        if e.summary is not None:
+            raise
+        raise _not_written(path, summary, e.reason) from None  # the lock file itself
     return summary
+
+
+def _not_written(path: Path, summary: dict[str, Any], reason: str) -> RunDirReadOnly:
+    e = RunDirReadOnly(f"{path} not written: its folder cannot be written ({reason}); to keep the refolded summary, "
+                       "copy the RUN_DIR to a writable folder and replay it there")
+    e.summary, e.reason = summary, reason
+    return e
+
+
+def _log_identity(path: Path) -> tuple[int, int, int] | None:
+    """``log.jsonl``'s (inode, size, mtime): it changes with every append (and a repair)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def recorded_digest(run_dir: str | Path) -> str | None:

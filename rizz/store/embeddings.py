@@ -9,6 +9,7 @@ float32 bytes back instead of calling the model.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import os
@@ -88,7 +89,9 @@ class EmbeddingStore:
     cannot go stale while this process is the store's only writer, as the RUN_DIR's lock makes it).
 
     Args:
-      root: directory (created if missing).
+      root: directory (created if missing, unless ``readonly``).
+      readonly: only read (a RunDir that does not hold the RUN_DIR's lock): nothing is created,
+        and :meth:`put` of a new key raises PermissionError.
       durability: ``"disk"`` (default): a new entry is fsynced before it is renamed into
         place. With ``defer=True`` (what a Session's writes use) the fsync and rename run on a
         background thread while the caller goes on (routing, compiling, the model call), and
@@ -98,10 +101,12 @@ class EmbeddingStore:
         :meth:`sync` fsyncs those files later (at a session's close).
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk") -> None:
+    def __init__(self, root: str | os.PathLike[str], *, durability: str = "disk", readonly: bool = False) -> None:
         check_durability(durability)
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.readonly = readonly
+        if not readonly:
+            self.root.mkdir(parents=True, exist_ok=True)
         self._root = os.fspath(self.root)  # str paths on the per-vector path (pathlib costs ≈ 10 µs a join here)
         self.durability = durability
         self._pending: dict[str, tuple[np.ndarray, Any]] = {}  # key -> (vector, future of its write + rename)
@@ -144,6 +149,9 @@ class EmbeddingStore:
 
     def _put_new(self, key: str, vec: np.ndarray, path: str, defer: bool) -> str:
         """:meth:`put` of a key known to be absent (``vec`` float32, 1-d, contiguous)."""
+        if self.readonly:
+            raise PermissionError(errno.EACCES, f"{self.root}: opened read-only (by a RunDir that does not hold the RUN_DIR's lock); "
+                                                "writes go through the RunDir that holds it")
         folder = os.path.dirname(path)
         if key[:2] not in self._dirs:
             os.makedirs(folder, exist_ok=True)

@@ -15,7 +15,9 @@ Layout::
       snapshots/NNNNNNNN.inflight.json   pending answers at that snapshot (log format 2)
       responses.sqlite    response cache (model, prompt, parameters) → generation
       summary.json        summary (specs/stream-format.md), at the end of a run and by replay
-      .lock               held by the process using the directory
+      summary.replay.json a refold's summary by replay (another policy, or another digest than
+                          summary.json's)
+      .lock               held by the process writing the directory (never by a reader)
 
 A RUN_DIR written before ``store.sqlite`` (results/2026-12-02-runstore.md) has ``embeddings/`` (one ``.npy`` file per vector,
 :class:`~rizz.store.embeddings.EmbeddingStore`) and ``prompts/`` (one ``<sha256>.txt`` per prompt)
@@ -26,6 +28,14 @@ instead of ``store.sqlite``, and full snapshots. It is read and resumed in that 
 A record is appended before the call that made it returns, so a kill at any moment leaves at
 most a partial last line, which :meth:`RunDir.records` drops (and :meth:`RunDir.repair`
 truncates) — nothing already recorded is lost.
+
+Writers and readers. Whatever writes a RUN_DIR holds its lock (``with RunDir(...) as rd``, a
+:class:`~rizz.engine.session.Session`); a RunDir that does not hold it only reads: its store
+is opened read-only (:class:`~rizz.store.runstore.RunStore` ``readonly``: no file created or
+changed, also in a folder that cannot be written) and writes through it are refused. Reading
+needs no lock, also beside a writer: the log is only appended to and :meth:`RunDir.records`
+stops before a partial last line, and a record is appended only after the store rows it
+names are committed, so a reader sees a prefix of the run with everything it names.
 """
 
 from __future__ import annotations
@@ -62,11 +72,23 @@ from rizz.store.snapchunks import ChunkError, SnapshotChunks
 with extra_needed("lab", "the run log"):
     from filelock import FileLock, Timeout
 
-__all__ = ["SETTING_NAMES", "RunDir", "RunDirBusy", "RunDirMismatch", "setting_lines", "write_json_atomic"]
+__all__ = ["SETTING_NAMES", "RunDir", "RunDirBusy", "RunDirMismatch", "RunDirReadOnly", "setting_lines", "write_json_atomic"]
 
 
 class RunDirBusy(RuntimeError, RizzError):
-    """Another process holds the RUN_DIR lock."""
+    """The RUN_DIR cannot be taken for writing: another process holds its lock (or, as
+    :class:`RunDirReadOnly`, the folder cannot be written at all)."""
+
+
+class RunDirReadOnly(RunDirBusy):
+    """The RUN_DIR's lock file cannot be created or opened for writing (a read-only folder or
+    file system, or no permission): nothing can be written there. The message names the path.
+
+    ``reason``: the path that could not be written and why (``PATH: Read-only file system``);
+    ``summary``: set by :func:`rizz.engine.run.replay` to the refolded summary it could not write."""
+
+    reason: str = ""
+    summary: dict[str, Any] | None = None
 
 
 #: run.json's fields a resume must match: those that decide the results.
@@ -88,7 +110,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 class RunDir:
-    """Owner of one RUN_DIR. Use as a context manager to hold the lock.
+    """Owner of one RUN_DIR. Use as a context manager to hold the lock (and write); outside it,
+    a reader (module docstring).
 
     ``durability``: ``"disk"`` (default): :meth:`append` returns once the record is on disk
     (``fdatasync``; the directory is fsynced once, when the log is created), and the store
@@ -110,6 +133,7 @@ class RunDir:
         self.log_path = self.root / "log.jsonl"
         self.meta_path = self.root / "run.json"
         self.summary_path = self.root / "summary.json"
+        self.replay_summary_path = self.root / "summary.replay.json"
         self.snap_dir = self.root / "snapshots"
         self.prompt_dir = self.root / "prompts"  # the "files" layout only
         self.store_path = self.root / STORE_FILE
@@ -119,17 +143,25 @@ class RunDir:
 
     # -- lock ------------------------------------------------------------------------
     def __enter__(self) -> RunDir:
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(str(self.root / ".lock"), timeout=0)
+        lock = FileLock(str(self.root / ".lock"), timeout=0)
         try:
-            self._lock.acquire()
+            self.root.mkdir(parents=True, exist_ok=True)
+            lock.acquire()
         except Timeout:
             owner = (self.root / ".lock.pid").read_text().strip() if (self.root / ".lock.pid").exists() else "?"
             if owner == str(os.getpid()):
                 raise RunDirBusy(f"{self.root} is already open in this process (a Session or a run holds it); "
                                  "close that one first, or use another directory") from None
             raise RunDirBusy(f"{self.root} is in use by another rizz process (pid {owner}); wait for it or use another --out") from None
-        (self.root / ".lock.pid").write_text(str(os.getpid()))
+        except OSError as e:
+            raise _read_only(self.root, e) from None
+        try:
+            (self.root / ".lock.pid").write_text(str(os.getpid()))
+        except OSError as e:
+            lock.release()
+            raise _read_only(self.root, e) from None
+        self._drop_store()  # a store read before the lock was taken was opened read-only
+        self._lock = lock
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -143,14 +175,23 @@ class RunDir:
                 if self._log is not None:
                     self._log.close()
                     self._log = None
-            if self._store is not None and isinstance(self._store, RunStore):
-                try:
-                    self._store.close()
-                except OSError:
-                    if not exc or exc[0] is None:
-                        raise
-            if self._lock is not None:
-                self._lock.release()
+            try:
+                if self._store is not None and isinstance(self._store, RunStore):
+                    try:
+                        self._store.close()
+                    except OSError:
+                        if not exc or exc[0] is None:
+                            raise
+            finally:
+                self._drop_store()  # a later read reopens it read-only
+                if self._lock is not None:
+                    self._lock.release()
+                    self._lock = None
+
+    def _drop_store(self) -> None:
+        if isinstance(self._store, RunStore) and self._store.readonly:
+            self._store.close()
+        self._store, self._chunks = None, None
 
     # -- metadata ----------------------------------------------------------------------
     def check_or_write_meta(self, meta: dict[str, Any]) -> dict[str, Any]:
@@ -218,12 +259,14 @@ class RunDir:
     def embeddings(self) -> EmbeddingStore | RunStore:
         """The run's embedding store (one per RunDir, with its ``durability``): a
         :class:`~rizz.store.runstore.RunStore`, or in the ``"files"`` layout an
-        :class:`~rizz.store.embeddings.EmbeddingStore` on ``embeddings/``."""
+        :class:`~rizz.store.embeddings.EmbeddingStore` on ``embeddings/``; read-only unless this
+        RunDir holds the lock (module docstring)."""
         if self._store is None:
+            readonly = self._lock is None
             if self.layout == "files":
-                self._store = EmbeddingStore(self.root / "embeddings", durability=self.durability)
+                self._store = EmbeddingStore(self.root / "embeddings", durability=self.durability, readonly=readonly)
             else:
-                self._store = RunStore(self.store_path, durability=self.durability)
+                self._store = RunStore(self.store_path, durability=self.durability, readonly=readonly)
         return self._store
 
     # -- log -----------------------------------------------------------------------------
@@ -454,6 +497,15 @@ class RunDir:
             self.ignored_snapshots.append((n, why))
         return None
 
+
+
+def _read_only(root: Path, e: OSError) -> RunDirReadOnly:
+    """The one-line refusal of a RUN_DIR whose lock cannot be written (``e``: why)."""
+    reason = f"{e.filename or root}: {e.strerror or e}"
+    err = RunDirReadOnly(f"{root}: cannot write here ({reason}); rizz takes the RUN_DIR's lock before writing anything: "
+                         "make the folder writable, or copy it to a writable place and use the copy")
+    err.reason = reason
+    return err
 
 
 def model_meta(model: Any) -> dict[str, Any]:

@@ -30,6 +30,30 @@ commit loses only uncommitted rows, which no log record names yet.
 
 The store is the run's record, not a cache: a damaged file raises :class:`RunStoreError`
 (it is never silently rebuilt, unlike the response cache).
+
+Reading without writing (``readonly=True``: a :class:`~rizz.store.runlog.RunDir` that does not
+hold the RUN_DIR's lock, i.e. ``rizz replay``, ``inspect``, ``diff``, ``view``). Such a reader
+must work on a RUN_DIR it cannot write (``chmod -R a-w``, read-only media), must not change
+the folder, and must stay correct while a ``rizz run`` writes the same store. A WAL database
+needs its ``-wal`` and ``-shm`` files to be read (SQLite, "WAL mode", "Read-Only Databases": a
+read-only connection works when they exist or can be created, or with ``immutable=1``), and
+a store closed cleanly has neither: the last connection's close checkpoints every commit into
+``store.sqlite`` and deletes both. So:
+
+* no ``store.sqlite-wal``: no connection has the store open and every commit is in the file,
+  so it is opened ``immutable=1`` (read-only, no locks, no files created). Immutable means
+  SQLite neither locks nor looks for changes, which is safe only while nothing writes; so
+  before every read the store checks that no ``-wal`` has appeared and that the file's inode,
+  size and mtime are those it opened, and otherwise reopens as below (a writer creates the
+  ``-wal`` when it opens the store, and changes the file only by a checkpoint, later);
+* a ``store.sqlite-wal`` (a writer has the store open, or was killed before its last
+  checkpoint): ``mode=ro``, which reads through the WAL under SQLite's locks, so a concurrent
+  writer's commits are seen (a log record is written only after the rows it names are
+  committed). Where the ``-shm`` file is missing and cannot be created (a read-only folder), an
+  empty ``-wal`` is read as above (nothing is in it), and a non-empty one is a
+  :class:`RunStoreError` saying to copy the RUN_DIR somewhere writable.
+
+A read-only store refuses every write (:class:`RunStoreError`).
 """
 
 from __future__ import annotations
@@ -87,18 +111,22 @@ class RunStore:
     Args:
       path: the SQLite file (``RUN_DIR/store.sqlite``).
       durability: ``"disk"`` or ``"os"`` (module docstring).
+      readonly: only read, creating and changing no file, also in a folder that cannot be
+        written, and safely beside a writer (module docstring); writes raise RunStoreError.
 
     Attributes:
       commits: transactions committed by this object (each one fsync of the WAL under ``"disk"``).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durability: str = "disk") -> None:
+    def __init__(self, path: str | os.PathLike[str], *, durability: str = "disk", readonly: bool = False) -> None:
 
         check_durability(durability)
         self.path = Path(path)
         self.durability = durability
+        self.readonly = readonly
         self.commits = 0
         self._db: sqlite3.Connection | None = None
+        self._opened_as: tuple[int, int, int] | None = None  # readonly, immutable=1: the file's (inode, size, mtime) when opened
         self._lock = threading.RLock()
         self._vecs: dict[str, np.ndarray] = {}  # key -> vector, not yet committed
         self._prompts: dict[str, str] = {}
@@ -108,6 +136,10 @@ class RunStore:
 
     # -- the connection ------------------------------------------------------------------
     def _conn(self, create: bool) -> sqlite3.Connection | None:
+        if self.readonly:
+            if create:
+                self._writable()
+            return self._read_conn()
         if self._db is not None:
             return self._db
         if not create and not self.path.exists():
@@ -132,6 +164,70 @@ class RunStore:
                                 "so it is not rebuilt: restore it from a backup, or rerun into a new --out") from None
         self._db = db
         return db
+
+    def _wal(self) -> Path:
+        return self.path.with_name(self.path.name + "-wal")
+
+    def _identity(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    def _read_conn(self) -> sqlite3.Connection | None:
+        """The read-only connection (module docstring): ``immutable=1`` while no ``-wal`` exists and
+        the file is as it was opened, else ``mode=ro``; reopened once a writer has appeared."""
+        if self._db is not None:
+            if self._opened_as is None or (self._opened_as == self._identity() and not self._wal().exists()):
+                return self._db
+            self._db.close()  # a writer opened the store since: read through its WAL from now on
+            self._db = None
+        ident = self._identity()
+        if ident is None:
+            return None
+        wal, uri = self._wal(), self.path.resolve().as_uri()
+        try:
+            opened: tuple[sqlite3.Connection, int] | None = None
+            if wal.exists():
+                try:
+                    opened, self._opened_as = self._open_ro(f"{uri}?mode=ro"), None
+                except sqlite3.OperationalError as e:
+                    if wal.stat().st_size:  # commits only the WAL holds: SQLite needs its -shm file to read them
+                        raise RunStoreError(
+                            f"{self.path}: {wal.name} holds commits not yet in {self.path.name}, and SQLite cannot read them "
+                            f"without creating {self.path.name}-shm in {self.path.parent} ({e}); copy the RUN_DIR to a "
+                            "writable folder and run the command there") from None
+            if opened is None:  # no WAL, or an empty one: every commit is in the file
+                opened, self._opened_as = self._open_ro(f"{uri}?immutable=1"), ident
+        except sqlite3.DatabaseError as e:
+            raise RunStoreError(f"{self.path}: not a readable rizz store ({e}); it holds the run's embeddings and prompts, "
+                                "so it is not rebuilt: restore it from a backup, or rerun into a new --out") from None
+        db, version = opened
+        if version > STORE_VERSION:
+            db.close()
+            raise RunStoreError(f"{self.path}: store layout {version} is newer than this rizz reads ({STORE_VERSION}); upgrade rizz")
+        if version == 0:  # created, never written: nothing is stored yet
+            db.close()
+            return None
+        self._db = db
+        return db
+
+    @staticmethod
+    def _open_ro(uri: str) -> tuple[sqlite3.Connection, int]:
+        """A read-only connection to ``uri`` and the store's ``user_version`` (read through it, so
+        that a WAL that cannot be read fails here)."""
+        db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30.0)
+        try:
+            return db, int(db.execute("PRAGMA user_version").fetchone()[0])
+        except BaseException:
+            db.close()
+            raise
+
+    def _writable(self) -> None:
+        if self.readonly:
+            raise RunStoreError(f"{self.path}: opened read-only (by a RunDir that does not hold the RUN_DIR's lock); "
+                                "writes go through the RunDir that holds it (`with RunDir(...) as rd`)")
 
     def _read(self, sql: str, args: tuple[Any, ...]) -> Any:
         with self._lock:
@@ -181,6 +277,7 @@ class RunStore:
             raise ValueError(f"expected a 1-d vector, got shape {vec.shape}")
         if key in self:
             return key
+        self._writable()
         with self._lock:
             self._vecs[key] = vec.copy()
             self._remember(key, self._vecs[key])
@@ -265,6 +362,7 @@ class RunStore:
         """Keep a compiled prompt's ``text`` under ``sha`` (hex sha256 of its UTF-8 bytes) until
         the next :meth:`flush` commits it with the vectors of the same record."""
         _check_key(sha)
+        self._writable()
         with self._lock:
             if sha not in self._prompts and self._read("SELECT 1 FROM prompts WHERE sha256 = ?", (sha,)) is None:
                 self._prompts[sha] = text
@@ -287,6 +385,7 @@ class RunStore:
 
     def put_chunk(self, sha: str, data: bytes) -> None:
         """Keep a snapshot chunk (``sha`` = hex sha256 of ``data``) until the next :meth:`flush`."""
+        self._writable()
         with self._lock:
             self._chunks.setdefault(sha, data)
 
@@ -308,6 +407,7 @@ class RunStore:
         """Delete these chunks (no longer referenced by any kept snapshot); returns how many."""
         if not shas:
             return 0
+        self._writable()
         with self._lock:
             self.flush()
             db = self._conn(create=True)
@@ -383,4 +483,4 @@ class RunStore:
             self._unsynced = False
 
     def __repr__(self) -> str:
-        return f"RunStore({str(self.path)!r}, durability={self.durability!r})"
+        return f"RunStore({str(self.path)!r}, durability={self.durability!r}{', readonly=True' if self.readonly else ''})"

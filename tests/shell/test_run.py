@@ -704,14 +704,17 @@ def test_a_directory_as_the_stream_is_one_line_not_a_traceback(tmp_path):
 
 
 def test_replay_of_a_run_dir_another_process_holds_is_one_line(tmp_path, stream, fake_model, embedder):
-
+    """A replay that only reads (it finds the recorded digest) needs no lock; one that writes a
+    summary waits for the process holding it, in one line."""
     out = tmp_path / "held"
-    _run(stream, out, fake_model, embedder, limit=1)
+    s = _run(stream, out, fake_model, embedder, limit=1)
     code = f"from rizz.store.runlog import RunDir\nimport sys, time\nheld = RunDir({str(out)!r}).__enter__()\nprint('held', flush=True)\ntime.sleep(60)\n"
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         rc, text = _cli("replay", str(out))
+        assert rc == 0 and text.startswith(s["state_digest"] + " = the digest the run recorded"), text
+        rc, text = _cli("replay", str(out), "--policy", "single-branch")
         assert rc == 2 and "is in use by another rizz process (pid" in text and "replay it once that process has finished" in text, text
         assert "Traceback" not in text
     finally:

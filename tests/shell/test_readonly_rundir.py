@@ -1,0 +1,179 @@
+"""Read-only commands on a RUN_DIR: they read without writing (a read-only folder works, a replay
+that confirms the run changes no file)."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rizz.engine.run import replay, run_stream
+from rizz.formats.policy_file import load_policy
+from rizz.store.embeddings import embedding_key
+from rizz.store.runlog import RunDir, RunDirBusy
+from rizz.store.runstore import RunStore, RunStoreError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream  # noqa: E402
+
+
+def _run(stream: Path, out: Path, limit: int | None = None, model=None, log=lambda m: None) -> dict:
+    return run_stream(stream, load_policy("default"), "default", out, model or ArithmeticModel(), HashEmbedder(),
+                      limit=limit, snapshot_every=3, log=log)
+
+
+def _files(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under ``root`` (dotfiles too): its bytes and mtime."""
+    return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    from typer.testing import CliRunner
+
+    from rizz.apps.cli import app
+
+    res = CliRunner().invoke(app, list(args))
+    return res.exit_code, res.stdout, res.stderr
+
+
+def _vec(i: int) -> np.ndarray:
+    return np.random.default_rng(i).standard_normal(8).astype(np.float32)
+
+
+def test_a_read_only_store_creates_no_file_and_sees_a_writer_that_opens_meanwhile(tmp_path):
+    """The store of a cleanly closed run has no -wal/-shm; reading it read-only creates none (so it
+    works in a folder that cannot be written) and still sees what a writer commits once one opens."""
+    path = tmp_path / "store.sqlite"
+    writer = RunStore(path)
+    first = writer.put(embedding_key("a", "e"), _vec(0))
+    writer.put_prompt("a" * 64, "the prompt")
+    writer.close()
+    before = _files(tmp_path)
+    assert list(before) == ["store.sqlite"]  # the last close checkpointed and removed the WAL
+
+    reader = RunStore(path, readonly=True)
+    assert reader.get(first).tobytes() == _vec(0).tobytes() and reader.prompt("a" * 64) == "the prompt"
+    assert list(reader.keys()) == [first] and reader.prompt("b" * 64) is None
+    assert _files(tmp_path) == before  # no -wal or -shm created, the file untouched (immutable=1)
+    with pytest.raises(RunStoreError, match="opened read-only"):
+        reader.put(embedding_key("b", "e"), _vec(1))
+    with pytest.raises(RunStoreError, match="opened read-only"):
+        reader.put_prompt("c" * 64, "text")
+
+    writer = RunStore(path)  # a whole resume between two reads: its commits checkpointed into the file, no WAL left
+    second = writer.put(embedding_key("b", "e"), _vec(1))
+    writer.close()
+    assert list(_files(tmp_path)) == ["store.sqlite"]
+    assert reader.get(second).tobytes() == _vec(1).tobytes()  # the file changed under it: reopened, not read from a stale view
+
+    writer = RunStore(path)  # a run resumes while the reader is open: it commits into its WAL
+    third = writer.put(embedding_key("c", "e"), _vec(2))
+    assert Path(f"{path}-wal").exists()
+    assert reader.get(third).tobytes() == _vec(2).tobytes()  # read through the WAL (mode=ro), not the file alone
+    assert third in reader and sorted(reader.keys()) == sorted([first, second, third])
+    writer.close()
+    reader.close()
+    assert RunStore(tmp_path / "missing.sqlite", readonly=True).prompt("a" * 64) is None
+    assert not (tmp_path / "missing.sqlite").exists()
+
+
+@contextlib.contextmanager
+def _read_only(folder: Path) -> Iterator[Path]:
+    """``folder`` as the newcomer had it: ``chmod -R a-w`` (as root, which file modes do not stop,
+    a read-only bind mount of it, else ``chattr +i``). Yields the path to use."""
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [folder, *folder.rglob("*")]}
+        for p, m in modes.items():
+            p.chmod(m & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        try:
+            yield folder
+        finally:
+            for p, m in modes.items():
+                p.chmod(m)
+        return
+    view = folder.parent / (folder.name + "-ro")
+    view.mkdir()
+    mounted = shutil.which("mount") is not None and subprocess.run(["mount", "--bind", str(folder), str(view)], capture_output=True).returncode == 0
+    if mounted:
+        if subprocess.run(["mount", "-o", "remount,ro,bind", str(view)], capture_output=True).returncode == 0:
+            try:
+                yield view
+            finally:
+                gc.collect()  # the read-only connections of the commands' RunDirs
+                subprocess.run(["umount", "-l", str(view)], check=True)
+            return
+        subprocess.run(["umount", "-l", str(view)], check=True)
+    paths = [folder, *folder.rglob("*")]
+    if shutil.which("chattr") and subprocess.run(["chattr", "+i", *map(str, paths)], capture_output=True).returncode == 0:
+        try:
+            yield folder
+        finally:
+            subprocess.run(["chattr", "-i", *map(str, paths)], check=True)
+        return
+    subprocess.run(["chattr", "-i", *map(str, paths)], capture_output=True)
+    pytest.skip("running as root, which chmod does not stop, and neither a read-only bind mount nor chattr +i is allowed here")
+
+
+def test_read_only_commands_work_on_a_read_only_run_dir(tmp_path):
+    """A newcomer's `chmod -R a-w RUN_DIR`: replay and inspect ended in a traceback ("not a
+    readable rizz store": SQLite could not create store.sqlite's -shm file, and replay took the
+    writer's lock). Reading needs neither; what must be written and cannot is one line."""
+    stream = arithmetic_stream(tmp_path / "s.jsonl", 10)
+    out = tmp_path / "r"
+    s = _run(stream, out)
+    before = _files(out)
+    with _read_only(out) as ro:
+        with pytest.raises(OSError):
+            (ro / "probe").write_text("x")  # really read-only
+        code, stdout, stderr = _cli("replay", str(ro))
+        assert (code, stdout) == (0, s["state_digest"] + "\n"), stderr
+        assert stderr == f"= the digest the run recorded in {ro / 'summary.json'}: its log replays to the same state\n"
+        code, stdout, stderr = _cli("inspect", str(ro), "--json")
+        assert code == 0 and len(json.loads(stdout)) == s["branches"]["total"], stderr
+        code, stdout, stderr = _cli("diff", str(ro), "--at", "2")
+        assert code == 0 and stdout.startswith("step 2 "), stderr
+        code, stdout, stderr = _cli("replay", str(ro), "--policy", "single-branch")  # must write summary.replay.json: cannot
+        assert code == 0 and stdout.startswith("sha256:") and stdout != s["state_digest"] + "\n", stderr
+        said = stderr.splitlines()
+        assert said[0].startswith("differs from the run's summary.json (default) in: ") and len(said) == 2, stderr
+        assert said[1].startswith(f"{ro / 'summary.replay.json'} not written: its folder cannot be written ({ro}"), said[1]
+        assert said[1].endswith("; to keep the refolded summary, copy the RUN_DIR to a writable folder and replay it there")
+        assert "Traceback" not in stderr and "wrote " not in stderr
+    assert _files(out) == before
+
+
+def test_a_replay_that_confirms_the_run_changes_no_file(tmp_path):
+    """`rizz replay RUN_DIR` rewrote summary.json and .lock.pid although the refold found the
+    digest the run recorded: a read-only command took the writer's lock and wrote its summary."""
+    stream = arithmetic_stream(tmp_path / "s.jsonl", 10)
+    out = tmp_path / "r"
+    s = _run(stream, out)
+    (out / ".lock.pid").write_text("1")  # as another process left it
+    before = _files(out)
+    names = sorted(p.name for p in out.iterdir())
+    code, stdout, _ = _cli("replay", str(out))
+    assert (code, stdout) == (0, s["state_digest"] + "\n")
+    assert replay(out)["state_digest"] == s["state_digest"]
+    assert _files(out) == before and sorted(p.name for p in out.iterdir()) == names  # bytes, mtimes, no new file
+
+    code, _, _ = _cli("replay", str(out), "--policy", "single-branch")  # another policy still writes its refold
+    assert code == 0 and json.loads((out / "summary.replay.json").read_text())["answers_from"] == "default"
+    after = _files(out)
+    assert {k: v for k, v in after.items() if k not in ("summary.replay.json", ".lock.pid")} == {
+        k: v for k, v in before.items() if k != ".lock.pid"}
+    assert _cli("replay", str(out))[0] == 0 and _files(out) == after  # the own policy again: nothing written
+
+    with RunDir(out):  # a writer holds the folder: a confirming replay needs no lock
+        assert _cli("replay", str(out))[:2] == (0, s["state_digest"] + "\n")
+        with pytest.raises(RunDirBusy):
+            replay(out, load_policy("single-branch"), "single-branch")  # a write still waits for the writer
