@@ -175,10 +175,8 @@ def _run(session: Session, elements: list[StreamElement], on_step: Callable[[dic
             on_step(views(recs)[0], session)
     summary = summarise(records, session.state, session.meta)
     write_json_atomic(rd.summary_path, summary)
-    stale = rd.root / "summary.replay.json"
-    if len(elements) > done and stale.exists():  # a counterfactual refold of fewer steps than the run now has
-        stale.unlink()
-        log(f"{stale}: removed (it refolded the run before these new steps); `rizz replay --policy` rebuilds it")
+    if rd.replay_summary_removed:  # the first new record removed it (RunDir.append): it refolded a shorter log
+        log(f"{rd.replay_summary_path}: removed (it refolded the run before these new steps); `rizz replay --policy` rebuilds it")
     return summary
 
 
@@ -195,7 +193,9 @@ def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str
     ``summary.replay.json``. Under another policy the logged answers and verdicts are refolded
     as they are: the state (branches, memory, digest) is that policy's, but answers, rewards
     and model calls are the run's own (a counterfactual memory, not a new run); the summary
-    then carries ``answers_from`` (the run's policy) and goes to ``summary.replay.json``.
+    then carries ``answers_from`` (the run's policy) and goes to ``summary.replay.json``. The
+    run's next appended record removes that file (:meth:`RunDir.append
+    <rizz.store.runlog.RunDir.append>`), since it no longer describes the run.
 
     Locking. The refold only reads, so it takes no lock: it works on a RUN_DIR that cannot be
     written, and beside a ``rizz run`` writing the same folder it folds the records appended

@@ -12,7 +12,8 @@ cluster (``ray.init(address=...)``). Everything travels as bytes through Ray's o
 The task runs :func:`rizz.engine.run.run_stream` in a temporary folder on its worker with its
 own response cache (a copy of the bench's), so the log, snapshots and digests equal a serial
 run's. The driver unpacks each RUN_DIR as soon as its task finishes (a failure elsewhere
-loses nothing finished) and merges the new cache rows into the bench's cache with
+loses nothing finished; a ``summary.replay.json`` the task's run removed, as its log grew, is
+removed from the driver's copy too: :func:`_install`) and merges the new cache rows into the bench's cache with
 ``INSERT OR IGNORE``, so a re-run pays for no prompt twice.
 
 What differs from a serial bench: timings (``wall_s``, ``latency_s``), and the cache-hit
@@ -144,6 +145,18 @@ def _untar(data: bytes, root: Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
         tar.extractall(root, filter="data")
+
+
+def _install(data: bytes, root: Path) -> None:
+    """Unpack a finished task's RUN_DIR over the driver's copy: its files replace theirs, and a
+    ``summary.replay.json`` the task's run removed (the first record it appended does:
+    :meth:`~rizz.store.runlog.RunDir.append`) is removed here too, as it no longer describes
+    the run."""
+    _untar(data, root)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+        shipped = set(tar.getnames())
+    if "summary.replay.json" not in shipped:
+        (root / "summary.replay.json").unlink(missing_ok=True)
 
 
 def _cache_keys(path: Path) -> set[str]:
@@ -296,7 +309,7 @@ def run_specs_on_ray(specs: Sequence[RunSpec], cache: Path, *, model_factory: Ca
                 log(f"{spec.label}: task failed: {cause}")
                 first_error = first_error or cause
                 continue
-            _untar(out["run_tar"], spec.out)
+            _install(out["run_tar"], spec.out)
             added = merge_cache_rows(cache, out["rows"])
             results[spec.label] = TaskResult(spec.label, out["summary"], round(out["wall_s"], 3), out["steps_run"], out["node"], added)
             log(f"{spec.label}: {plural(out['summary']['steps'], 'step')} ({out['steps_run']} run here) in {out['wall_s']:.1f} s on {out['node']}")

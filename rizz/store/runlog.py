@@ -16,7 +16,7 @@ Layout::
       responses.sqlite    response cache (model, prompt, parameters) → generation
       summary.json        summary (specs/stream-format.md), at the end of a run and by replay
       summary.replay.json a refold's summary by replay (another policy, or another digest than
-                          summary.json's)
+                          summary.json's); removed by the first record appended after it
       .lock               held by the process writing the directory (never by a reader)
 
 A RUN_DIR written before ``store.sqlite`` (results/2026-12-02-runstore.md) has ``embeddings/`` (one ``.npy`` file per vector,
@@ -134,6 +134,7 @@ class RunDir:
         self.meta_path = self.root / "run.json"
         self.summary_path = self.root / "summary.json"
         self.replay_summary_path = self.root / "summary.replay.json"
+        self.replay_summary_removed = False  # the first append removed a summary.replay.json (it refolded a shorter log)
         self.snap_dir = self.root / "snapshots"
         self.prompt_dir = self.root / "prompts"  # the "files" layout only
         self.store_path = self.root / STORE_FILE
@@ -310,6 +311,8 @@ class RunDir:
         """
         if self._log is None:
             new = not self.log_path.exists()
+            if not self.appended:
+                self._drop_replay_summary()
             self._log = open(self.log_path, "ab")
             if new and self.durability == "disk":  # the log's directory entry, once
                 fsync_path(self.root)
@@ -343,6 +346,16 @@ class RunDir:
                 raise
             raise full from e
         return self.appended
+
+    def _drop_replay_summary(self) -> None:
+        """Before the first record this RunDir appends: remove ``summary.replay.json``, a refold
+        of the log as it was (by ``rizz replay``), which no longer describes the run once the
+        log grows (a resume, a live session's next answer)."""
+        try:
+            self.replay_summary_path.unlink()
+        except FileNotFoundError:
+            return
+        self.replay_summary_removed = True
 
     appended = 0  # records appended by this RunDir (written and flushed to the OS)
     _synced = 0  # of those, how many are known to be on disk

@@ -1,5 +1,6 @@
 """Read-only commands on a RUN_DIR: they read without writing (a read-only folder works, a replay
-that confirms the run changes no file)."""
+that confirms the run changes no file), and a refold's summary.replay.json does not outlive the
+log it refolded."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import rizz.engine.run as run_mod
 from rizz.engine.run import replay, run_stream
+from rizz.engine.session import Session
 from rizz.formats.policy_file import load_policy
 from rizz.store.embeddings import embedding_key
 from rizz.store.runlog import RunDir, RunDirBusy
@@ -177,3 +180,76 @@ def test_a_replay_that_confirms_the_run_changes_no_file(tmp_path):
         assert _cli("replay", str(out))[:2] == (0, s["state_digest"] + "\n")
         with pytest.raises(RunDirBusy):
             replay(out, load_policy("single-branch"), "single-branch")  # a write still waits for the writer
+
+
+def test_a_refold_summary_goes_with_the_log_it_refolded(tmp_path, monkeypatch):
+    """summary.replay.json stayed after the run's log grew, and then misled: a resume removed it only
+    once it had finished (not when interrupted), a live session never did, and a replay racing a
+    run could write the refold of the shorter log after the run had finished."""
+    stream = arithmetic_stream(tmp_path / "s.jsonl", 12)
+    out = tmp_path / "r"
+    _run(stream, out, limit=3)
+    single = load_policy("single-branch")
+    assert replay(out, single, "single-branch")["steps"] == 3
+    stale = out / "summary.replay.json"
+
+    class Interrupted(ArithmeticModel):  # the resume is stopped (Ctrl-C) after a few new elements
+        asked = 0
+
+        def reply(self, messages):
+            if "What is" in messages[-1].content:
+                self.asked += 1
+                if self.asked == 3:
+                    raise KeyboardInterrupt
+            return super().reply(messages)
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(stream, out, limit=8, model=Interrupted())
+    assert RunDir(out).finished_steps() == 5 and not stale.exists()  # the log grew: the refold of 3 steps is gone
+
+    assert replay(out, single, "single-branch")["steps"] == 5
+    said: list[str] = []
+    assert _run(stream, out, limit=8, log=said.append)["steps"] == 8 and not stale.exists()
+    assert any(m == f"{stale}: removed (it refolded the run before these new steps); `rizz replay --policy` rebuilds it" for m in said)
+
+    real = run_mod.restore_fold
+    extended: list[int] = []
+
+    def fold_then_extend(rd, policy, **kw):  # a run extends the log between the replay's refold and its lock
+        folded = real(rd, policy, **kw)
+        if not extended:
+            extended.append(_run(stream, out, limit=10)["steps"])
+        return folded
+
+    monkeypatch.setattr(run_mod, "restore_fold", fold_then_extend)
+    assert replay(out, single, "single-branch")["steps"] == 10 == json.loads(stale.read_text())["steps"]  # the log as it is now
+    monkeypatch.setattr(run_mod, "restore_fold", real)
+
+    from livekit import HashEmbedder as LiveEmbedder, StubModel, element
+
+    live = tmp_path / "live"
+    with Session.open(live, load_policy("default"), StubModel(), embedder=LiveEmbedder()) as session:
+        session.fold(session.answer(element(0)), 1.0)
+    assert replay(live, single, "single-branch")["steps"] == 1 and (live / "summary.replay.json").exists()
+    with Session.open(live, load_policy("default"), StubModel(), embedder=LiveEmbedder()) as session:
+        session.answer(element(1))  # a live session's next answer
+    assert not (live / "summary.replay.json").exists()
+
+
+def test_a_run_finished_on_a_ray_worker_removes_the_drivers_stale_refold(tmp_path):
+    """`rizz bench --ray`: the task resumes a copy of the RUN_DIR, so its removal of
+    summary.replay.json has to reach the driver's folder, which gets the task's files back."""
+    from rizz.lab.ray_tasks import RunSpec, _install, _run_task, _tar_dir
+
+    stream = arithmetic_stream(tmp_path / "s.jsonl", 8)
+    out = tmp_path / "r"
+    _run(stream, out, limit=3)
+    replay(out, load_policy("single-branch"), "single-branch")
+    spec = RunSpec("default", stream, load_policy("default"), "default", out, limit=3)
+    again = _run_task(spec, stream.read_bytes(), _tar_dir(out), b"", lambda cache: ArithmeticModel(), HashEmbedder)
+    _install(again["run_tar"], out)  # nothing run: the refold still describes the run
+    assert again["steps_run"] == 0 and (out / "summary.replay.json").exists()
+    spec = RunSpec("default", stream, load_policy("default"), "default", out, limit=6)
+    more = _run_task(spec, stream.read_bytes(), _tar_dir(out), b"", lambda cache: ArithmeticModel(), HashEmbedder)
+    _install(more["run_tar"], out)
+    assert more["steps_run"] == 3 and RunDir(out).finished_steps() == 6 and not (out / "summary.replay.json").exists()
