@@ -9,9 +9,9 @@ from collections.abc import Iterable
 __all__ = ["FALLBACK_LABEL", "did_you_mean", "fallback_label_wording", "ordinal", "plural"]
 
 #: How ``rizz diff`` and ``rizz view`` name a label the judge's deterministic fallback made
-#: without any model reply (``routing.judge: local``, :func:`rizz.engine.judge.fallback_label`)
-#: when they cannot tell which words it read (:func:`fallback_label_wording` when they can).
-FALLBACK_LABEL = "the judge's fallback from the input's words, no model reply"
+#: (:func:`rizz.engine.judge.fallback_label`) with no model reply to read, when they know neither
+#: the words it read nor the run's ``routing.judge`` (:func:`fallback_label_wording` when they do).
+FALLBACK_LABEL = "made deterministically from the input's words: no model reply (routing.judge local asks none; else the reply was empty)"
 
 #: What the fallback reads under each ``routing.fallback_application``.
 _FALLBACK_SOURCES = {
@@ -20,16 +20,27 @@ _FALLBACK_SOURCES = {
 }
 
 
-def fallback_label_wording(fallback_application: str | None) -> str:
-    """:data:`FALLBACK_LABEL`, naming the words the fallback read under the run's policy's
-    ``routing.fallback_application`` (None or an unknown value: the general wording).
+def fallback_label_wording(fallback_application: str | None, judge: str | None = None) -> str:
+    """How ``rizz diff`` and ``rizz view`` say where a label came from when the judge's
+    deterministic fallback made it with no model reply to read (``label F/A`` and this), by
+    what happened under the run's ``routing.judge``: under ``local`` no model is asked (the
+    deterministic label is the chosen path, not a fallback); under ``always`` or
+    ``when_uncertain`` the model was asked and its reply was empty. The words the fallback read
+    are named by the run's ``routing.fallback_application``. None or an unknown value of
+    either: the general wording (:data:`FALLBACK_LABEL`, or its words).
 
     Example:
-        >>> fallback_label_wording("first_line")
-        "the judge's fallback from the input's task line (its instruction, else its first line), no model reply"
+        >>> fallback_label_wording("first_line", "local")
+        "made from the input's task line (its instruction, else its first line) with no model call (routing.judge: local)"
+        >>> fallback_label_wording("content_words", "when_uncertain")
+        "made by the judge's fallback from the content words of the instruction and the whole input: the model's reply was empty"
     """
-    source = _FALLBACK_SOURCES.get(fallback_application or "")
-    return FALLBACK_LABEL if source is None else f"the judge's fallback from {source}, no model reply"
+    source = _FALLBACK_SOURCES.get(fallback_application or "", "the input's words")
+    if judge == "local":
+        return f"made from {source} with no model call (routing.judge: local)"
+    if judge in ("always", "when_uncertain"):
+        return f"made by the judge's fallback from {source}: the model's reply was empty"
+    return FALLBACK_LABEL.replace("the input's words", source, 1)
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:

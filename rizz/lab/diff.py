@@ -132,7 +132,7 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
     meta = rd.meta()
     policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
     policy_budget = policy.compiler.token_budget
-    fallback = fallback_label_wording(policy.routing.fallback_application)  # the words the run's fallback read
+    fallback = fallback_label_wording(policy.routing.fallback_application, policy.routing.judge)  # what happened, the words it read
     lines = []
     for rec, events in kept:
         kind = rec.get("kind", "step")
@@ -143,8 +143,8 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
         lines.append(head)
         if rec.get("judge"):
             j = rec["judge"]
-            if j.get("fallback") and not j.get("raw"):  # routing.judge: local, or no reply at all
-                lines.append(f"  label {j['function']}/{j['application']} ({fallback})")
+            if j.get("fallback") and not j.get("raw"):  # routing.judge: local (no model asked), or an empty reply
+                lines.append(f"  label {j['function']}/{j['application']} {fallback}")
             else:
                 lines.append(f"  judge proposed {j['function']}/{j['application']}" + (" (fallback label)" if j.get("fallback") else ""))
         for e in events:

@@ -174,8 +174,8 @@ def test_a_local_judge_labels_without_a_model_call_and_replays(tmp_path, fake_mo
     from rizz.lab.diff import diff_run
     from rizz.lab.view import view_data
 
-    words = "the judge's fallback from the content words of the instruction and the whole input, no model reply"
-    assert f"  label {fn}/{app} ({words})" in diff_run(out, 0, 0).splitlines()
+    words = "made from the content words of the instruction and the whole input with no model call (routing.judge: local)"
+    assert f"  label {fn}/{app} {words}" in diff_run(out, 0, 0).splitlines()
     data = view_data(out)
     assert data["runs"][0]["fallback_label"] == words and data["fallback_label"] == FALLBACK_LABEL
 
@@ -193,6 +193,29 @@ def test_diff_and_view_name_the_task_line_as_the_fallbacks_source_under_first_li
     first = json.loads((tmp_path / "s.jsonl").read_text().splitlines()[0])
     fn, app = fallback_label(first["input"], instruction=first.get("instruction"), shape=first["metadata"]["shape"],
                              fallback_application="first_line")
-    words = "the judge's fallback from the input's task line (its instruction, else its first line), no model reply"
-    assert f"  label {fn}/{app} ({words})" in diff_run(out, 0, 0).splitlines()
+    words = "made from the input's task line (its instruction, else its first line) with no model call (routing.judge: local)"
+    assert f"  label {fn}/{app} {words}" in diff_run(out, 0, 0).splitlines()
     assert view_data(out)["runs"][0]["fallback_label"] == words
+
+
+def test_diff_and_view_say_a_model_judges_reply_was_empty_and_a_local_judge_asked_none(tmp_path, fake_model):
+    """Under the default (routing.judge: local) a step read "the judge's fallback ..., no model
+    reply", as if the model had failed; there the deterministic label is the chosen path. Under a
+    judge that asks the model, the fallback is what an empty reply leaves."""
+    from rizz.adapters.embedder import Embedder
+    from rizz.engine.run import run_stream
+    from rizz.lab.diff import diff_run
+    from rizz.lab.view import view_data
+
+    said = {}
+    for policy in ("default", "judge-uncertain"):
+        out = tmp_path / policy
+        run_stream(_stream(tmp_path), load_policy(policy), policy, out, fake_model(lambda m: "" if m[0].content.startswith("You label") else "A"),
+                   Embedder(), limit=1, log=lambda m: None)
+        (label,) = [line for line in diff_run(out, 0, 0).splitlines() if line.startswith("  label ")]
+        said[policy] = label.split(" made ", 1)[1]
+        assert view_data(out)["runs"][0]["fallback_label"] == "made " + said[policy]
+    assert said == {"default": "from the input's task line (its instruction, else its first line) with no model call (routing.judge: local)",
+                    "judge-uncertain": "by the judge's fallback from the content words of the instruction and the whole input: "
+                                       "the model's reply was empty"}
+    assert not any("no model reply" in s for s in said.values())

@@ -815,7 +815,7 @@ def test_inspect_says_where_each_label_came_from_and_how_inputs_reached_it(tmp_p
     out = _label_run(tmp_path, "default", ["classify/stance"], 4)  # routing.judge: local: no judge call, a label from the input's task line
     (row,) = inspect_run(out)
     assert row["label_from"] == "fallback" and row["routed_by"]["judge"] == 0 and row["routed_by"]["fallback"] == 1, row
-    assert "  label " in diff_run(out, 0) and "no model reply" in diff_run(out, 0) and "judge proposed" not in diff_run(out, 0)
+    assert "  label " in diff_run(out, 0) and "with no model call (routing.judge: local)" in diff_run(out, 0) and "judge proposed" not in diff_run(out, 0)
 
 
 def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path, monkeypatch):

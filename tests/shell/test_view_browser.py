@@ -243,10 +243,10 @@ def test_a_fallback_label_names_the_words_its_runs_policy_read(open_page, tmp_pa
     html = write_view(run_dir, tmp_path / "run.html")
     data = view_data(run_dir)["runs"][0]
     st = next(s for s in data["steps"] if s["judge"] and s["judge"]["fallback"] and not s["judge"]["raw"])
-    assert data["fallback_label"] == "the judge's fallback from the input's task line (its instruction, else its first line), no model reply"
+    assert data["fallback_label"] == "made from the input's task line (its instruction, else its first line) with no model call (routing.judge: local)"
     page = open_page(html)
     page.click("[data-testid=tab-button-steps]")
     page.fill("[data-testid=step-jump]", str(st["step"]))
     page.press("[data-testid=step-jump]", "Enter")
     text = page.locator("[data-testid=step-detail]").text_content()
-    assert f"label {st['judge']['function']}/{st['judge']['application']} ({data['fallback_label']})" in text, text[:800]
+    assert f"label {st['judge']['function']}/{st['judge']['application']} {data['fallback_label']}" in text, text[:800]

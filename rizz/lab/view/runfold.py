@@ -14,8 +14,9 @@ state to refold; its steps keep their answers, verdicts and token counts only.
 
     name, path, kind ("run" | "live" | "peer"), policy, model, digest_ok (the refold's digest is
     summary.json's; None without one), summary (steps, answered, mean_reward, branches, state_digest),
-    fallback_label (not for a peer: how a label the judge's fallback made with no model reply is
-    named, with the words it read under the run's routing.fallback_application),
+    fallback_label (not for a peer: where a label the judge's fallback made with no model reply
+    came from, by the run's routing.judge and the words it read under its
+    routing.fallback_application, :func:`rizz.formats.wording.fallback_label_wording`),
     steps:    one per answered element, in answer order (see :func:`_answer`),
     items:    memory items (rizz.lab.view.ledger),
     branches: branches in creation order (rizz.lab.view.ledger)
@@ -66,7 +67,7 @@ def view_run(root: str | Path, name: str | None = None) -> dict[str, Any]:
     if "policy_data" not in meta:
         return dict(head, kind="peer", **_peer(records, meta, rd.root / "calls.jsonl"))
     policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
-    head["fallback_label"] = fallback_label_wording(policy.routing.fallback_application)  # the words this run's fallback read
+    head["fallback_label"] = fallback_label_wording(policy.routing.fallback_application, policy.routing.judge)  # this run's words
     fold = LogFold(policy, rd.embeddings)
     led = Ledger()
     steps: list[dict[str, Any]] = []

@@ -50,7 +50,7 @@ function renderSteps(root, r) {
 function routePart(st, r) {
   const kids = [];
   const lab = [chip('label ' + st.label, 'k-label')];
-  if (st.judge && st.judge.fallback && !st.judge.raw) lab.push(' label ' + st.judge.function + '/' + st.judge.application + ' (' + (r.fallback_label || DATA.fallback_label) + ')');
+  if (st.judge && st.judge.fallback && !st.judge.raw) lab.push(' label ' + st.judge.function + '/' + st.judge.application + ' ' + (r.fallback_label || DATA.fallback_label));
   else if (st.judge) lab.push(' judge proposed ' + st.judge.function + '/' + st.judge.application + (st.judge.fallback ? ' (fallback label)' : '') + (st.judge.repaired ? ' (repaired)' : ''));
   else if (st.declared) lab.push(' declared by the caller: ' + st.declared);
   else if (!st.context_only) lab.push(' no judge call (the route was confident)');
