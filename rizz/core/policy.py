@@ -193,6 +193,10 @@ class RetrievalPolicy:
         "at most this many examples of one answer (stripped text) in the examples block: the nearest examples are taken in score order, "
         "skipping an example whose answer already fills its places, until examples_k (0: no cap, the nearest examples_k)",
         integer=True))
+    examples_own_min_similarity: float = _optional(_num(
+        -1.0, -1.0, 1.0, "rizz (TRACE train: a NumGLUE-cm input's nearest NumGLUE-ds item, in its branch by the shared task line, is at cosine >= 0.6 "
+        "for 3% of inputs, its nearest NumGLUE-cm item for 80%; results/2026-12-04-neighbour-labels-train.md)",
+        "examples from the input's own branch need at least this cosine too (-1: every own example is eligible; examples_min_similarity is the floor for other branches')"))
     mistakes_min_distinct: int = _optional(_num(
         1, 1, 1000, "rizz (results/2026-12-02-qwen05-heldout.md, policy no-votes)",
         "the mistakes block is shown only when its anti-patterns carry at least this many distinct wrong answers", integer=True))

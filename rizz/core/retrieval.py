@@ -132,7 +132,8 @@ def _episodes(
     *, with_others: bool = True, own_rows: bool = True,
 ) -> tuple[Scored, ...]:
     """Top ``examples_k`` episodes over the eligible branches, ordered by (score desc, branch
-    creation order, row within the branch); other branches' rows need ``examples_min_similarity``.
+    creation order, row within the branch); other branches' rows need ``examples_min_similarity``,
+    the routed branch's own rows ``examples_own_min_similarity`` (-1: none).
 
     With other branches eligible, one product over the bank's episodic index scores every
     stored episode; rows of ineligible branches (inactive, context function, shape-excluded)
@@ -161,6 +162,8 @@ def _episodes(
         scores = own.episodes.matrix.dots(q)
         if walled:
             scores += _penalty(_foreign_scope(own, inp.scope))
+        if p.examples_own_min_similarity > -1.0:
+            scores += _penalty(scores < p.examples_own_min_similarity)
         rows = _top(scores, _candidates(k, cap, len(scores))).tolist()
         return _per_answer((Scored(own.episodes.records[i], round(float(scores[i]), 6), own.id) for i in rows), k, cap)
     index = index_of(state)
@@ -171,11 +174,14 @@ def _episodes(
         own_num = branch_number(own.id)
         by_num[own_num] = own
     scores = index.scores(q)  # a fresh (n,) array: masked in place
-    thr = p.examples_min_similarity
-    if len(by_num) == len(index.stores):  # every indexed branch is eligible: only the threshold
+    thr, own_thr = p.examples_min_similarity, p.examples_own_min_similarity
+    if len(by_num) == len(index.stores):  # every indexed branch is eligible: only the thresholds
         drop = scores < thr
         if own_num >= 0:
-            drop &= nums != own_num
+            mine = nums == own_num
+            drop &= ~mine
+            if own_thr > -1.0:
+                drop |= mine & (scores < own_thr)
     else:
         code = np.zeros(1 + max(branch_number(bid) for bid in state.branches), dtype=np.int8)  # 0 out, 1 other, 2 routed
         code[list(by_num)] = 1
@@ -183,6 +189,8 @@ def _episodes(
             code[own_num] = 2
         c = code[nums]
         drop = (c == 0) | ((c == 1) & (scores < thr))
+        if own_thr > -1.0:
+            drop |= (c == 2) & (scores < own_thr)
     if walled:
         for num, b in by_num.items():
             foreign = _foreign_scope(b, inp.scope)

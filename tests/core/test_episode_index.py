@@ -49,7 +49,7 @@ def examples_per_branch(state, policy, inp, selected):
         scores = row_dots(b.episodes.matrix.rows(), q)
         for i in _top_ref(scores, p.examples_k):
             s = float(scores[i])
-            if own or s >= p.examples_min_similarity:
+            if (s >= p.examples_own_min_similarity) if own else (s >= p.examples_min_similarity):
                 pool.append((s, order, int(i), b))
         order += 1
     pool.sort(key=lambda t: (-t[0], t[1], t[2]))
@@ -140,6 +140,7 @@ queries = st.fixed_dictionaries(
         "k": st.sampled_from([0, 1, 2, 3, 4, 4, 7]),
         "cross": st.sampled_from([True, True, False]),
         "min_sim": st.sampled_from([-1.0, 0.0, 0.0625, 0.25, 0.5]),
+        "own_min_sim": st.sampled_from([-1.0, -1.0, 0.0, 0.25, 0.5]),
         "guard": st.booleans(),
         "shape": st.sampled_from(SHAPES),
     }
@@ -154,7 +155,8 @@ def test_examples_through_index_equal_per_branch_scan(op_list, qs):
         policy = Policy()
         policy = attrs.evolve(
             policy,
-            retrieval=attrs.evolve(policy.retrieval, examples_k=qd["k"], examples_cross_branch=qd["cross"], examples_min_similarity=qd["min_sim"]),
+            retrieval=attrs.evolve(policy.retrieval, examples_k=qd["k"], examples_cross_branch=qd["cross"], examples_min_similarity=qd["min_sim"],
+                                         examples_own_min_similarity=qd["own_min_sim"]),
             routing=attrs.evolve(policy.routing, shape_guard=qd["guard"]),
         )
         inp = StepInput(0, "q", "q", qd["q"], shape=qd["shape"])
