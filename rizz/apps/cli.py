@@ -304,8 +304,10 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
     context or placeholder, at which step), traffic, mean reward and memory sizes (--episodes: its episodes).
 
     The table fits the terminal: the least needed columns are left out and long labels fold
-    onto more lines; --wide shows every column, including how the inputs reached each branch
-    (by the judge's label, a snapped label, a declared one, or by anchor similarity alone).
+    onto more lines; the memory sizes stay, in one column (e/r/a/c/q: episodes, rules,
+    anti-patterns, context, quarantined) where theirs do not fit. --wide shows every column,
+    including how the inputs reached each branch (by the judge's label, a snapped label, a
+    declared one, or by anchor similarity alone).
     """
     from rich.console import Console
 

@@ -273,6 +273,8 @@ def _label_from(r: dict[str, Any]) -> str:
 
 #: ``rizz inspect``'s columns in display order: (row key, header, priority: the order in which
 #: they are dropped to fit the terminal, highest first; those of priority ≤ :data:`KEEP` never).
+#: The memory sizes (:data:`MEMORY`) are never dropped: where they do not fit as columns of
+#: their own they share one (:data:`MEMORY_HEADER`).
 COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("branch", "branch", 0), ("label", "label", 0), ("label_from", "label from\n@ step", 1), ("label_proposed", "judge's label\n(snapped)", 12),
     ("shape", "shape", 5),
@@ -280,9 +282,16 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("mean_reward", "mean\nreward", 3), ("episodes", "episodes", 4), ("rules", "rules", 7), ("anti_patterns", "anti-\npatterns", 6),
     ("context", "context", 10), ("quarantined", "quaran-\ntined", 11), ("withheld", "withheld", 14),
 )
+#: The memory sizes' columns, in :data:`COLUMNS`' order.
+MEMORY = ("episodes", "rules", "anti_patterns", "context", "quarantined")
+#: The header of the one column the memory sizes share when their own columns do not fit: the
+#: sizes in :data:`MEMORY`'s order, ``/`` between them; a line under the table names them.
+MEMORY_HEADER = "memory\ne/r/a/c/q"
+MEMORY_LEGEND = "memory e/r/a/c/q: episodes (verified examples), rules, anti-patterns, context, quarantined"
 _TEXT = {"branch", "label", "label_from", "label_proposed", "shape", "routed_by", "withheld"}
 _CELL = {"label_from": _label_from, "routed_by": _routed,
-         "mean_reward": lambda r: None if r.get("mean_reward") is None else f"{r['mean_reward']:.3f}"}  # 0.333, 0.000, 1.000: one width
+         "mean_reward": lambda r: None if r.get("mean_reward") is None else f"{r['mean_reward']:.3f}",  # 0.333, 0.000, 1.000: one width
+         "memory": lambda r: "/".join(str(r.get(k, 0)) for k in MEMORY)}
 #: Columns of this priority or less are always shown (then long labels fold to fit).
 KEEP = 3
 #: The label column's width: room is kept for labels this long before other columns are added
@@ -295,8 +304,10 @@ def branch_table(rows: list[dict[str, Any]], width: int, wide: bool = False) -> 
     ``width`` characters: columns are dropped, least needed first (:data:`COLUMNS`), until the
     rest fit with room for labels up to :data:`LABEL_ROOM` characters; a longer label folds onto
     more lines, never cut. Those of priority ≤ :data:`KEEP` go only when even a label folded to
-    :data:`LABEL_MIN` leaves them no room (branch and label always stay). ``wide`` keeps every
-    column."""
+    :data:`LABEL_MIN` leaves them no room (branch and label always stay). The memory sizes
+    (:data:`MEMORY`) are never dropped: when their columns do not fit beside those of priority
+    ≤ :data:`KEEP`, they share one, ``e/r/a/c/q`` (:data:`MEMORY_HEADER`; the table's caption
+    names them). ``wide`` keeps every column."""
     from rich import box
     from rich.table import Table
 
@@ -305,22 +316,45 @@ def branch_table(rows: list[dict[str, Any]], width: int, wide: bool = False) -> 
         return "–" if v is None else {True: "yes", False: "no"}.get(v, str(v)) if isinstance(v, bool) else str(v)
 
     present = [c for c in COLUMNS if any(c[0] in r for r in rows)]
+    memory = [c for c in present if c[0] in MEMORY]
+    shared = ("memory", MEMORY_HEADER, 0)
     # a column takes its widest line and 3 more (padding and the gap to the next); the table 1 less
-    need = {k: max([len(line) for line in h.split("\n")] + [len(cell(r, k)) for r in rows]) + 3 for k, h, _ in present}
-    shown = list(present)
-    for label_width, keep in ((LABEL_ROOM, KEEP), (LABEL_MIN, 0)):
-        need["label"] = min(need["label"], label_width + 3)
-        while not wide and sum(need[k] for k, _, _ in shown) - 1 > width and max(p for _, _, p in shown) > keep:
-            shown.remove(max(shown, key=lambda c: c[2]))
+    need = {k: max([len(line) for line in h.split("\n")] + [len(cell(r, k)) for r in rows]) + 3 for k, h, _ in [*present, shared]}
+    label_need = need["label"]
+
+    def fit(columns: list[tuple[str, str, int]], steps: tuple[tuple[int, int], ...]) -> list[tuple[str, str, int]]:
+        """``columns`` less those dropped to fit ``width``, at each step ``(label width, lowest
+        priority dropped)`` in turn (the memory sizes are not dropped)."""
+        shown = list(columns)
+        for label_width, keep in steps:
+            need["label"] = min(label_need, label_width + 3)
+            while not wide and total(shown) > width:
+                droppable = [c for c in shown if c[2] > keep and c[0] not in MEMORY]
+                if not droppable:
+                    break
+                shown.remove(max(droppable, key=lambda c: c[2]))
+        return shown
+
+    def total(columns: list[tuple[str, str, int]]) -> int:
+        return sum(need[k] for k, _, _ in columns) - 1
+
+    steps = ((LABEL_ROOM, KEEP), (LABEL_MIN, 0))
+    shown = fit(present, steps[:1])  # the memory sizes in columns of their own, with room for labels and every column ≤ KEEP
+    if not wide and total(shown) > width:
+        if memory:  # else they share one, in the place of the first
+            at = present.index(memory[0])
+            shown = fit([c for c in present[:at] if c not in memory] + [shared] + [c for c in present[at:] if c not in memory], steps)
+        else:
+            shown = fit(present, steps)
     # the label column's width once the others are placed: a longer label breaks after a "/" or "-"
     label_w = max(LABEL_MIN, width - 1 - sum(need[k] for k, _, _ in shown if k != "label") - 3)
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=MEMORY_LEGEND if shared in shown else None, caption_justify="left")
     for key, header, _ in shown:
         table.add_column(header, justify="left" if key in _TEXT else "right", overflow="fold",
                          no_wrap=key not in ("label", "routed_by"), min_width=LABEL_MIN if key == "label" else None)
     for r in rows:
         table.add_row(*[fold_label(cell(r, key), label_w) if key == "label" and not wide else cell(r, key) for key, _, _ in shown])
-    return table, [c[0] for c in present if c not in shown]
+    return table, [c[0] for c in present if c not in shown and not (shared in shown and c in memory)]
 
 
 def fold_label(label: str, width: int) -> str:

@@ -824,27 +824,41 @@ def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path
     from typer.testing import CliRunner
 
     from rizz.apps.cli import app
+    from rizz.lab.diff import MEMORY
+
+    def label_parts(lines: list[str]) -> list[str]:
+        i = next(n for n, l in enumerate(lines) if l.split()[:1] == ["b0"])
+        parts = [lines[i].split()[1]]
+        for line in lines[i + 1:]:
+            if not line.strip():
+                break
+            parts.append(line.split()[0])
+        return parts
 
     out = _label_run(tmp_path, "judge-uncertain", ["translate/reasons-compound-choices"], 3)
+    row = inspect_run(out)[0]
+    sizes = "/".join(str(row[k]) for k in MEMORY)
+    for columns in (80, 40):  # 40: narrower than the kept columns
+        res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": str(columns)})
+        lines = res.output.splitlines()
+        assert res.exit_code == 0 and "…" not in res.output and max(len(l) for l in lines) <= columns, res.output
+        parts = label_parts(lines)
+        assert "".join(parts) == "translate/reasons-compound-choices", res.output  # folded, not cut
+        assert all(p.endswith(("/", "-")) for p in parts[:-1]), parts  # ... after a "/" or "-", not mid-word
+        # the memory sizes stay: at 80 columns they were left out (a newcomer's terminal); here in one column
+        assert "e/r/a/c/q" in res.output and f" {sizes}" in res.output and sizes.count("/") == 4, res.output
+        legend = " ".join(res.output.split("memory e/r/a/c/q: ")[1].split())
+        assert legend.startswith("episodes (verified examples), rules, anti-patterns, context, quarantined (left out to fit "), legend
     res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": "80"})
-    lines = res.output.splitlines()
-    assert res.exit_code == 0 and max(len(l) for l in lines) <= 80, "\n".join(lines)
-    assert any("translate/reasons-compound-choices" in l for l in lines)  # whole, on one line
     assert "mean" in res.output and "traffic" in res.output and "judge @0" in res.output
-    assert inspect_run(out)[0]["mean_reward"] is not None and f"{inspect_run(out)[0]['mean_reward']:.3f}" in res.output  # three decimals
+    assert row["mean_reward"] is not None and f"{row['mean_reward']:.3f}" in res.output  # three decimals
     footer = " ".join(res.output.split("(left out to fit ")[1].split())
     assert footer.startswith("80 columns: label_proposed, shape, ") and footer.endswith("--wide shows them, --json gives every field)")
-    res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": "40"})  # narrower than the kept columns: labels fold
-    lines = res.output.splitlines()
-    assert res.exit_code == 0 and "…" not in res.output and max(len(l) for l in lines) <= 40, res.output
-    i = next(n for n, l in enumerate(lines) if l.split()[:1] == ["b0"])
-    parts = [lines[i].split()[1]]
-    for line in lines[i + 1:]:
-        if not line.strip():
-            break
-        parts.append(line.split()[0])
-    assert "".join(parts) == "translate/reasons-compound-choices", res.output  # folded, not cut
-    assert all(p.endswith(("/", "-")) for p in parts[:-1]), parts  # ... after a "/" or "-", not mid-word
+    assert not any(name in footer for name in ("episodes", "rules", "anti_patterns", "context", "quarantined")), footer
+    res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": "140"})  # room for their own columns
+    header = " ".join(res.output.split())
+    assert all(h in header for h in ("episodes", "rules", "anti-", "patterns", "context", "quaran-", "tined")) and "e/r/a/c/q" not in header, header
+    assert "translate/reasons-compound-choices" in res.output  # whole, on one line
     res = CliRunner().invoke(app, ["inspect", str(out), "--wide"], env={"COLUMNS": "80"})
     header = " ".join(res.output.split())
     for name in ("shape", "active", "answered", "episodes", "rules", "anti-", "patterns", "context", "quaran-", "tined", "inputs routed by"):
