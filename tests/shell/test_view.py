@@ -166,6 +166,19 @@ def test_a_bench_folder_gives_its_policies_in_the_reports_order(tmp_path):
     assert [s["id"] for s in a["steps"]] == [s["id"] for s in b["steps"]]
     assert all(s["prompt"]["exact"] for r in data["runs"] for s in r["steps"] if s["prompt"])
     assert not b["items"] or all(not it["uses"] for it in b["items"])  # frozen shows no memory
+    assert data["first_run"] == 0 and (a["writes"], b["writes"]) == (True, False)
+
+
+def test_a_bench_view_opens_on_the_first_policy_that_writes_memory(tmp_path):
+    """A newcomer's `rizz view BENCH_DIR` opened on frozen, which has no memory to look at."""
+    from rizz.lab.view import first_run
+
+    bench = make_bench(tmp_path / "bench", 12, ("frozen", "single-branch", "default"))
+    add_fake_peer(bench)
+    data = view_data(bench)
+    assert [r["name"] for r in data["runs"]][:3] == ["frozen", "single-branch", "default"] and data["first_run"] == 1
+    assert first_run([{"kind": "peer"}, {"writes": False}]) == 0 and first_run([]) == 0  # nothing writes: the first
+    assert view_data(make_run(tmp_path / "run", 6))["first_run"] == 0
 
 
 def test_a_peers_folder_in_a_bench_shows_its_answers_and_the_prompts_it_sent(tmp_path):

@@ -223,6 +223,19 @@ def test_a_bench_shows_policies_side_by_side_and_two_prompts_of_one_step(pages, 
     assert "default" in page.locator("#summary").text_content()
 
 
+def test_a_bench_opens_on_its_first_policy_that_writes_memory_and_frozen_stays_a_choice(pages, open_page):
+    """It opened on frozen, the baseline with no memory to look at."""
+    bench, html = pages["bench"]
+    assert [r["name"] for r in view_data(bench)["runs"]][:2] == ["frozen", "default"]
+    page = open_page(html)
+    assert page.locator("[data-testid=run-select]").input_value() == "1" and "policy default" in page.locator("#summary").text_content()
+    assert page.locator("[data-testid=branch-lane]").count() > 0
+    page.select_option("[data-testid=run-select]", "0")
+    assert "policy frozen" in page.locator("#summary").text_content() and "run=0" in page.evaluate("location.hash")
+    page.select_option("[data-testid=run-select]", "1")
+    assert "policy default" in page.locator("#summary").text_content() and "run=" not in page.evaluate("location.hash")
+
+
 def test_a_live_session_opens_with_pending_and_expired_steps(pages, open_page, tmp_path):
     live, html = pages["live"]
     r = view_data(live)["runs"][0]

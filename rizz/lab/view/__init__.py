@@ -27,22 +27,31 @@ from rizz.lab.view.folders import find_runs
 from rizz.lab.view.page import render_page
 from rizz.lab.view.runfold import view_run
 
-__all__ = ["VIEW_FILE", "view_data", "write_view"]
+__all__ = ["VIEW_FILE", "first_run", "view_data", "write_view"]
 
 #: The file written inside the folder when no ``--out`` is given.
 VIEW_FILE = "view.html"
 
 
 def view_data(root: str | Path) -> dict[str, Any]:
-    """The page's data for folder ``root``: ``{"kind", "root", "headers", "preamble", "fallback_label", "runs": [...]}``
+    """The page's data for folder ``root``: ``{"kind", "root", "headers", "preamble", "fallback_label", "first_run", "runs": [...]}``
     (one :func:`~rizz.lab.view.runfold.view_run` dict per RUN_DIR, :func:`~rizz.lab.view.folders.find_runs`;
-    ``fallback_label`` is the general wording, each run's own names the words its policy's fallback read).
+    ``fallback_label`` is the general wording, each run's own names the words its policy's fallback read;
+    ``first_run``, the run the page opens on: :func:`first_run`).
 
     Raises FileNotFoundError when ``root`` holds no RUN_DIR; LogRecordError / LogFoldError for a bad log.
     """
     kind, runs = find_runs(root)
+    shown = [view_run(path, name) for name, path in runs]
     return {"kind": kind, "root": str(root), "headers": dict(HEADERS), "preamble": PREAMBLE,
-            "fallback_label": FALLBACK_LABEL, "runs": [view_run(path, name) for name, path in runs]}
+            "fallback_label": FALLBACK_LABEL, "first_run": first_run(shown), "runs": shown}
+
+
+def first_run(runs: list[dict[str, Any]]) -> int:
+    """Index of the run the page opens on: the first whose policy writes memory (``writes``:
+    in a bench folder, the first policy after ``frozen``, whose memory there is to look at), else
+    the first; the others are a choice away."""
+    return next((i for i, r in enumerate(runs) if r.get("writes")), 0)
 
 
 def write_view(root: str | Path, out: str | Path | None = None) -> Path:

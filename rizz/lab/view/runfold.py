@@ -17,6 +17,7 @@ state to refold; its steps keep their answers, verdicts and token counts only.
     fallback_label (not for a peer: where a label the judge's fallback made with no model reply
     came from, by the run's routing.judge and the words it read under its
     routing.fallback_application, :func:`rizz.formats.wording.fallback_label_wording`),
+    writes (not for a peer: whether the run's policy writes memory, write.enabled; frozen's does not),
     steps:    one per answered element, in answer order (see :func:`_answer`),
     items:    memory items (rizz.lab.view.ledger),
     branches: branches in creation order (rizz.lab.view.ledger)
@@ -68,6 +69,7 @@ def view_run(root: str | Path, name: str | None = None) -> dict[str, Any]:
         return dict(head, kind="peer", **_peer(records, meta, rd.root / "calls.jsonl"))
     policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
     head["fallback_label"] = fallback_label_wording(policy.routing.fallback_application, policy.routing.judge)  # this run's words
+    head["writes"] = policy.write.enabled  # frozen's policy writes no memory
     fold = LogFold(policy, rd.embeddings)
     led = Ledger()
     steps: list[dict[str, Any]] = []

@@ -59,7 +59,9 @@ function pre(text, cls) { return h('pre', {class: cls || 'text'}, text === null 
 function section(title, ...kids) { return h('section', {class: 'part'}, h('h3', {}, title), ...kids); }
 
 // -- navigation: the view's state lives in the URL hash (#run=0&tab=steps&step=57) --------
-const NAV = {run: 0, tab: 'branches', step: null, branch: null, item: null, page: null, a: null, b: null};
+// The run shown when the hash names none: the first whose policy writes memory (a bench's first after frozen).
+const FIRST_RUN = DATA.first_run || 0;
+const NAV = {run: FIRST_RUN, tab: 'branches', step: null, branch: null, item: null, page: null, a: null, b: null};
 const RENDER = {};  // tab name -> function(run) that fills its section
 
 function run() { return DATA.runs[NAV.run]; }
@@ -71,13 +73,13 @@ function readHash() {
     const v = p.get(k);
     NAV[k] = ['run', 'step', 'item', 'page', 'a', 'b'].includes(k) ? Number(v) : v;
   }
-  if (!(NAV.run >= 0 && NAV.run < DATA.runs.length)) NAV.run = 0;
+  if (!(NAV.run >= 0 && NAV.run < DATA.runs.length)) NAV.run = FIRST_RUN;
   if (!Object.hasOwn(RENDER, NAV.tab)) NAV.tab = 'branches';  // a hand-edited hash cannot name anything else
 }
 
 function writeHash() {
   const p = new URLSearchParams();
-  for (const [k, v] of Object.entries(NAV)) if (v !== null && v !== undefined && !(k === 'run' && v === 0)) p.set(k, v);
+  for (const [k, v] of Object.entries(NAV)) if (v !== null && v !== undefined && !(k === 'run' && v === FIRST_RUN)) p.set(k, v);
   history.replaceState(null, '', '#' + p.toString());
 }
 
