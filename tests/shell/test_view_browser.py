@@ -263,3 +263,34 @@ def test_a_fallback_label_names_the_words_its_runs_policy_read(open_page, tmp_pa
     page.press("[data-testid=step-jump]", "Enter")
     text = page.locator("[data-testid=step-detail]").text_content()
     assert f"label {st['judge']['function']}/{st['judge']['application']} {data['fallback_label']}" in text, text[:800]
+
+
+def _round_steps(values: list[float]) -> bool:
+    """Evenly spaced from a multiple of their step, and that step 1, 2 or 5 × 10^k."""
+    import math
+
+    if len(values) < 2:
+        return False
+    step = values[1] - values[0]
+    mantissa = step / 10 ** math.floor(math.log10(step))
+    return (any(math.isclose(mantissa, m) for m in (1, 2, 5)) and math.isclose(values[0] / step, round(values[0] / step), abs_tol=1e-9)
+            and all(math.isclose(b - a, step) for a, b in zip(values, values[1:])))
+
+
+def test_the_plots_tick_round_steps(pages, open_page):
+    """The branch tree's step axis read 0, 10, 20, 30, 39, 49 on a 60-step run (the ticks split
+    the steps in sixths and rounded): round steps now, 1, 2 or 5 × 10^k apart, in the charts too."""
+    _, html = pages["run"]  # 48 steps: it read 0, 8, 16, 24, 31, 39, 47
+    page = open_page(html)
+    steps = [int(t.split()[1]) for t in page.locator("[data-testid=branch-tree] text.axis").all_text_contents() if t.startswith("step ")]
+    assert steps == [0, 10, 20, 30, 40], steps
+    bench, html = pages["bench"]  # 24 steps
+    page = open_page(html, "#tab=compare")
+    for chart in ("chart-reward", "chart-tokens"):
+        xs = [float(t) for t in page.locator(f"[data-testid={chart}] [data-testid=x-tick]").all_text_contents()]
+        assert xs == [0, 5, 10, 15, 20], (chart, xs)
+        ys = [float(t) for t in page.locator(f"[data-testid={chart}] text[text-anchor=end]").all_text_contents()]
+        assert _round_steps(ys) and ys[0] == 0, (chart, ys)
+    most = max(st["prompt"]["tokens"] for r in view_data(bench)["runs"] for st in r["steps"] if st.get("prompt"))
+    assert ys[-2] < most <= ys[-1], (most, ys)  # the grid's top is the first round tick above the data
+    assert [float(t) for t in page.locator("[data-testid=chart-reward] text[text-anchor=end]").all_text_contents()] == [0, 0.2, 0.4, 0.6, 0.8, 1]

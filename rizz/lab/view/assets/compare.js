@@ -21,17 +21,18 @@ function lineChart(series, opt) {
   const W = opt.width || 760, H = opt.height || 260, L = 56, R = 16, T = 14, B = 40;
   const xs = series.flatMap((q) => q.xs), ys = series.flatMap((q) => q.ys);
   const x0 = Math.min(0, ...xs.slice(0, 1)), x1 = Math.max(1, ...xs);
-  const y0 = opt.ymin !== undefined ? opt.ymin : Math.min(0, ...ys), y1 = opt.ymax !== undefined ? opt.ymax : Math.max(1, ...ys);
+  const y0 = opt.ymin !== undefined ? opt.ymin : Math.min(0, ...ys), ytop = opt.ymax !== undefined ? opt.ymax : Math.max(1, ...ys);
+  const yTicks = niceTicks(y0, ytop, 4, false), last = yTicks[yTicks.length - 1];
+  if (opt.ymax === undefined && last < ytop) yTicks.push(Number((2 * last - yTicks[yTicks.length - 2]).toPrecision(12)));  // a free top: the next round tick
+  const y1 = opt.ymax !== undefined ? opt.ymax : yTicks[yTicks.length - 1];
   const X = (v) => L + (W - L - R) * (v - x0) / Math.max(1e-9, x1 - x0), Y = (v) => H - B - (H - T - B) * (v - y0) / Math.max(1e-9, y1 - y0);
   const svg = s('svg', {width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: 'chart', 'data-testid': opt.testid || 'chart'});
-  for (let i = 0; i <= 4; i++) {
-    const v = y0 + (y1 - y0) * i / 4;
+  for (const v of yTicks) {
     svg.append(s('line', {x1: L, x2: W - R, y1: Y(v), y2: Y(v), class: 'grid'}));
     svg.append(s('text', {x: L - 6, y: Y(v) + 4, class: 'axis', 'text-anchor': 'end'}, opt.yfmt ? opt.yfmt(v) : fmt(v, 2)));
   }
-  for (let i = 0; i <= 5; i++) {
-    const v = Math.round(x0 + (x1 - x0) * i / 5);
-    svg.append(s('text', {x: X(v), y: H - B + 16, class: 'axis', 'text-anchor': 'middle'}, String(v)));
+  for (const v of niceTicks(x0, x1, 5, true)) {  // round steps
+    svg.append(s('text', {x: X(v), y: H - B + 16, class: 'axis', 'text-anchor': 'middle', 'data-testid': 'x-tick'}, String(v)));
   }
   svg.append(s('text', {x: (L + W - R) / 2, y: H - 6, class: 'axis', 'text-anchor': 'middle'}, opt.xlabel || ''));
   svg.append(s('text', {x: 12, y: (T + H - B) / 2, class: 'axis', 'text-anchor': 'middle', transform: `rotate(-90 12 ${(T + H - B) / 2})`}, opt.ylabel || ''));

@@ -52,6 +52,20 @@ function rewardColor(r) {
   return 'hsl(' + Math.round(120 * Math.max(0, Math.min(1, r))) + ',62%,42%)';
 }
 
+// Round axis ticks from lo to hi, about `count` of them: multiples of a step of 1, 2 or 5 × 10^k
+// (the "nice numbers" of Heckbert, Graphics Gems, 1990), so that a step axis reads 0, 10, 20, ...
+// and not 0, 10, 20, 30, 39, 49. `integer`: no step below 1 (steps are whole numbers).
+function niceTicks(lo, hi, count, integer) {
+  if (!(hi > lo)) return [lo];
+  const raw = (hi - lo) / Math.max(1, count);
+  const mag = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / mag;
+  let step = (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
+  if (integer) step = Math.max(1, step);
+  const out = [];
+  for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k++) out.push(Number((k * step).toPrecision(12)));
+  return out;
+}
+
 function chip(text, cls, attrs) { return h('span', Object.assign({class: 'chip ' + (cls || '')}, attrs || {}), text); }
 
 function pre(text, cls) { return h('pre', {class: cls || 'text'}, text === null || text === undefined ? '' : text); }

@@ -35,9 +35,7 @@ function renderTree(root, r) {
   const svg = s('svg', {width, height, viewBox: `0 0 ${width} ${height}`, class: 'tree', 'data-testid': 'branch-tree', role: 'img'});
   svg.append(tip('Branches over the steps: one lane per branch, from its spawn to its merge or prune; coloured cells are the steps routed to it (colour: mean reward; darker: more traffic)'));
   // axis
-  const ticks = 6;
-  const marks = [...new Set(Array.from({length: ticks + 1}, (_, i) => Math.round((n - 1) * i / ticks)))];  // once each on short runs
-  for (const st of marks) {
+  for (const st of niceTicks(0, n - 1, 6, true)) {  // round steps, each once
     svg.append(s('line', {x1: x(st), x2: x(st), y1: TOP - 6, y2: height - 24, class: 'grid'}));
     svg.append(s('text', {x: x(st), y: height - 8, class: 'axis', 'text-anchor': 'middle'}, 'step ' + st));
   }
