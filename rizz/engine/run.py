@@ -144,7 +144,7 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
     read = read_stream(stream, skip_bad=skip_bad)
     elements: list[StreamElement] = list(read.elements)[: limit if limit is not None else None]
     RunDir(out).check_limit(limit)  # before the directory is opened: a refused resume writes nothing
-    session = Session.open(out, policy, model, embedder=embedder, policy_source=policy_source, stream=stream, bad_lines=read.bad,
+    session = Session.open(out, policy, model, embedder=embedder, policy_source=policy_source, stream=stream, bad_lines=read.bad, words="cli",
                            rendering=rendering, budget_cap=budget, snapshot_every=snapshot_every, keep_snapshots=KEEP_SNAPSHOTS,
                            user_model=user_model, durability=durability, keep_records=True, log=log)
     try:

@@ -28,10 +28,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -55,10 +57,11 @@ from rizz.formats.policy_file import load_policy, policy_data
 from rizz.formats.streams import BadLine, StreamElement, element_from_json
 from rizz.formats.wording import plural
 from rizz.store.durable import check_durability
-from rizz.store.runlog import RunDir, model_meta, write_json_atomic
+from rizz.store.runlog import SETTING_NAMES, RunDir, RunDirBusy, RunDirMismatch, model_meta, write_json_atomic
+from rizz.store.runstore import RunStoreError
 
-__all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "SNAPSHOT_TAIL_MAX", "Session", "SessionError", "check_resume", "default_rendering",
-           "finished_run"]
+__all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "SNAPSHOT_TAIL_MAX", "Session", "SessionError", "WORDS", "check_resume",
+           "default_rendering", "finished_run", "in_api_terms"]
 
 _CLOSED_IDS = 4096  # recently folded / expired ids kept for error messages (bounded)
 #: Snapshot bytes written per log record at most (see ``Session(snapshot_every=)``). A snapshot
@@ -148,6 +151,58 @@ def finished_run(path: str | Path, todo: int, model: str, *, rendering: str | No
     if any(meta.get(k) != v for k, v in now.items()):  # Session.open refuses it, naming the setting
         return None
     return summary
+
+
+#: The terms :meth:`Session.open` words a refusal in (its ``words``): ``"api"``, its own
+#: parameters (``budget_cap``, ``rendering``, another ``path``), for a Python caller;
+#: ``"cli"``, the options of ``rizz run`` (``--budget``, ``--rendering``, another ``--out``),
+#: as rizz's store words them (:data:`rizz.store.runlog.SETTING_NAMES`), for a command.
+WORDS = ("api", "cli")
+
+#: What a store's refusal tells a command line to do, and what :meth:`Session.open` tells its caller.
+_API_PHRASES = (
+    ("Use a new --out directory.", "Use a new directory: give Session.open another path."),
+    ("to run this policy, use a new --out directory.", "to run this policy, give Session.open another path (a new directory)."),
+    ("wait for it or use another --out", "wait for it or give Session.open another path"),
+    ("or rerun into a new --out", "or run again into a new directory (another path)"),
+)
+
+
+def in_api_terms(message: str) -> str:
+    """``message``, a refusal rizz's store words for ``rizz run``'s command line (a setting by
+    the option that sets it, :data:`rizz.store.runlog.SETTING_NAMES`; ``--out`` for the
+    directory), in :meth:`Session.open`'s terms: each setting by its parameter, ``this call``
+    for the command, another ``path`` for another ``--out``.
+
+    Example:
+        >>> print(in_api_terms("runs/a was started with different settings; resume refused:\\n"
+        ...                    "  --budget: run has none, this command has 512\\nUse a new --out directory."))
+        runs/a was started with different settings; resume refused:
+          budget_cap: run has none, this call has 512
+        Use a new directory: give Session.open another path.
+    """
+    for key, option in SETTING_NAMES.items():
+        if option.startswith("--"):  # run.json's key is the parameter's name (budget_cap, rendering, ...)
+            message = re.sub(rf"(?m)^  {re.escape(option)}: ", f"  {key}: ", message)
+    message = message.replace(", this command has ", ", this call has ")
+    for cli, api in _API_PHRASES:
+        message = message.replace(cli, api)
+    return message
+
+
+def _reword(error: BaseException, words: str) -> None:
+    """Put a store's refusal (RunDirMismatch, RunDirBusy, RunStoreError) in ``words``'s terms, in place."""
+    if words == "api" and isinstance(error, (RunDirMismatch, RunDirBusy, RunStoreError)) and error.args:
+        error.args = (in_api_terms(str(error)), *error.args[1:])
+
+
+@contextmanager
+def _worded(words: str) -> Iterator[None]:
+    try:
+        yield
+    except BaseException as e:
+        _reword(e, words)
+        raise
 
 
 def _remove_if_only_cache(root: Path) -> None:
@@ -273,7 +328,8 @@ class Session:
              snapshot_every: int = 50, keep_snapshots: int = 3, cache: str | Path | None = None,
              user_model: ModelBackend | str | None = None, data_roots: tuple[Any, ...] = (),
              durability: str = "disk", policy_source: str | None = None, stream: str | Path | None = None,
-             bad_lines: Sequence[BadLine] = (), keep_records: bool = False, log: Callable[[str], None] | None = None) -> Session:
+             bad_lines: Sequence[BadLine] = (), keep_records: bool = False, log: Callable[[str], None] | None = None,
+             words: str = "api") -> Session:
         """Create the session directory ``path``, or resume it (after a close or any crash).
 
         ``policy``: a Policy or a policy file/name; ``model``: a backend or a model spec
@@ -295,10 +351,18 @@ class Session:
         wrote, repaired or ignored (bad lines skipped, a partial last record dropped, a
         snapshot that failed its checksum, rebuilt from the log); default: silently.
 
+        ``words``: the terms a refusal is worded in (:data:`WORDS`): ``"api"`` (default), this
+        method's parameters (``budget_cap: run has none, this call has 512``; another
+        ``path``); ``"cli"``, the options of the command that opens it (``--budget``, another
+        ``--out``: :func:`rizz.engine.run.run_stream` for ``rizz run``).
+
         Raises:
           RunDirBusy: another process (or an open Session) holds the directory.
           RunDirMismatch: the directory was started with another policy, model or embedder.
+          ValueError: ``words`` is not one of :data:`WORDS`.
         """
+        if words not in WORDS:
+            raise ValueError(f"words must be one of {', '.join(WORDS)}, got {words!r}")
         check_durability(durability)
         say = log if log is not None else (lambda m: None)
         pol = policy if isinstance(policy, Policy) else load_policy(policy)
@@ -307,7 +371,8 @@ class Session:
         root = Path(path)
         new_dir = not root.exists()
         if isinstance(model, str) or isinstance(user_model, str):  # refuse a mismatched resume before loading a model
-            check_resume(root, stream, pol, budget_cap, source)
+            with _worded(words):
+                check_resume(root, stream, pol, budget_cap, source)
         try:
             if isinstance(model, str):
                 root.mkdir(parents=True, exist_ok=True)
@@ -321,7 +386,8 @@ class Session:
             raise
         if embedder is None:
             embedder = Embedder()
-        rd = RunDir(root, durability=durability).__enter__()
+        with _worded(words):
+            rd = RunDir(root, durability=durability).__enter__()
         try:
             meta = rd.check_or_write_meta({
                 **of_stream, "log_version": lr.LOG_VERSION, "policy": source,
@@ -354,6 +420,7 @@ class Session:
             return s
         except BaseException as e:
             rd.__exit__(type(e), e, None)
+            _reword(e, words)
             raise
 
     def close(self, *, snapshot: bool = True, error: BaseException | None = None) -> None:

@@ -440,3 +440,51 @@ def test_used_id_says_what_became_of_an_earlier_answer_across_a_restart(tmp_path
     assert s2.used_id("q0") == "answered at step 0, already folded" and s2.used_id("q1") == "answered at step 1, pending"
     assert s2.used_id("q2") is None
     s2.close()
+
+
+def test_a_refused_open_names_what_the_python_caller_passed_not_rizz_runs_options(tmp_path):
+    """A newcomer's Session.open(..., budget_cap=512) was refused with "--budget: ..., this command
+    has 512 / Use a new --out directory.": a command line's words for a keyword argument."""
+    from rizz.store.runlog import RunDirMismatch
+
+    path = tmp_path / "app"
+    _open(path).close()
+    for kw, line in ((dict(budget_cap=512), "  budget_cap: run has none, this call has 512"),
+                     (dict(rendering="raw"), "  rendering: run has 'chat', this call has 'raw'")):
+        with pytest.raises(RunDirMismatch) as info:
+            _open(path, **kw)
+        assert str(info.value).splitlines()[1:] == [line, "Use a new directory: give Session.open another path."], str(info.value)
+    with pytest.raises(RunDirMismatch) as info:
+        _open(path, policy="frozen")
+    assert "  policy: run has 'default', this call has 'frozen'" in str(info.value)
+    assert str(info.value).endswith("to run this policy, give Session.open another path (a new directory).")
+    with pytest.raises(RunDirMismatch) as info:
+        Session.open(path, policy="default", model="embedded", embedder=HashEmbedder(), budget_cap=512)  # refused before the model loads
+    assert "  budget_cap: run has none, this call has 512" in str(info.value)
+    held = subprocess.Popen([sys.executable, "-c", f"from rizz.store.runlog import RunDir\nimport time\nheld = RunDir({str(path)!r}).__enter__()\n"
+                             "print('held', flush=True)\ntime.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert held.stdout.readline().strip() == "held"
+        with pytest.raises(RunDirBusy, match=r"is in use by another rizz process \(pid \d+\); wait for it or give Session.open another path$"):
+            _open(path)
+    finally:
+        held.kill()
+        held.wait()
+    for error in (str(e) for e in _refusals(path)):
+        assert "--" not in error and "this command" not in error, error
+    # a command opens it in its own terms (rizz run: rizz.engine.run.run_stream; rizz serve)
+    with pytest.raises(RunDirMismatch) as info:
+        _open(path, budget_cap=512, words="cli")
+    assert str(info.value).splitlines()[1:] == ["  --budget: run has none, this command has 512", "Use a new --out directory."]
+    with pytest.raises(ValueError, match="words must be one of api, cli, got 'shell'"):
+        _open(path, words="shell")
+
+
+def _refusals(path: Path) -> list[BaseException]:
+    out = []
+    for kw in (dict(budget_cap=512), dict(rendering="raw"), dict(policy="frozen")):
+        try:
+            _open(path, **kw).close()
+        except Exception as e:  # noqa: BLE001
+            out.append(e)
+    return out

@@ -35,7 +35,9 @@ def is_loopback(host: str) -> bool:
 
 def live_opener(policy: Any, model: FairModel, embedder: Any, rendering: str | None = None) -> Callable[[Path], Any]:
     """``path -> rizz.Session.open(path, policy, model, rendering=rendering)``: each tenant's
-    responses cached in its folder (``rendering`` None: the model's default, as ``rizz run``'s).
+    responses cached in its folder (``rendering`` None: the model's default, as ``rizz run``'s);
+    a refusal in the command line's terms (``words="cli"``: ``--model``, and ``--out``, which
+    the server's errors name as its ``--data`` folder).
     """
     # lazy: Session imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz serve`'s checks do not need
     from rizz.engine.session import Session
@@ -43,7 +45,7 @@ def live_opener(policy: Any, model: FairModel, embedder: Any, rendering: str | N
     def open_(path: Path) -> Any:
         path.mkdir(parents=True, exist_ok=True)
         return Session.open(path, policy=policy, model=CachedModel(model, ResponseCache(path / "responses.sqlite")), embedder=embedder,
-                            rendering=rendering)
+                            rendering=rendering, words="cli")
 
     return open_
 
