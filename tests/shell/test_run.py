@@ -305,7 +305,7 @@ def test_missing_policy_and_bench_folder_errors_name_what_to_use(tmp_path):
     from rizz.formats.policy_file import PolicyError
     from rizz.store.runlog import RunDir
 
-    with pytest.raises(PolicyError, match=r"cannot read: .*did you mean `default`\? \(shipped names: ace-style, content-words, corrections, cross-zone, default, evidence, evidence-explore, frozen, .*learned-routing, no-anti-fragmentation, no-procedural, no-votes"):
+    with pytest.raises(PolicyError, match=r"cannot read: .*did you mean `default`\? \(shipped names: ace-style, content-words, corrections, cross-zone, default, evidence, evidence-explore, examples-floor, frozen, .*learned-routing, no-anti-fragmentation, no-procedural, no-votes"):
         load_policy(tmp_path / "defualt")
     (tmp_path / "child.yaml").write_text("extends: defualt\n")
     with pytest.raises(PolicyError, match=r"\$\.extends: 'defualt' not found; did you mean `default`\?"):
