@@ -10,7 +10,7 @@ from rizz.apps.cli_errors import fail as _fail
 from rizz.apps.cli_help import Command
 from rizz.engine.logfold import LogFoldError
 from rizz.formats.logrecord import LogRecordError
-from rizz.lab.view import write_view
+from rizz.lab.view import VIEW_FILE, write_view
 
 __all__ = ["register", "view"]
 
@@ -34,4 +34,7 @@ def view(
         path = write_view(run_dir, out)
     except (FileNotFoundError, LogRecordError, LogFoldError) as e:
         _fail(str(e))
+    except OSError as e:  # a read-only RUN_DIR (bind mount, chmod), a full disk, no permission
+        target = out if out is not None else run_dir / VIEW_FILE
+        _fail(f"{target}: cannot write here ({e.strerror or e}); write the view elsewhere: rizz view {run_dir} --out FILE.html")
     typer.echo(f"{path}  ({path.stat().st_size / 1e6:.1f} MB; open it in a browser)")

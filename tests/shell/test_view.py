@@ -261,3 +261,20 @@ def test_a_log_that_does_not_fold_is_refused_with_its_line(run_dir, tmp_path):
     (bad / "log.jsonl").write_text("\n".join(lines) + "\n")
     res = CliRunner().invoke(app, ["view", str(bad)])
     assert res.exit_code == 2 and "log.jsonl:4" in res.output and "no such answer is pending" in res.output
+
+
+def test_a_read_only_run_dir_is_refused_in_one_line_naming_the_file_and_out(run_dir, tmp_path):
+    """`rizz view RUN_DIR` on a read-only RUN_DIR ended in a traceback (OSError writing
+    RUN_DIR/view.html): one line naming the file and --out; --out elsewhere works."""
+    from test_readonly_rundir import _read_only
+    from typer.testing import CliRunner
+
+    from rizz.apps.cli import app
+
+    with _read_only(run_dir) as ro:
+        res = CliRunner().invoke(app, ["view", str(ro)])
+        assert res.exit_code == 2, res.output
+        said = res.stderr.strip()
+        assert said.startswith(f"{ro / 'view.html'}: cannot write here (") and "--out FILE.html" in said and "\n" not in said, said
+        res = CliRunner().invoke(app, ["view", str(ro), "--out", str(tmp_path / "v.html")])
+        assert res.exit_code == 0 and (tmp_path / "v.html").is_file(), res.output
