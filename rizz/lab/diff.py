@@ -25,6 +25,13 @@ __all__ = ["COLUMNS", "LabelSources", "ROUTED_BY", "branch_rows", "branch_table"
            "inspect_run"]
 
 
+
+def _as_sent(compiled: int, calls) -> str:
+    """The answer call's prompt tokens as the backend counted them, where they differ from the
+    compiled prompt's (the chat template's markup, or the model's own tokenizer, adds some)."""
+    sent = next((c.get("prompt_tokens") for c in calls if c.get("kind") == "answer"), None)
+    return f"; {sent} as sent to the model (its chat template included)" if sent is not None and sent != compiled else ""
+
 def _clip(text: str, n: int = 60) -> str:
     one = " ".join(text.split())
     return one if len(one) <= n else one[: n - 1] + "…"
@@ -155,7 +162,8 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
         if p:
             lines.append(f"  prompt: {p['tokens']} tokens "
                          f"(budget {p['budget']}: {budget_source(p['budget'], policy_budget, meta.get('budget_cap'))}), "
-                         f"{plural(len(p['rule_ids']), 'rule')}, {plural(len(p['episode_keys']), 'example')}")
+                         f"{plural(len(p['rule_ids']), 'rule')}, {plural(len(p['episode_keys']), 'example')}"
+                         + _as_sent(p["tokens"], rec.get("calls") or ()))
             for block, item, tokens, reason in p["dropped"]:
                 lines.append(f"  compiler dropped {block}/{item} ({tokens} tokens, {reason})")
         if rec.get("overflow"):
