@@ -154,8 +154,22 @@ def test_cli_writes_the_view_into_the_run_dir_and_refuses_a_folder_without_runs(
     (tmp_path / "empty").mkdir()
     res = CliRunner().invoke(app, ["view", str(tmp_path / "empty")])
     assert res.exit_code == 2 and "no run.json" in res.output
-    res = CliRunner().invoke(app, ["view", str(run_dir), "--out", str(tmp_path)])
-    assert res.exit_code == 2 and "is a folder" in res.output
+
+
+def test_out_a_folder_writes_view_html_inside_it(run_dir, tmp_path):
+    """`--out views/` (no such folder) wrote an extension-less file `views`, while an existing
+    folder was refused: both write view.html inside the folder (created)."""
+    from typer.testing import CliRunner
+
+    from rizz.apps.cli import app
+
+    res = CliRunner().invoke(app, ["view", str(run_dir), "--out", str(tmp_path / "views") + "/"])
+    assert res.exit_code == 0 and (tmp_path / "views" / "view.html").is_file(), res.output
+    assert str(tmp_path / "views" / "view.html") in res.stdout
+    res = CliRunner().invoke(app, ["view", str(run_dir), "--out", str(tmp_path)])  # an existing folder
+    assert res.exit_code == 0 and (tmp_path / "view.html").is_file(), res.output
+    res = CliRunner().invoke(app, ["view", str(run_dir), "--out", str(tmp_path / "v.html")])  # a file: as it is
+    assert res.exit_code == 0 and (tmp_path / "v.html").is_file(), res.output
 
 
 def test_a_bench_folder_gives_its_policies_in_the_reports_order(tmp_path):
