@@ -110,7 +110,8 @@ def convert_run_dir(path: str | os.PathLike[str], *, keep_files: bool = False,
                     log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
     """Move RUN_DIR ``path``'s ``embeddings/`` and ``prompts/`` into its ``store.sqlite`` (module docstring).
 
-    Holds the RUN_DIR's lock throughout. Returns ``{"run_dir", "layout_before", "vectors",
+    Holds the RUN_DIR's lock throughout a conversion (a RUN_DIR already in one store is left as it is,
+    without taking it: read-only is fine). Returns ``{"run_dir", "layout_before", "vectors",
     "prompts", "files_removed", "bytes_before", "bytes_after"}`` (``vectors`` / ``prompts``:
     entries moved; bytes: the folders' file sizes, the store's).
 
@@ -125,12 +126,12 @@ def convert_run_dir(path: str | os.PathLike[str], *, keep_files: bool = False,
     store, tmp = root / STORE_FILE, root / (STORE_FILE + ".tmp")
     folders = [d for d in (root / "embeddings", root / "prompts") if d.is_dir()]
     before = sum(p.stat().st_size for d in folders for p in d.rglob("*") if p.is_file())
+    layout = "files" if folders and not store.exists() else "sqlite"
+    if not folders:  # before the lock: a RUN_DIR already in one store needs no writing (a read-only folder too)
+        log(f"{root}: already in one store ({STORE_FILE}); nothing to convert")
+        return {"run_dir": str(root), "layout_before": layout, "vectors": 0, "prompts": 0, "files_removed": 0,
+                "bytes_before": 0, "bytes_after": store.stat().st_size if store.exists() else 0}
     with rd:
-        layout = "files" if folders and not store.exists() else "sqlite"
-        if not folders:
-            log(f"{root}: already in one store ({STORE_FILE}); nothing to convert")
-            return {"run_dir": str(root), "layout_before": layout, "vectors": 0, "prompts": 0, "files_removed": 0,
-                    "bytes_before": 0, "bytes_after": store.stat().st_size if store.exists() else 0}
         if not store.exists():
             tmp.unlink(missing_ok=True)
             with closing(sqlite3.connect(tmp, isolation_level=None)) as db:

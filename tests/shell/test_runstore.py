@@ -161,6 +161,27 @@ def test_rizz_convert_cli_converts_each_run_of_a_bench_folder(tmp_path):
     assert "embeddings/" in helptext and "store.sqlite" in helptext
 
 
+def test_rizz_convert_on_a_read_only_run_dir_already_in_one_store_has_nothing_to_convert(tmp_path):
+    """A read-only RUN_DIR already in one store was refused ("cannot write here"): whether there is
+    anything to convert is decided first, as on a writable folder; an old layout is still refused."""
+    from test_readonly_rundir import _read_only
+    from typer.testing import CliRunner
+
+    from rizz.apps import cli
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    shutil.copytree(V1, old)
+    shutil.copytree(V1, new)
+    convert_run_dir(new)
+    with _read_only(new) as ro:
+        res = CliRunner().invoke(cli.app, ["convert", str(ro)])
+        assert res.exit_code == 0, res.output
+        assert res.stderr == f"{ro}: already in one store (store.sqlite); nothing to convert\n"
+    with _read_only(old) as ro:
+        res = CliRunner().invoke(cli.app, ["convert", str(ro)])
+        assert res.exit_code == 2 and "cannot write here" in res.stderr, res.output
+
+
 def test_prefetch_reads_many_vectors_in_one_query_then_gets_need_none(tmp_path):
     store = RunStore(tmp_path / "store.sqlite")
     vecs = np.random.default_rng(2).standard_normal((30, 8)).astype(np.float32)
