@@ -128,33 +128,39 @@ def build_cmd(
 
 @app.command("check", cls=Command)
 def check_cmd(
-    stream: Path = typer.Argument(..., help="Stream file (JSONL) to validate."),
-    first_only: bool = typer.Option(False, "--first", metavar="", help="Stop at the first bad line (default: report every bad line)."),
+    streams: list[Path] = typer.Argument(..., metavar="STREAM...", help="Stream files (JSONL) to validate."),
+    first_only: bool = typer.Option(False, "--first", metavar="", help="Stop at the first bad line of each file (default: report every bad line)."),
     all_errors: bool = typer.Option(True, "--all", hidden=True, help="Kept for old scripts: every bad line is the default."),
 ) -> None:
-    """Validate a stream file against the contract; exit 1 naming FILE:LINE and field if bad.
+    """Validate stream files against the contract; exit 1 naming FILE:LINE and field if any is bad.
 
-    Prints ``FILE: N elements ok, M bad; TASK N, ...; longest N chars`` (``-`` counts elements
-    without ``metadata.task``, as in ``summary.json``). An empty file is an error.
+    Prints ``FILE: N elements ok, M bad; TASK N, ...; longest N chars`` for each file (``-``
+    counts elements without ``metadata.task``, as in ``summary.json``). An empty file is an error.
     """
     del all_errors  # accepted for old scripts; reporting every bad line is the default
+    bad = [stream for stream in streams if not _check_stream(stream, first_only)]
+    if bad:
+        raise typer.Exit(1)
+
+
+def _check_stream(stream: Path, first_only: bool) -> bool:
+    """Report on ``stream`` (its bad lines on stderr, its counts on stdout); True when it is all good."""
     try:
         read = read_stream(stream, skip_bad=not first_only)
     except StreamError as err:
         for bad in err.bad:  # a file whose every line is bad
             typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
         typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(1) from None
+        return False
     except OSError as err:  # "error: s.jsonl: No such file or directory", not Python's [Errno 2] form
         typer.echo(f"error: {stream}: {err.strerror or err}", err=True)
-        raise typer.Exit(1) from None
+        return False
     for bad in read.bad:
         typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
     longest = max((prompt_chars(el) for el in read.elements), default=0)
     typer.echo(f"{stream}: {_plural(len(read.elements), 'element')} ok, {len(read.bad)} bad; "
                f"{_task_counts(read.elements)}; longest {_plural(longest, 'char')}")
-    if read.bad:
-        raise typer.Exit(1)
+    return not read.bad
 
 
 if __name__ == "__main__":  # pragma: no cover

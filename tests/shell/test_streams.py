@@ -338,6 +338,24 @@ def test_check_reports_every_bad_line_unless_first(tmp_path) -> None:
     assert first.exit_code == 1 and first.output.splitlines() == [f"error: {path}:2: field 'id': expected a string, got 7"]
 
 
+def test_check_takes_several_files_and_reports_each(tmp_path) -> None:
+    """`rizz streams check a.jsonl b.jsonl` said "Got unexpected extra argument(s)" (`rizz policy
+    check` takes several): each file is reported, exit 1 when any is bad."""
+    good, other, bad = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "bad.jsonl"
+    good.write_text(_line(id="a", input="abc") + "\n", encoding="utf-8")
+    other.write_text(_line(id="b", input="abcd") + "\n", encoding="utf-8")
+    bad.write_text(_line(id="c") + "\n" + _line(id=7) + "\n", encoding="utf-8")
+    both = CliRunner().invoke(streams_app, ["check", str(good), str(other)])
+    assert both.exit_code == 0, both.output
+    assert both.output == (f"{good}: 1 element ok, 0 bad; FOMC 1; longest 3 chars\n"
+                           f"{other}: 1 element ok, 0 bad; FOMC 1; longest 4 chars\n")
+    mixed = CliRunner().invoke(streams_app, ["check", str(bad), str(good), str(tmp_path / "missing.jsonl")])
+    assert mixed.exit_code == 1
+    assert mixed.stdout.splitlines()[1] == f"{good}: 1 element ok, 0 bad; FOMC 1; longest 3 chars"
+    assert f"error: {bad}:2: field 'id': expected a string, got 7" in mixed.stderr
+    assert f"error: {tmp_path / 'missing.jsonl'}: No such file or directory" in mixed.stderr
+
+
 def _pretty_array(n: int) -> str:
     return json.dumps([json.loads(_line(id=f"q{i}")) for i in range(n)], indent=2)
 
