@@ -222,6 +222,8 @@ def replay(
     whether it equals the digest the run recorded (summary.json); exit 1 when it does not
     (summary.json is then kept, and the refolded summary written to summary.replay.json).
     A replay that finds the recorded digest writes nothing (a read-only RUN_DIR replays too).
+    A summary.json of a shorter log (a resume that did not finish, a live session's later
+    answers) is checked where it ends and, when its digest is found there, rewritten.
 
     Under another --policy the logged answers and rewards are refolded as they are: the
     memory and branches are that policy's, the rewards the run's (it is not a new run; use
@@ -229,48 +231,64 @@ def replay(
     what differs from the run's summary.json (branches, labels, digest).
     """
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
-    from rizz.engine.run import replay as do_replay, replay_differences
-    from rizz.store.runlog import RunDirReadOnly
+    from rizz.engine.run import ReplayBusy, replay_differences, replay_run, summary_extent
 
     pol = _load_policy_or_exit(policy) if policy else None
-    try:  # what the run recorded, read before a refold under its own policy writes summary.json (when it records no digest)
-        recorded = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        recorded = None
-    unwritten = None  # why the summary the replay had to write is not written (a RUN_DIR that cannot be written)
     try:
-        summary = do_replay(run_dir, pol, policy)
+        done = replay_run(run_dir, pol, policy)
     except FileNotFoundError as e:
         _fail(str(e))
-    except RunDirReadOnly as e:  # refolded; only its summary file could not be written: say so after the result
-        assert e.summary is not None
-        summary, unwritten = e.summary, str(e)
-    except RunDirBusy as e:  # a replay that writes a summary takes the lock a running run or server holds
-        _fail(f"{str(e).split(';')[0]}; replay it once that process has finished (replay writes summary.json)")
+    except ReplayBusy as e:  # a replay that writes a summary takes the lock a running run or server holds
+        why = {"unrecorded": "summary.json records no digest", "policy": f"the refold under {policy}",
+               "differs": "the log refolds to another digest than summary.json's"}.get(e.outcome, "")
+        _fail(f"{str(e).split(';')[0]}; replay it once that process has finished (this replay writes {e.path.name}: {why})")
+    summary, recorded, stale = done.summary, done.recorded, done.stale
+    unwritten = None if done.unwritten is None else str(done.unwritten)  # a RUN_DIR that cannot be written
     typer.echo(summary["state_digest"])  # stdout: the digest alone (scripts read it); what it means goes to stderr
+    summary_json = run_dir / "summary.json"
 
     def say(message: str) -> None:
         typer.echo(message, err=True)
 
-    if "answers_from" not in summary and (recorded is None or not isinstance(recorded.get("state_digest"), str)):
-        say(f"no digest recorded to compare with: {run_dir / 'summary.json'} is missing, unreadable or holds no state_digest "
+    if done.outcome == "unrecorded":
+        say(f"no digest recorded to compare with: {summary_json} is missing, unreadable or holds no state_digest "
             "(a run that has not finished; a live session's directory until its first replay)"
-            + ("; it now holds the refolded summary" if unwritten is None else ""))
-    elif "answers_from" in summary:
-        if unwritten is None:
+            + ("; it now holds the refolded summary" if done.written else ""))
+    elif done.outcome == "policy":
+        if done.written:
             say(f"wrote {run_dir / 'summary.replay.json'}: the run's answers and rewards refolded under {summary['policy']}")
         if recorded is None:
-            say(f"nothing to compare with: {run_dir / 'summary.json'} is missing or unreadable (a run that has not finished)")
+            say(f"nothing to compare with: {summary_json} is missing or unreadable (a run that has not finished)")
         else:
+            if stale is not None:
+                was, now = summary_extent(recorded, summary, stale)
+                say(f"{summary_json} is from {was}; the log has {now}: it is compared as it is "
+                    f"(`rizz replay {run_dir}` without --policy rewrites it)")
             changed = replay_differences(recorded, summary)
             say(f"differs from the run's summary.json ({recorded.get('policy')}) in: " + "; ".join(changed) if changed
                 else f"the same branches, labels and digest as the run's summary.json ({recorded.get('policy')})")
-    elif recorded.get("state_digest") == summary["state_digest"]:
-        say(f"= the digest the run recorded in {run_dir / 'summary.json'}: its log replays to the same state")
-    else:
-        say(f"≠ the digest the run recorded in {run_dir / 'summary.json'} ({recorded.get('state_digest')}): its log refolds to "
-            f"another state (written by another version of rizz, or summary.json edited?); summary.json is kept as the run wrote it"
-            + (f", the refolded summary is in {run_dir / 'summary.replay.json'}" if unwritten is None else ""))
+    elif done.outcome == "same":
+        say(f"= the digest the run recorded in {summary_json}: its log replays to the same state")
+    elif done.outcome == "stale":
+        assert recorded is not None and stale is not None
+        was, now = summary_extent(recorded, summary, stale)
+        how = ("rewrote it" if done.written else "not rewritten" if done.busy is None
+               else f"not rewritten while a rizz process (pid {done.busy.owner}) holds the RUN_DIR")
+        say(f"{summary_json} is from {was}; the log has {now}: {how} (up to where it ends, the log replays to the "
+            "digest it recorded; the rest came after it: a resume that did not finish, or a live session)")
+    else:  # "differs": at the log's end, or where a stale summary.json ends
+        assert recorded is not None
+        if stale is not None:
+            was, now = summary_extent(recorded, summary, stale)
+            where = f"the log up to where it ends ({was}; the log has {now}) refolds to another state ({stale.digest})"
+        else:
+            where = "its log refolds to another state"
+            counted = recorded.get("log_records")
+            if isinstance(counted, int) and counted > summary["log_records"]:
+                where += f" (it folded {counted} log records; the log has {summary['log_records']})"
+        say(f"≠ the digest the run recorded in {summary_json} ({recorded.get('state_digest')}): {where} "
+            f"(written by another version of rizz, or summary.json edited?); summary.json is kept as the run wrote it"
+            + (f", the refolded summary is in {run_dir / 'summary.replay.json'}" if done.written else ""))
         if unwritten is not None:
             say(unwritten)
         raise typer.Exit(1)

@@ -167,9 +167,14 @@ def load_inflight(path: Path) -> tuple[int, PMap] | None:
 
 
 def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True,
-                 records: list[dict[str, Any]] | None = None) -> tuple[LogFold, list[dict[str, Any]]]:
+                 records: list[dict[str, Any]] | None = None,
+                 on_folded: Callable[[LogFold, int], None] | None = None) -> tuple[LogFold, list[dict[str, Any]]]:
     """The fold of RUN_DIR ``rd``'s whole log: from the newest snapshot (with its answers in
     flight) plus the records after it, or from record 0. Returns ``(fold, records as JSON)``.
+
+    ``on_folded(fold, n)``: called with the fold and the records folded so far, once before
+    the first record is applied (``n``: 0, or the snapshot's count) and after each record
+    (``rizz replay`` reads the digest where ``summary.json`` ends).
 
     Raises LogRecordError / LogFoldError naming ``log.jsonl:<line>`` for a bad record.
     """
@@ -195,8 +200,12 @@ def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True,
         if i in rebuild:
             save_inflight(rd.inflight_path(i), fold)  # the side file first, as Session does
             rd.save_snapshot(i, fold.state)
+        if on_folded is not None:
+            on_folded(fold, i)
 
-    refold(fold, records, start, where=str(rd.log_path), after=rebuilt if rebuild else None)
+    if on_folded is not None:
+        on_folded(fold, start)
+    refold(fold, records, start, where=str(rd.log_path), after=rebuilt if rebuild or on_folded is not None else None)
     return fold, records
 
 

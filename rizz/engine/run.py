@@ -17,6 +17,7 @@ import errno
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,10 @@ from rizz.formats.policy_file import parse_policy
 from rizz.formats.streams import StreamElement, read_stream
 from rizz.formats.wording import plural
 from rizz.store.durable import fault_point
-from rizz.store.runlog import RunDir, RunDirReadOnly, write_json_atomic
+from rizz.store.runlog import RunDir, RunDirBusy, RunDirReadOnly, write_json_atomic
 
-__all__ = ["KEEP_SNAPSHOTS", "episode_summary", "evaluated_tokens", "replay", "replay_differences", "run_stream", "summarise"]
+__all__ = ["KEEP_SNAPSHOTS", "ReplayBusy", "Replayed", "Stale", "episode_summary", "evaluated_tokens", "replay", "replay_differences",
+           "replay_run", "run_stream", "summarise", "summary_extent"]
 
 #: Snapshots a run keeps (the newest; a resume needs only the newest sound one, and the store
 #: drops the chunks of the others). ``Session.open`` keeps as many by default.
@@ -83,8 +85,11 @@ def episode_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
 def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[str, Any]) -> dict[str, Any]:
     """``summary.json`` (specs/stream-format.md) (plus extra fields) from the log records and final state.
 
-    ``records``: the log's JSON objects, any version (joined per element by :func:`views`).
+    ``records``: the log's JSON objects, any version (joined per element by :func:`views`):
+    the whole log, whose length is ``log_records`` (what tells a summary of the log as it was,
+    before a resume that did not finish or a live session appended more, :func:`replay_run`).
     """
+    log_records = len(records)
     records = views(records)
     answered = [r for r in records if "verdict" in r]
     per_task: dict[str, list[float]] = {}
@@ -95,6 +100,7 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
     n_calls = sum(1 for c in calls if not c["cached"])
     return {
         "steps": len(records),
+        "log_records": log_records,
         "answered": len(answered),
         "mean_reward": round(sum(r["verdict"]["reward"] for r in answered) / len(answered), 6) if answered else 0.0,
         "per_task": {t: {"n": len(v), "mean_reward": round(sum(v) / len(v), 6)} for t, v in sorted(per_task.items())},
@@ -181,6 +187,63 @@ def _run(session: Session, elements: list[StreamElement], on_step: Callable[[dic
 
 
 def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str | None = None, *, write_summary: bool = True) -> dict[str, Any]:
+    """Refold RUN_DIR's log with no model calls (under ``policy``, default: the run's own);
+    returns the refolded summary. :func:`replay_run` says what it did; this raises what it
+    could not: RunDirReadOnly (a summary to write, a folder that cannot be written)."""
+    done = replay_run(run_dir, policy, policy_source, write_summary=write_summary)
+    if done.unwritten is not None:
+        raise done.unwritten
+    return done.summary
+
+
+@dataclass
+class Stale:
+    """``summary.json`` folds fewer records than the log holds: it is of the log as it was (a
+    resume that did not finish appended more steps; a live session answered or folded more).
+
+    ``records``: the log records it folds (its ``log_records``; a summary written before that
+    field, by the steps it counts); ``digest``: the refold's digest after those records (None
+    under another policy, which refolds to another state anyway)."""
+
+    records: int
+    digest: str | None
+
+
+@dataclass
+class Replayed:
+    """What :func:`replay_run` found and did.
+
+    ``summary``: the refolded summary; ``recorded``: ``summary.json`` as the replay found it (None
+    when missing, unreadable or not an object); ``stale``: set when that summary folds fewer
+    records than the log holds; ``outcome``, under the run's own policy: ``"same"`` (it records
+    the refold's digest: nothing to write), ``"stale"`` (of a shorter log, whose digest the refold
+    finds where that summary ends: summary.json is rewritten), ``"unrecorded"`` (no digest: the
+    refold goes to summary.json), ``"differs"`` (another digest, at the log's end or where a stale
+    summary ends: summary.json is kept, the refold goes to summary.replay.json); under another
+    policy ``"policy"`` (summary.replay.json). ``path``: the file the summary goes to (None: none);
+    ``written``: it was written; ``unwritten``: why not (a folder that cannot be written);
+    ``busy``: a stale summary.json left as it is while another process holds the lock."""
+
+    summary: dict[str, Any]
+    recorded: dict[str, Any] | None
+    outcome: str
+    stale: Stale | None
+    path: Path | None
+    written: bool = False
+    unwritten: RunDirReadOnly | None = None
+    busy: RunDirBusy | None = None
+
+
+class ReplayBusy(RunDirBusy):
+    """A replay that has to write ``path`` (for its ``outcome``, :class:`Replayed`) found the
+    RUN_DIR's lock held by another process; the message is :class:`RunDirBusy`'s."""
+
+    path: Path
+    outcome: str
+
+
+def replay_run(run_dir: str | Path, policy: Policy | None = None, policy_source: str | None = None, *,
+               write_summary: bool = True) -> Replayed:
     """Refold RUN_DIR's log with no model calls (under ``policy``, default: the run's own).
 
     Any RUN_DIR: ``rizz run``'s, a live session's (``Session.open``), and log format 1.
@@ -190,27 +253,34 @@ def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str
     when ``summary.json`` records none (a run that has not finished, a live session's folder)
     the refolded summary is written there; when it records another digest that file is kept
     (what the run recorded is never overwritten) and the refolded summary goes to
-    ``summary.replay.json``. Under another policy the logged answers and verdicts are refolded
-    as they are: the state (branches, memory, digest) is that policy's, but answers, rewards
-    and model calls are the run's own (a counterfactual memory, not a new run); the summary
-    then carries ``answers_from`` (the run's policy) and goes to ``summary.replay.json``. The
-    run's next appended record removes that file (:meth:`RunDir.append
+    ``summary.replay.json``. A ``summary.json`` of fewer log records than the log holds (its
+    ``log_records``; one written before that field, by its ``steps``) is of the log as it was: a
+    resume that did not finish (killed, Ctrl-C) or a live session appended more. Its digest is
+    then compared with the refold's after those records, and when they agree it is rewritten
+    with the whole log's summary (not while another process holds the lock: that process may
+    be appending still); when they do not, it is a refold to another state as above.
+
+    Under another policy the logged answers and verdicts are refolded as they are: the state
+    (branches, memory, digest) is that policy's, but answers, rewards and model calls are the
+    run's own (a counterfactual memory, not a new run); the summary then carries
+    ``answers_from`` (the run's policy) and goes to ``summary.replay.json``. The run's next
+    appended record removes that file (:meth:`RunDir.append
     <rizz.store.runlog.RunDir.append>`), since it no longer describes the run.
 
     Locking. The refold only reads, so it takes no lock: it works on a RUN_DIR that cannot be
     written, and beside a ``rizz run`` writing the same folder it folds the records appended
     so far (the log is append-only, and the store rows a record names are committed before it;
     the store is read read-only, :class:`~rizz.store.runstore.RunStore`). Only a write takes
-    the writer's lock (RunDirBusy while a run or a server holds it), and under it the log is
-    checked against the one folded: when it changed meanwhile (a run appended and finished),
-    the log is folded again under the lock, so the file written describes the log as it is
-    and a run's ``summary.json`` written meanwhile decides where it goes.
+    the writer's lock, and under it the log and ``summary.json`` are checked against those the
+    refold read: when either changed meanwhile (a run appended and finished), the log is folded
+    again under the lock, so the file written describes the log as it is and a run's
+    ``summary.json`` written meanwhile decides where it goes. A folder that cannot be written
+    is :attr:`Replayed.unwritten`.
 
     Raises:
       FileNotFoundError: a directory that is not a RUN_DIR.
-      RunDirBusy: a file must be written while another process holds the lock.
-      RunDirReadOnly: a file must be written but the folder cannot be (its ``summary`` is the
-        refolded summary, its message names the file).
+      ReplayBusy: a file must be written while another process holds the lock (except a stale
+        ``summary.json``'s rewrite, left to :attr:`Replayed.busy`).
     """
     rd = RunDir(run_dir)
     meta = rd.meta()
@@ -219,47 +289,119 @@ def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str
         policy_source = meta["policy"]
     own = policy_source == meta["policy"]
 
-    def refold() -> dict[str, Any]:
-        fold, records = restore_fold(RunDir(run_dir), policy, use_snapshots=False)
+    def refold() -> Replayed:
+        recorded = _read_summary(rd.summary_path)
+        reader = RunDir(run_dir)
+        records = list(reader.records())
+        covered = _covered(recorded, records)
+        at: list[str] = []
+
+        def digest_at(fold: Any, n: int) -> None:
+            if n == covered:
+                at.append(digest(fold.state))
+
+        fold, records = restore_fold(reader, policy, use_snapshots=False, records=records,
+                                     on_folded=digest_at if covered is not None and own else None)
         summary = summarise(records, fold.state, dict(meta, policy=policy_source))
         if not own:
             summary["answers_from"] = meta["policy"]
-        return summary
-
-    def target(summary: dict[str, Any]) -> Path | None:
-        """Where ``summary`` goes: None when summary.json records its digest already."""
-        if not own:
-            return rd.replay_summary_path
-        recorded = recorded_digest(rd.root)
-        if recorded == summary["state_digest"]:
-            return None
-        return rd.summary_path if recorded is None else rd.replay_summary_path
+        stale = None if covered is None else Stale(covered, at[0] if at else None)
+        outcome = _outcome(own, recorded, summary, stale)
+        path = {"same": None, "stale": rd.summary_path, "unrecorded": rd.summary_path}.get(outcome, rd.replay_summary_path)
+        return Replayed(summary, recorded, outcome, stale, path)
 
     folded = _log_identity(rd.log_path)
-    summary = refold()
-    path = target(summary)
-    if not write_summary or path is None:
-        return summary
+    done = refold()
+    if not write_summary or done.path is None:
+        return done
+    path = done.path
     try:
         with rd:
-            if _log_identity(rd.log_path) != folded:  # appended to since the refold: fold the log as it is now
-                summary = refold()
-            path = target(summary)  # summary.json as it is now (a run may have finished meanwhile)
-            if path is not None:
+            if _log_identity(rd.log_path) != folded or _read_summary(rd.summary_path) != done.recorded:
+                done = refold()  # appended to, or a run finished, since the refold: fold the log as it is now
+            if done.path is not None:
                 try:
-                    write_json_atomic(path, summary)
+                    write_json_atomic(done.path, done.summary)
                 except OSError as e:  # the lock could be taken, the file not written (a folder without write permission)
                     if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                         raise
-                    raise _not_written(path, summary, f"{e.filename}: {e.strerror}") from None
-    except RunDirReadOnly as e:
-        if e.summary is not None:
-            raise
-        raise _not_written(path, summary, e.reason) from None  # the lock file itself
-    return summary
+                    done.unwritten = _not_written(done.path, done.summary, f"{e.filename}: {e.strerror}")
+                else:
+                    done.written = True
+    except RunDirReadOnly as e:  # the lock file itself
+        done.unwritten = _not_written(path, done.summary, e.reason)
+    except RunDirBusy as e:
+        if done.outcome == "stale":  # the holder may be appending still: its own summary will describe its log
+            done.busy = e
+            return done
+        busy = ReplayBusy(str(e))
+        busy.owner, busy.path, busy.outcome = e.owner, path, done.outcome
+        raise busy from None
+    return done
+
+
+def _read_summary(path: Path) -> dict[str, Any] | None:
+    """``summary.json`` as an object; None when missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _count(value: Any) -> int | None:
+    """``value`` when it is a count (an int >= 0, not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _covered(recorded: dict[str, Any] | None, records: list[dict[str, Any]]) -> int | None:
+    """How many of the log's ``records`` the summary ``recorded`` folds, when it
+    records a digest and folds fewer; else None. Its ``log_records``; a summary written before
+    that field ends where the step after its last begins (``steps``: a ``rizz run``'s summary is
+    written once its last element's records are all appended)."""
+    if recorded is None or not isinstance(recorded.get("state_digest"), str):
+        return None
+    if "log_records" in recorded:
+        covered = _count(recorded["log_records"])
+        return covered if covered is not None and covered < len(records) else None
+    steps = _count(recorded.get("steps"))
+    if steps is None:
+        return None
+    starts = [i for i, r in enumerate(records) if r.get("kind", "step") in ("step", "answer")]
+    return starts[steps] if steps < len(starts) else None
+
+
+def _outcome(own: bool, recorded: dict[str, Any] | None, summary: dict[str, Any], stale: Stale | None) -> str:
+    """:attr:`Replayed.outcome`."""
+    if not own:
+        return "policy"
+    was = recorded.get("state_digest") if recorded is not None else None
+    if not isinstance(was, str):
+        return "unrecorded"
+    if stale is not None:
+        return "stale" if stale.digest == was else "differs"
+    return "same" if was == summary["state_digest"] else "differs"
+
+
+def summary_extent(recorded: dict[str, Any], summary: dict[str, Any], stale: Stale) -> tuple[str, str]:
+    """How much of the log a stale ``summary.json`` (``recorded``) folds, and how much the
+    refold's ``summary`` does: by steps, or by records too when the steps agree.
+
+    Example:
+        >>> summary_extent({"steps": 3}, {"steps": 5, "log_records": 6}, Stale(3, None))
+        ('3 steps', '5')
+        >>> summary_extent({"steps": 1}, {"steps": 1, "log_records": 2}, Stale(1, None))
+        ('1 step (1 log record)', '2 records')
+    """
+    steps = _count(recorded.get("steps"))
+    if steps is not None and steps != summary["steps"]:
+        return plural(steps, "step"), str(summary["steps"])
+    were = f"{plural(steps, 'step')} ({plural(stale.records, 'log record')})" if steps is not None else plural(stale.records, "log record")
+    return were, plural(summary["log_records"], "record")
 
 
 def _not_written(path: Path, summary: dict[str, Any], reason: str) -> RunDirReadOnly:
+    """The refused write of ``path`` (``reason``: why), carrying the ``summary`` not written."""
     e = RunDirReadOnly(f"{path} not written: its folder cannot be written ({reason}); to keep the refolded summary, "
                        "copy the RUN_DIR to a writable folder and replay it there")
     e.summary, e.reason = summary, reason
@@ -275,20 +417,11 @@ def _log_identity(path: Path) -> tuple[int, int, int] | None:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def recorded_digest(run_dir: str | Path) -> str | None:
-    """The ``state_digest`` RUN_DIR's ``summary.json`` records; None when the file is missing,
-    unreadable or has none (a run that has not finished, a live session before its first replay)."""
-    try:
-        digest = json.loads((Path(run_dir) / "summary.json").read_text(encoding="utf-8")).get("state_digest")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return digest if isinstance(digest, str) else None
-
-
 def replay_differences(run: dict[str, Any], refold: dict[str, Any]) -> list[str]:
     """What a refold under another policy (``summary.replay.json``) changed against the run's
     own ``summary.json``, one phrase per differing field (branches, their labels, the digest,
-    and any other field); [] when only the policy's name differs.
+    and any other field); [] when only the policy's name differs (``log_records`` is left
+    out: how much of the log each folds shows in their steps and counts).
 
     Example:
         >>> replay_differences({"branches": {"total": 3, "active": 2}, "state_digest": "sha256:aa", "policy": "default",
@@ -300,7 +433,7 @@ def replay_differences(run: dict[str, Any], refold: dict[str, Any]) -> list[str]
     out = []
     for key in sorted(set(run) | set(refold)):
         a, b = run.get(key), refold.get(key)
-        if a == b or key in ("policy", "answers_from"):
+        if a == b or key in ("policy", "answers_from", "log_records"):
             continue
         if key == "branches":
             out.append(f"branches {a['total']} ({a['active']} active) → {b['total']} ({b['active']} active)")

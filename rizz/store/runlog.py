@@ -14,7 +14,9 @@ Layout::
                           the newest few are kept
       snapshots/NNNNNNNN.inflight.json   pending answers at that snapshot (log format 2)
       responses.sqlite    response cache (model, prompt, parameters) → generation
-      summary.json        summary (specs/stream-format.md), at the end of a run and by replay
+      summary.json        summary (specs/stream-format.md), at the end of a run and by replay;
+                          its log_records says how much of the log it folds (a resume that
+                          did not finish leaves the shorter log's, which replay rewrites)
       summary.replay.json a refold's summary by replay (another policy, or another digest than
                           summary.json's); removed by the first record appended after it
       .lock               held by the process writing the directory (never by a reader)
@@ -77,7 +79,11 @@ __all__ = ["SETTING_NAMES", "RunDir", "RunDirBusy", "RunDirMismatch", "RunDirRea
 
 class RunDirBusy(RuntimeError, RizzError):
     """The RUN_DIR cannot be taken for writing: another process holds its lock (or, as
-    :class:`RunDirReadOnly`, the folder cannot be written at all)."""
+    :class:`RunDirReadOnly`, the folder cannot be written at all).
+
+    ``owner``: the pid that holds the lock, as ``.lock.pid`` names it (``"?"`` when unknown)."""
+
+    owner: str = "?"
 
 
 class RunDirReadOnly(RunDirBusy):
@@ -85,7 +91,7 @@ class RunDirReadOnly(RunDirBusy):
     file system, or no permission): nothing can be written there. The message names the path.
 
     ``reason``: the path that could not be written and why (``PATH: Read-only file system``);
-    ``summary``: set by :func:`rizz.engine.run.replay` to the refolded summary it could not write."""
+    ``summary``: set by :func:`rizz.engine.run.replay_run` to the refolded summary it could not write."""
 
     reason: str = ""
     summary: dict[str, Any] | None = None
@@ -151,9 +157,12 @@ class RunDir:
         except Timeout:
             owner = (self.root / ".lock.pid").read_text().strip() if (self.root / ".lock.pid").exists() else "?"
             if owner == str(os.getpid()):
-                raise RunDirBusy(f"{self.root} is already open in this process (a Session or a run holds it); "
-                                 "close that one first, or use another directory") from None
-            raise RunDirBusy(f"{self.root} is in use by another rizz process (pid {owner}); wait for it or use another --out") from None
+                busy = RunDirBusy(f"{self.root} is already open in this process (a Session or a run holds it); "
+                                  "close that one first, or use another directory")
+            else:
+                busy = RunDirBusy(f"{self.root} is in use by another rizz process (pid {owner}); wait for it or use another --out")
+            busy.owner = owner
+            raise busy from None
         except OSError as e:
             raise _read_only(self.root, e) from None
         try:

@@ -282,6 +282,7 @@ def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp
     sent = got.pop("prompt_tokens_sent")  # issue #27: the embedded model evaluates every token it is sent
     assert got.pop("prompt_tokens_evaluated") == sent == got["prompt_tokens"] - sum(
         c["prompt_tokens"] for l in (tmp_path / "v2" / "log.jsonl").read_text().splitlines() for c in json.loads(l)["calls"] if c["cached"])
+    assert got.pop("log_records") == len((tmp_path / "v2" / "log.jsonl").read_text().splitlines())  # the records it folds
     labels = got.pop("branch_labels")
     assert len(labels) == want["branches"]["total"] and sum(v["traffic"] for v in labels.values()) == want["steps"]
     assert got.pop("state_digest") == V1_DIGEST  # the fixture's own refold (see V1_DIGEST)

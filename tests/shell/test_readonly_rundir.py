@@ -253,3 +253,124 @@ def test_a_run_finished_on_a_ray_worker_removes_the_drivers_stale_refold(tmp_pat
     more = _run_task(spec, stream.read_bytes(), _tar_dir(out), b"", lambda cache: ArithmeticModel(), HashEmbedder)
     _install(more["run_tar"], out)
     assert more["steps_run"] == 3 and RunDir(out).finished_steps() == 6 and not (out / "summary.replay.json").exists()
+
+
+class _Interrupted(ArithmeticModel):
+    """The resume is stopped (Ctrl-C) as it asks its third new question: two new elements logged."""
+
+    asked = 0
+
+    def reply(self, messages):
+        if "What is" in messages[-1].content:
+            self.asked += 1
+            if self.asked == 3:
+                raise KeyboardInterrupt
+        return super().reply(messages)
+
+
+def _interrupted_resume(tmp_path: Path) -> tuple[Path, Path, dict]:
+    """A run of 3 steps, then a resume to 8 interrupted after 2 more: (stream, RUN_DIR, the 3 steps' summary)."""
+    stream = arithmetic_stream(tmp_path / "s.jsonl", 12)
+    out = tmp_path / "r"
+    first = _run(stream, out, limit=3)
+    with pytest.raises(KeyboardInterrupt):
+        _run(stream, out, limit=8, model=_Interrupted())
+    assert RunDir(out).finished_steps() == 5 and json.loads((out / "summary.json").read_text()) == first  # the old summary stays
+    return stream, out, first
+
+
+def test_replay_after_an_interrupted_resume_rewrites_the_stale_summary(tmp_path):
+    """An interrupted resume left summary.json of the shorter log, and `rizz replay` then refolded the
+    longer log and said "≠ ... another version of rizz?" with exit 1: a false alarm about determinism.
+    summary.json says which log it folded (log_records); replay checks the digest at that record
+    and rewrites the stale summary, in one line, exit 0."""
+    stream, out, first = _interrupted_resume(tmp_path)
+    whole = replay(out, write_summary=False)
+    assert first["steps"] == 3 and whole["steps"] == 5
+
+    code, stdout, stderr = _cli("replay", str(out))
+    assert (code, stdout) == (0, whole["state_digest"] + "\n"), stderr
+    assert stderr == (f"{out / 'summary.json'} is from 3 steps; the log has 5: rewrote it (up to where it ends, the log replays to "
+                      "the digest it recorded; the rest came after it: a resume that did not finish, or a live session)\n")
+    assert json.loads((out / "summary.json").read_text()) == whole and not (out / "summary.replay.json").exists()
+    assert first["log_records"] == 3 and whole["log_records"] == len(list(RunDir(out).records())) > 3
+    before = _files(out)
+    code, stdout, stderr = _cli("replay", str(out))  # now it records the log as it is: nothing written
+    assert (code, stdout) == (0, whole["state_digest"] + "\n") and stderr.startswith("= the digest the run recorded"), stderr
+    assert _files(out) == before
+
+    finished = _run(stream, out, limit=8)  # the resume finished: its summary, confirmed as before
+    assert finished["steps"] == 8 and finished["log_records"] == len(list(RunDir(out).records()))
+    assert _cli("replay", str(out))[:2] == (0, finished["state_digest"] + "\n")
+
+
+def test_a_stale_summary_still_catches_a_refold_that_differs(tmp_path):
+    """Staleness is no excuse: the digest at the records summary.json covers must be the one it
+    recorded, else it is the ≠ of another refold (summary.json kept, the refold beside it); a summary
+    from before log_records (an older rizz) is placed by its steps."""
+    _, out, first = _interrupted_resume(tmp_path)
+    whole = replay(out, write_summary=False)
+
+    legacy = {k: v for k, v in first.items() if k != "log_records"}  # as an older rizz wrote it
+    write = (out / "summary.json").write_text
+    write(json.dumps(legacy))
+    code, stdout, stderr = _cli("replay", str(out))
+    assert (code, stdout) == (0, whole["state_digest"] + "\n") and stderr.startswith(f"{out / 'summary.json'} is from 3 steps; the log has 5: rewrote it"), stderr
+    assert json.loads((out / "summary.json").read_text()) == whole
+
+    write(json.dumps(dict(first, state_digest="sha256:" + "0" * 64)))  # edited, or another version's refold
+    code, stdout, stderr = _cli("replay", str(out))
+    assert (code, stdout) == (1, whole["state_digest"] + "\n"), stderr
+    said = " ".join(stderr.split())
+    assert said.startswith(f"≠ the digest the run recorded in {out / 'summary.json'} (sha256:{'0' * 64}): the log up to where it "
+                           f"ends (3 steps; the log has 5) refolds to another state ({first['state_digest']})"), said
+    assert json.loads((out / "summary.json").read_text())["state_digest"] == "sha256:" + "0" * 64  # kept as it was
+    assert json.loads((out / "summary.replay.json").read_text()) == whole
+
+
+def test_a_stale_summary_that_cannot_be_rewritten_is_said_so(tmp_path):
+    """On a read-only RUN_DIR, and beside a process holding the lock, the stale summary is left as it
+    is (exit 0: the refold is sound), in a line that says so; a replay that must write its refold
+    elsewhere names the file it writes when the lock is held."""
+    _, out, first = _interrupted_resume(tmp_path)
+    whole = replay(out, write_summary=False)
+    before = _files(out)
+    with _read_only(out) as ro:
+        code, stdout, stderr = _cli("replay", str(ro))
+        assert (code, stdout) == (0, whole["state_digest"] + "\n"), stderr
+        said = stderr.splitlines()
+        assert said[0].startswith(f"{ro / 'summary.json'} is from 3 steps; the log has 5: not rewritten (up to where it ends"), said
+        assert said[1].startswith(f"{ro / 'summary.json'} not written: its folder cannot be written (") and len(said) == 2, said
+    assert _files(out) == before
+
+    with RunDir(out):  # a run or a server holds the folder (it may be appending: the file would be stale again)
+        code, stdout, stderr = _cli("replay", str(out))
+        assert (code, stdout) == (0, whole["state_digest"] + "\n"), stderr
+        assert stderr.startswith(f"{out / 'summary.json'} is from 3 steps; the log has 5: not rewritten while a rizz "
+                                 f"process (pid {os.getpid()}) holds the RUN_DIR (up to where it ends"), stderr
+        assert len(stderr.splitlines()) == 1
+        code, stdout, stderr = _cli("replay", str(out), "--policy", "single-branch")
+        assert code == 2 and "replay it once that process has finished (this replay writes summary.replay.json" in stderr, stderr
+        assert "(replay writes summary.json)" not in stderr
+    assert {k: v for k, v in _files(out).items() if k != ".lock.pid"} == {k: v for k, v in before.items() if k != ".lock.pid"}  # the holder wrote its pid
+
+
+def test_a_live_session_folding_after_a_replay_leaves_a_stale_summary_not_a_mismatch(tmp_path):
+    """A live session's folder: replay writes summary.json (none recorded); a verdict folded later
+    adds a record but no step, so the step count alone would not tell; the record count does."""
+    from livekit import HashEmbedder as LiveEmbedder, StubModel, element
+
+    live = tmp_path / "live"
+    with Session.open(live, load_policy("default"), StubModel(), embedder=LiveEmbedder()) as session:
+        pending = session.answer(element(0))
+    code, stdout, stderr = _cli("replay", str(live))
+    assert code == 0 and "it now holds the refolded summary" in stderr, stderr
+    recorded = json.loads((live / "summary.json").read_text())
+    with Session.open(live, load_policy("default"), StubModel(), embedder=LiveEmbedder()) as session:
+        session.fold(pending.id, 1.0)
+    whole = replay(live, write_summary=False)
+    assert recorded["steps"] == whole["steps"] == 1 and whole["state_digest"] != recorded["state_digest"]
+    code, stdout, stderr = _cli("replay", str(live))
+    assert (code, stdout) == (0, whole["state_digest"] + "\n"), stderr
+    assert stderr.startswith(f"{live / 'summary.json'} is from 1 step (1 log record); the log has 2 records: rewrote it"), stderr
+    assert json.loads((live / "summary.json").read_text()) == whole and (recorded["log_records"], whole["log_records"]) == (1, 2)
