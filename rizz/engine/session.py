@@ -172,7 +172,9 @@ def in_api_terms(message: str) -> str:
     """``message``, a refusal rizz's store words for ``rizz run``'s command line (a setting by
     the option that sets it, :data:`rizz.store.runlog.SETTING_NAMES`; ``--out`` for the
     directory), in :meth:`Session.open`'s terms: each setting by its parameter, ``this call``
-    for the command, another ``path`` for another ``--out``.
+    for the command, another ``path`` for another ``--out``. By its text: for a refusal that
+    carries no structure (a RunDirBusy, a RunStoreError); a RunDirMismatch with ``changes`` is
+    rendered from them (:meth:`~rizz.store.runlog.RunDirMismatch.worded`).
 
     Example:
         >>> print(in_api_terms("runs/a was started with different settings; resume refused:\\n"
@@ -191,8 +193,14 @@ def in_api_terms(message: str) -> str:
 
 
 def _reword(error: BaseException, words: str) -> None:
-    """Put a store's refusal (RunDirMismatch, RunDirBusy, RunStoreError) in ``words``'s terms, in place."""
-    if words == "api" and isinstance(error, (RunDirMismatch, RunDirBusy, RunStoreError)) and error.args:
+    """Put a store's refusal (RunDirMismatch, RunDirBusy, RunStoreError) in ``words``'s terms, in
+    place: a RunDirMismatch that names its settings (``changes``) rendered from them
+    (:meth:`~rizz.store.runlog.RunDirMismatch.worded`), another by :func:`in_api_terms`."""
+    if words != "api" or not error.args:
+        return
+    if isinstance(error, RunDirMismatch) and error.changes:
+        error.args = (error.worded("api"), *error.args[1:])
+    elif isinstance(error, (RunDirMismatch, RunDirBusy, RunStoreError)):
         error.args = (in_api_terms(str(error)), *error.args[1:])
 
 

@@ -48,7 +48,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rizz.core import AdaptiveState, from_data, to_data
 from rizz.errors import RizzError
@@ -74,7 +74,8 @@ from rizz.store.snapchunks import ChunkError, SnapshotChunks
 with extra_needed("lab", "the run log"):
     from filelock import FileLock, Timeout
 
-__all__ = ["SETTING_NAMES", "RunDir", "RunDirBusy", "RunDirMismatch", "RunDirReadOnly", "setting_lines", "write_json_atomic"]
+__all__ = ["SETTING_NAMES", "RunDir", "RunDirBusy", "RunDirMismatch", "RunDirReadOnly", "SettingChange", "change_line",
+           "mismatch_message", "setting_changes", "setting_lines", "write_json_atomic"]
 
 
 class RunDirBusy(RuntimeError, RizzError):
@@ -101,8 +102,39 @@ class RunDirReadOnly(RunDirBusy):
 _SETTINGS = ("stream_sha256", "policy_digest", "model", "embedder", "embedder_dim", "rendering", "budget_cap", "user_model")
 
 
+class SettingChange(NamedTuple):
+    """One setting a resume gives otherwise than ``run.json`` recorded: ``setting``, the
+    parameter of :meth:`~rizz.engine.session.Session.open` that sets it (``stream``,
+    ``policy``, ``model``, ``embedder``, ``embedder_dim``, ``rendering``, ``budget_cap``,
+    ``user_model``, or another ``run.json`` key); ``run``, the run's value and ``this``, this
+    command's or call's (the stream and the policy by their path or name); ``detail``, what
+    changed when the names are the same, or the policy's differing fields (``""``: nothing more)."""
+
+    setting: str
+    run: Any
+    this: Any
+    detail: str = ""
+
+
 class RunDirMismatch(RuntimeError, RizzError):
-    """RUN_DIR was started with a different stream, policy, model or embedder."""
+    """RUN_DIR was started with a different stream, policy, model or embedder (or a resume asks
+    for fewer steps than it holds).
+
+    ``root``: the RUN_DIR; ``changes``: the settings that differ (:class:`SettingChange`,
+    empty for a refusal that is not about settings); :meth:`worded` renders them for a command
+    line or a Python caller. The message (``str``) is in a command line's terms."""
+
+    def __init__(self, message: str | None = None, *, root: str | os.PathLike[str] | None = None,
+                 changes: tuple[SettingChange, ...] = ()) -> None:
+        self.root = Path(root) if root is not None else None
+        self.changes = tuple(changes)
+        super().__init__(message if message is not None else mismatch_message(self.root, self.changes, "cli"))
+
+    def worded(self, words: str) -> str:
+        """The refusal in ``words``'s terms (``"cli"``: ``rizz run``'s options; ``"api"``:
+        :meth:`~rizz.engine.session.Session.open`'s parameters): rendered from :attr:`changes`,
+        or the message as it is when it carries none."""
+        return mismatch_message(self.root, self.changes, words) if self.changes else str(self)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -214,21 +246,18 @@ class RunDir:
         return self.check_settings(meta, _SETTINGS)
 
     def check_settings(self, meta: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-        """Refuse (RunDirMismatch) a difference between ``run.json`` and ``meta`` in ``keys``;
-        return ``run.json``. A resume checks what it knows before loading a model with the
+        """Refuse (RunDirMismatch, its ``changes`` naming each setting) a difference between
+        ``run.json`` and ``meta`` in ``keys``; return ``run.json``. A resume checks what it knows before loading a model with the
         keys that need none (stream, policy, budget cap), then every key."""
         old = json.loads(self.meta_path.read_text(encoding="utf-8"))
         diffs = [k for k in keys if old.get(k) != meta.get(k)]
         if "policy_digest" in diffs and _same_policy(old.get("policy_data"), meta.get("policy_data")):
             diffs.remove("policy_digest")  # written before a policy field was added (its default keeps the old behaviour)
         if diffs:
-            lines = setting_lines(old, meta, [k for k in diffs if k != "policy_digest"])
-            todo = "Use a new --out directory."
+            changes = setting_changes(old, meta, [k for k in diffs if k != "policy_digest"])
             if "policy_digest" in diffs:
-                lines.append(_policy_line(old, meta))
-                todo = ("To resume, give the policy the run started with, unchanged; to run this policy,"
-                        " use a new --out directory.")
-            raise RunDirMismatch(f"{self.root} was started with different settings; resume refused:\n" + "\n".join(lines) + "\n" + todo)
+                changes.append(_policy_change(old, meta))
+            raise RunDirMismatch(root=self.root, changes=tuple(changes))
         return old
 
     def finished_steps(self) -> int:
@@ -560,16 +589,65 @@ def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
 SETTING_NAMES = {"stream_sha256": "stream", "model": "--model", "embedder": "embedder", "embedder_dim": "embedder dimensions",
                  "rendering": "--rendering", "budget_cap": "--budget", "user_model": "--user-model"}
 
+#: ``run.json`` keys a :class:`SettingChange` names otherwise (by Session.open's parameter).
+_SETTING_OF_KEY = {"stream_sha256": "stream"}
+
 
 def _shown(value: Any) -> str:
     """A ``run.json`` value as a refusal shows it: ``none`` for null, else its repr."""
     return "none" if value is None else repr(value)
 
 
+def setting_changes(old: dict[str, Any], meta: dict[str, Any], keys: list[str]) -> list[SettingChange]:
+    """One :class:`SettingChange` per key of ``keys`` (``run.json`` ``old`` against this
+    command's ``meta``); the stream by its path as recorded and as given (its sha256's start
+    when no path is recorded) and, when the path is the same, the start of both sha256s as its detail."""
+    changes = []
+    for k in keys:
+        was, now = old.get(k), meta.get(k)
+        if k == "stream_sha256":
+            path_was, path_now = old.get("stream"), meta.get("stream")
+            if path_was is not None and path_now is not None and (path_was == path_now or Path(path_was).resolve() == Path(path_now).resolve()):
+                changes.append(SettingChange("stream", path_was, path_was, f"(sha256 {str(was)[:12]}… -> {str(now)[:12]}…)"))
+                continue
+            was = path_was if path_was is not None or was is None else f"sha256 {str(was)[:12]}…"
+            now = path_now if path_now is not None or now is None else f"sha256 {str(now)[:12]}…"
+        changes.append(SettingChange(_SETTING_OF_KEY.get(k, k), was, now))
+    return changes
+
+
+def _setting_name(setting: str, words: str) -> str:
+    """``setting`` as a refusal names it: the option of ``rizz run`` that sets it (``"cli"``,
+    :data:`SETTING_NAMES`) or Session.open's parameter (``"api"``); a plain word for those no
+    option sets (stream, policy, embedder, embedder dimensions)."""
+    key = next((k for k, v in _SETTING_OF_KEY.items() if v == setting), setting)
+    name = SETTING_NAMES.get(key, setting)
+    return setting if words == "api" and name.startswith("--") else name
+
+
+def change_line(change: SettingChange, words: str = "cli") -> str:
+    """One line of a refused resume for ``change``, in ``words``'s terms (``"cli"``: ``this
+    command``, the option's name; ``"api"``: ``this call``, the parameter's name).
+
+    Example:
+        >>> print(change_line(SettingChange("budget_cap", None, 512)))
+          --budget: run has none, this command has 512
+        >>> print(change_line(SettingChange("budget_cap", None, 512), "api"))
+          budget_cap: run has none, this call has 512
+    """
+    name = _setting_name(change.setting, words)
+    if change.run == change.this and change.run is not None:
+        what = "its content" if change.setting == "stream" else "it"
+        line = f"  {name}: {change.run!r} both times, but {what} changed since the run started"
+    else:
+        line = f"  {name}: run has {_shown(change.run)}, this {'call' if words == 'api' else 'command'} has {_shown(change.this)}"
+    return line + (f" {change.detail}" if change.detail else "")
+
+
 def setting_lines(old: dict[str, Any], meta: dict[str, Any], keys: list[str]) -> list[str]:
     """One line per differing setting of ``keys`` (``run.json`` ``old`` against this command's
-    ``meta``), named by :data:`SETTING_NAMES`; the stream by its path as recorded and as given,
-    and, when the path is the same, by the start of its content's sha256 too.
+    ``meta``; :func:`setting_changes`), named by :data:`SETTING_NAMES`; the stream by its path
+    as recorded and as given, and, when the path is the same, by the start of its content's sha256 too.
 
     Example:
         >>> for line in setting_lines({"budget_cap": None, "stream": "s.jsonl", "stream_sha256": "ab" * 32},
@@ -578,34 +656,68 @@ def setting_lines(old: dict[str, Any], meta: dict[str, Any], keys: list[str]) ->
           stream: 's.jsonl' both times, but its content changed since the run started (sha256 abababababab… -> cdcdcdcdcdcd…)
           --budget: run has none, this command has 512
     """
-    lines = []
-    for k in keys:
-        was, now = old.get(k), meta.get(k)
-        if k == "stream_sha256":
-            path_was, path_now = old.get("stream"), meta.get("stream")
-            if path_was is not None and path_now is not None and (path_was == path_now or Path(path_was).resolve() == Path(path_now).resolve()):
-                lines.append(f"  stream: {path_was!r} both times, but its content changed since the run started "
-                             f"(sha256 {str(was)[:12]}… -> {str(now)[:12]}…)")
-                continue
-            was = path_was if path_was is not None or was is None else f"sha256 {str(was)[:12]}…"
-            now = path_now if path_now is not None or now is None else f"sha256 {str(now)[:12]}…"
-        lines.append(f"  {SETTING_NAMES.get(k, k)}: run has {_shown(was)}, this command has {_shown(now)}")
-    return lines
+    return [change_line(c) for c in setting_changes(old, meta, keys)]
 
 
-def _policy_line(old: dict[str, Any], meta: dict[str, Any], shown: int = 5) -> str:
-    """The policy ``run.json`` recorded vs the one given now (name or path), and the first
-    ``shown`` fields whose values differ (``policy_data``; short values shown old -> new)."""
+def _resume_with(change: SettingChange, words: str) -> str:
+    """What to give for ``change`` to resume: the run's value, in ``words``'s terms."""
+    setting, run = change.setting, change.run
+    if setting in ("stream", "policy"):
+        return f"the {setting} the run started with, unchanged"
+    if setting in ("budget_cap", "rendering", "user_model") and words == "api":
+        return f"{setting}={run!r}"
+    if setting == "budget_cap":
+        return "no --budget" if run is None else f"--budget {run}"
+    if setting == "rendering" and run is not None:
+        return f"--rendering {run}"
+    if setting == "user_model" and run is None:
+        return "no --user-model"
+    if setting == "embedder_dim":
+        return f"an embedder of {run} dimensions"
+    what = {"model": "model", "user_model": "simulated user's model"}.get(setting, _setting_name(setting, words))
+    return f"the {what} the run used ({_shown(run)})"
+
+
+def mismatch_message(root: Path | None, changes: tuple[SettingChange, ...], words: str = "cli") -> str:
+    """A refused resume of ``root`` for ``changes``, in ``words``'s terms: a line per change
+    (:func:`change_line`), then what to do: give the run's value of every changed setting to
+    resume it, or use a new directory to run these settings (a change of one setting other
+    than the policy: use a new directory).
+
+    Example:
+        >>> print(mismatch_message(Path("runs/a"), (SettingChange("budget_cap", None, 1000),
+        ...                                         SettingChange("policy", "default", "frozen"))))
+        runs/a was started with different settings; resume refused:
+          --budget: run has none, this command has 1000
+          policy: run has 'default', this command has 'frozen'
+        To resume, give no --budget and the policy the run started with, unchanged; to run with this command's settings, use a new --out directory.
+    """
+    api = words == "api"
+    new_dir = "give Session.open another path (a new directory)" if api else "use a new --out directory"
+    if len(changes) == 1 and changes[0].setting == "policy":
+        todo = f"To resume, give the policy the run started with, unchanged; to run this policy, {new_dir}."
+    elif len(changes) == 1:
+        todo = "Use a new directory: give Session.open another path." if api else "Use a new --out directory."
+    else:
+        each = [_resume_with(c, words) for c in changes]
+        todo = (f"To resume, give {', '.join(each[:-1])} and {each[-1]}; "
+                f"to run with this {'call' if api else 'command'}'s settings, {new_dir}.")
+    return (f"{root} was started with different settings; resume refused:\n"
+            + "\n".join(change_line(c, words) for c in changes) + "\n" + todo)
+
+
+def _policy_change(old: dict[str, Any], meta: dict[str, Any], shown: int = 5) -> SettingChange:
+    """The policy ``run.json`` recorded vs the one given now (name or path), and, as its
+    detail, the first ``shown`` fields whose values differ (``policy_data``; short values shown old -> new)."""
     was, now = old.get("policy"), meta.get("policy")
-    line = (f"  policy: {now!r} both times, but it changed since the run started" if was == now
-            else f"  policy: run has {was!r}, this command has {now!r}")
     a, b = _flat(old.get("policy_data")), _flat(meta.get("policy_data"))
+    detail = ""
     if a and b:
         changed = [k if len(repr(a.get(k))) + len(repr(b.get(k))) > 40 else f"{k} {a.get(k)!r} -> {b.get(k)!r}"
                    for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]  # long values (lists): the name only
         more = f" and {len(changed) - shown} more" if len(changed) > shown else ""
-        line += f" (differing fields: {'; '.join(changed[:shown])}{more})" if changed else ""
-    return line
+        detail = f"(differing fields: {'; '.join(changed[:shown])}{more})" if changed else ""
+    return SettingChange("policy", was, now, detail)
 
 
 def _same_policy(a: Any, b: Any) -> bool:

@@ -489,3 +489,24 @@ def _refusals(path: Path) -> list[BaseException]:
         except Exception as e:  # noqa: BLE001
             out.append(e)
     return out
+
+
+def test_a_refusal_of_several_settings_says_how_to_resume_each_in_the_callers_terms(tmp_path):
+    """Session.open renders its refusal from the settings that differ (RunDirMismatch.changes),
+    not by rewriting a command line's text: every setting by its parameter, and what to give
+    for each of them to resume."""
+    from rizz.store.runlog import RunDirMismatch, SettingChange
+
+    path = tmp_path / "app"
+    _open(path).close()
+    with pytest.raises(RunDirMismatch) as info:
+        _open(path, policy="frozen", budget_cap=1000, rendering="raw")
+    assert info.value.changes[:2] == (SettingChange("rendering", "chat", "raw"), SettingChange("budget_cap", None, 1000))
+    assert info.value.changes[2][:3] == ("policy", "default", "frozen")
+    lines = str(info.value).splitlines()
+    assert lines[1:3] == ["  rendering: run has 'chat', this call has 'raw'", "  budget_cap: run has none, this call has 1000"]
+    assert lines[3].startswith("  policy: run has 'default', this call has 'frozen' (differing fields: ")
+    assert lines[4] == ("To resume, give rendering='chat', budget_cap=None and the policy the run started with, unchanged; "
+                        "to run with this call's settings, give Session.open another path (a new directory).")
+    assert info.value.worded("cli").splitlines()[1:3] == ["  --rendering: run has 'chat', this command has 'raw'",
+                                                           "  --budget: run has none, this command has 1000"]

@@ -91,13 +91,38 @@ def test_cli_run_refused_resume_names_the_policy(tmp_path, stream, fake_model, m
     err = res.output + (res.stderr if res.stderr_bytes is not None else "")
     assert res.exit_code == 2 and "Traceback" not in err
     assert "  policy: run has 'default', this command has 'frozen' (differing fields:" in err
-    assert "To resume, give the policy the run started with, unchanged; to run this policy, use a new --out directory." in err
+    # the fake model's run recorded its name, so the default --model differs too: what to give for each
+    assert "  --model: run has 'fake:scripted', this command has " in err
+    assert ("To resume, give the model the run used ('fake:scripted') and the policy the run started with, unchanged; "
+            "to run with this command's settings, use a new --out directory.") in err
     assert "loading the model" not in err  # refused from run.json alone, before any model is loaded
     loaded = []
     monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: loaded.append(spec))
     res = CliRunner().invoke(cli.app, args[:-1] + ["--budget", "512", "--policy", "default"])
     assert res.exit_code == 2 and loaded == []
     assert "  --budget: run has none, this command has 512" in res.output + (res.stderr if res.stderr_bytes is not None else "")
+
+
+def test_a_resume_refused_for_several_settings_says_how_to_resume_each(tmp_path, stream, fake_model, embedder):
+    """rizz run --policy frozen --budget 1000 on a default run without --budget listed both
+    changes but said only how to fix the policy."""
+    out = tmp_path / "r"
+    _run(stream, out, fake_model, embedder, limit=2)
+    with pytest.raises(RunDirMismatch) as info:
+        _run(stream, out, fake_model, embedder, policy="frozen", budget=1000)
+    lines = str(info.value).splitlines()
+    assert lines[1] == "  --budget: run has none, this command has 1000"
+    assert lines[2].startswith("  policy: run has 'default', this command has 'frozen' (differing fields: ")
+    assert lines[3:] == ["To resume, give no --budget and the policy the run started with, unchanged; "
+                         "to run with this command's settings, use a new --out directory."]
+    assert [c.setting for c in info.value.changes] == ["budget_cap", "policy"] and info.value.changes[0][1:3] == (None, 1000)
+    _run(stream, tmp_path / "b", fake_model, embedder, limit=2, budget=512)
+    meta = json.loads((tmp_path / "b" / "run.json").read_text())
+    (tmp_path / "b" / "run.json").write_text(json.dumps(dict(meta, model="other:model", rendering="raw")))
+    with pytest.raises(RunDirMismatch) as info:
+        _run(stream, tmp_path / "b", fake_model, embedder, limit=2)
+    assert str(info.value).splitlines()[-1] == ("To resume, give the model the run used ('other:model'), --rendering raw and --budget 512; "
+                                                "to run with this command's settings, use a new --out directory.")
 
 
 def test_a_resume_with_a_smaller_limit_is_refused_naming_both(tmp_path, stream, fake_model, embedder):
