@@ -31,7 +31,7 @@ from rizz.store.durable import fault_point
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirReadOnly, write_json_atomic
 
 __all__ = ["KEEP_SNAPSHOTS", "ReplayBusy", "Replayed", "Stale", "episode_summary", "evaluated_tokens", "replay", "replay_differences",
-           "replay_run", "run_stream", "summarise", "summary_extent"]
+           "replay_run", "run_stream", "read_summary", "summarise", "summary_covers", "summary_extent", "summary_outcome"]
 
 #: Snapshots a run keeps (the newest; a resume needs only the newest sound one, and the store
 #: drops the chunks of the others). ``Session.open`` keeps as many by default.
@@ -290,10 +290,10 @@ def replay_run(run_dir: str | Path, policy: Policy | None = None, policy_source:
     own = policy_source == meta["policy"]
 
     def refold() -> Replayed:
-        recorded = _read_summary(rd.summary_path)
+        recorded = read_summary(rd.summary_path)
         reader = RunDir(run_dir)
         records = list(reader.records())
-        covered = _covered(recorded, records)
+        covered = summary_covers(recorded, records)
         at: list[str] = []
 
         def digest_at(fold: Any, n: int) -> None:
@@ -306,7 +306,7 @@ def replay_run(run_dir: str | Path, policy: Policy | None = None, policy_source:
         if not own:
             summary["answers_from"] = meta["policy"]
         stale = None if covered is None else Stale(covered, at[0] if at else None)
-        outcome = _outcome(own, recorded, summary, stale)
+        outcome = summary_outcome(own, recorded, summary, stale)
         path = {"same": None, "stale": rd.summary_path, "unrecorded": rd.summary_path}.get(outcome, rd.replay_summary_path)
         return Replayed(summary, recorded, outcome, stale, path)
 
@@ -317,7 +317,7 @@ def replay_run(run_dir: str | Path, policy: Policy | None = None, policy_source:
     path = done.path
     try:
         with rd:
-            if _log_identity(rd.log_path) != folded or _read_summary(rd.summary_path) != done.recorded:
+            if _log_identity(rd.log_path) != folded or read_summary(rd.summary_path) != done.recorded:
                 done = refold()  # appended to, or a run finished, since the refold: fold the log as it is now
             if done.path is not None:
                 try:
@@ -340,7 +340,7 @@ def replay_run(run_dir: str | Path, policy: Policy | None = None, policy_source:
     return done
 
 
-def _read_summary(path: Path) -> dict[str, Any] | None:
+def read_summary(path: Path) -> dict[str, Any] | None:
     """``summary.json`` as an object; None when missing, unreadable or not an object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -354,11 +354,12 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _covered(recorded: dict[str, Any] | None, records: list[dict[str, Any]]) -> int | None:
+def summary_covers(recorded: dict[str, Any] | None, records: list[dict[str, Any]]) -> int | None:
     """How many of the log's ``records`` the summary ``recorded`` folds, when it
     records a digest and folds fewer; else None. Its ``log_records``; a summary written before
     that field ends where the step after its last begins (``steps``: a ``rizz run``'s summary is
-    written once its last element's records are all appended)."""
+    written once its last element's records are all appended). :func:`replay_run` and ``rizz
+    view`` (:mod:`rizz.lab.view.runfold`) compare its digest with the refold's after that many records."""
     if recorded is None or not isinstance(recorded.get("state_digest"), str):
         return None
     if "log_records" in recorded:
@@ -371,8 +372,10 @@ def _covered(recorded: dict[str, Any] | None, records: list[dict[str, Any]]) -> 
     return starts[steps] if steps < len(starts) else None
 
 
-def _outcome(own: bool, recorded: dict[str, Any] | None, summary: dict[str, Any], stale: Stale | None) -> str:
-    """:attr:`Replayed.outcome`."""
+def summary_outcome(own: bool, recorded: dict[str, Any] | None, summary: dict[str, Any], stale: Stale | None) -> str:
+    """:attr:`Replayed.outcome` of a refold to ``summary`` (under the run's own policy when
+    ``own``) against ``summary.json`` as ``recorded``, ``stale`` when that folds fewer records
+    (:func:`summary_covers`)."""
     if not own:
         return "policy"
     was = recorded.get("state_digest") if recorded is not None else None

@@ -292,3 +292,32 @@ def test_a_read_only_run_dir_is_refused_in_one_line_naming_the_file_and_out(run_
         assert said.startswith(f"{ro / 'view.html'}: cannot write here (") and "--out FILE.html" in said and "\n" not in said, said
         res = CliRunner().invoke(app, ["view", str(ro), "--out", str(tmp_path / "v.html")])
         assert res.exit_code == 0 and (tmp_path / "v.html").is_file(), res.output
+
+
+def test_a_summary_of_fewer_log_records_is_out_of_date_not_a_mismatch(tmp_path):
+    """After an interrupted resume summary.json is of the shorter log: the view said the refold's
+    digest differs from it. As rizz replay, it compares the digest where that summary ends, and
+    says the summary is out of date; another digest there is still a mismatch."""
+    import shutil
+
+    from rizz.engine.run import replay
+
+    out = make_run(tmp_path / "run", 12)
+    records = (out / "log.jsonl").read_text().splitlines(keepends=True)
+    starts = [i for i, line in enumerate(records) if json.loads(line).get("kind", "step") in ("step", "answer")]
+    short = tmp_path / "short"  # the run as it was after 5 steps: its summary is the one an interrupted resume leaves
+    shutil.copytree(out, short)
+    (short / "log.jsonl").write_text("".join(records[:starts[5]]))
+    first = replay(short, write_summary=False)
+    assert first["steps"] == 5 and first["log_records"] == starts[5]
+    (out / "summary.json").write_text(json.dumps(first))
+    r = view_data(out)["runs"][0]
+    assert r["digest_ok"] is True and r["summary_stale"] == "summary.json is from 5 steps; the log has 12"
+    legacy = {k: v for k, v in first.items() if k != "log_records"}  # as an older rizz wrote it: placed by its steps
+    (out / "summary.json").write_text(json.dumps(legacy))
+    assert (view_data(out)["runs"][0]["digest_ok"], view_data(out)["runs"][0]["summary_stale"]) == (True, "summary.json is from 5 steps; the log has 12")
+    (out / "summary.json").write_text(json.dumps(dict(first, state_digest="sha256:" + "0" * 64)))
+    r = view_data(out)["runs"][0]
+    assert r["digest_ok"] is False and r["summary_stale"] == "summary.json is from 5 steps; the log has 12"
+    page = write_view(out, tmp_path / "v.html").read_text()
+    assert "summary.json is from 5 steps; the log has 12" in page and "r.summary_stale" in page  # the header's chip says it

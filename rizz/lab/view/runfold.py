@@ -13,7 +13,10 @@ state to refold; its steps keep their answers, verdicts and token counts only.
 :func:`view_run` returns one JSON-ready dict per RUN_DIR (the page's ``runs[i]``)::
 
     name, path, kind ("run" | "live" | "peer"), policy, model, digest_ok (the refold's digest is
-    summary.json's; None without one), summary (steps, answered, mean_reward, branches, state_digest),
+    summary.json's, as ``rizz replay`` compares them: where summary.json ends when it folds fewer
+    log records than the log holds, :func:`rizz.engine.run.summary_covers`; None without one),
+    summary_stale (None, or for such a summary ``"summary.json is from 3 steps; the log has 5"``:
+    a resume that did not finish, or a live session, appended more; not a mismatch), summary (steps, answered, mean_reward, branches, state_digest),
     fallback_label (not for a peer: where a label the judge's fallback made with no model reply
     came from, by the run's routing.judge and the words it read under its
     routing.fallback_application, :func:`rizz.formats.wording.fallback_label_wording`),
@@ -35,6 +38,7 @@ from rizz.core.routing import route_candidates
 from rizz.core.tenants import TenantStates, branch_key, decision_tenant, locate
 from rizz.engine.codec import decode_step
 from rizz.engine.logfold import LogFold, LogFoldError, views
+from rizz.engine.run import Stale, read_summary, summary_covers, summary_extent, summary_outcome
 from rizz.formats.logrecord import LogRecord, parse
 from rizz.formats.policy_file import parse_policy
 from rizz.formats.wording import fallback_label_wording
@@ -76,6 +80,9 @@ def view_run(root: str | Path, name: str | None = None) -> dict[str, Any]:
     at_step: dict[int, dict[str, Any]] = {}
     turns: dict[tuple[str | None, int], int] = {}  # (tenant, its local step) -> global step
     live = False
+    logged = read_summary(rd.summary_path) or {}
+    covered = summary_covers(logged, records)  # summary.json of fewer records (a resume that did not finish)
+    at_covered: list[str] = []
     for n, data in enumerate(records, 1):
         where = f"{rd.log_path}:{n}"
         rec = parse(data, where)
@@ -92,6 +99,8 @@ def view_run(root: str | Path, name: str | None = None) -> dict[str, Any]:
                 at = max(fold.answers - 1, 0)
         except LogFoldError as e:  # as rizz replay says it (rizz.engine.logfold.restore_fold)
             raise LogFoldError(f"{where}: {e}") from None
+        if n == covered:
+            at_covered.append(digest(fold.state))
         entry = at_step.get(rec.step)
         changes = led.apply(events, tenant, at)
         if entry is None:
@@ -103,13 +112,18 @@ def view_run(root: str | Path, name: str | None = None) -> dict[str, Any]:
         elif rec.kind == "expire":
             entry["expired"] = rec.reason
     _finish(led, fold.state, steps)
-    logged = json.loads(rd.summary_path.read_text(encoding="utf-8")) if rd.summary_path.exists() else {}
     rewards = [s["verdict"]["reward"] for s in steps if s["verdict"]]
     summary = dict(steps=len(steps), answered=len(rewards), mean_reward=round(sum(rewards) / len(rewards), 6) if rewards else 0.0,
                    branches={"total": len(fold.state.branches), "active": len(fold.state.active_branches())},
                    state_digest=digest(fold.state))
+    stale = None if covered is None else Stale(covered, at_covered[0] if at_covered else None)
+    outcome = summary_outcome(True, logged, summary, stale)  # as rizz replay judges it
+    summary_stale = None
+    if stale is not None:
+        was, now = summary_extent(logged, dict(summary, log_records=len(records)), stale)
+        summary_stale = f"summary.json is from {was}; the log has {now}"
     return dict(head, kind="live" if live else "run", summary=summary,
-                digest_ok=None if "state_digest" not in logged else logged["state_digest"] == summary["state_digest"],
+                digest_ok=None if outcome == "unrecorded" else outcome in ("same", "stale"), summary_stale=summary_stale,
                 steps=steps, items=led.items, branches=[led.branches[k] for k in _creation(led.branches)])
 
 

@@ -18,7 +18,9 @@ function header() {
       `answered ${sm.answered ?? '–'}`, `mean reward ${fmt(sm.mean_reward)}`,
       sm.branches ? `branches ${sm.branches.total}/${sm.branches.active} active` : ''];
     info.replaceChildren(bits.filter((x) => x).join(' · '), ' ',
+      r.digest_ok === true && r.summary_stale ? chip(r.summary_stale, 'ok', {title: 'up to where summary.json ends, the log refolds to the digest it recorded; the rest came after it (a resume that did not finish, or a live session); rizz replay rewrites it'}) :
       r.digest_ok === true ? chip('refold digest = summary.json', 'ok', {title: sm.state_digest}) :
+      r.digest_ok === false && r.summary_stale ? chip(`refold digest differs from summary.json where it ends (${r.summary_stale})`, 'warn', {title: sm.state_digest}) :
       r.digest_ok === false ? chip('refold digest differs from summary.json', 'warn', {title: sm.state_digest}) : '');
   };
   paint();
