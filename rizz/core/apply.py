@@ -41,6 +41,7 @@ from rizz.core.records import (
     RuleCounters,
     Turn,
     carry_creation_order,
+    credited,
 )
 from rizz.core.sketch import merge_sketches
 from rizz.core.vec import as_vector
@@ -270,7 +271,7 @@ def _(e: ev.DistillationRecorded, d: _Draft) -> None:
 @_case.register
 def _(e: ev.RuleCountersMoved, d: _Draft) -> None:
     c = d.counters(e.rule_id)
-    hb = c.helpful_branches.add(e.branch_id) if e.helpful and e.branch_id not in c.helpful_branches else c.helpful_branches
+    hb = c.helpful_branches.add(e.branch_id) if e.helpful and not credited(c.helpful_branches, e.branch_id) else c.helpful_branches
     d.set_counters(e.rule_id, RuleCounters(c.helpful + e.helpful, c.harmful + e.harmful, c.status, hb, c.tier))
 
 

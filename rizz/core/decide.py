@@ -27,6 +27,7 @@ from rizz.core.records import (
     Rule,
     StepRecord,
     Turn,
+    credited,
 )
 from rizz.core.routing import RouteDecision
 from rizz.core.sketch import update_sketch
@@ -122,14 +123,16 @@ def decide_rules(state: AdaptiveState, policy: Policy, inp: StepInput, verdict: 
     if not (helpful or harmful):
         return out
     by_id: dict[str, Rule] | None = None  # rule id -> rule, built once, on first need
+    ledger = state.rule_ledger
     for rid in inp.prompt_rule_ids:
-        c = state.rule_ledger.get(rid)
-        if c is None:
+        try:
+            c = ledger[rid]  # not Mapping.get: one Python call fewer per rule (a pmap has no get of its own)
+        except KeyError:
             continue
         out.append(ev.RuleCountersMoved(rid, helpful, harmful, branch_id))
         # the counters after that move (what apply folds), as plain values
         h, a, status, tier = c.helpful + helpful, c.harmful + harmful, c.status, c.tier
-        hb = c.helpful_branches.add(branch_id) if helpful and branch_id not in c.helpful_branches else c.helpful_branches
+        hb = c.helpful_branches.add(branch_id) if helpful and not credited(c.helpful_branches, branch_id) else c.helpful_branches
         if status != "retired" and a - h >= rp.retire_harmful_margin:
             out.append(ev.RuleRetired(rid))
             continue

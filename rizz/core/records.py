@@ -212,6 +212,25 @@ class RuleCounters:
     tier: str = "branch"  # "branch" | "family" | "global"
 
 
+#: id(helpful_branches) -> (that pset, a frozenset of it): see :func:`credited`. The entry holds
+#: the pset, so its id is not reused while the entry is kept.
+_CREDITED: dict[int, tuple[PSet[str], frozenset[str]]] = {}
+
+
+def credited(helpful_branches: PSet[str], branch_id: str) -> bool:
+    """``branch_id in helpful_branches``, answered from a frozenset copy kept per pset object: a
+    pset's ``in`` is four Python calls, and a helpful step asks it twice per rule in the prompt
+    (``decide_rules``, then the fold of ``RuleCountersMoved``) of the same few psets, which a
+    rule's counters carry over unchanged while its helpful branches stay the same. A pure cache:
+    the answer is the pset's own."""
+    hit = _CREDITED.get(id(helpful_branches))
+    if hit is None or hit[0] is not helpful_branches:
+        if len(_CREDITED) >= 4096:
+            _CREDITED.clear()
+        hit = _CREDITED[id(helpful_branches)] = (helpful_branches, frozenset(helpful_branches))
+    return branch_id in hit[1]
+
+
 @frozen
 class Evidence:
     """Reward evidence for one memory block kind in a branch, or for another branch's memories
@@ -406,17 +425,18 @@ def _creation(branch: Branch) -> tuple[int, str]:
     return len(branch.id), branch.id
 
 
-_ORDER: tuple[PMap[str, Branch] | None, tuple[Branch, ...]] = (None, ())  # the last map ordered, and its order
+#: the last map ordered, its order, and each id's place in that order (carried with the order)
+_ORDER: tuple[PMap[str, Branch] | None, tuple[Branch, ...], dict[str, int]] = (None, (), {})
 
 
 def _in_creation_order(branches: PMap[str, Branch]) -> tuple[Branch, ...]:
     """The branches of ``branches`` in creation order; the last answer is kept for the same map
     (routing and lifecycle ask several times per step: a replay spent ~7% of its time sorting)."""
     global _ORDER
-    last, order = _ORDER
+    last, order, _ = _ORDER
     if last is not branches:
         order = tuple(sorted(branches.values(), key=_creation))
-        _ORDER = (branches, order)
+        _ORDER = (branches, order, {b.id: i for i, b in enumerate(order)})
     return order
 
 
@@ -428,9 +448,15 @@ def carry_creation_order(before: PMap[str, Branch], after: PMap[str, Branch], re
     of the map the fold made). Exactly what sorting ``after`` would give; nothing kept
     otherwise."""
     global _ORDER
-    last, order = _ORDER
+    last, order, place = _ORDER
     if last is before and len(after) == len(before):
-        _ORDER = (after, tuple([replaced.get(b.id, b) for b in order]))
+        new = list(order)
+        for bid, b in replaced.items():
+            i = place.get(bid)
+            if i is None:  # not an id of ``before``: nothing kept
+                return
+            new[i] = b
+        _ORDER = (after, tuple(new), place)
 
 
 def empty_state() -> AdaptiveState:

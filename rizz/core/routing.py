@@ -6,6 +6,7 @@ All functions are pure: they read the state, the policy and the step input and r
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 
@@ -51,11 +52,18 @@ def app_tokens(application: str) -> frozenset[str]:
     return frozenset(t for t in application.split("-") if t)
 
 
-def jaccard(a: str, b: str) -> float:
-    """``J(a, a') = |T(a) ∩ T(a')| / |T(a) ∪ T(a')|`` (spec §3.3); 0.0 for two empty sets."""
+@functools.lru_cache(maxsize=4096)
+def _jaccard(a: str, b: str) -> float:
     ta, tb = app_tokens(a), app_tokens(b)
     union = ta | tb
     return len(ta & tb) / len(union) if union else 0.0
+
+
+def jaccard(a: str, b: str) -> float:
+    """``J(a, a') = |T(a) ∩ T(a')| / |T(a) ∪ T(a')|`` (spec §3.3); 0.0 for two empty sets.
+    A function of the two strings, so its answers are memoised (the lifecycle's merge pass and
+    sibling snapping ask for the same few label pairs at step after step)."""
+    return _jaccard(a, b)
 
 
 def _floats(v: object) -> tuple[float, ...]:
