@@ -49,7 +49,7 @@ def examples_per_branch(state, policy, inp, selected):
         scores = row_dots(b.episodes.matrix.rows(), q)
         for i in _top_ref(scores, p.examples_k):
             s = float(scores[i])
-            if (s >= p.examples_own_min_similarity) if own else (s >= p.examples_min_similarity):
+            if (p.examples_own_min_similarity <= -1.0 or s >= p.examples_own_min_similarity) if own else (s >= p.examples_min_similarity):
                 pool.append((s, order, int(i), b))
         order += 1
     pool.sort(key=lambda t: (-t[0], t[1], t[2]))
