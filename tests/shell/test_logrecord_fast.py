@@ -165,7 +165,9 @@ def test_parse_fast_on_random_changes(data: st.DataObject) -> None:
         node = record
         for p in path[:-1]:
             node = node[p]
-        node[path[-1]] = data.draw(st.sampled_from(ODD) | st.text(max_size=3) | st.integers() | st.floats())
+        # a copy: a drawn ODD value is a shared list or dict, which a later change in this record (or
+        # a later example) would mutate, making Hypothesis's draws depend on earlier examples
+        node[path[-1]] = copy.deepcopy(data.draw(st.sampled_from(ODD) | st.text(max_size=3) | st.integers() | st.floats()))
     _check(record)
 
 
