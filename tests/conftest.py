@@ -1,13 +1,17 @@
 """Suite-wide guard: Ctrl-C stays deliverable to the children the tests start.
 
 An ignored or blocked SIGINT is inherited through fork and exec (POSIX), and a Python child
-started with SIGINT ignored never raises KeyboardInterrupt. Twice a fresh clone's full suite
-hung in a test that sends Ctrl-C to a child (``tests/shell/test_progress.py``, and before it
-``tests/shell/test_resume_kill.py``), while each passed alone: something earlier in the same
-pytest process had left SIGINT ignored or blocked. The disposition is read from the kernel
-(``/proc/self/status``, ``SigIgn``/``SigBlk``), since a C library's ``sigaction`` does not show in
-``signal.getsignal``. At the start and after each test the guard makes it deliverable again and names
-what left it so in the session's summary, so one leak cannot hang a later, unrelated test.
+started with SIGINT ignored never raises KeyboardInterrupt. A shell without job control starts
+a background job (``bash .ci/run &``, ``make test &`` from a script) with SIGINT ignored, so
+pytest and every child it starts inherit it: twice a fresh clone's full suite run that way hung
+in ``tests/shell/test_progress.py``'s Ctrl-C test (330 s, then a failure), which passes in the
+foreground. Reproduced without this file (``bash -c 'pytest --noconftest -k ctrl_c_before
+tests/shell/test_progress.py & wait'`` fails after 331 s) and not with it (passes in 32 s).
+A test can leave SIGINT ignored or blocked too (``tests/shell/test_resume_kill.py`` was hit
+so once). The disposition is read from the kernel (``/proc/self/status``, ``SigIgn``/``SigBlk``),
+since a C library's ``sigaction`` does not show in ``signal.getsignal``. At the start and after
+each test the guard makes SIGINT deliverable again and names what left it so in the session's
+summary.
 """
 
 from __future__ import annotations
