@@ -20,7 +20,7 @@ with extra_needed("cli", "the rizz command"):
 
 from rizz.adapters.embedder import Embedder
 from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
-from rizz.adapters.models.spec import backend_name, spec_help
+from rizz.adapters.models.spec import backend_name, check_spec, spec_help
 from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
 from rizz.apps.cli_help import Command, Group
 from rizz.apps.cli_streams import app as streams_app
@@ -162,6 +162,7 @@ def run(
     except StreamError as e:
         _fail(str(e))
     n = len(elements)
+    _check_model(model, user_model)
     _check_oracle(model, stream, elements, limit)
     _check_rendering(rendering)
     try:
@@ -377,6 +378,17 @@ def convert(
         _fail(str(e))
 
 
+def _check_model(model: str, user_model: str | None) -> None:
+    """A malformed --model or --user-model is refused with the other options, before anything
+    is written and before "loading the model ..." is said (a local model takes up to a minute)."""
+    for flag, spec in (("--model", model), ("--user-model", user_model)):
+        if spec is not None:
+            try:
+                check_spec(spec)
+            except ValueError as e:
+                _fail(f"{flag}: {e}")
+
+
 def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: int | None) -> None:
     """``--model oracle`` only replays episodes' gold actions: refuse a stream whose (first
     ``limit``) elements include one that is not an episode (it would answer "" and score 0)."""
@@ -402,6 +414,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         elements = read_stream(stream).elements  # refuse a bad stream before writing anything
     except StreamError as e:
         _fail(str(e))
+    _check_model(model, user_model)
     _check_oracle(model, stream, elements, limit)
     if not policies:
         _fail("-P/--policies: give at least one policy or peer:NAME (comma-separated)")

@@ -297,6 +297,30 @@ def test_a_bad_model_spec_leaves_no_run_dir(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+def test_a_bad_model_spec_is_refused_before_loading_is_said(tmp_path):
+    """A newcomer saw "loading the model embedded:nosuch ..." before the refusal: the spec is
+    checked with the other options, for run and bench, and names its flag."""
+    from typer.testing import CliRunner
+
+    from rizz.adapters.models.spec import check_spec
+    from rizz.apps import cli
+
+    stream = tmp_path / "s.jsonl"
+    stream.write_text('{"id": "a", "input": "x", "reference": "y"}\n')
+    for argv, flag in ((["run", str(stream), "--out", str(tmp_path / "r"), "--model", "embedded:nosuch"], "--model"),
+                       (["bench", str(stream), "-P", "frozen", "--out", str(tmp_path / "b"), "--model", "foo:bar"], "--model"),
+                       (["run", str(stream), "--out", str(tmp_path / "r"), "--user-model", "gguf:"], "--user-model")):
+        res = CliRunner().invoke(cli.app, argv)
+        said = res.output + (res.stderr if res.stderr_bytes else "")
+        assert res.exit_code == 2 and f"{flag}: bad model spec" in said and "loading the model" not in said, said
+    assert not (tmp_path / "r").exists() and not (tmp_path / "b").exists()
+    for ok in ("embedded", "embedded:qwen2.5-coder-0.5b-instruct?kv_reuse=0", "gguf:/x.gguf", "anthropic", "openai:http://h:1#m", "oracle"):
+        check_spec(ok)  # what load_model accepts passes (nothing is loaded)
+    for bad in ("", "oracle?reasoning=4", "anthropic?kv_reuse=1", "openai:h", "oracle:x"):
+        with pytest.raises(ValueError, match="bad model spec"):
+            check_spec(bad)
+
+
 def test_the_issue_examples_end_to_end_six_reasoning_replies_without_usage(tmp_path, http_server):
     """§1 + §3 as reported: six `label_match` elements through `run_stream` and the OpenAI SDK
     against a local server that thinks aloud and returns no `usage`. Before: 0/6 and 0 tokens."""

@@ -44,7 +44,8 @@ from rizz.adapters.models.openai_backend import OpenAICompatModel
 from rizz.adapters.models.oracle import OracleModel
 from rizz.adapters.models.shipped import SHIPPED, shipped_model
 
-__all__ = ["SPEC_FORMS", "SPEC_OPTIONS", "MAX_REASONING_TOKENS", "backend_name", "backend_rendering", "load_model", "spec_help", "split_options"]
+__all__ = ["SPEC_FORMS", "SPEC_OPTIONS", "MAX_REASONING_TOKENS", "backend_name", "backend_rendering", "check_spec", "load_model",
+           "spec_help", "split_options"]
 
 SPEC_FORMS = (
     "embedded[:NAME]",
@@ -153,6 +154,42 @@ def _bad(spec: object, why: str) -> ValueError:
     )
 
 
+def _parse(spec: object) -> tuple[str, str, str, dict[str, Any]]:
+    """(kind, ":" or "", the rest, the ?options) of a spec :func:`load_model` accepts, checked
+    as far as it can be without building the backend; ValueError (:func:`_bad`) otherwise."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise _bad(spec, "empty")
+    head, opts = split_options(spec.strip())
+    kind, sep, rest = head.partition(":")
+    if "kv_reuse" in opts and kind not in ("embedded", "gguf"):
+        raise _bad(head, "?kv_reuse= applies to the in-process llama.cpp backends (embedded, gguf:) only")
+    if kind == "oracle" and not sep:
+        if opts.get("reasoning"):
+            raise _bad(head, "oracle calls no model, so ?reasoning=N does not apply to it")
+    elif kind == "embedded":
+        if sep and not _is_shipped(rest):
+            raise _bad(head, f"unknown embedded model {rest!r}; shipped: {', '.join(SHIPPED)}")
+    elif kind == "gguf" and sep:
+        if not rest:
+            raise _bad(head, "gguf: needs a file path")
+    elif kind == "anthropic":
+        pass
+    elif kind == "openai" and sep:
+        if not rest.partition("#")[0].startswith(("http://", "https://")):
+            raise _bad(head, "openai: needs an http(s) base URL")
+    else:
+        raise _bad(head, f"unknown kind {kind!r}")
+    return kind, sep, rest, opts
+
+
+def check_spec(spec: str) -> None:
+    """Raise what :func:`load_model` would raise for a malformed ``spec`` (ValueError naming the
+    accepted forms), without building or loading anything: a command checks ``--model`` with its
+    other options, before it says it is loading the model (a local one takes up to a minute).
+    A missing package, file or key is found only by :func:`load_model` (ModelUnavailableError)."""
+    _parse(spec)
+
+
 def load_model(
     spec: str, *, cache: str | os.PathLike[str] | None = None, **kwargs: Any
 ) -> ModelBackend:
@@ -173,38 +210,23 @@ def load_model(
         >>> load_model("embedded").name                 # doctest: +SKIP
         'embedded:Qwen2.5-Coder-1.5B-Instruct.Q4_K_M'
     """
-    if not isinstance(spec, str) or not spec.strip():
-        raise _bad(spec, "empty")
-    spec, opts = split_options(spec.strip())
+    kind, sep, rest, opts = _parse(spec)
     if opts.get("reasoning"):
         kwargs = dict(kwargs, reasoning_tokens=opts["reasoning"])
-    kind, sep, rest = spec.partition(":")
     if "kv_reuse" in opts:
-        if kind not in ("embedded", "gguf"):
-            raise _bad(spec, "?kv_reuse= applies to the in-process llama.cpp backends (embedded, gguf:) only")
         kwargs = dict(kwargs, kv_reuse=bool(opts["kv_reuse"]))
     backend: ModelBackend
-    if kind == "oracle" and not sep:
-        if opts.get("reasoning"):
-            raise _bad(spec, "oracle calls no model, so ?reasoning=N does not apply to it")
+    if kind == "oracle":
         return OracleModel()  # type: ignore[return-value]
     if kind == "embedded":
-        if sep and not _is_shipped(rest):
-            raise _bad(spec, f"unknown embedded model {rest!r}; shipped: {', '.join(SHIPPED)}")
         backend = EmbeddedModel(shipped=rest or None, **kwargs)
-    elif kind == "gguf" and sep:
-        if not rest:
-            raise _bad(spec, "gguf: needs a file path")
+    elif kind == "gguf":
         backend = EmbeddedModel(rest, **kwargs)
     elif kind == "anthropic":
         backend = AnthropicModel(rest or DEFAULT_MODEL_ID, **kwargs)
-    elif kind == "openai" and sep:
+    else:  # openai, its URL checked by _parse
         url, _, model = rest.partition("#")
-        if not url.startswith(("http://", "https://")):
-            raise _bad(spec, "openai: needs an http(s) base URL")
         backend = OpenAICompatModel(url, model or None, **kwargs)
-    else:
-        raise _bad(spec, f"unknown kind {kind!r}")
     if cache is not None:
         backend = CachedModel(backend, ResponseCache(cache))
     return backend
