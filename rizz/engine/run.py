@@ -31,7 +31,8 @@ from rizz.store.durable import fault_point
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirReadOnly, write_json_atomic
 
 __all__ = ["KEEP_SNAPSHOTS", "ReplayBusy", "Replayed", "Stale", "episode_summary", "evaluated_tokens", "replay", "replay_differences",
-           "replay_run", "run_stream", "read_summary", "summarise", "summary_covers", "summary_extent", "summary_outcome"]
+           "replay_run", "run_stream", "read_summary", "summarise", "summary_covers", "summary_extent", "summary_outcome",
+           "wall_seconds"]
 
 #: Snapshots a run keeps (the newest; a resume needs only the newest sound one, and the store
 #: drops the chunks of the others). ``Session.open`` keeps as many by default.
@@ -82,6 +83,16 @@ def episode_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def wall_seconds(records: list[dict[str, Any]]) -> float:
+    """Seconds the logged steps took, rounded to 0.01: each record's ``wall_s`` (a step's answer,
+    judge and verifier calls) plus the ``latency_s`` of its uncached ``distill`` calls, which run
+    after the step's clock stops (:meth:`Session.run_element <rizz.engine.session.Session.run_element>`;
+    a distillation record has no ``wall_s`` of its own). ``records``: log records or their views."""
+    return round(sum(float(r.get("wall_s", 0.0)) + sum(float(c.get("latency_s", 0.0)) for c in r.get("calls", ())
+                                                        if c.get("kind") == "distill" and not c.get("cached"))
+                     for r in records), 2)
+
+
 def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[str, Any]) -> dict[str, Any]:
     """``summary.json`` (specs/stream-format.md) (plus extra fields) from the log records and final state.
 
@@ -116,7 +127,7 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
         "budget_exceeded": sum(1 for r in records if "prompt" in r and r["prompt"]["tokens"] > r["prompt"]["budget"]),
         "overflow": sum(1 for r in records if r.get("overflow")),
         "cost_usd": round(sum(costs), 6) if costs else None,
-        "wall_s": round(sum(r.get("wall_s", 0.0) for r in records), 2),
+        "wall_s": wall_seconds(records),
         "branches": {"total": len(state.branches), "active": len(state.active_branches())},
         "branch_labels": {b.id: {"label": str(b.label), "shape": b.shape, "traffic": b.stats.traffic, "active": b.active}
                           for b in (state.branches[i] for i in state.branch_ids())},

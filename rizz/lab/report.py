@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from rizz.engine.logfold import views
-from rizz.engine.run import token_totals
+from rizz.engine.run import token_totals, wall_seconds
 from rizz.extras import extra_needed
 from rizz.formats.wording import plural
 from rizz.lab.labels import label_markdown, label_quality
@@ -85,7 +85,7 @@ def _policy_stats(records: list[dict[str, Any]], summary: dict[str, Any], seed: 
         "budget": max((int(p["budget"]) for p in prompts), default=None),
         "budget_exceeded": sum(1 for p in prompts if p["tokens"] > p["budget"]),
         "overflow": sum(1 for r in records if r.get("overflow")),
-        "wall_s": round(sum(float(r.get("wall_s", 0.0)) for r in records), 2),
+        "wall_s": wall_seconds(records),  # distillations included
         "branches": dict(summary.get("branches") or {"total": None, "active": None}),
         "cost_usd": round(sum(costs), 6) if costs else None,
         "model": summary.get("model"),

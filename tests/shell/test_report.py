@@ -303,3 +303,21 @@ def test_label_quality_hand_values():
     assert lq["per_task"] == {"A": {"branches": 2, "top_share": round(2 / 3, 4)}, "B": {"branches": 2, "top_share": 0.5}}
     assert [(b["id"], b["label"], b["traffic"], b["majority_task"]) for b in lq["branches"]] == [
         ("b0", "classify/x", 3, "A"), ("b1", "?", 1, "B"), ("b2", "?", 1, "A")]
+
+
+def test_wall_seconds_count_the_distillations_made_after_a_steps_clock(tmp_path):
+    """A newcomer's demo: default's 'wall s' said 610.7 while its steps took 722 s, because its
+    three distillations (8.8 + 64.1 + 38.8 s) run after a step's clock stops and a distill record
+    has no wall_s. A cached distillation took no time now."""
+    from rizz.engine.run import wall_seconds
+
+    step = _rec(0, IDS[0], TASKS[0], 1.0)  # wall_s 0.5, one answer call of 0.1 s (inside the step's clock)
+    distill = {"kind": "distill", "id": IDS[0], "step": 0, "rules": [],
+               "calls": [{"kind": "distill", "prompt_tokens": 500, "completion_tokens": 20, "latency_s": 8.8, "cost_usd": None, "cached": False}]}
+    again = {**distill, "calls": [{**distill["calls"][0], "latency_s": 64.1, "cached": True}]}
+    assert wall_seconds([step]) == 0.5
+    assert wall_seconds([step, distill, again]) == 9.3
+    _write(tmp_path, "default", [step, distill])
+    _write(tmp_path, "frozen", [_rec(0, IDS[0], TASKS[0], 0.0)])
+    res = build_report(tmp_path, ["frozen", "default"], title="t", command="c")
+    assert res["results"]["default"]["wall_s"] == 9.3 and res["results"]["frozen"]["wall_s"] == 0.5
