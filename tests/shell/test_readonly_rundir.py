@@ -193,18 +193,8 @@ def test_a_refold_summary_goes_with_the_log_it_refolded(tmp_path, monkeypatch):
     assert replay(out, single, "single-branch")["steps"] == 3
     stale = out / "summary.replay.json"
 
-    class Interrupted(ArithmeticModel):  # the resume is stopped (Ctrl-C) after a few new elements
-        asked = 0
-
-        def reply(self, messages):
-            if "What is" in messages[-1].content:
-                self.asked += 1
-                if self.asked == 3:
-                    raise KeyboardInterrupt
-            return super().reply(messages)
-
     with pytest.raises(KeyboardInterrupt):
-        _run(stream, out, limit=8, model=Interrupted())
+        _run(stream, out, limit=8, model=_Interrupted())
     assert RunDir(out).finished_steps() == 5 and not stale.exists()  # the log grew: the refold of 3 steps is gone
 
     assert replay(out, single, "single-branch")["steps"] == 5
