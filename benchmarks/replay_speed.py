@@ -155,14 +155,24 @@ def files_in(root: Path) -> int:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", default="1000,100000")
-    ap.add_argument("--steps", type=int, default=1200)
-    ap.add_argument("--full-log", type=int, default=1000)
-    ap.add_argument("--snapshot-every", type=int, default=50)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--dir", default=None)
-    ap.add_argument("--blas-threads", type=int, default=None)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="Figures swing with load on a shared machine: run it on quiet cores, several times "
+        "(results/2026-12-04-replay-speed-quiet.md ran 15 rounds of --sizes 1000).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ap.add_argument("--sizes", default="1000,100000",
+                    help="stored episodes in the starting state, comma-separated (one table row each)")
+    ap.add_argument("--steps", type=int, default=1200,
+                    help="elements the killed run writes on top of that state; replay and resume refold them")
+    ap.add_argument("--full-log", type=int, default=1000,
+                    help="also write a log of this many elements from an empty state and time `rizz replay` on it (0: skip)")
+    ap.add_argument("--snapshot-every", type=int, default=50,
+                    help="floor of the run's snapshot interval, in elements")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic world and state")
+    ap.add_argument("--dir", default=None, help="where the RUN_DIRs are written (None: a new temporary folder)")
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="limit numpy's BLAS threads (threadpoolctl; None: no limit); 1 measures one core")
     args = ap.parse_args()
     if args.blas_threads:
         from threadpoolctl import threadpool_limits
