@@ -324,7 +324,9 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
 
     The table fits the terminal: the least needed columns are left out and long labels fold
     onto more lines; the memory sizes stay, in one column (e/r/a/c/q: episodes, rules,
-    anti-patterns, context, quarantined) where theirs do not fit. --wide shows every column,
+    anti-patterns, context, quarantined) where theirs do not fit. Rules are the live ones, as in
+    rizz view; those retired by their counters get a column of their own where there is room
+    ("retired rules"). --wide shows every column,
     including how the inputs reached each branch (by the judge's label, a snapped label, a
     declared one, or by anchor similarity alone).
     """

@@ -13,7 +13,7 @@ from typing import Any
 
 from rizz.core import AdaptiveState, events as ev
 from rizz.core.evidence import block_shown
-from rizz.core.tenants import branch_key
+from rizz.core.tenants import TenantStates, branch_key
 from rizz.engine.logfold import LogFold
 from rizz.formats.logrecord import parse
 from rizz.formats.policy_file import parse_policy
@@ -239,7 +239,8 @@ class LabelSources:
 
 
 def inspect_run(run_dir: str | Path) -> list[dict[str, Any]]:
-    """One row per branch of the run's final state: id, label, active, sizes, traffic, reward
+    """One row per branch of the run's final state: id, label, active, sizes (live rules and,
+    apart, retired ones: :func:`branch_rows`), traffic, reward
     (and, under ``evidence.enabled``, the blocks its evidence withholds now), and where its label
     came from and how its inputs reached it (:class:`LabelSources`)."""
     rd = RunDir(run_dir)
@@ -252,13 +253,17 @@ def inspect_run(run_dir: str | Path) -> list[dict[str, Any]]:
 def branch_rows(state: Any, policy: Any = None) -> list[dict[str, Any]]:
     """One row per branch of ``state`` (``rizz inspect``, ``rizz serve``'s ``/branches``):
     label, shape, sizes, traffic, answered steps and their mean reward (None before the first
-    answered step); with an evidence-enabled ``policy`` also the blocks its evidence withholds."""
+    answered step); with an evidence-enabled ``policy`` also the blocks its evidence withholds.
+    ``rules`` counts the live rules (as ``rizz view``'s branch table does); ``retired_rules``
+    those retired by their helpful/harmful counters, which stay in the branch but no prompt shows."""
     rows = []
     for bid in state.branch_ids():
         b = state.branches[bid]
+        ledger = _rule_ledger(state, bid)
+        retired = sum(1 for r in b.rules if r.id in ledger and ledger[r.id].status == "retired")
         row = {
             "branch": bid, "label": str(b.label), "shape": b.shape or "-", "active": b.active,
-            "episodes": len(b.episodes), "rules": len(b.rules), "anti_patterns": len(b.anti_patterns),
+            "episodes": len(b.episodes), "rules": len(b.rules) - retired, "retired_rules": retired, "anti_patterns": len(b.anti_patterns),
             "context": len(b.context), "quarantined": len(b.quarantine), "traffic": b.stats.traffic,
             "answered": b.stats.answered,
             "mean_reward": round(b.stats.mean_reward, 4) if b.stats.answered else None,
@@ -268,6 +273,15 @@ def branch_rows(state: Any, policy: Any = None) -> list[dict[str, Any]]:
                                        if not block_shown(b, k, policy, explore=False)) or "-"
         rows.append(row)
     return rows
+
+
+def _rule_ledger(state: Any, bid: str) -> Any:
+    """The rule ledger that holds the counters of branch ``bid``'s rules: a tenanted run's
+    (:class:`~rizz.core.tenants.TenantStates`, ``bid`` = ``<tenant>/<branch id>``) is its tenant's."""
+    if not isinstance(state, TenantStates):
+        return state.rule_ledger
+    tenant, slash, _ = bid.rpartition("/")
+    return state.tenants[tenant].rule_ledger if slash else state.untenanted.rule_ledger
 
 
 def _routed(r: dict[str, Any]) -> str:
@@ -287,7 +301,8 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("branch", "branch", 0), ("label", "label", 0), ("label_from", "label from\n@ step", 1), ("label_proposed", "judge's label\n(snapped)", 12),
     ("shape", "shape", 5),
     ("active", "active", 8), ("traffic", "traffic", 2), ("routed_by", "inputs routed by", 13), ("answered", "answered", 9),
-    ("mean_reward", "mean\nreward", 3), ("episodes", "episodes", 4), ("rules", "rules", 7), ("anti_patterns", "anti-\npatterns", 6),
+    ("mean_reward", "mean\nreward", 3), ("episodes", "episodes", 4), ("rules", "rules", 7), ("retired_rules", "retired\nrules", 15),
+    ("anti_patterns", "anti-\npatterns", 6),
     ("context", "context", 10), ("quarantined", "quaran-\ntined", 11), ("withheld", "withheld", 14),
 )
 #: The memory sizes' columns, in :data:`COLUMNS`' order.

@@ -888,7 +888,8 @@ def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path
     assert row["mean_reward"] is not None and f"{row['mean_reward']:.3f}" in res.output  # three decimals
     footer = " ".join(res.output.split("(left out to fit ")[1].split())
     assert footer.startswith("80 columns: label_proposed, shape, ") and footer.endswith("--wide shows them, --json gives every field)")
-    assert not any(name in footer for name in ("episodes", "rules", "anti_patterns", "context", "quarantined")), footer
+    left_out = footer.split(": ", 1)[1].split("; --wide")[0].split(", ")
+    assert "retired_rules" in left_out and not set(MEMORY) & set(left_out), footer
     res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": "140"})  # room for their own columns
     header = " ".join(res.output.split())
     assert all(h in header for h in ("episodes", "rules", "anti-", "patterns", "context", "quaran-", "tined")) and "e/r/a/c/q" not in header, header
@@ -898,6 +899,39 @@ def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path
     for name in ("shape", "active", "answered", "episodes", "rules", "anti-", "patterns", "context", "quaran-", "tined", "inputs routed by"):
         assert name in header, (name, res.output)
     assert "left out" not in res.output
+
+
+def test_inspect_counts_live_rules_as_view_does_and_retired_ones_apart():
+    """`rizz inspect` counted rules retired by their counters (still in the branch, shown in no
+    prompt) among its rules, while `rizz view`'s branch table counts live rules only."""
+    from pyrsistent import pmap
+    from rich.console import Console
+
+    from rizz.core import events as ev
+    from rizz.core.apply import fold
+    from rizz.core.records import Label, Rule, empty_state
+    from rizz.core.tenants import TenantStates
+    from rizz.lab.diff import MEMORY, branch_rows, branch_table
+
+    rules = [Rule(f"r{i}", f"when {i}", f"do {i}", b"", "b0", "classify", i) for i in range(3)]
+    state = fold(empty_state(), [ev.BranchSpawned("b0", Label("classify", "stance"), b"", b"", None, 0),
+                                 *(ev.RuleAdded("b0", r) for r in rules), ev.RuleActivated("r0"), ev.RuleRetired("r1")])
+    (row,) = branch_rows(state)
+    assert (row["rules"], row["retired_rules"]) == (2, 1), row
+    (alice,) = branch_rows(TenantStates(tenants=pmap({"alice": state})))  # a tenant's rules, by its own ledger
+    assert (alice["branch"], alice["rules"], alice["retired_rules"]) == ("alice/b0", 2, 1), alice
+    assert "retired_rules" not in MEMORY  # not in e/r/a/c/q: 0/2/0/0/0
+
+    def shown(width: int) -> tuple[str, list[str]]:
+        table, dropped = branch_table([row], width)
+        console = Console(width=width, record=True)
+        console.print(table)
+        return console.export_text(), dropped
+
+    text, dropped = shown(140)  # room: a column of its own
+    assert "retired_rules" not in dropped and "retired" in text, (dropped, text)
+    text, dropped = shown(80)
+    assert "retired_rules" in dropped and " 0/2/0/0/0" in text and max(len(l) for l in text.splitlines()) <= 80, text
 
 
 def test_a_missing_run_dir_is_named_as_missing_by_every_command_that_reads_one(tmp_path):

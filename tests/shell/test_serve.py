@@ -57,6 +57,7 @@ class _Branch:
 class _State:
     def __init__(self) -> None:
         self.branches = {"b0": _Branch()}
+        self.rule_ledger: dict[str, Any] = {}
 
     def branch_ids(self):
         return list(self.branches)
