@@ -7,7 +7,7 @@ A BENCH_DIR holds one RUN_DIR per policy (``BENCH_DIR/<policy>/log.jsonl`` and
       results.json             per-policy numbers, deltas vs baselines (whole stream and by
                                half), how CIs were made
       report.md                title, command, tables, embedded plots, how to read them
-      reward_over_steps.png    moving average of reward over answered steps
+      reward_over_steps.png    moving average of reward over answered steps, at their step (from 0)
       prompt_tokens.png        answer-prompt tokens per step, token budget dashed
       branches_over_steps.png  distinct branches spawned so far
       per_task_reward.png      mean reward by task x policy, 95% CI error bars
@@ -257,13 +257,14 @@ def _plots(bench_dir: Path, runs: dict[str, list[dict[str, Any]]], results: dict
 
     fig, ax = new()
     for p, recs in runs.items():
-        rw = [float(r["verdict"]["reward"]) for r in _answered(recs)]
-        if rw:
-            ax.plot(np.arange(1, len(rw) + 1), _moving_average(rw, window), color=colors[p], ls=styles[p], lw=1.8,
+        answered = _answered(recs)
+        rw = [float(r["verdict"]["reward"]) for r in answered]
+        if rw:  # at each answered step's index in the log (from 0), the x of the other plots and of rizz view's
+            ax.plot([r["step"] for r in answered], _moving_average(rw, window), color=colors[p], ls=styles[p], lw=1.8,
                     label=f"{p} (mean {results['results'][p]['mean_reward']:.3f})")
     ax.set_ylim(-0.02, 1.02)
     save(fig, ax, PLOTS[0], f"Reward over the stream (trailing mean, window {window})",
-         "answered step (#)", f"reward, mean of last {window} (0–1)")
+         "step (#)", f"reward, mean of last {window} answered (0–1)")
 
     fig, ax = new()
     budgets: set[int] = set()
@@ -420,6 +421,7 @@ def _markdown(results: dict[str, Any]) -> str:
             "(for a `peer:` entry, which compiles none: its largest answer call's prompt as the model server counted it, chat "
             "template included, so a few tokens above the same text compiled by rizz).",
             "- *branches* is the branch bank's final size (total/active, after merges and prunes); the branch plot counts spawns.",
-            f"- The reward plot is a trailing mean over the last {results['window']} answered steps; early points average fewer steps.",
+            f"- The reward plot is a trailing mean over the last {results['window']} answered steps, drawn at each answered step's "
+            "index in the log (from 0, as the other plots; context-only steps have no point); early points average fewer steps.",
             "- Machine-readable numbers: `results.json`.", ""]
     return "\n".join(out)

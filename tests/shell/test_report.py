@@ -290,6 +290,28 @@ def test_plots_from_hand_bench_are_pngs(hand_bench):
         assert data[:8] == PNG_MAGIC and len(data) > 10_000, name
 
 
+def test_every_step_plot_numbers_steps_from_0_as_the_log_does(hand_bench, monkeypatch):
+    """reward_over_steps.png numbered answered steps from 1 (1, 2, 3, 4) while the other plots,
+    the tables and rizz view use the log's step index, from 0."""
+    from matplotlib.figure import Figure
+
+    drawn: dict[str, tuple[str, dict[str, list[float]]]] = {}
+    save = Figure.savefig
+
+    def record(fig, name, *a, **kw):
+        ax = fig.axes[0]
+        drawn[Path(name).name] = (ax.get_xlabel(), {str(l.get_label()).split(" (")[0]: list(l.get_xdata()) for l in ax.get_lines()})
+        return save(fig, name, *a, **kw)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    _build(hand_bench)
+    label, xs = drawn["reward_over_steps.png"]
+    assert label == "step (#)" and xs == {p: [0, 1, 3, 4] for p in POLICIES}, drawn  # step 2 is context-only
+    assert drawn["prompt_tokens.png"][0] == drawn["branches_over_steps.png"][0] == "step (#)"
+    assert drawn["prompt_tokens.png"][1]["default"] == [0, 1, 3, 4] and drawn["branches_over_steps.png"][1]["default"] == [0, 1, 2, 3, 4]
+    assert "drawn at each answered step's index in the log (from 0" in (hand_bench / "report.md").read_text()
+
+
 def test_label_quality_hand_values():
     from rizz.lab.labels import label_quality
 
