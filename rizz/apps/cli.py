@@ -20,6 +20,7 @@ with extra_needed("cli", "the rizz command"):
 
 from rizz.adapters.embedder import Embedder
 from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
+from rizz.adapters.models.cache import replies_held
 from rizz.adapters.models.spec import backend_name, check_spec, spec_help
 from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
 from rizz.apps.cli_help import Command, Group
@@ -562,8 +563,9 @@ def demo(
     """The README's main job: frozen vs RIZZ on shipped real TRACE data with the embedded model.
 
     Says how long it should take before it starts (the README's measurement, scaled by the
-    load on the cores; a resumed demo counts only its steps left); each policy's progress
-    shows its time remaining.
+    load on the cores; a resumed demo counts only its steps left; a new demo into a folder whose
+    response cache already holds replies of the model says so: those take no model time); each
+    policy's progress shows its time remaining.
     """
     stream = DATA_DIR / "trace-mini" / "test.jsonl"
     if not stream.exists():
@@ -586,7 +588,13 @@ def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
         return f"{head}; no time estimate for --model {model} (the measured figures are the embedded model's)"
     threads = int(os.environ.get("RIZZ_THREADS", "2"))
     guess = time_estimate(left, DEMO_STEP_SECONDS, os.getloadavg()[0], os.cpu_count() or 1, threads)
-    return f"{head}: {guess}" + (f" (measured at --budget {DEMO_BUDGET}; this is --budget {budget})" if budget != DEMO_BUDGET else "")
+    line = f"{head}: {guess}" + (f" (measured at --budget {DEMO_BUDGET}; this is --budget {budget})" if budget != DEMO_BUDGET else "")
+    cache = out / "responses.sqlite"
+    held = replies_held(cache, backend_name("embedded") or "") if all(n == limit for n in left.values()) else 0
+    if held:  # a fresh demo into a folder whose cache was filled before (a resume's cache is its own steps', measured as such)
+        line += (f"; {cache} already holds {plural(held, 'reply', 'replies')} of this model, and a reply found there takes"
+                 " no model time: if they are this demo's, it takes much less")
+    return line
 
 
 @policy_app.command("check", cls=Command)

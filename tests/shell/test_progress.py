@@ -221,6 +221,47 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
     assert "no time estimate for --model embedded:qwen2.5-coder-0.5b-instruct" in line, line
 
 
+def test_the_demo_estimate_says_when_the_response_cache_already_holds_replies(tmp_path, monkeypatch):
+    """A demo into a new folder holding a filled response cache (copied from an earlier demo) was
+    told the full time, while most replies would come from the cache at no model time."""
+    import json
+    import os
+
+    from rizz.adapters.models import Generation
+    from rizz.adapters.models.cache import ResponseCache, replies_held
+    from rizz.adapters.models.spec import backend_name
+    from rizz.apps import cli
+
+    monkeypatch.setattr(cli, "DEMO_STEP_SECONDS", {"frozen": 141.0 / 84, "default": 251.1 / 84})
+    monkeypatch.delenv("RIZZ_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    plain = ("rizz demo: frozen, then default, over the first 84 elements of the shipped TRACE slice: "
+             "about 7 min on idle cores (frozen 2 min, default 4 min)")
+    out = tmp_path / "demo2"
+    assert cli._demo_estimate(out, 84, "embedded", cli.DEMO_BUDGET) == plain and not out.exists()  # no cache: as before, nothing made
+    name = backend_name("embedded")
+    assert name is not None
+    with ResponseCache(out / "responses.sqlite") as cache:
+        assert cli._demo_estimate(out, 84, "embedded", cli.DEMO_BUDGET) == plain  # an empty cache: as before
+        for i in range(3):
+            cache.put(f"k{i}", Generation(text="A", prompt_tokens=9, completion_tokens=1, latency_s=1.0, cost_usd=None, model=name, finish_reason="stop"))
+        cache.put("other", Generation(text="B", prompt_tokens=9, completion_tokens=1, latency_s=1.0, cost_usd=None, model="anthropic:x", finish_reason="stop"))
+    assert replies_held(out / "responses.sqlite", name) == 3 and replies_held(out / "responses.sqlite", "anthropic:x") == 1
+    line = cli._demo_estimate(out, 84, "embedded", cli.DEMO_BUDGET)
+    assert line == (f"{plain}; {out / 'responses.sqlite'} already holds 3 replies of this model, and a reply found there "
+                    "takes no model time: if they are this demo's, it takes much less"), line
+    # a resumed demo's cache holds its own steps' replies, which the figures per step were measured with: no note
+    (out / "frozen").mkdir()
+    (out / "frozen" / "log.jsonl").write_text("".join(json.dumps({"step": i, "kind": "step"}) + "\n" for i in range(10)))
+    assert "already holds" not in cli._demo_estimate(out, 84, "embedded", cli.DEMO_BUDGET)
+    # another model's replies are not this model's
+    other = tmp_path / "d3"
+    with ResponseCache(other / "responses.sqlite") as cache:
+        cache.put("x", Generation(text="B", prompt_tokens=9, completion_tokens=1, latency_s=1.0, cost_usd=None, model="anthropic:x", finish_reason="stop"))
+    assert cli._demo_estimate(other, 84, "embedded", cli.DEMO_BUDGET) == plain
+
+
 def test_ctrl_c_while_the_model_loads_is_said_and_leaves_no_run_dir(tmp_path, monkeypatch):
     """It exited 130 without a word (typer's default), before the bar even started."""
     from pathlib import Path

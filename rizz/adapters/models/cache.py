@@ -42,7 +42,7 @@ from rizz.adapters.models.base import (
 )
 from rizz.store.durable import disk_full, fault_point
 
-__all__ = ["ResponseCache", "CachedModel", "cache_key"]
+__all__ = ["ResponseCache", "CachedModel", "cache_key", "replies_held"]
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
@@ -191,6 +191,27 @@ class ResponseCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def replies_held(path: str | os.PathLike[str], model: str) -> int:
+    """How many replies of ``model`` (a backend ``name``) the cache file at ``path`` holds,
+    read without opening a :class:`ResponseCache` (no file, folder or table is created, no
+    check is run): 0 when there is no file or it cannot be read as one.
+
+    Example:
+        >>> replies_held("no/such/cache.sqlite", "embedded:Qwen2.5-Coder-1.5B-Instruct.Q4_K_M")
+        0
+    """
+    if not Path(path).is_file():
+        return 0
+    try:
+        db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+        try:
+            return int(db.execute("SELECT COUNT(*) FROM responses WHERE model = ?", (model,)).fetchone()[0])
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
 
 
 class CachedModel:
