@@ -247,7 +247,8 @@ class Replayed:
 
 class ReplayBusy(RunDirBusy):
     """A replay that has to write ``path`` (for its ``outcome``, :class:`Replayed`) found the
-    RUN_DIR's lock held by another process; the message is :class:`RunDirBusy`'s."""
+    RUN_DIR's lock held by another process; the message, ``root``, ``kind`` and ``owner`` are
+    those of the :class:`RunDirBusy` it replaces."""
 
     path: Path
     outcome: str
@@ -345,8 +346,8 @@ def replay_run(run_dir: str | Path, policy: Policy | None = None, policy_source:
         if done.outcome == "stale":  # the holder may be appending still: its own summary will describe its log
             done.busy = e
             return done
-        busy = ReplayBusy(str(e))
-        busy.owner, busy.path, busy.outcome = e.owner, path, done.outcome
+        busy = ReplayBusy(str(e), root=e.root, kind=e.kind, owner=e.owner)
+        busy.path, busy.outcome = path, done.outcome
         raise busy from None
     return done
 

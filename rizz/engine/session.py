@@ -159,7 +159,8 @@ def finished_run(path: str | Path, todo: int, model: str, *, rendering: str | No
 #: as rizz's store words them (:data:`rizz.store.runlog.SETTING_NAMES`), for a command.
 WORDS = ("api", "cli")
 
-#: What a store's refusal tells a command line to do, and what :meth:`Session.open` tells its caller.
+#: What a refusal built from its text alone tells a command line to do, and what :meth:`Session.open`
+#: tells its caller (:func:`in_api_terms`).
 _API_PHRASES = (
     ("Use a new --out directory.", "Use a new directory: give Session.open another path."),
     ("to run this policy, use a new --out directory.", "to run this policy, give Session.open another path (a new directory)."),
@@ -169,12 +170,15 @@ _API_PHRASES = (
 
 
 def in_api_terms(message: str) -> str:
-    """``message``, a refusal rizz's store words for ``rizz run``'s command line (a setting by
-    the option that sets it, :data:`rizz.store.runlog.SETTING_NAMES`; ``--out`` for the
-    directory), in :meth:`Session.open`'s terms: each setting by its parameter, ``this call``
-    for the command, another ``path`` for another ``--out``. By its text: for a refusal that
-    carries no structure (a RunDirBusy, a RunStoreError); a RunDirMismatch with ``changes`` is
-    rendered from them (:meth:`~rizz.store.runlog.RunDirMismatch.worded`).
+    """``message``, a refusal worded for ``rizz run``'s command line (a setting by the option
+    that sets it, :data:`rizz.store.runlog.SETTING_NAMES`; ``--out`` for the directory), in
+    :meth:`Session.open`'s terms: each setting by its parameter, ``this call`` for the command,
+    another ``path`` for another ``--out``. By its text: kept for a refusal built from its
+    message alone (a RunDirMismatch without ``changes``, such as
+    :func:`rizz.lab.peers.run_peer.run_peer`'s, or a caller's own RunDirBusy or RunStoreError).
+    rizz's RunDirBusy and RunStoreError, and a RunDirMismatch with ``changes``, carry what they
+    are about and render themselves in these terms (``worded("api")``, :mod:`rizz.store.refusal`):
+    the same text as this function makes of their messages.
 
     Example:
         >>> print(in_api_terms("runs/a was started with different settings; resume refused:\\n"
@@ -194,14 +198,17 @@ def in_api_terms(message: str) -> str:
 
 def _reword(error: BaseException, words: str) -> None:
     """Put a store's refusal (RunDirMismatch, RunDirBusy, RunStoreError) in ``words``'s terms, in
-    place: a RunDirMismatch that names its settings (``changes``) rendered from them
-    (:meth:`~rizz.store.runlog.RunDirMismatch.worded`), another by :func:`in_api_terms`."""
+    place: rendered from what it carries (``worded``: a RunDirMismatch's ``changes``, a
+    RunDirBusy's or a RunStoreError's ``kind``), one built from its text alone by :func:`in_api_terms`."""
     if words != "api" or not error.args:
         return
-    if isinstance(error, RunDirMismatch) and error.changes:
-        error.args = (error.worded("api"), *error.args[1:])
-    elif isinstance(error, (RunDirMismatch, RunDirBusy, RunStoreError)):
-        error.args = (in_api_terms(str(error)), *error.args[1:])
+    if isinstance(error, RunDirMismatch):
+        structured = bool(error.changes)
+    elif isinstance(error, (RunDirBusy, RunStoreError)):
+        structured = bool(error.kind)
+    else:
+        return
+    error.args = (error.worded("api") if structured else in_api_terms(str(error)), *error.args[1:])
 
 
 @contextmanager

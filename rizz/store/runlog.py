@@ -68,6 +68,7 @@ from rizz.store.durable import (
     write_then_rename,
 )
 from rizz.store.embeddings import EmbeddingStore
+from rizz.store.refusal import check_words, in_terms
 from rizz.store.runstore import STORE_FILE, RunStore
 from rizz.store.snapchunks import ChunkError, SnapshotChunks
 
@@ -82,14 +83,52 @@ class RunDirBusy(RuntimeError, RizzError):
     """The RUN_DIR cannot be taken for writing: another process holds its lock (or, as
     :class:`RunDirReadOnly`, the folder cannot be written at all).
 
-    ``owner``: the pid that holds the lock, as ``.lock.pid`` names it (``"?"`` when unknown)."""
+    ``root``: the RUN_DIR (None for an error built from its message alone); ``kind``: who holds
+    it, ``"this process"`` (an open Session or run of this process) or ``"another process"``
+    (``""`` for an error built from its message alone); ``owner``: the pid that holds the lock,
+    as ``.lock.pid`` names it (``"?"`` when unknown). :meth:`worded` renders it for a command
+    line or a Python caller (:mod:`rizz.store.refusal`); the message (``str``) is in a command
+    line's terms."""
 
-    owner: str = "?"
+    def __init__(self, message: str | None = None, *, root: str | os.PathLike[str] | None = None, kind: str = "",
+                 owner: str = "?") -> None:
+        self.root = Path(root) if root is not None else None
+        self.kind, self.owner = kind, owner
+        if kind and (kind not in _BUSY or self.root is None):
+            raise ValueError(f"a RunDirBusy's kind is one of {', '.join(map(repr, _BUSY))}, with its root; got {kind!r}")
+        super().__init__(*((message,) if message is not None else (self.worded("cli"),) if kind else ()))
+
+    def worded(self, words: str) -> str:
+        """The refusal in ``words``'s terms (:data:`rizz.store.refusal.WORDINGS`): rendered from
+        :attr:`kind`, or the message as it is for an error built from its message alone (and
+        for a :class:`RunDirReadOnly`, the same in every terms). Another process's lock says
+        ``wait for it or use another --out`` (``"cli"``), ``... or give Session.open another
+        path`` (``"api"``), ``... or use another --data folder`` (``"serve"``).
+
+        Raises:
+          ValueError: ``words`` is not one of :data:`~rizz.store.refusal.WORDINGS`.
+
+        Example:
+            >>> print(RunDirBusy(root="runs/a", kind="another process", owner="4242").worded("api"))
+            runs/a is in use by another rizz process (pid 4242); wait for it or give Session.open another path
+        """
+        check_words(words)
+        if self.root is None or not self.kind:
+            return str(self)
+        if self.kind == "this process":
+            return f"{self.root} is already open in this process (a Session or a run holds it); close that one first, or use another directory"
+        other = in_terms(words, cli="use another --out", api="give Session.open another path", serve="use another --data folder")
+        return f"{self.root} is in use by another rizz process (pid {self.owner}); wait for it or {other}"
+
+
+#: :attr:`RunDirBusy.kind`'s values.
+_BUSY = ("this process", "another process")
 
 
 class RunDirReadOnly(RunDirBusy):
     """The RUN_DIR's lock file cannot be created or opened for writing (a read-only folder or
-    file system, or no permission): nothing can be written there. The message names the path.
+    file system, or no permission): nothing can be written there. The message names the path,
+    and is the same in every terms (:meth:`~RunDirBusy.worded`).
 
     ``reason``: the path that could not be written and why (``PATH: Read-only file system``);
     ``summary``: set by :func:`rizz.engine.run.replay_run` to the refolded summary it could not write."""
@@ -122,7 +161,8 @@ class RunDirMismatch(RuntimeError, RizzError):
 
     ``root``: the RUN_DIR; ``changes``: the settings that differ (:class:`SettingChange`,
     empty for a refusal that is not about settings); :meth:`worded` renders them for a command
-    line or a Python caller. The message (``str``) is in a command line's terms."""
+    line, a Python caller or ``rizz serve`` (:mod:`rizz.store.refusal`). The message (``str``)
+    is in a command line's terms."""
 
     def __init__(self, message: str | None = None, *, root: str | os.PathLike[str] | None = None,
                  changes: tuple[SettingChange, ...] = ()) -> None:
@@ -131,9 +171,14 @@ class RunDirMismatch(RuntimeError, RizzError):
         super().__init__(message if message is not None else mismatch_message(self.root, self.changes, "cli"))
 
     def worded(self, words: str) -> str:
-        """The refusal in ``words``'s terms (``"cli"``: ``rizz run``'s options; ``"api"``:
-        :meth:`~rizz.engine.session.Session.open`'s parameters): rendered from :attr:`changes`,
-        or the message as it is when it carries none."""
+        """The refusal in ``words``'s terms (:data:`rizz.store.refusal.WORDINGS`; ``"cli"``:
+        ``rizz run``'s options; ``"api"``: :meth:`~rizz.engine.session.Session.open`'s
+        parameters; ``"serve"``: ``rizz serve``'s ``--data`` folder for the directory, else as
+        ``"cli"``): rendered from :attr:`changes`, or the message as it is when it carries none.
+
+        Raises:
+          ValueError: ``words`` is not one of :data:`~rizz.store.refusal.WORDINGS`."""
+        check_words(words)
         return mismatch_message(self.root, self.changes, words) if self.changes else str(self)
 
 
@@ -188,13 +233,8 @@ class RunDir:
             lock.acquire()
         except Timeout:
             owner = (self.root / ".lock.pid").read_text().strip() if (self.root / ".lock.pid").exists() else "?"
-            if owner == str(os.getpid()):
-                busy = RunDirBusy(f"{self.root} is already open in this process (a Session or a run holds it); "
-                                  "close that one first, or use another directory")
-            else:
-                busy = RunDirBusy(f"{self.root} is in use by another rizz process (pid {owner}); wait for it or use another --out")
-            busy.owner = owner
-            raise busy from None
+            held_by = "this process" if owner == str(os.getpid()) else "another process"
+            raise RunDirBusy(root=self.root, kind=held_by, owner=owner) from None
         except OSError as e:
             raise _read_only(self.root, e) from None
         try:
@@ -626,8 +666,8 @@ def _setting_name(setting: str, words: str) -> str:
 
 
 def change_line(change: SettingChange, words: str = "cli") -> str:
-    """One line of a refused resume for ``change``, in ``words``'s terms (``"cli"``: ``this
-    command``, the option's name; ``"api"``: ``this call``, the parameter's name).
+    """One line of a refused resume for ``change``, in ``words``'s terms (``"cli"``, and
+    ``"serve"``: ``this command``, the option's name; ``"api"``: ``this call``, the parameter's name).
 
     Example:
         >>> print(change_line(SettingChange("budget_cap", None, 512)))
@@ -679,10 +719,13 @@ def _resume_with(change: SettingChange, words: str) -> str:
 
 
 def mismatch_message(root: Path | None, changes: tuple[SettingChange, ...], words: str = "cli") -> str:
-    """A refused resume of ``root`` for ``changes``, in ``words``'s terms: a line per change
-    (:func:`change_line`), then what to do: give the run's value of every changed setting to
-    resume it, or use a new directory to run these settings (a change of one setting other
-    than the policy: use a new directory).
+    """A refused resume of ``root`` for ``changes``, in ``words``'s terms
+    (:data:`rizz.store.refusal.WORDINGS`; ``"serve"`` is ``"cli"`` but for the directory, another
+    ``--data`` folder): a line per change (:func:`change_line`), then what to do: give the run's
+    value of every changed setting to resume it, or use a new directory to run these settings (a
+    change of one setting other than the policy: use a new directory).
+
+    Raises ValueError for ``words`` not one of :data:`~rizz.store.refusal.WORDINGS`.
 
     Example:
         >>> print(mismatch_message(Path("runs/a"), (SettingChange("budget_cap", None, 1000),
@@ -693,11 +736,13 @@ def mismatch_message(root: Path | None, changes: tuple[SettingChange, ...], word
         To resume, give no --budget and the policy the run started with, unchanged; to run with this command's settings, use a new --out directory.
     """
     api = words == "api"
-    new_dir = "give Session.open another path (a new directory)" if api else "use a new --out directory"
+    new_dir = in_terms(words, cli="use a new --out directory", api="give Session.open another path (a new directory)",
+                       serve="use another --data folder")
     if len(changes) == 1 and changes[0].setting == "policy":
         todo = f"To resume, give the policy the run started with, unchanged; to run this policy, {new_dir}."
     elif len(changes) == 1:
-        todo = "Use a new directory: give Session.open another path." if api else "Use a new --out directory."
+        todo = in_terms(words, cli="Use a new --out directory.", api="Use a new directory: give Session.open another path.",
+                        serve="Use another --data folder.")
     else:
         each = [_resume_with(c, words) for c in changes]
         todo = (f"To resume, give {', '.join(each[:-1])} and {each[-1]}; "

@@ -72,6 +72,7 @@ import numpy as np
 from rizz.errors import RizzError
 from rizz.store.durable import check_durability, disk_full, fault_point, fsync_path
 from rizz.store.embeddings import VECTOR_CACHE_MAX, embedding_key
+from rizz.store.refusal import check_words, in_terms
 
 __all__ = ["SCHEMA", "STORE_FILE", "STORE_VERSION", "RunStore", "RunStoreError"]
 
@@ -91,7 +92,65 @@ PENDING_MAX = 4096
 
 
 class RunStoreError(RuntimeError, RizzError):
-    """``store.sqlite`` cannot be read (not a database, damaged, or a newer layout)."""
+    """``store.sqlite`` cannot be read (not a database, damaged, or a newer layout), or a read or
+    a write through it failed or was refused.
+
+    ``path``: the store's file (None for an error built from its message alone); ``kind``: what
+    happened (``""`` for one built from its message alone): ``"unreadable"`` (not a rizz store,
+    or damaged: it is not rebuilt), ``"newer"`` (a layout newer than :data:`STORE_VERSION`),
+    ``"wal"`` (commits only its ``-wal`` file holds, which SQLite cannot read in a folder where it
+    cannot create the ``-shm`` file), ``"readonly"`` (a write through a read-only store),
+    ``"read"`` / ``"write"`` (a read or a commit failed); ``reason``: SQLite's error (``""``:
+    none); ``version``: the store's layout (``"newer"``). :meth:`worded` renders it for a
+    command line or a Python caller (:mod:`rizz.store.refusal`); the message (``str``) is in a
+    command line's terms."""
+
+    def __init__(self, message: str | None = None, *, path: str | os.PathLike[str] | None = None, kind: str = "",
+                 reason: str = "", version: int | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self.kind, self.reason, self.version = kind, reason, version
+        if kind and (kind not in _STORE_REFUSALS or self.path is None):
+            raise ValueError(f"a RunStoreError's kind is one of {', '.join(_STORE_REFUSALS)}, with its path; got {kind!r}")
+        super().__init__(*((message,) if message is not None else (self.worded("cli"),) if kind else ()))
+
+    def worded(self, words: str) -> str:
+        """The refusal in ``words``'s terms (:data:`rizz.store.refusal.WORDINGS`): rendered from
+        :attr:`kind`, or the message as it is for an error built from its message alone. Only an
+        ``"unreadable"`` store's advice differs: ``rerun into a new --out`` (``"cli"``), ``run again
+        into a new directory (another path)`` (``"api"``), ``rerun into another --data folder``
+        (``"serve"``).
+
+        Raises:
+          ValueError: ``words`` is not one of :data:`~rizz.store.refusal.WORDINGS`.
+
+        Example:
+            >>> e = RunStoreError(path="runs/a/store.sqlite", kind="unreadable", reason="file is not a database")
+            >>> [e.worded(words).rsplit("restore it from a backup, or ")[1] for words in ("cli", "api", "serve")]
+            ['rerun into a new --out', 'run again into a new directory (another path)', 'rerun into another --data folder']
+        """
+        check_words(words)
+        path, reason = self.path, self.reason
+        if path is None or not self.kind:
+            return str(self)
+        if self.kind == "newer":
+            return f"{path}: store layout {self.version} is newer than this rizz reads ({STORE_VERSION}); upgrade rizz"
+        if self.kind == "unreadable":
+            rerun = in_terms(words, cli="rerun into a new --out", api="run again into a new directory (another path)",
+                             serve="rerun into another --data folder")
+            return (f"{path}: not a readable rizz store ({reason}); it holds the run's embeddings and prompts, "
+                    f"so it is not rebuilt: restore it from a backup, or {rerun}")
+        if self.kind == "wal":
+            return (f"{path}: {path.name}-wal holds commits not yet in {path.name}, and SQLite cannot read them "
+                    f"without creating {path.name}-shm in {path.parent} ({reason}); copy the RUN_DIR to a "
+                    "writable folder and run the command there")
+        if self.kind == "readonly":
+            return (f"{path}: opened read-only (by a RunDir that does not hold the RUN_DIR's lock); "
+                    "writes go through the RunDir that holds it (`with RunDir(...) as rd`)")
+        return f"{path}: {self.kind} failed ({reason})"
+
+
+#: :attr:`RunStoreError.kind`'s values.
+_STORE_REFUSALS = ("unreadable", "newer", "wal", "readonly", "read", "write")
 
 
 def _check_key(key: str) -> str:
@@ -149,7 +208,7 @@ class RunStore:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > STORE_VERSION:
                 db.close()
-                raise RunStoreError(f"{self.path}: store layout {version} is newer than this rizz reads ({STORE_VERSION}); upgrade rizz")
+                raise RunStoreError(path=self.path, kind="newer", version=version)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={'FULL' if self.durability == 'disk' else 'NORMAL'}")
             if create or version == 0:
@@ -160,8 +219,7 @@ class RunStore:
             full = disk_full(e, str(self.path))
             if full is not None:
                 raise full from None
-            raise RunStoreError(f"{self.path}: not a readable rizz store ({e}); it holds the run's embeddings and prompts, "
-                                "so it is not rebuilt: restore it from a backup, or rerun into a new --out") from None
+            raise RunStoreError(path=self.path, kind="unreadable", reason=str(e)) from None
         self._db = db
         return db
 
@@ -194,19 +252,15 @@ class RunStore:
                     opened, self._opened_as = self._open_ro(f"{uri}?mode=ro"), None
                 except sqlite3.OperationalError as e:
                     if wal.stat().st_size:  # commits only the WAL holds: SQLite needs its -shm file to read them
-                        raise RunStoreError(
-                            f"{self.path}: {wal.name} holds commits not yet in {self.path.name}, and SQLite cannot read them "
-                            f"without creating {self.path.name}-shm in {self.path.parent} ({e}); copy the RUN_DIR to a "
-                            "writable folder and run the command there") from None
+                        raise RunStoreError(path=self.path, kind="wal", reason=str(e)) from None
             if opened is None:  # no WAL, or an empty one: every commit is in the file
                 opened, self._opened_as = self._open_ro(f"{uri}?immutable=1"), ident
         except sqlite3.DatabaseError as e:
-            raise RunStoreError(f"{self.path}: not a readable rizz store ({e}); it holds the run's embeddings and prompts, "
-                                "so it is not rebuilt: restore it from a backup, or rerun into a new --out") from None
+            raise RunStoreError(path=self.path, kind="unreadable", reason=str(e)) from None
         db, version = opened
         if version > STORE_VERSION:
             db.close()
-            raise RunStoreError(f"{self.path}: store layout {version} is newer than this rizz reads ({STORE_VERSION}); upgrade rizz")
+            raise RunStoreError(path=self.path, kind="newer", version=version)
         if version == 0:  # created, never written: nothing is stored yet
             db.close()
             return None
@@ -226,8 +280,7 @@ class RunStore:
 
     def _writable(self) -> None:
         if self.readonly:
-            raise RunStoreError(f"{self.path}: opened read-only (by a RunDir that does not hold the RUN_DIR's lock); "
-                                "writes go through the RunDir that holds it (`with RunDir(...) as rd`)")
+            raise RunStoreError(path=self.path, kind="readonly")
 
     def _read(self, sql: str, args: tuple[Any, ...]) -> Any:
         with self._lock:
@@ -237,7 +290,7 @@ class RunStore:
             try:
                 return db.execute(sql, args).fetchone()
             except sqlite3.DatabaseError as e:
-                raise RunStoreError(f"{self.path}: read failed ({e})") from None
+                raise RunStoreError(path=self.path, kind="read", reason=str(e)) from None
 
     def close(self) -> None:
         """Commit what is pending and close the connection (:meth:`flush` first)."""
@@ -433,7 +486,7 @@ class RunStore:
             full = disk_full(e, str(self.path))
             if full is not None:
                 raise full from None
-            raise RunStoreError(f"{self.path}: write failed ({e})") from None
+            raise RunStoreError(path=self.path, kind="write", reason=str(e)) from None
         self.commits += 1
         self._unsynced = True
 
