@@ -263,10 +263,12 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
             if "timeout" in type(e).__name__.lower() or "timed out" in str(e).lower():
                 return err(504, f"model timeout: {e}")
             return err(502, f"model failed: {e}")
-        except RunDirMismatch as e:  # the library's text names rizz run's --out; a server's folders come from --data
-            return err(409, re.sub(r"([Uu])se a new --out directory", r"\1se another --data folder", str(e)))
+        except RunDirMismatch as e:  # worded for serve: its folders come from --data (rizz run's text names --out)
+            if e.changes:
+                return err(409, e.worded("serve"))
+            return err(409, re.sub(r"([Uu])se a new --out directory", r"\1se another --data folder", str(e)))  # built from text
         except RunDirBusy as e:
-            return err(503, str(e).replace("use another --out", "use another --data folder"))
+            return err(503, e.worded("serve") if e.kind else str(e).replace("use another --out", "use another --data folder"))
         except ValueError as e:  # refused input (SessionError is a ValueError); nothing changed
             return err(422, str(e), _field_of(str(e)))
         except Exception as e:  # noqa: BLE001
