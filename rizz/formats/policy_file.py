@@ -56,14 +56,15 @@ class PolicyError(ValueError, RizzError):
     """
 
     def __init__(self, path: str, errors: list[str], lines: list[int | None] | None = None,
-                 columns: list[int | None] | None = None) -> None:
+                 columns: list[int | None] | None = None, *, summary: str = "invalid policy") -> None:
         self.path = path
+        self.summary = summary
         self.errors = errors
         self.lines = list(lines) if lines is not None else [None] * len(errors)
         self.columns = list(columns) if columns is not None else [None] * len(errors)
         shown = [f"  {path}:{n}{f':{c}' if c else ''}: {e}" if n else f"  {e}"
                  for e, n, c in zip(errors, self.lines, self.columns)]
-        super().__init__(f"{path}: invalid policy\n" + "\n".join(shown))
+        super().__init__(f"{path}: {summary}\n" + "\n".join(shown))
 
 
 def _fmt(x: float) -> str:
@@ -195,14 +196,27 @@ def _parse_yaml(text: str, shown: str) -> Any:
         loader.dispose()
 
 
+def _not_found_hint(path: Path) -> str:
+    """What a missing policy file's error adds: the path(s) looked at (``path``, and for a name
+    without a suffix the shipped ``POLICY_DIR/<name>.yaml``), the file the user more likely
+    meant (``<name>.yaml`` or ``<name>.yml`` beside it, else the closest shipped name) and the
+    shipped names."""
+    names = sorted(q.stem for q in POLICY_DIR.glob('*.yaml'))
+    tried = [str(path)] + ([str(POLICY_DIR / f"{path.name}.yaml")] if not path.suffix else [])
+    beside = [q for q in (path.with_name(f"{path.name}.yaml"), path.with_name(f"{path.name}.yml"))
+              if not path.suffix and q.is_file()]
+    hint = f"; did you mean `{_shown(beside[0])}`?" if beside else did_you_mean(path.stem, names)
+    return f"looked for {' and '.join(tried)}{hint} (shipped names: {', '.join(names)})"
+
+
 def _read(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     shown = _shown(path)
     try:
         raw = path.read_bytes()
     except OSError as e:
-        names = sorted(q.stem for q in POLICY_DIR.glob('*.yaml'))
-        hint = "" if path.exists() else f"{did_you_mean(path.stem, names)} (shipped names: {', '.join(names)})"
-        raise PolicyError(shown, [f"cannot read: {e.strerror}{hint}"]) from None
+        if path.exists():
+            raise PolicyError(shown, [f"cannot read: {e.strerror}"]) from None
+        raise PolicyError(shown, [f"cannot read: {e.strerror}; {_not_found_hint(path)}"], summary="policy file not found") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -280,3 +280,21 @@ def test_a_copied_shipped_policy_still_loads(tmp_path):
     for name in ("frozen", "single-branch", "ace-style"):
         (tmp_path / f"{name}.yaml").write_text((ROOT / "policies" / f"{name}.yaml").read_text())
         assert load_policy(tmp_path / f"{name}.yaml") == load_policy(ROOT / "policies" / f"{name}.yaml")
+
+
+def test_a_missing_policy_file_is_not_found_and_names_the_paths_tried(tmp_path, monkeypatch):
+    from rizz.formats.policy_file import POLICY_DIR
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PolicyError) as info:
+        load_policy("nosuch")
+    head, line = str(info.value).splitlines()
+    assert head == "nosuch: policy file not found" and info.value.summary == "policy file not found"
+    assert line.startswith(f"  cannot read: No such file or directory; looked for {tmp_path / 'nosuch'} and {POLICY_DIR / 'nosuch.yaml'} "
+                           "(shipped names: "), line
+    (tmp_path / "lenient.yaml").write_text("extends: default\n")  # a name without its suffix: the file beside it is suggested
+    with pytest.raises(PolicyError, match=r"^lenient: policy file not found\n.*looked for .*lenient and .*lenient\.yaml; did you mean `lenient\.yaml`\? \(shipped"):
+        load_policy("lenient")
+    with pytest.raises(PolicyError, match=rf"^sub/p\.yaml: policy file not found\n  cannot read: No such file or directory; looked for {tmp_path / 'sub' / 'p.yaml'} \(shipped"):
+        load_policy("sub/p.yaml")
+    assert load_policy("lenient.yaml").name == "lenient"
