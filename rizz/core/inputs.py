@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from attrs import field, frozen
 
+from rizz.core.policy import SHAPES
 from rizz.core.records import Label, check_time_pair
 from rizz.core.vec import to_bytes, vec_repr
 
@@ -63,6 +64,11 @@ class CandidateRule:
     embedding: bytes = field(converter=_vec, repr=vec_repr)
 
 
+def _check_shape(_inst: object, _att: object, value: str | None) -> None:
+    if value is not None and value not in SHAPES:  # a set-membership test: cheap on a replay
+        raise ValueError(f"StepInput.shape: {value!r} is not an output shape; allowed: {', '.join(SHAPES)} or None")
+
+
 def _str_tuple(xs: Iterable[str]) -> tuple[str, ...]:
     return tuple(xs)
 
@@ -76,13 +82,35 @@ class StepInput:
     """One stream element as the core sees it.
 
     Attributes:
-      step: index t (0-based) of this element in the run.
+      step: index t (0-based) of this element in the run. The caller's counter: the core does
+        not check that steps increase or are unique (a live session feeds verdicts late, a
+        tenant's sub-state counts its own steps), but step numbers name what a step writes
+        (rule ids ``r<step>-<i>``, ``created``/``last_used``), so reusing one makes records
+        that cannot be told apart. Give each element of one run its own index, in order.
       item_id: the stream element's ``id``.
       text: the input ``x_t``.
-      embedding: ``φ(x_t)``, (d,) float32 bytes, L2-normalised.
-      instruction / evidence / scope / shape: from the stream element (spec §1).
+      embedding: ``φ(x_t)``, (d,) float32, L2-normalised. A numpy array (any float dtype) or a
+        list is converted to float32 bytes and must be finite, 1-d and of norm 1 (within
+        :data:`rizz.core.vec.NORM_TOLERANCE`), else ValueError. ``bytes`` are taken as given
+        (float32 values: not ``float64_array.tobytes()``), unchecked, so a replay of logged
+        vectors costs nothing here. Every embedding of one state must have the same ``d``: a
+        step whose embedding does not match the state's branch anchors raises a ValueError
+        naming both dimensions.
+      instruction / evidence / scope: from the stream element (spec §1).
+      shape: ``metadata.shape``: one of :data:`rizz.core.SHAPES` or None, else ValueError.
       context_only: no answer asked; the input is routed and stored as scoped context.
       label: the judge's label (f̃, ã) before snapping, or None when the judge was not asked.
+        A :class:`~rizz.core.Label` must be normalised (:func:`rizz.core.normalise_label`).
+        None is the normal case when :func:`rizz.core.needs_label` says False (the nearest
+        anchor is confident): the input goes to the nearest compatible branch. The core does
+        not ask ``needs_label`` itself: when it would have said True and ``label`` is None,
+        the step still goes through; an answered input then routes by anchor cosine alone
+        and, with no compatible branch to take it, spawns a branch labelled
+        ``unknown/unknown`` (every unlabelled input of a new kind lands there). So label
+        the input whenever ``needs_label`` is True: with the judge model, or without any
+        model by :func:`rizz.engine.judge.fallback_label` (what ``routing.judge: local``
+        does in the engine: ``normalise_label(*fallback_label(text, instruction=...,
+        shape=...))``).
       label_embedding: ``ψ(ã)``, (d,) float32 bytes, or b"" when there is no label.
       answer: the extracted answer ``ŷ_t`` (None for context-only input).
       prompt_rule_ids / prompt_episode_keys: what the compiled prompt contained (for counters).
@@ -108,7 +136,7 @@ class StepInput:
     instruction: str | None = None
     evidence: str | None = None
     scope: str | None = None
-    shape: str | None = None
+    shape: str | None = field(default=None, validator=_check_shape)
     context_only: bool = False
     label: Label | None = None
     label_embedding: bytes = field(default=b"", repr=vec_repr)

@@ -10,6 +10,7 @@ records in a ``PVector`` and their embeddings in an aligned :class:`EmbeddingMat
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
@@ -56,12 +57,29 @@ def _str_tuple(xs: Iterable[str]) -> tuple[str, ...]:
     return tuple(xs)
 
 
+#: A label part as :func:`rizz.core.routing.normalise_label` writes it: lowercase ASCII letters
+#: and digits in words joined by single hyphens (``solve-math``).
+_LABEL_PART = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def _check_label_part(_inst: object, att: attrs.Attribute[str], value: object) -> None:
+    if not isinstance(value, str) or not _LABEL_PART.fullmatch(value):
+        raise ValueError(f"Label.{att.name}: {value!r} is not a label part: expected lowercase letters and digits in words "
+                         "joined by single hyphens, e.g. 'solve-math' (rizz.core.normalise_label makes one from any text)")
+
+
 @frozen
 class Label:
-    """Hierarchical label ``ℓ = (function, application)``, lowercase, hyphen-delimited."""
+    """Hierarchical label ``ℓ = (function, application)``, lowercase, hyphen-delimited.
 
-    function: str
-    application: str
+    Each part is lowercase ASCII letters and digits in words joined by single hyphens
+    (``Label("solve-math", "arithmetic")``); anything else raises ValueError. Build a label from
+    free text (a judge's reply, a caller's task name) with :func:`rizz.core.normalise_label`:
+    ``normalise_label("Solve Math", "Arithmetic") == Label("solve-math", "arithmetic")``.
+    """
+
+    function: str = field(validator=_check_label_part)
+    application: str = field(validator=_check_label_part)
 
     def __str__(self) -> str:
         return f"{self.function}/{self.application}"

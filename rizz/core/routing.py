@@ -19,7 +19,7 @@ from rizz.core.inputs import StepInput
 from rizz.core.policy import Policy
 from rizz.core.records import AdaptiveState, Branch, Label
 from rizz.core.sketch import energy
-from rizz.core.vec import as_vector
+from rizz.core.vec import as_vector, check_dimension
 
 __all__ = [
     "CONTEXT_FUNCTION",
@@ -119,7 +119,10 @@ def _anchor_matrix(branches: list[Branch]) -> np.ndarray:
 def _anchor_cos(branches: list[Branch], embedding: bytes) -> np.ndarray:
     if not branches:
         return np.zeros(0, dtype=np.float32)
-    out: np.ndarray = _anchor_matrix(branches) @ as_vector(embedding)
+    anchors = _anchor_matrix(branches)
+    if 4 * anchors.shape[1] != len(embedding):  # a clear error where numpy's matmul would raise its own
+        check_dimension(embedding, anchors.shape[1], "StepInput.embedding")
+    out: np.ndarray = anchors @ as_vector(embedding)
     return out
 
 
@@ -210,6 +213,9 @@ def route(state: AdaptiveState, policy: Policy, inp: StepInput) -> RouteDecision
     if r.mode == "single":
         if state.branches:
             bid = state.branch_ids()[0]
+            anchor = state.branches[bid].anchor
+            if len(anchor) != len(inp.embedding):  # a clear error before retrieval's numpy meets it
+                check_dimension(inp.embedding, len(anchor) // 4, "StepInput.embedding")
             return RouteDecision(bid, state.branches[bid].label, 1.0)
         return _spawn(state, inp, Label("any", "global"), None)
 

@@ -115,6 +115,9 @@ class Rizz(NamedTuple):
       init: ``() -> AdaptiveState``, the empty state.
       plan: ``(state, input) -> Plan``: routing decision and retrieved material (spec §3–4).
       step: ``(state, input, verdict | None) -> state`` (verdict None only for context-only input).
+        An input with ``label=None`` is routed by anchor cosine alone; it spawns an
+        ``unknown/unknown`` branch when no compatible branch exists (label it when
+        :func:`rizz.core.needs_label` says so: :attr:`StepInput.label`).
       step_with_events: like ``step`` but also returns the past-tense events it folded.
       route_round: ``(state, input) -> RouteResult``: the route round alone (spawn, snap), at
         answer time in a live session.

@@ -14,17 +14,45 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["EmbeddingMatrix", "as_vector", "cosine", "row_dots", "to_bytes", "vec_repr"]
+__all__ = ["NORM_TOLERANCE", "EmbeddingMatrix", "as_vector", "check_dimension", "cosine", "row_dots", "to_bytes", "vec_repr"]
+
+
+#: How far from 1 the L2 norm of a vector :func:`to_bytes` converts may be (float32 rounding of
+#: an embedder's normalised output is ~1e-7; 1e-3 also lets float16 embedders through).
+NORM_TOLERANCE = 1e-3
 
 
 def to_bytes(vec: np.ndarray | bytes | Iterable[float]) -> bytes:
-    """float32 bytes of a 1-d vector. Raises ValueError for a non-1-d or non-finite input."""
+    """float32 bytes of a 1-d vector.
+
+    ``bytes`` are taken as they are: float32 values, already checked (a logged vector on a
+    replay costs nothing here). Anything else (a numpy array of any float dtype, a list) is
+    converted to float32 and must be finite, 1-d and L2-normalised (norm within
+    :data:`NORM_TOLERANCE` of 1, as spec §2 requires of ``φ`` and ``ψ``).
+
+    Raises:
+        ValueError: not 1-d, not finite, or not unit length; the message says which.
+    """
     if isinstance(vec, bytes):
         return vec
     arr = np.asarray(vec, dtype=np.float32)
     if arr.ndim != 1 or not np.all(np.isfinite(arr)):
         raise ValueError(f"expected a finite 1-d vector, got shape {arr.shape}")
+    norm = float(np.sqrt(np.dot(arr, arr)))
+    if abs(norm - 1.0) > NORM_TOLERANCE:
+        raise ValueError(f"expected an L2-normalised vector (norm 1), got norm {norm:.6g} over {arr.shape[0]} dimensions: "
+                         "divide it by its norm (v / numpy.linalg.norm(v))")
     return arr.tobytes()
+
+
+def check_dimension(vec: bytes, dim: int, what: str) -> None:
+    """Raise a ValueError naming ``what`` when ``vec`` is not ``dim`` float32 values (the
+    dimension every vector of one state shares: one embedder's ``d``). O(1): a length check."""
+    if len(vec) != 4 * dim:
+        n = len(vec) / 4
+        hint = " (float64 bytes? pass the float32 array, or v.astype(numpy.float32).tobytes())" if len(vec) == 8 * dim else ""
+        raise ValueError(f"{what}: {n:g} dimensions ({len(vec)} bytes of float32), but this state's vectors have {dim}: "
+                         f"every embedding of one state must come from the same embedder{hint}")
 
 
 def vec_repr(data: bytes) -> str:
