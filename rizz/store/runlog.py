@@ -699,53 +699,76 @@ def setting_lines(old: dict[str, Any], meta: dict[str, Any], keys: list[str]) ->
     return [change_line(c) for c in setting_changes(old, meta, keys)]
 
 
-def _resume_with(change: SettingChange, words: str) -> str:
-    """What to give for ``change`` to resume: the run's value, in ``words``'s terms."""
+#: Settings a resume can give back as the run started them, by an option (``rizz run``'s and
+#: ``rizz serve``'s) or a parameter (``Session.open``'s): their recorded value is what is given
+#: (the models are recorded by their backend's name, not the spec that made it; a simulated
+#: user's model only as absent).
+_GIVEN_BACK = ("budget_cap", "rendering", "user_model")
+
+
+def _resume_with(change: SettingChange, words: str) -> tuple[str, str, bool]:
+    """What to do with ``change`` to resume, in ``words``'s terms: ``(verb, what, exact)``,
+    ``verb`` ``"give"`` or ``"leave out"`` (the run had none: the option absent), ``what`` the
+    option or parameter with the run's value, and ``exact``: whether ``what`` is the option
+    itself (``--budget 2048``, ``budget_cap=2048``), not a description (``the model the run used
+    ('x')``)."""
     setting, run = change.setting, change.run
     if setting in ("stream", "policy"):
-        return f"the {setting} the run started with, unchanged"
-    if setting in ("budget_cap", "rendering", "user_model") and words == "api":
-        return f"{setting}={run!r}"
-    if setting == "budget_cap":
-        return "no --budget" if run is None else f"--budget {run}"
-    if setting == "rendering" and run is not None:
-        return f"--rendering {run}"
-    if setting == "user_model" and run is None:
-        return "no --user-model"
+        return "give", f"the {setting} the run started with, unchanged", False
+    if setting in _GIVEN_BACK and (run is None or setting != "user_model"):
+        name = _setting_name(setting, words)
+        if run is None:
+            return "leave out", name, True
+        return "give", f"{setting}={run!r}" if words == "api" else f"{name} {run}", True
     if setting == "embedder_dim":
-        return f"an embedder of {run} dimensions"
+        return "give", f"an embedder of {run} dimensions", False
     what = {"model": "model", "user_model": "simulated user's model"}.get(setting, _setting_name(setting, words))
-    return f"the {what} the run used ({_shown(run)})"
+    return "give", f"the {what} the run used ({_shown(run)})", False
+
+
+def _and(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def mismatch_message(root: Path | None, changes: tuple[SettingChange, ...], words: str = "cli") -> str:
     """A refused resume of ``root`` for ``changes``, in ``words``'s terms
     (:data:`rizz.store.refusal.WORDINGS`; ``"serve"`` is ``"cli"`` but for the directory, another
-    ``--data`` folder): a line per change (:func:`change_line`), then what to do: give the run's
-    value of every changed setting to resume it, or use a new directory to run these settings (a
-    change of one setting other than the policy: use a new directory).
+    ``--data`` folder): a line per change (:func:`change_line`), then what to do: to resume,
+    leave out each option the run started without and give the run's value of every other
+    changed setting (``--budget 2048``; ``budget_cap=2048`` for ``"api"``), or use a new
+    directory to run these settings. A change of one setting that cannot be given back as the
+    run recorded it (the model, the embedder, the stream: :data:`_GIVEN_BACK`) says only: use a
+    new directory.
 
     Raises ValueError for ``words`` not one of :data:`~rizz.store.refusal.WORDINGS`.
 
     Example:
         >>> print(mismatch_message(Path("runs/a"), (SettingChange("budget_cap", None, 1000),
-        ...                                         SettingChange("policy", "default", "frozen"))))
+        ...                                         SettingChange("rendering", "chat", "raw"))))
         runs/a was started with different settings; resume refused:
           --budget: run has none, this command has 1000
-          policy: run has 'default', this command has 'frozen'
-        To resume, give no --budget and the policy the run started with, unchanged; to run with this command's settings, use a new --out directory.
+          --rendering: run has 'chat', this command has 'raw'
+        To resume, leave out --budget and give --rendering chat; to run with this command's settings, use a new --out directory.
+        >>> print(mismatch_message(Path("runs/a"), (SettingChange("budget_cap", 2048, None),), "api"))
+        runs/a was started with different settings; resume refused:
+          budget_cap: run has 2048, this call has none
+        To resume, give budget_cap=2048; to run with this call's settings, give Session.open another path (a new directory).
     """
     api = words == "api"
     new_dir = in_terms(words, cli="use a new --out directory", api="give Session.open another path (a new directory)",
                        serve="use another --data folder")
+    resume = [_resume_with(c, words) for c in changes]
     if len(changes) == 1 and changes[0].setting == "policy":
         todo = f"To resume, give the policy the run started with, unchanged; to run this policy, {new_dir}."
-    elif len(changes) == 1:
+    elif len(changes) == 1 and not resume[0][2]:
         todo = in_terms(words, cli="Use a new --out directory.", api="Use a new directory: give Session.open another path.",
                         serve="Use another --data folder.")
     else:
-        each = [_resume_with(c, words) for c in changes]
-        todo = (f"To resume, give {', '.join(each[:-1])} and {each[-1]}; "
+        leave = [what for verb, what, _ in resume if verb == "leave out"]
+        give = [what for verb, what, _ in resume if verb == "give"]
+        parts = ([f"leave out {_and(leave)}"] if leave else []) + ([f"give {_and(give)}"] if give else [])
+        todo = (f"To resume, {(' and ' if max(len(leave), len(give)) < 2 else ', and ').join(parts)}; "
                 f"to run with this {'call' if api else 'command'}'s settings, {new_dir}.")
     return (f"{root} was started with different settings; resume refused:\n"
             + "\n".join(change_line(c, words) for c in changes) + "\n" + todo)

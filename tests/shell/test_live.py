@@ -450,11 +450,12 @@ def test_a_refused_open_names_what_the_python_caller_passed_not_rizz_runs_option
 
     path = tmp_path / "app"
     _open(path).close()
-    for kw, line in ((dict(budget_cap=512), "  budget_cap: run has none, this call has 512"),
-                     (dict(rendering="raw"), "  rendering: run has 'chat', this call has 'raw'")):
+    new_path = "to run with this call's settings, give Session.open another path (a new directory)."
+    for kw, line, resume in ((dict(budget_cap=512), "  budget_cap: run has none, this call has 512", "leave out budget_cap"),
+                             (dict(rendering="raw"), "  rendering: run has 'chat', this call has 'raw'", "give rendering='chat'")):
         with pytest.raises(RunDirMismatch) as info:
             _open(path, **kw)
-        assert str(info.value).splitlines()[1:] == [line, "Use a new directory: give Session.open another path."], str(info.value)
+        assert str(info.value).splitlines()[1:] == [line, f"To resume, {resume}; {new_path}"], str(info.value)
     with pytest.raises(RunDirMismatch) as info:
         _open(path, policy="frozen")
     assert "  policy: run has 'default', this call has 'frozen'" in str(info.value)
@@ -476,7 +477,8 @@ def test_a_refused_open_names_what_the_python_caller_passed_not_rizz_runs_option
     # a command opens it in its own terms (rizz run: rizz.engine.run.run_stream; rizz serve)
     with pytest.raises(RunDirMismatch) as info:
         _open(path, budget_cap=512, words="cli")
-    assert str(info.value).splitlines()[1:] == ["  --budget: run has none, this command has 512", "Use a new --out directory."]
+    assert str(info.value).splitlines()[1:] == ["  --budget: run has none, this command has 512",
+                                                "To resume, leave out --budget; to run with this command's settings, use a new --out directory."]
     with pytest.raises(ValueError, match="words must be one of api, cli, got 'shell'"):
         _open(path, words="shell")
 
@@ -506,7 +508,7 @@ def test_a_refusal_of_several_settings_says_how_to_resume_each_in_the_callers_te
     lines = str(info.value).splitlines()
     assert lines[1:3] == ["  rendering: run has 'chat', this call has 'raw'", "  budget_cap: run has none, this call has 1000"]
     assert lines[3].startswith("  policy: run has 'default', this call has 'frozen' (differing fields: ")
-    assert lines[4] == ("To resume, give rendering='chat', budget_cap=None and the policy the run started with, unchanged; "
+    assert lines[4] == ("To resume, leave out budget_cap, and give rendering='chat' and the policy the run started with, unchanged; "
                         "to run with this call's settings, give Session.open another path (a new directory).")
     assert info.value.worded("cli").splitlines()[1:3] == ["  --rendering: run has 'chat', this command has 'raw'",
                                                            "  --budget: run has none, this command has 1000"]

@@ -49,10 +49,24 @@ CASES = [
     (RunDirBusy(root="runs/a", kind="another process", owner="4242"), ELSEWHERE + "use another --out",
      ELSEWHERE + "give Session.open another path", ELSEWHERE + "use another --data folder"),
     (RunDirMismatch(root="runs/a", changes=(SettingChange("budget_cap", None, 512),)),
-     "runs/a was started with different settings; resume refused:\n  --budget: run has none, this command has 512\nUse a new --out directory.",
+     "runs/a was started with different settings; resume refused:\n  --budget: run has none, this command has 512\n"
+     "To resume, leave out --budget; to run with this command's settings, use a new --out directory.",
      "runs/a was started with different settings; resume refused:\n  budget_cap: run has none, this call has 512\n"
+     "To resume, leave out budget_cap; to run with this call's settings, give Session.open another path (a new directory).",
+     "runs/a was started with different settings; resume refused:\n  --budget: run has none, this command has 512\n"
+     "To resume, leave out --budget; to run with this command's settings, use another --data folder."),
+    (RunDirMismatch(root="runs/a", changes=(SettingChange("budget_cap", 2048, None),)),
+     "runs/a was started with different settings; resume refused:\n  --budget: run has 2048, this command has none\n"
+     "To resume, give --budget 2048; to run with this command's settings, use a new --out directory.",
+     "runs/a was started with different settings; resume refused:\n  budget_cap: run has 2048, this call has none\n"
+     "To resume, give budget_cap=2048; to run with this call's settings, give Session.open another path (a new directory).",
+     "runs/a was started with different settings; resume refused:\n  --budget: run has 2048, this command has none\n"
+     "To resume, give --budget 2048; to run with this command's settings, use another --data folder."),
+    (RunDirMismatch(root="runs/a", changes=(SettingChange("model", "a:b", "c:d"),)),  # recorded by its backend's name, not a spec to give back
+     "runs/a was started with different settings; resume refused:\n  --model: run has 'a:b', this command has 'c:d'\nUse a new --out directory.",
+     "runs/a was started with different settings; resume refused:\n  model: run has 'a:b', this call has 'c:d'\n"
      "Use a new directory: give Session.open another path.",
-     "runs/a was started with different settings; resume refused:\n  --budget: run has none, this command has 512\nUse another --data folder."),
+     "runs/a was started with different settings; resume refused:\n  --model: run has 'a:b', this command has 'c:d'\nUse another --data folder."),
     (RunDirMismatch(root="runs/a", changes=(SettingChange("policy", "default", "frozen"),)),
      "runs/a was started with different settings; resume refused:\n  policy: run has 'default', this command has 'frozen'\n"
      "To resume, give the policy the run started with, unchanged; to run this policy, use a new --out directory.",
@@ -63,15 +77,29 @@ CASES = [
     (RunDirMismatch(root="runs/a", changes=(SettingChange("rendering", "chat", "raw"), SettingChange("budget_cap", None, 512))),
      "runs/a was started with different settings; resume refused:\n  --rendering: run has 'chat', this command has 'raw'\n"
      "  --budget: run has none, this command has 512\n"
-     "To resume, give --rendering chat and no --budget; to run with this command's settings, use a new --out directory.",
+     "To resume, leave out --budget and give --rendering chat; to run with this command's settings, use a new --out directory.",
      "runs/a was started with different settings; resume refused:\n  rendering: run has 'chat', this call has 'raw'\n"
      "  budget_cap: run has none, this call has 512\n"
-     "To resume, give rendering='chat' and budget_cap=None; to run with this call's settings, give Session.open another path (a new directory).",
+     "To resume, leave out budget_cap and give rendering='chat'; to run with this call's settings, give Session.open another path (a new directory).",
      "runs/a was started with different settings; resume refused:\n  --rendering: run has 'chat', this command has 'raw'\n"
      "  --budget: run has none, this command has 512\n"
-     "To resume, give --rendering chat and no --budget; to run with this command's settings, use another --data folder."),
+     "To resume, leave out --budget and give --rendering chat; to run with this command's settings, use another --data folder."),
+    (RunDirMismatch(root="runs/a", changes=(SettingChange("budget_cap", 2048, None), SettingChange("user_model", None, "u:m"),
+                                            SettingChange("rendering", "chat", "raw"))),
+     "runs/a was started with different settings; resume refused:\n  --budget: run has 2048, this command has none\n"
+     "  --user-model: run has none, this command has 'u:m'\n  --rendering: run has 'chat', this command has 'raw'\n"
+     "To resume, leave out --user-model, and give --budget 2048 and --rendering chat; "
+     "to run with this command's settings, use a new --out directory.",
+     "runs/a was started with different settings; resume refused:\n  budget_cap: run has 2048, this call has none\n"
+     "  user_model: run has none, this call has 'u:m'\n  rendering: run has 'chat', this call has 'raw'\n"
+     "To resume, leave out user_model, and give budget_cap=2048 and rendering='chat'; "
+     "to run with this call's settings, give Session.open another path (a new directory).",
+     "runs/a was started with different settings; resume refused:\n  --budget: run has 2048, this command has none\n"
+     "  --user-model: run has none, this command has 'u:m'\n  --rendering: run has 'chat', this command has 'raw'\n"
+     "To resume, leave out --user-model, and give --budget 2048 and --rendering chat; "
+     "to run with this command's settings, use another --data folder."),
 ]
-IDS = [f"{type(c[0]).__name__}-{getattr(c[0], 'kind', '') or len(c[0].changes)}" for c in CASES]
+IDS = [f"{type(c[0]).__name__}-{getattr(c[0], 'kind', '') or '+'.join(ch.setting for ch in c[0].changes)}" for c in CASES]
 
 
 @pytest.mark.parametrize(("error", "cli", "api", "serve"), CASES, ids=IDS)

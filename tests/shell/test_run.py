@@ -103,6 +103,36 @@ def test_cli_run_refused_resume_names_the_policy(tmp_path, stream, fake_model, m
     assert "  --budget: run has none, this command has 512" in res.output + (res.stderr if res.stderr_bytes is not None else "")
 
 
+def test_cli_run_refused_resume_says_which_option_to_give_back(tmp_path, stream, fake_model, monkeypatch):
+    """A newcomer re-ran `rizz run ... --out runs/r1` without the `--budget 2048` it started with
+    and was told only "Use a new --out directory.", not to add `--budget 2048` to resume."""
+    from stubs import HashEmbedder
+    from typer.testing import CliRunner
+
+    from rizz.apps import cli
+
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: fake_model(_answer))
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    monkeypatch.setattr("rizz.apps.cli._check_model", lambda model, user_model: None)  # the fake model's own spec: the same model each time
+    out = tmp_path / "r1"
+    args = ["run", str(stream), "--out", str(out), "--limit", "1", "--model", "fake:scripted"]
+    assert CliRunner().invoke(cli.app, args + ["--budget", "2048"]).exit_code == 0
+    for extra, lines in (([], ["  --budget: run has 2048, this command has none",
+                               "To resume, give --budget 2048; to run with this command's settings, use a new --out directory."]),
+                         (["--budget", "1024"], ["  --budget: run has 2048, this command has 1024",
+                                                 "To resume, give --budget 2048; to run with this command's settings, use a new --out directory."])):
+        res = CliRunner().invoke(cli.app, args + extra)
+        err = res.output + (res.stderr if res.stderr_bytes is not None else "")
+        assert res.exit_code == 2 and "Traceback" not in err, err
+        assert "\n".join(lines) in err, err
+    res = CliRunner().invoke(cli.app, ["run", str(stream), "--out", str(tmp_path / "r2"), "--limit", "1", "--model", "fake:scripted"])
+    assert res.exit_code == 0
+    res = CliRunner().invoke(cli.app, ["run", str(stream), "--out", str(tmp_path / "r2"), "--model", "fake:scripted", "--budget", "2048"])
+    err = res.output + (res.stderr if res.stderr_bytes is not None else "")
+    assert res.exit_code == 2 and ("  --budget: run has none, this command has 2048\n"
+                                   "To resume, leave out --budget; to run with this command's settings, use a new --out directory.") in err, err
+
+
 def test_a_resume_refused_for_several_settings_says_how_to_resume_each(tmp_path, stream, fake_model, embedder):
     """rizz run --policy frozen --budget 1000 on a default run without --budget listed both
     changes but said only how to fix the policy."""
@@ -113,7 +143,7 @@ def test_a_resume_refused_for_several_settings_says_how_to_resume_each(tmp_path,
     lines = str(info.value).splitlines()
     assert lines[1] == "  --budget: run has none, this command has 1000"
     assert lines[2].startswith("  policy: run has 'default', this command has 'frozen' (differing fields: ")
-    assert lines[3:] == ["To resume, give no --budget and the policy the run started with, unchanged; "
+    assert lines[3:] == ["To resume, leave out --budget and give the policy the run started with, unchanged; "
                          "to run with this command's settings, use a new --out directory."]
     assert [c.setting for c in info.value.changes] == ["budget_cap", "policy"] and info.value.changes[0][1:3] == (None, 1000)
     _run(stream, tmp_path / "b", fake_model, embedder, limit=2, budget=512)
@@ -310,7 +340,8 @@ def test_a_refused_resume_names_settings_as_the_command_line_does(tmp_path, stre
     recorded = json.loads((out / "run.json").read_text())["stream_sha256"]
     with pytest.raises(RunDirMismatch) as info:
         _run(stream, out, fake_model, embedder, limit=2)
-    assert str(info.value).splitlines()[1:] == ["  --budget: run has 512, this command has none", "Use a new --out directory."]
+    assert str(info.value).splitlines()[1:] == ["  --budget: run has 512, this command has none",
+                                                "To resume, give --budget 512; to run with this command's settings, use a new --out directory."]
     stream.write_text(stream.read_text().replace("FOMC", "FOMC2", 1))  # the same file, edited since
     now = hashlib.sha256(stream.read_bytes()).hexdigest()
     with pytest.raises(RunDirMismatch) as info:
