@@ -73,6 +73,19 @@ RENDERING_HELP = "raw | chat | chat-turns (default: chat for the shipped Qwen mo
 MIN_BUDGET = int(attrs.fields(CompilerPolicy).token_budget.metadata["min"])
 #: The ``summary.json`` fields ``rizz run`` prints when it ends.
 RUN_SUMMARY_KEYS = ("steps", "answered", "mean_reward", "model_calls", "branches", "state_digest")
+#: The order of ``branches``' counts in the printed summary (``summary.json`` stores its keys sorted).
+_BRANCH_KEYS = ("total", "active")
+
+
+def _summary_text(summary: dict[str, Any]) -> str:
+    """The JSON ``rizz run`` prints when it ends: :data:`RUN_SUMMARY_KEYS` of ``summary``, in
+    that order, ``branches`` as ``total``, ``active``: the same for a run just made and for one
+    read back from ``summary.json`` (an already finished run), whose keys are sorted."""
+    shown = {k: summary[k] for k in RUN_SUMMARY_KEYS}
+    branches = shown["branches"]
+    if isinstance(branches, dict):
+        shown["branches"] = {**{k: branches[k] for k in _BRANCH_KEYS if k in branches}, **branches}
+    return json.dumps(shown, indent=1)
 
 # A flag (a bool option that takes no value) is declared with metavar="": typer's rich help
 # would print <bool> in its type column, as if it took one; every command and group is of
@@ -181,7 +194,7 @@ def run(
     finished = finished_run(out, todo, model, rendering=rendering, user_model=user_model, embedder=Embedder)
     if finished is not None and all(k in finished for k in RUN_SUMMARY_KEYS):  # said before the model loads (up to a minute)
         typer.echo(f"{out}: already finished ({plural(finished['steps'], 'step')}); nothing to run", err=True)
-        typer.echo(json.dumps({k: finished[k] for k in RUN_SUMMARY_KEYS}, indent=1))
+        typer.echo(_summary_text(finished))
         return
     typer.echo(f"rizz run: {todo} of {n} elements of {stream}, policy {pol.name}, into {out}; loading the model {model} ...", err=True)
     try:
@@ -212,7 +225,7 @@ def run(
         if full is None:
             raise
         _fail(str(full), EXIT_DISK_FULL)
-    typer.echo(json.dumps({k: summary[k] for k in RUN_SUMMARY_KEYS}, indent=1))
+    typer.echo(_summary_text(summary))
 
 
 @app.command(cls=Command)

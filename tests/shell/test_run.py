@@ -222,6 +222,34 @@ def test_cli_run_and_bench_refuse_another_local_model_before_loading_it(tmp_path
     assert loaded == []
 
 
+def test_cli_run_prints_the_same_summary_for_a_first_run_and_an_already_finished_one(tmp_path, stream, fake_model, monkeypatch):
+    """The printed summary's branches read {"total", "active"} after a first `rizz run` but
+    {"active", "total"} on the re-run that found the run already finished (summary.json's keys
+    are sorted)."""
+    from stubs import HashEmbedder
+    from typer.testing import CliRunner
+
+    from rizz.adapters.models.spec import backend_name
+    from rizz.apps import cli
+
+    def embedded(spec, **kw):  # a fake that carries the default model's name, as a run of --model embedded records
+        model = fake_model(_answer)
+        model.name = backend_name("embedded")
+        model.default_rendering = "chat"
+        return model
+
+    monkeypatch.setattr("rizz.apps.cli.load_model", embedded)
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    args = ["run", str(stream), "--out", str(tmp_path / "run"), "--limit", "3"]
+    first = CliRunner().invoke(cli.app, args)
+    assert first.exit_code == 0 and list(json.loads(first.stdout)["branches"]) == ["total", "active"]
+    again = CliRunner().invoke(cli.app, args)  # found finished before the model loads (cli.finished_run)
+    assert again.exit_code == 0 and "already finished" in again.stderr and again.stdout == first.stdout
+    monkeypatch.setattr("rizz.apps.cli._check_model", lambda model, user_model: None)
+    loaded = CliRunner().invoke(cli.app, [*args, "--model", "some:spec"])  # known only once the model loads (run_stream)
+    assert loaded.exit_code == 0 and "already finished" in loaded.stderr and loaded.stdout == first.stdout, loaded.stderr
+
+
 def test_cli_run_and_bench_of_a_finished_folder_say_nothing_to_run_before_loading_the_model(tmp_path, stream, fake_model, monkeypatch):
     """A newcomer's second `rizz run` of a finished RUN_DIR loaded the model (up to a minute)
     only to say there was nothing to run; `rizz bench` the same for each policy."""
