@@ -21,18 +21,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rizz.core import AdaptiveState, Policy, digest
-from rizz.engine.logfold import restore_fold, views
+from rizz.core import AdaptiveState, Policy, TenantStates, digest
+from rizz.engine.logfold import LogFold, restore_fold, views
 from rizz.engine.session import Session
+from rizz.formats.logrecord import parse
 from rizz.formats.policy_file import parse_policy
 from rizz.formats.streams import StreamElement, read_stream
 from rizz.formats.wording import plural
 from rizz.store.durable import fault_point
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirReadOnly, write_json_atomic
 
-__all__ = ["KEEP_SNAPSHOTS", "ReplayBusy", "Replayed", "Stale", "episode_summary", "evaluated_tokens", "replay", "replay_differences",
-           "replay_run", "run_stream", "read_summary", "summarise", "summary_covers", "summary_extent", "summary_outcome",
-           "wall_seconds"]
+__all__ = ["KEEP_SNAPSHOTS", "ReplayBusy", "Replayed", "Stale", "episode_summary", "evaluated_tokens", "fold_until", "replay",
+           "replay_differences", "replay_run", "run_stream", "read_summary", "state_at", "step_count", "summarise", "summary_covers",
+           "summary_extent", "summary_outcome", "wall_seconds"]
 
 #: Snapshots a run keeps (the newest; a resume needs only the newest sound one, and the store
 #: drops the chunks of the others). ``Session.open`` keeps as many by default.
@@ -199,8 +200,11 @@ def _run(session: Session, elements: list[StreamElement], on_step: Callable[[dic
 
 def replay(run_dir: str | Path, policy: Policy | None = None, policy_source: str | None = None, *, write_summary: bool = True) -> dict[str, Any]:
     """Refold RUN_DIR's log with no model calls (under ``policy``, default: the run's own);
-    returns the refolded summary. :func:`replay_run` says what it did; this raises what it
-    could not: RunDirReadOnly (a summary to write, a folder that cannot be written)."""
+    returns the refolded summary (``summary.json``'s fields: ``state_digest``, counts, rewards;
+    not the state itself: :func:`state_at` gives that). ``write_summary`` (default True): write
+    that summary as ``rizz replay`` does (:func:`replay_run` says where); False writes nothing.
+    :func:`replay_run` says what it did; this raises what it could not: RunDirReadOnly (a
+    summary to write, a folder that cannot be written)."""
     done = replay_run(run_dir, policy, policy_source, write_summary=write_summary)
     if done.unwritten is not None:
         raise done.unwritten
@@ -350,6 +354,73 @@ def replay_run(run_dir: str | Path, policy: Policy | None = None, policy_source:
         busy.path, busy.outcome = path, done.outcome
         raise busy from None
     return done
+
+
+def fold_until(run_dir: str | Path, step: int | None = None,
+               each: Callable[[dict[str, Any], tuple[object, ...]], None] | None = None) -> AdaptiveState | TenantStates:
+    """Fold RUN_DIR's log under the run's own policy (``run.json``), from its first record, in
+    log order, until the first ``step`` or ``answer`` record past step ``step`` (None: the whole
+    log); returns the state. ``each(record, events)`` sees every record folded: the record as
+    JSON and the events its fold produced (the :mod:`rizz.core.events` records).
+
+    Reads only: no model call, no lock, no snapshot, nothing written. What ``rizz diff`` and
+    ``rizz inspect`` fold; :func:`state_at` is the checked way to call it.
+
+    Raises FileNotFoundError when ``run_dir`` is not a RUN_DIR; LogRecordError / LogFoldError
+    naming ``log.jsonl:<line>`` for a bad record.
+    """
+    rd = RunDir(run_dir)
+    fold = LogFold(parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data"), rd.embeddings)
+    for i, rec in enumerate(rd.records(), 1):
+        if step is not None and rec["step"] > step and rec.get("kind", "step") in ("step", "answer"):
+            break
+        events = fold.apply(parse(rec, f"{rd.log_path}:{i}"))
+        if each is not None:
+            each(rec, events)
+    state: AdaptiveState | TenantStates = fold.state
+    return state
+
+
+def step_count(run_dir: str | Path) -> int:
+    """The steps in RUN_DIR's log: its ``step`` and ``answer`` records (steps ``0..n-1``).
+    Raises FileNotFoundError when ``run_dir`` is not a RUN_DIR."""
+    rd = RunDir(run_dir)
+    rd.meta()
+    return sum(1 for r in rd.records() if r.get("kind", "step") in ("step", "answer"))
+
+
+def state_at(run_dir: str | Path, step: int | None = None) -> AdaptiveState | TenantStates:
+    """The adaptive state of RUN_DIR after step ``step`` (0-based, as ``rizz diff --at``
+    counts; None: after the whole log), refolded from its log under the run's own policy.
+
+    Reads only, as ``rizz diff`` does: no model call, no lock, no summary or snapshot written
+    (unlike :func:`replay`, which by default writes a summary). The log is folded in order up
+    to step ``step + 1``'s record, so in a live session's log the verdicts that arrived before
+    that answer are in the state and later ones for earlier steps are not (a batch run's
+    ``step`` record carries its verdict). The last step's state is the whole log's: its
+    :func:`~rizz.core.digest` is :func:`replay`'s ``state_digest``. A tenanted run's state is
+    a :class:`~rizz.core.TenantStates`.
+
+    Compare two steps with :func:`rizz.lab.diff.branch_rows` of each state, or read what a
+    step changed with :func:`rizz.lab.diff.diff_run`.
+
+    Example (a RUN_DIR ``run`` of ``rizz run`` or a :class:`~rizz.Session`)::
+
+        before, after = state_at(run, 3), state_at(run, 4)
+        grown = {b: len(after.branches[b].episodes) for b in after.branch_ids()}
+
+    Raises:
+      ValueError: ``step`` is negative or past the log's last step.
+      FileNotFoundError: ``run_dir`` is not a RUN_DIR.
+    """
+    if step is not None:
+        if step < 0:
+            raise ValueError(f"step {step}: steps are numbered from 0")
+        n = step_count(run_dir)
+        if step >= n:
+            have = "no steps yet" if n == 0 else "step 0 only" if n == 1 else f"steps 0..{n - 1}"
+            raise ValueError(f"step {step} is not in the log of {run_dir} (it has {have})")
+    return fold_until(run_dir, step)
 
 
 def read_summary(path: Path) -> dict[str, Any] | None:

@@ -14,8 +14,6 @@ from typing import Any
 from rizz.core import AdaptiveState, events as ev
 from rizz.core.evidence import block_shown
 from rizz.core.tenants import TenantStates, branch_key
-from rizz.engine.logfold import LogFold
-from rizz.formats.logrecord import parse
 from rizz.formats.policy_file import parse_policy
 from rizz.formats.wording import fallback_label_wording, ordinal, plural
 from rizz.lab.episode_view import episode_lines
@@ -79,23 +77,23 @@ def describe_event(e: object) -> str | None:
     return None
 
 
-def _fold_until(rd: RunDir, stop: int, keep_from: int,
-                each: Callable[[dict[str, Any], tuple], None] | None = None) -> tuple[AdaptiveState, list[tuple[dict[str, Any], tuple]]]:
-    """Fold the log in order until the first step/answer record past step ``stop`` (log order:
-    a live log's verdicts for steps ≤ ``stop`` that arrived after it are not included);
-    ``each(record, events)`` sees every record folded."""
-    meta = rd.meta()
-    fold = LogFold(parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data"), rd.embeddings)
+def _fold_until(rd: RunDir, stop: int, keep_from: int, each: Callable[[dict[str, Any], tuple], None] | None = None,
+                ) -> tuple[AdaptiveState | TenantStates, list[tuple[dict[str, Any], tuple]]]:
+    """:func:`rizz.engine.run.fold_until` step ``stop``, keeping the records of steps
+    ``keep_from``..``stop`` with their events; ``each(record, events)`` sees every record folded."""
+    # lazy: rich and the model adapters, which rizz.engine.run's Session imports and this fold does not need
+    from rizz.engine.run import fold_until
+
     kept = []
-    for i, rec in enumerate(rd.records(), 1):
-        if rec["step"] > stop and rec.get("kind", "step") in ("step", "answer"):
-            break
-        events = fold.apply(parse(rec, f"{rd.log_path}:{i}"))
+
+    def keep(rec: dict[str, Any], events: tuple) -> None:
         if each is not None:
             each(rec, events)
         if keep_from <= rec["step"] <= stop:
             kept.append((rec, events))
-    return fold.state, kept
+
+    state = fold_until(rd.root, stop, keep)
+    return state, kept
 
 
 def budget_source(budget: int, policy_budget: int, cap: int | None) -> str:
