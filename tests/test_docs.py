@@ -102,7 +102,7 @@ def test_docs_model_example_runs_as_written(name: str, i: int, code: str, tmp_pa
 
 
 def test_the_live_session_example_prints_what_the_page_says(tmp_path: Path, monkeypatch, capsys) -> None:
-    (name, i, _, code), = [b for b in BLOCKS if b[0] == "docs/live-sessions.md" and "Session.open(" in b[3]]
+    (name, i, _, code), = [b for b in BLOCKS if b[0] == "docs/live-sessions.md" and "Session.open(" in b[3] and "state_at(" not in b[3]]
     sys.path.insert(0, str(ROOT / "tests" / "shell"))
     from livekit import HashEmbedder, StubModel
 
@@ -112,6 +112,31 @@ def test_the_live_session_example_prints_what_the_page_says(tmp_path: Path, monk
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("q1 ") and out[0].endswith("['q1', 'q2']") and out[-1] == "[] True"
 
+
+def test_the_state_at_example_agrees_with_its_diff_as_the_page_says(tmp_path: Path, monkeypatch, capsys) -> None:
+    """docs/live-sessions.md's state_at / diff_run example (stand-ins for the model and the
+    embedder): it ends as the page says, the diff's written example is the one the states gained,
+    and the RUN_DIR's last state is the session's."""
+    (name, i, _, code), = [b for b in BLOCKS if b[0] == "docs/live-sessions.md" and "state_at(" in b[3]]
+    sys.path.insert(0, str(ROOT / "tests" / "shell"))
+    from livekit import HashEmbedder, StubModel
+
+    from rizz.core import digest
+    from rizz.engine.run import replay
+
+    monkeypatch.chdir(tmp_path)
+    globs = {"StubModel": StubModel, "HashEmbedder": HashEmbedder}
+    code = code.replace(_STANDIN, "model=StubModel(), embedder=HashEmbedder()")
+    exec(compile(code, f"{name}[{i}]", "exec"), globs)
+    out = capsys.readouterr().out.splitlines()
+    page = (DOCS / "live-sessions.md").read_text(encoding="utf-8")
+    (said,) = re.findall(r"It ends `([^`]+)`", page)
+    assert out[-1] == said == "b0 1 -> 2"
+    assert any(line.startswith("  + episode written to b0: What is 7 + 5? ⇒ ") for line in out[:-1])
+    assert "after step 1: 1 branch (1 active)" in out
+    before, after, app = globs["before"], globs["after"], globs["app"]
+    assert (len(before.branches["b0"].episodes), len(after.branches["b0"].episodes)) == (1, 2)
+    assert digest(after) == replay(app, write_summary=False)["state_digest"]
 
 def test_own_policy_example_checks_as_the_page_says(tmp_path: Path, monkeypatch) -> None:
     """docs/policies.md's 3-line policy file and its `rizz policy check` line, run as written."""

@@ -11,7 +11,7 @@ BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.S)
 
 
 def test_readme_has_the_two_examples():
-    assert len(BLOCKS) == 2 and "Session.open(" in BLOCKS[0] and "rizz(Policy())" in BLOCKS[1]
+    assert len(BLOCKS) == 2 and "Session.open(" in BLOCKS[0] and "rizz(load_policy(\"default\"))" in BLOCKS[1]
 
 
 def test_session_example_runs_with_a_stub_model(capsys):
