@@ -110,7 +110,20 @@ class DroppedItem:
 
 @frozen
 class CompiledPrompt:
-    """The compiled prompt: shown sections in layout order, its text and token count (tokens)."""
+    """The compiled prompt (paper §3.4, the budgeted compiler).
+
+    Attributes:
+        sections: the blocks shown, in the policy's layout order (``compiler.layout``), each a
+            :class:`PromptSection` (``block`` name, ``header``, ``items``); a block with nothing
+            to show is absent.
+        text: the prompt as the model is sent it (the sections rendered in layout order).
+        token_count: ``text``'s length in the tokenizer's tokens, always ``<= budget``
+            (:func:`compile_prompt` raises :class:`PromptBudgetError` when the instruction and
+            the input alone do not fit).
+        budget: the token budget it was compiled under.
+        dropped: what did not fit, each a :class:`DroppedItem` (block, id, tokens, reason
+            ``"budget"`` or ``"item-too-long"``).
+    """
 
     sections: tuple[PromptSection, ...]
     text: str
@@ -119,9 +132,14 @@ class CompiledPrompt:
     dropped: tuple[DroppedItem, ...]
 
     def section(self, block: str) -> PromptSection | None:
+        """The shown section of ``block`` (``"examples"``, ``"rules"``, ...), or None."""
         return next((s for s in self.sections if s.block == block), None)
 
     def item_ids(self, block: str) -> tuple[str, ...]:
+        """The ids of ``block``'s shown items, in prompt order (``()`` when not shown): a caller
+        puts ``item_ids("rules")`` in :attr:`StepInput.prompt_rule_ids` and
+        ``item_ids("examples")`` in :attr:`StepInput.prompt_episode_keys`, which drive the
+        rules' helpful/harmful counters and the examples' evidence."""
         s = self.section(block)
         return tuple(i.id for i in s.items) if s else ()
 
