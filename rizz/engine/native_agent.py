@@ -155,18 +155,29 @@ def python_calls(el: StreamElement, text: str) -> tuple[ToolCall, ...]:
     rizz's leniency, measured: the Qwen2.5-Coder-1.5B, given the transcript as one text, made its
     first call of a BFCL multi-turn episode as a call block and then wrote calls as this text;
     with the transcript as chat turns none of its 51 replies needed it
-    (results/2026-12-03-bfcl-multi-turn-qwen15.md). Kept for models that write BFCL's own form.
+    (results/2026-12-03-bfcl-multi-turn-qwen15.md). Kept for models that write BFCL's own form,
+    and for the form of rizz's own trajectory memory (``a(x=1); b(y=2) -> final answer``,
+    :func:`~rizz.adapters.agents.episode.compact_trajectory`), which the 1.5B, shown τ-bench
+    trajectories as examples, wrote as its reply instead of a call block
+    (results/2026-12-04-tau-qwen15-all.md); a copied ``-> final answer`` is dropped.
 
     Example:
         >>> el = StreamElement(id="x", input="hi", tools=({"name": "cd", "parameters": {}},))
         >>> python_calls(el, "[cd(folder='docs')]\nTool cd: ok"), python_calls(el, "[ls()]"), python_calls(el, "Done.")
         ((ToolCall(name='cd', arguments={'folder': 'docs'}),), (), ())
+        >>> python_calls(el, "cd(folder='docs'); cd(folder='src') -> Done.")
+        (ToolCall(name='cd', arguments={'folder': 'docs'}), ToolCall(name='cd', arguments={'folder': 'src'}))
     """
     body = _TRANSCRIPT_LINE.split(text, maxsplit=1)[0]
     try:
         calls = parse_reply(body)
     except CallSyntaxError:
-        return ()
+        calls = ()
+    if not calls and " -> " in body:  # a trajectory copied whole: its calls, then "-> final answer"
+        try:
+            calls = parse_reply(body.split(" -> ", 1)[0])
+        except CallSyntaxError:
+            return ()
     names = {plain(t)["name"] for t in el.tools or ()}
     names |= {api_name(n) for n in names}
     if not calls or any(c.name not in names for c in calls):

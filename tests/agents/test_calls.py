@@ -16,6 +16,21 @@ def test_single_list_dotted_and_fenced_calls() -> None:
     assert parse_reply("(1, 2) is a tuple") == ()
 
 
+def test_calls_separated_by_semicolons_as_trajectory_memory_writes_them() -> None:
+    """``a(x=1); b(y=2)`` is how a verified trajectory is stored (compact_trajectory); the
+    Qwen2.5-Coder-1.5B, shown such examples, answered in that form."""
+    calls = (ToolCall("find_user_id_by_name_zip", {"first_name": "Yusuf", "zip": "19122"}), ToolCall("list_all_product_types", {}))
+    text = "find_user_id_by_name_zip(first_name='Yusuf', zip='19122'); list_all_product_types();"
+    assert parse_reply(text) == calls
+    assert parse_reply(text.rstrip(";")) == calls
+    assert parse_reply("; ".join(format_call(c) for c in calls)) == calls
+    assert parse_reply("Hello; how can I help?") == ()
+    with pytest.raises(CallSyntaxError, match="cannot parse"):
+        parse_reply("a(x=1); y = 2")  # a statement that is not a call: not a call sequence
+    with pytest.raises(CallSyntaxError, match="cannot parse"):
+        parse_reply("Note (see below); the order shipped.")
+
+
 def test_plain_text_is_a_message() -> None:
     assert parse_reply("Your order #W1 was cancelled.") == ()
 

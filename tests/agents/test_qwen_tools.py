@@ -233,6 +233,19 @@ def test_multi_turn_goes_as_chat_turns_and_a_python_syntax_call_is_read(tmp_path
     assert replay(out)["state_digest"] == s["state_digest"]
 
 
+def test_a_copied_trajectory_with_its_final_answer_is_read_as_its_calls() -> None:
+    """A τ-bench example in memory reads ``call; call -> final answer``; a reply copying that
+    form is its calls (the final answer dropped), when every name is one of the element's tools."""
+    from rizz.engine.native_agent import python_calls
+
+    el = next(e for e in BFCL.values() if e.tools)
+    name = el.tools[0]["name"]
+    got = python_calls(el, f"{name}(); {name}() -> All done.")
+    assert [c.name for c in got] == [name, name]
+    assert python_calls(el, "nope(); nope() -> All done.") == ()
+    assert python_calls(el, "Sure -> I will look it up.") == ()
+
+
 @pytest.mark.parametrize("text", ["[get_account_info()]", "Done: [place_order(symbol='X')]", "[fund_account(amount=)]"])
 def test_python_syntax_that_names_no_tool_of_the_element_or_does_not_parse_stays_a_message(text: str) -> None:
     from rizz.engine.native_agent import python_calls

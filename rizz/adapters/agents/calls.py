@@ -5,12 +5,16 @@ whose chat template takes no tools (SmolLM2; the Qwen models use their template'
 A reply is a *call attempt* when, after code fences are removed, it starts with ``[`` or with
 ``name(``: then it must parse (with :mod:`ast`, never ``eval``) as one call or a list of calls
 ``name(arg=value, ...)`` whose names may be dotted (``math.factorial``) and whose argument
-values are Python literals (strings, numbers, booleans, None, lists, tuples, dicts). Anything
+values are Python literals (strings, numbers, booleans, None, lists, tuples, dicts), or as calls
+one after another separated by ``;`` (``a(x=1); b(y=2)``: the form a verified trajectory is
+written in memory, which a model shown it as an example copies). Anything
 else is a message to the user. A call attempt that does not parse is a :class:`CallSyntaxError`,
 which the agent loop hands back to the model as the tool's error result.
 
 Examples:
   >>> parse_reply("[get_order(order_id='#W1'), calculate(expression='1+2')]")
+  (ToolCall(name='get_order', arguments={'order_id': '#W1'}), ToolCall(name='calculate', arguments={'expression': '1+2'}))
+  >>> parse_reply("get_order(order_id='#W1'); calculate(expression='1+2');")
   (ToolCall(name='get_order', arguments={'order_id': '#W1'}), ToolCall(name='calculate', arguments={'expression': '1+2'}))
   >>> parse_reply("Your order has shipped.")
   ()
@@ -90,6 +94,20 @@ def _call(node: ast.AST) -> ToolCall:
     return ToolCall(_name(node.func), args)
 
 
+def _call_sequence(body: str) -> list[ast.expr] | None:
+    """The calls of ``a(x=1); b(y=2);`` (statements separated by ``;`` or lines, each one call):
+    the form rizz's trajectory memory writes (``compact_trajectory``) and a model shown it
+    copies; None when ``body`` is anything else."""
+    try:
+        module = ast.parse(body, mode="exec")
+    except SyntaxError:
+        return None
+    values = [st.value for st in module.body if isinstance(st, ast.Expr)]
+    if not values or len(values) != len(module.body) or not all(isinstance(v, ast.Call) for v in values):
+        return None
+    return values
+
+
 def parse_reply(text: str) -> tuple[ToolCall, ...]:
     """The tool calls in a model reply; ``()`` when the reply is a message to the user.
 
@@ -105,7 +123,10 @@ def parse_reply(text: str) -> tuple[ToolCall, ...]:
     try:
         tree = ast.parse(body, mode="eval").body
     except SyntaxError as err:
-        raise CallSyntaxError(f"cannot parse the call: {err.msg}") from None
+        sequence = _call_sequence(body)
+        if sequence is None:
+            raise CallSyntaxError(f"cannot parse the call: {err.msg}") from None
+        return tuple(_call(n) for n in sequence)
     nodes = tree.elts if isinstance(tree, (ast.List, ast.Tuple)) else [tree]
     if not nodes:
         raise CallSyntaxError("an empty list of calls")
