@@ -41,6 +41,7 @@ from rizz.formats.streams import StreamError, read_stream
 from rizz.formats.wording import plural
 from rizz.lab.diff import branch_table, diff_run, inspect_run
 from rizz.lab.episode_view import episode_rows, episodes_text
+from rizz.lab.overflow import overflow_note
 from rizz.lab.peers.setup import peer_model
 from rizz.lab.progress import StepProgress, new_progress, time_estimate
 from rizz.lab.report import build_report, format_table
@@ -195,6 +196,7 @@ def run(
     if finished is not None and all(k in finished for k in RUN_SUMMARY_KEYS):  # said before the model loads (up to a minute)
         typer.echo(f"{out}: already finished ({plural(finished['steps'], 'step')}); nothing to run", err=True)
         typer.echo(_summary_text(finished))
+        _say_overflow(out, finished, pol.name, None)
         return
     typer.echo(f"rizz run: {todo} of {n} elements of {stream}, policy {pol.name}, into {out}; loading the model {model} ...", err=True)
     try:
@@ -226,6 +228,7 @@ def run(
             raise
         _fail(str(full), EXIT_DISK_FULL)
     typer.echo(_summary_text(summary))
+    _say_overflow(out, summary, pol.name, getattr(backend, "context_window", None))
 
 
 @app.command(cls=Command)
@@ -394,6 +397,20 @@ def convert(
         _fail(str(e))
 
 
+def _say_overflow(run_dir: Path, summary: dict[str, Any], name: str, window: int | None) -> None:
+    """On stderr: how many of the run's steps did not fit the prompt budget (scored 0 without
+    reaching the model), by task (:func:`~rizz.lab.overflow.overflow_note`); nothing when none."""
+    note = overflow_note(run_dir, summary, name=name, window=window)
+    if note:
+        typer.echo(note, err=True)
+
+
+def _say_bench_overflow(out: Path, results: dict[str, Any], window: int | None) -> None:
+    """:func:`_say_overflow` for each policy of a bench (``window``: the model's, None when not loaded here)."""
+    for p in results["policies"]:
+        _say_overflow(out / p, results["results"][p], p, window)
+
+
 def _check_model(model: str, user_model: str | None) -> None:
     """A malformed --model or --user-model is refused with the other options, before anything
     is written and before "loading the model ..." is said (a local model takes up to a minute)."""
@@ -478,6 +495,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         except (ValueError, FileNotFoundError) as e:
             _fail(str(e))
         typer.echo(format_table(results))
+        _say_bench_overflow(out, results, None)
         typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/*.png   results: {out / 'results.json'}")
         return
     made_out = not out.exists()
@@ -507,6 +525,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         except KeyboardInterrupt:
             _fail(f"interrupted; finished policies are in {out}/<policy>/; run the same command again to resume", 130)
         typer.echo(format_table(results))
+        _say_bench_overflow(out, results, None)
         typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/*.png   results: {out / 'results.json'}   Ray tasks: {out / 'ray.json'}")
         return
     import contextlib
@@ -538,6 +557,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     finally:
         ctx.__exit__(None, None, None)
     typer.echo(format_table(results))
+    _say_bench_overflow(out, results, getattr(backend, "context_window", None))
     typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/*.png   results: {out / 'results.json'}")
 
 

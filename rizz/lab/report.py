@@ -33,6 +33,7 @@ from rizz.engine.run import token_totals, wall_seconds
 from rizz.extras import extra_needed
 from rizz.formats.wording import plural
 from rizz.lab.labels import label_markdown, label_quality
+from rizz.lab.overflow import overflow_by_task, overflow_tasks_text
 from rizz.lab.peers.report import peer_markdown, peer_results
 from rizz.lab.stats import N_RESAMPLES, bootstrap_ci, paired_delta
 from rizz.store.runlog import RunDir, write_json_atomic
@@ -67,12 +68,14 @@ def _policy_stats(records: list[dict[str, Any]], summary: dict[str, Any], seed: 
     prompts = [r["prompt"] for r in records if "prompt" in r]
     peer = str(summary.get("policy") or "").startswith("peer:")  # a peer's kinds are its own (ACE: answer, reflect, curate)
     kinds = sorted({c["kind"] for c in calls} | (set() if peer else {"judge", "answer", "distill"}))
+    over = overflow_by_task(answered)  # steps scored 0 without reaching the model: a task's count only when any
     return {
         "steps": len(records),
         "n_answered": len(answered),
         "mean_reward": round(float(np.mean(rewards)), 6) if rewards else 0.0,
         "ci95": bootstrap_ci(rewards, seed=seed),
-        "per_task": {t: {"n": len(v), "mean_reward": round(float(np.mean(v)), 6), "ci95": bootstrap_ci(v, seed=seed)}
+        "per_task": {t: {"n": len(v), "mean_reward": round(float(np.mean(v)), 6), "ci95": bootstrap_ci(v, seed=seed),
+                         **({"overflow": over[t]} if t in over else {})}
                      for t, v in sorted(by_task.items())},
         "model_calls": {"total": len(calls), "uncached": sum(1 for c in calls if not c.get("cached")),
                         "by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in kinds}},
@@ -314,6 +317,22 @@ def _task_n(results: dict[str, Any], task: str) -> int:
 
 
 # -- tables ----------------------------------------------------------------------------------
+def _task_overflow(r: dict[str, Any]) -> dict[str, int]:
+    """``{task: overflowed steps}`` of a policy's results entry (tasks with none left out)."""
+    return {t: int(v["overflow"]) for t, v in r["per_task"].items() if v.get("overflow")}
+
+
+def _over(r: dict[str, Any], task: str) -> dict[str, int]:
+    """``{"overflow": k}`` for ``task`` of a policy's results entry when k > 0, else {}."""
+    k = _task_overflow(r).get(task)
+    return {"overflow": k} if k else {}
+
+
+def _n(cell: dict[str, Any]) -> str:
+    """``n=4``, or ``n=4, 4 overflowed`` when some of the cell's steps did not fit the prompt budget."""
+    return f"n={cell['n']}" + (f", {cell['overflow']} overflowed" if cell.get("overflow") else "")
+
+
 _HEADERS = ("policy", "mean reward [95% CI]", "Δ vs frozen (pp)", "calls/answered step", "prompt tokens",
             "evaluated prompt tokens", "max prompt tokens", "branches total/active", "wall s")
 
@@ -322,8 +341,18 @@ def _fmt_ci(ci: list[float] | None, fmt: str) -> str:
     return f"[{ci[0]:{fmt}}, {ci[1]:{fmt}}]" if ci else "[–]"
 
 
+def _overflowed(results: dict[str, Any]) -> bool:
+    """Whether any policy has a step that did not fit the prompt budget (its tables then count them)."""
+    return any(results["results"][p].get("overflow") for p in results["policies"])
+
+
+def _headers(results: dict[str, Any]) -> list[str]:
+    """``_HEADERS``, and ``overflowed steps`` when any policy has one."""
+    return list(_HEADERS) + (["overflowed steps"] if _overflowed(results) else [])
+
+
 def _rows(results: dict[str, Any]) -> list[list[str]]:
-    """One row of strings per policy, columns as ``_HEADERS``."""
+    """One row of strings per policy, columns as :func:`_headers`."""
     vs = results.get("deltas", {}).get("frozen", {})
     rows = []
     for p in results["policies"]:
@@ -337,15 +366,16 @@ def _rows(results: dict[str, Any]) -> list[list[str]]:
         b = r["branches"]
         rows.append([p, f"{r['mean_reward']:.3f} {_fmt_ci(r['ci95'], '.3f')}", delta, f"{r['calls_per_answered_step']:.2f}",
                      f"{r['prompt_tokens']}", f"{r.get('prompt_tokens_evaluated', '–')}", f"{r['max_prompt_tokens']}",
-                     "/".join("–" if b.get(k) is None else str(b[k]) for k in ("total", "active")), f"{r['wall_s']:.1f}"])
+                     "/".join("–" if b.get(k) is None else str(b[k]) for k in ("total", "active")), f"{r['wall_s']:.1f}"]
+                    + ([str(r.get("overflow") or 0)] if _overflowed(results) else []))
     return rows
 
 
 def format_table(results: dict[str, Any]) -> str:
     """Plain-text, fixed-width side-by-side table of a :func:`build_report` result (one
     line per policy, columns as report.md's main table); for the terminal."""
-    rows = [list(_HEADERS)] + _rows(results)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADERS))]
+    rows = [_headers(results)] + _rows(results)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
     return "\n".join([line(rows[0]), "  ".join("-" * w for w in widths)] + [line(r) for r in rows[1:]])
 
@@ -360,7 +390,13 @@ def _markdown(results: dict[str, Any]) -> str:
     models = sorted({str(res[p]["model"]) for p in pols if res.get(p, {}).get("model")})
     if models:  # the resolved model, as summary.json names it ("embedded" alone does not say which)
         out += [("Model: " if len(models) == 1 else "Models: ") + ", ".join(f"`{m}`" for m in models), ""]
-    out += ["## Side by side", ""] + _md_table(_HEADERS, _rows(results)) + [""]
+    out += ["## Side by side", ""] + _md_table(_headers(results), _rows(results)) + [""]
+    over = [p for p in pols if res[p].get("overflow")]
+    if over:  # scored 0 without reaching the model: not the model's failure
+        by = "; ".join(f"{p} {res[p]['overflow']} of {res[p]['steps']}" + (f" ({overflow_tasks_text(t)})" if (t := _task_overflow(res[p])) else "")
+                       for p in over)
+        out += [f"**Steps that did not fit the prompt budget** (overflowed: not sent to the model, scored 0 and counted as 0 in "
+                f"every mean): {by}. A larger prompt budget (`--budget`, up to the model's window) may let them run.", ""]
     if results.get("other_runs"):
         out += ["Also in this folder, not in this report (runs of other bench commands; name them in `-P` to compare): "
                 + ", ".join(results["other_runs"]) + ".", ""]
@@ -392,13 +428,13 @@ def _markdown(results: dict[str, Any]) -> str:
     if results.get("peers"):
         out += peer_markdown(results["peers"])
     tasks = sorted({t for p in pols for t in res[p]["per_task"]})
-    cell = lambda pt, t: f"{pt[t]['mean_reward']:.3f} (n={pt[t]['n']})" if t in pt else "–"  # noqa: E731
+    cell = lambda pt, t: f"{pt[t]['mean_reward']:.3f} ({_n(pt[t])})" if t in pt else "–"  # noqa: E731
     out += ["## Per task (mean reward)", ""] + _md_table(["task", *pols], [[t, *(cell(res[p]["per_task"], t) for p in pols)] for t in tasks]) + [""]
     eps = [(t, p, res[p]["episodes"][t]) for t in tasks for p in pols if t in res[p].get("episodes", {})]
     if eps:  # tool-using episodes: per category and policy
         out += ["## Episodes per category", ""] + _md_table(
             ["task", "policy", "reward", "turns/episode", "tool errors", "agent calls/episode", "prompt tokens/episode"],
-            [[t, p, f"{e['mean_reward']:.3f} (n={e['n']})", f"{e['turns_per_episode']:.2f}", str(e["tool_errors"]),
+            [[t, p, f"{e['mean_reward']:.3f} ({_n({**e, **_over(res[p], t)})})", f"{e['turns_per_episode']:.2f}", str(e["tool_errors"]),
               f"{e['model_calls_per_episode']:.2f}", f"{e['prompt_tokens_per_episode']:.0f}"] for t, p, e in eps]) + [""]
     out += label_markdown(res, pols)
     out += ["## Plots", ""] + [f"![{n[:-4].replace('_', ' ')}]({n})" for n in PLOTS] + [""]
@@ -420,6 +456,9 @@ def _markdown(results: dict[str, Any]) -> str:
             "which must stay within the token budget "
             "(for a `peer:` entry, which compiles none: its largest answer call's prompt as the model server counted it, chat "
             "template included, so a few tokens above the same text compiled by rizz).",
+            *(["- *overflowed steps*: steps whose input (an agent episode's next prompt: tools, task, transcript) did not fit the "
+               "prompt budget; they were not sent to the model and count as reward 0 (`\"overflow\": true` in the log); "
+               "the per-task tables say how many of a cell's steps they are."] if over else []),
             "- *branches* is the branch bank's final size (total/active, after merges and prunes); the branch plot counts spawns.",
             f"- The reward plot is a trailing mean over the last {results['window']} answered steps, drawn at each answered step's "
             "index in the log (from 0, as the other plots; context-only steps have no point); early points average fewer steps.",

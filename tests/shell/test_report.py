@@ -108,7 +108,8 @@ def test_hand_values(hand_bench):
     d, f, s = (res["results"][p] for p in POLICIES)
     assert d["mean_reward"] == 0.75 and d["n_answered"] == 4 and d["steps"] == 5
     assert d["per_task"]["A"]["n"] == 2 and d["per_task"]["A"]["mean_reward"] == 0.5
-    assert d["per_task"]["B"] == {"n": 2, "mean_reward": 1.0, "ci95": [1.0, 1.0]}
+    assert d["per_task"]["B"] == {"n": 2, "mean_reward": 1.0, "ci95": [1.0, 1.0], "overflow": 1}  # step 4 overflowed
+    assert "overflow" not in d["per_task"]["A"] and "overflow" not in f["per_task"]["B"]  # a task's count only when any
     assert d["model_calls"]["total"] == 10 and d["model_calls"]["by_kind"] == {"answer": 5, "distill": 0, "judge": 5}
     assert d["calls_per_answered_step"] == 2.5
     assert d["prompt_tokens"] == 100 and d["completion_tokens"] == 20 and d["max_prompt_tokens"] == 120
@@ -232,11 +233,12 @@ def test_report_md_and_terminal_table(hand_bench):
     dlo, dhi = res["deltas"]["frozen"]["default"]["ci95_pp"]
     r = res["results"]
     ev_d, ev_f = r["default"]["prompt_tokens_evaluated"], r["frozen"]["prompt_tokens_evaluated"]
-    assert f"| default | 0.750 [{lo:.3f}, {hi:.3f}] | +25.0 [{dlo:+.1f}, {dhi:+.1f}] | 2.50 | 100 | {ev_d} | 120 | 3/2 | 2.5 |" in md
-    assert f"| frozen | 0.500 [0.500, 0.500] | (baseline) | 1.25 | 50 | {ev_f} | 50 | 1/1 | 2.5 |" in md
+    assert f"| default | 0.750 [{lo:.3f}, {hi:.3f}] | +25.0 [{dlo:+.1f}, {dhi:+.1f}] | 2.50 | 100 | {ev_d} | 120 | 3/2 | 2.5 | 1 |" in md
+    assert f"| frozen | 0.500 [0.500, 0.500] | (baseline) | 1.25 | 50 | {ev_f} | 50 | 1/1 | 2.5 | 0 |" in md
     assert (ev_d, ev_f) == (r["default"]["prompt_tokens_sent"], r["frozen"]["prompt_tokens_sent"]) == (100, 50)  # no cache: all evaluated
     assert "| A | 0.500 (n=2) | 0.500 (n=2) | 0.250 (n=2) |" in md
-    assert "| B | 1.000 (n=2) | 0.500 (n=2) | 0.750 (n=2) |" in md
+    assert "| B | 1.000 (n=2, 1 overflowed) | 0.500 (n=2) | 0.750 (n=2) |" in md  # default's step 4 did not fit the budget
+    assert "| wall s | overflowed steps |\n" in md and "): default 1 of 5 (B: 1). A larger prompt budget" in md
     assert "token budget was exceeded** by default (1 step)" in md
     for name in PLOTS:
         assert f"]({name})" in md
