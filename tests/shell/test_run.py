@@ -222,17 +222,14 @@ def test_cli_run_and_bench_refuse_another_local_model_before_loading_it(tmp_path
     assert loaded == []
 
 
-def test_cli_run_prints_the_same_summary_for_a_first_run_and_an_already_finished_one(tmp_path, stream, fake_model, monkeypatch):
-    """The printed summary's branches read {"total", "active"} after a first `rizz run` but
-    {"active", "total"} on the re-run that found the run already finished (summary.json's keys
-    are sorted)."""
+def _fake_embedded_model(fake_model, monkeypatch):
+    """``rizz.apps.cli`` loads a fake that carries the default model's name (as a run of
+    ``--model embedded`` records) and the hash embedder; returns the fake's loader."""
     from stubs import HashEmbedder
-    from typer.testing import CliRunner
 
     from rizz.adapters.models.spec import backend_name
-    from rizz.apps import cli
 
-    def embedded(spec, **kw):  # a fake that carries the default model's name, as a run of --model embedded records
+    def embedded(spec, **kw):
         model = fake_model(_answer)
         model.name = backend_name("embedded")
         model.default_rendering = "chat"
@@ -240,6 +237,18 @@ def test_cli_run_prints_the_same_summary_for_a_first_run_and_an_already_finished
 
     monkeypatch.setattr("rizz.apps.cli.load_model", embedded)
     monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    return embedded
+
+
+def test_cli_run_prints_the_same_summary_for_a_first_run_and_an_already_finished_one(tmp_path, stream, fake_model, monkeypatch):
+    """The printed summary's branches read {"total", "active"} after a first `rizz run` but
+    {"active", "total"} on the re-run that found the run already finished (summary.json's keys
+    are sorted)."""
+    from typer.testing import CliRunner
+
+    from rizz.apps import cli
+
+    _fake_embedded_model(fake_model, monkeypatch)
     args = ["run", str(stream), "--out", str(tmp_path / "run"), "--limit", "3"]
     first = CliRunner().invoke(cli.app, args)
     assert first.exit_code == 0 and list(json.loads(first.stdout)["branches"]) == ["total", "active"]
@@ -253,20 +262,11 @@ def test_cli_run_prints_the_same_summary_for_a_first_run_and_an_already_finished
 def test_cli_run_and_bench_of_a_finished_folder_say_nothing_to_run_before_loading_the_model(tmp_path, stream, fake_model, monkeypatch):
     """A newcomer's second `rizz run` of a finished RUN_DIR loaded the model (up to a minute)
     only to say there was nothing to run; `rizz bench` the same for each policy."""
-    from stubs import HashEmbedder
     from typer.testing import CliRunner
 
-    from rizz.adapters.models.spec import backend_name
     from rizz.apps import cli
 
-    def embedded(spec, **kw):  # a fake that carries the default model's name, as a run of --model embedded records
-        model = fake_model(_answer)
-        model.name = backend_name("embedded")
-        model.default_rendering = "chat"
-        return model
-
-    monkeypatch.setattr("rizz.apps.cli.load_model", embedded)
-    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    embedded = _fake_embedded_model(fake_model, monkeypatch)
     run_dir, bench_dir = tmp_path / "run", tmp_path / "bench"
     run_args, bench_args = ["run", str(stream), "--out", str(run_dir)], ["bench", str(stream), "-P", "frozen,default", "--out", str(bench_dir)]
     assert CliRunner().invoke(cli.app, [*run_args, "--limit", "4"]).exit_code == 0
