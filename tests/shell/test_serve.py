@@ -457,6 +457,25 @@ def test_a_tenant_folder_of_other_settings_names_data_not_out(tmp_path):
     assert "--out" not in r.json()["error"]
 
 
+def test_a_tenant_store_that_cannot_be_read_is_a_503_naming_it_not_a_500(tmp_path):
+    """A damaged store.sqlite came back as 500 "internal error: RunStoreError"."""
+    from fastapi.testclient import TestClient
+
+    from rizz.apps.serve.run import build
+    from rizz.store.runstore import RunStoreError
+
+    store = tmp_path / "data" / "acme" / "store.sqlite"
+
+    def opener(path):
+        raise RunStoreError(path=store, kind="unreadable", reason="file is not a database")
+
+    app, _, _ = build(tmp_path / "data", None, Model(), opener=opener)
+    r = TestClient(app).get("/v1/tenants/acme/state")
+    assert r.status_code == 503, r.json()
+    assert r.json()["error"] == RunStoreError(path=store, kind="unreadable", reason="file is not a database").worded("serve")
+    assert str(store) in r.json()["error"] and "--data" in r.json()["error"] and "--out" not in r.json()["error"]
+
+
 def test_a_reposted_id_is_refused_with_409_and_answered_once(server):
     """Issue #29 §10: re-posting an id that was already folded was accepted as a new pending answer."""
     s = server()

@@ -42,6 +42,7 @@ from rizz.apps.serve.tenants import TENANT_RE, FairModel, ModelQueueTimeout, Reu
 from rizz.extras import extra_needed
 from rizz.formats.streams import element_from_json
 from rizz.store.runlog import RunDirBusy, RunDirMismatch
+from rizz.store.runstore import RunStoreError
 
 __all__ = ["MAX_BODY_BYTES", "create_app", "Metrics"]
 
@@ -269,6 +270,8 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
             return err(409, re.sub(r"([Uu])se a new --out directory", r"\1se another --data folder", str(e)))  # built from text
         except RunDirBusy as e:
             return err(503, e.worded("serve") if e.kind else str(e).replace("use another --out", "use another --data folder"))
+        except RunStoreError as e:  # the tenant's store.sqlite cannot be read or written: nothing of the request was folded
+            return err(503, e.worded("serve"))
         except ValueError as e:  # refused input (SessionError is a ValueError); nothing changed
             return err(422, str(e), _field_of(str(e)))
         except Exception as e:  # noqa: BLE001
