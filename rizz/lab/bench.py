@@ -97,10 +97,11 @@ def run_bench(
         _run_on_ray(stream, loaded, out, limit=limit, rendering=rendering, budget=budget, log=log, address=ray_address,
                     model_factory=model_factory, embedder_factory=embedder_factory, num_cpus=num_cpus)
     proxy = None
+    width = max((len(source if pol is None else pol.name) for source, pol in loaded), default=0)  # the bars' labels aligned
     for source, pol in loaded if ray_address is None else ():
         if pol is None:
             proxy = proxy or CallProxy(peer_model.upstream, cache=out / "peer-responses.sqlite", backend=peer_model.answer_with)
-            on_peer = StepProgress(progress, f"{source:>22}", total, echo=log)
+            on_peer = StepProgress(progress, f"{source:>{width}}", total, echo=log)
             default = load_policy("default")
             try:
                 emb_path = str(bundled_model_dir())
@@ -111,7 +112,7 @@ def run_bench(
                                embedder_path=emb_path, budget=budget, on_step=lambda rec: on_peer(rec, None), log=log)  # noqa: B023 - run_peer returns first
             on_peer.finish(summary["steps"])
             continue
-        on_step = StepProgress(progress, f"{pol.name:>22}", total, echo=log)
+        on_step = StepProgress(progress, f"{pol.name:>{width}}", total, echo=log)
         summary = run_stream(stream, pol, source, out / pol.name, model, embedder, limit=limit,
                              rendering=rendering or (peer_model.rendering if peer_model is not None else None),
                              budget=budget, on_step=on_step, on_resume=on_step.resume, log=log, user_model=user_model)

@@ -27,20 +27,32 @@ ETA_AFTER = 3
 def new_progress() -> Any:
     """A ``rich.progress.Progress`` (disabled when stderr is not a TTY and RIZZ_PROGRESS≠1). Its
     time-remaining column shows ``-:--:--`` on a :class:`StepProgress` bar until that session has
-    run :data:`ETA_AFTER` steps (rich's own rate leaves out the first step's warm-up)."""
+    run :data:`ETA_AFTER` steps, then StepProgress's estimate (the lines' ETA), counting down
+    between steps (rich's own rate, over a 30-second window, dropped to ``-:--:--`` whenever one
+    step took longer). The running figures (reward, branches, tokens) take the width the counts
+    and times leave and are cut with ``…`` on a narrow terminal."""
     with extra_needed("cli", "the progress bar"):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
         from rich.text import Text
+
+    from rich.table import Column
 
     class Remaining(TimeRemainingColumn):
         def render(self, task: Any) -> Any:
             if not task.finished and task.fields.get("steps_run", ETA_AFTER) < ETA_AFTER:
                 return Text("-:--:--", style="progress.remaining")
+            if not task.finished and "eta_s" in task.fields:  # StepProgress's estimate, counting down between steps
+                left = task.fields["eta_s"] - (task.get_time() - task.fields["eta_at"])
+                return Text(clock_text(max(0.0, left)), style="progress.remaining")
             return super().render(task)
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    Remaining(), TextColumn("{task.fields[info]}"), transient=False,
-                    disable=not sys.stderr.isatty() and os.environ.get("RIZZ_PROGRESS") != "1")
+    # the counts and times keep their width; the running figures take what is left, cut with "…"
+    return Progress(TextColumn("{task.description}", table_column=Column(no_wrap=True, min_width=6)),
+                    BarColumn(bar_width=20), MofNCompleteColumn(table_column=Column(no_wrap=True, min_width=9)),
+                    TimeElapsedColumn(table_column=Column(no_wrap=True, min_width=7)),
+                    Remaining(table_column=Column(no_wrap=True, min_width=7)),
+                    TextColumn("{task.fields[info]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1, min_width=1)),
+                    transient=False, disable=not sys.stderr.isatty() and os.environ.get("RIZZ_PROGRESS") != "1")
 
 
 class StepProgress:
@@ -60,7 +72,9 @@ class StepProgress:
 
     def __init__(self, progress: Any, label: str, total: int | None,
                  echo: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] | None = None) -> None:
+        if clock is None:  # the bar's own clock, which its time-remaining column reads
+            clock = progress.get_time if progress is not None else time.monotonic
         self.progress, self.label, self.total, self.echo, self.clock = progress, label, total, echo, clock
         self.task = progress.add_task(label, total=total, info="", steps_run=0) if progress is not None else None
         self.reward_sum, self.answered, self.tokens = 0.0, 0, 0
@@ -97,12 +111,15 @@ class StepProgress:
             self.t1 = self.clock()
         if self.progress is None:
             return
-        self.progress.update(self.task, completed=done, info=info, steps_run=run)
+        now = self.clock()
+        eta_s = None
+        if self.total is not None and run >= ETA_AFTER and self.t1 is not None:
+            eta_s = (now - self.t1) / (run - 1) * max(0, self.total - done)
+        fields = {"eta_s": eta_s, "eta_at": now} if eta_s is not None else {}
+        self.progress.update(self.task, completed=done, info=info, steps_run=run, **fields)
         if self.progress.disable and (done % LINE_EVERY == 0 or run in (1, ETA_AFTER)):  # the first, the first with an ETA
             of = f"/{self.total}" if self.total is not None else ""
-            eta = ""
-            if self.total is not None and run >= ETA_AFTER and self.t1 is not None:
-                eta = f" | ETA {clock_text((self.clock() - self.t1) / (run - 1) * max(0, self.total - done))}"
+            eta = f" | ETA {clock_text(eta_s)}" if eta_s is not None else ""
             self.echo(f"{self.label.strip()} {done}{of} steps done: {info}{eta}")
 
     def finish(self, steps: int) -> None:

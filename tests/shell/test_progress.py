@@ -130,6 +130,33 @@ def test_ctrl_c_before_the_first_step_says_so_on_its_own_line(tmp_path):
     assert not (tmp_path / "run" / "log.jsonl").exists()
 
 
+def test_on_an_80_column_terminal_the_bar_keeps_its_count_and_times():
+    """A newcomer's 80-column terminal showed `frozen ━╸━ 31/… 0:… 0:0… reward 0.230 | …`: the
+    running figures took the room of the step count and the times."""
+    import io
+
+    from rich.console import Console
+
+    now = [0.0]
+    prog = new_progress()
+    prog.get_time = lambda: now[0]
+    sp = StepProgress(prog, f"{'frozen':>7}", 60)  # rizz bench pads its labels to the longest (here `default`)
+    for i in range(31):
+        now[0] += 20.0
+        sp(_rec(i, 0.0 if i % 4 else 1.0, 200), None)
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(prog.make_tasks_table(prog.tasks))
+    shown = [ln for ln in out.getvalue().splitlines() if "frozen" in ln][-1]
+    assert len(shown) <= 80 and " frozen " in shown and "31/60" in shown and "0:10:20" in shown and "0:09:40" in shown, shown
+    assert "reward 0.258 | branches –" in shown, shown  # the running figures are what a narrower terminal cuts
+    for width, label in ((60, "frozen"), (80, f"{'peer:mem0-infer':>22}")):  # narrower, or a long label: the counts and times stay whole
+        prog.tasks[0].description = label
+        out = io.StringIO()
+        Console(file=out, width=width, color_system=None).print(prog.make_tasks_table(prog.tasks))
+        shown = out.getvalue().splitlines()[0]
+        assert len(shown) <= width and "31/60" in shown and "0:10:20 0:09:40" in shown, shown
+
+
 def test_the_eta_of_a_resumed_run_uses_only_its_own_steps():
     """Issue #29 §1: an ETA while it runs; a resumed run's finished steps took no time now."""
     said: list[str] = []
@@ -175,6 +202,10 @@ def test_the_first_eta_leaves_out_the_warm_up_and_waits_for_three_steps(monkeypa
             shown.append(str(column.render(prog.tasks[0])))
         # rich alone would show 0:03:16 after the second step (98 left at its rate of 1 step / 2 s)
         assert shown == ["-:--:--", "-:--:--", "0:03:14", "0:03:12"]
+        now[0] += 45.0  # a long step under way: the estimate counts down (rich's rate, over 30 s, showed -:--:--)
+        assert str(column.render(prog.tasks[0])) == "0:02:27"
+        now[0] += 500.0
+        assert str(column.render(prog.tasks[0])) == "0:00:00"
         sp.resume([_rec(i, 1.0, 10) for i in range(50)])  # a new session: no ETA until its own third step
         assert str(column.render(prog.tasks[0])) == "-:--:--"
 
