@@ -314,29 +314,6 @@ def test_the_same_malformed_reply_written_twice_in_a_row_ends_the_episode() -> N
     assert load_policy("default").agents.repeat_stop == 2
 
 
-class _Overflows:
-    """An agent whose prompt never fits (AgentReply.overflow after ``sent`` replies that were sent)."""
-
-    def __init__(self, sent=0):
-        self.sent, self.asked = sent, 0
-
-    def reply(self, el, transcript, env):
-        from rizz.adapters.agents.loop import AgentReply
-
-        self.asked += 1
-        if self.asked > self.sent:
-            return AgentReply("", overflow=True)
-        return AgentReply("", error="malformed call: not JSON")
-
-
-def test_an_overflowing_reply_is_not_a_model_call() -> None:
-    el = _slice("multi_turn_base", 1)[0]
-    ep = run_episode(el, _Overflows(), make_environment(el.environment), max_steps=30)
-    assert (ep.stop, ep.model_calls) == ("overflow", 0)
-    ep = run_episode(el, _Overflows(sent=1), make_environment(el.environment), max_steps=30)
-    assert (ep.stop, ep.model_calls, ep.tool_errors) == ("overflow", 1, 1)
-
-
 class _CallLoop:
     """An agent that writes the same successful call every time (the 1.5B's 30 orders)."""
 

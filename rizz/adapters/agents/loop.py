@@ -105,8 +105,7 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
         r = agent.reply(el, transcript, env)
         steps += 1
         tokens_max = max(tokens_max, r.prompt_tokens)
-        if r.overflow:  # the prompt did not fit: nothing was sent, so no model call
-            steps -= 1
+        if r.overflow:
             stop = "overflow"
             break
         if r.error is not None:
