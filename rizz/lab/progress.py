@@ -29,7 +29,7 @@ def new_progress() -> Any:
     time-remaining column shows ``-:--:--`` on a :class:`StepProgress` bar until that session has
     run :data:`ETA_AFTER` steps, then StepProgress's estimate (the lines' ETA), counting down
     between steps (rich's own rate, over a 30-second window, dropped to ``-:--:--`` whenever one
-    step took longer). The running figures (reward, branches, tokens) take the width the counts
+    step took longer). The running figures (reward, branches, prompt tokens) take the width the counts
     and times leave and are cut with ``…`` on a narrow terminal."""
     with extra_needed("cli", "the progress bar"):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -62,7 +62,7 @@ class StepProgress:
     whole run, the steps a resumed run had finished included (:meth:`resume`), so the figures
     equal ``summary.json``'s ``mean_reward`` and ``prompt_tokens``; shows them with the branch
     count on ``progress``'s bar ``label`` (whose columns give elapsed and remaining time); without
-    a terminal it calls ``echo`` with ``"<label> N/T steps done: reward … | branches … | tokens …
+    a terminal it calls ``echo`` with ``"<label> N/T steps done: reward … | branches … | prompt tokens …
     | ETA h:mm:ss"`` after this session's first step, after its ``ETA_AFTER``-th (the first
     with an ETA) and every ``LINE_EVERY`` steps (a count: ``rizz diff`` numbers steps from 0, so N
     steps done are steps 0..N-1). The ETA is left out until this session has run ``ETA_AFTER``
@@ -99,12 +99,12 @@ class StepProgress:
             self._count(rec)
         self.done0, self.t1 = len(records), None
         if self.progress is not None:
-            info = f"reward {self.mean_reward:.3f} | branches – | tokens {self.tokens}" if records else ""
+            info = f"reward {self.mean_reward:.3f} | branches – | prompt tokens {self.tokens}" if records else ""
             self.progress.reset(self.task, completed=len(records), info=info, steps_run=0)
 
     def __call__(self, rec: dict[str, Any], session: Any) -> None:
         self._count(rec)
-        info = f"reward {self.mean_reward:.3f} | branches {len(session.state.branches) if session is not None else '–'} | tokens {self.tokens}"
+        info = f"reward {self.mean_reward:.3f} | branches {len(session.state.branches) if session is not None else '–'} | prompt tokens {self.tokens}"
         done = rec["step"] + 1
         run = done - self.done0  # this session's steps
         if run == 1:

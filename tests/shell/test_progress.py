@@ -26,11 +26,11 @@ def test_lines_without_a_terminal_carry_the_running_mean(monkeypatch):
             sp(_rec(i, None if i % 5 == 4 else float(i % 2 == 0), 100), session)
         sp.finish(25)
     assert len(said) == 2 + 25 // LINE_EVERY == 4  # after the first step, the third (the first ETA), then every 10
-    assert said.pop(0) == "default 1/25 steps done: reward 1.000 | branches 2 | tokens 100"  # no ETA from one step
-    assert said.pop(0) == "default 3/25 steps done: reward 0.667 | branches 2 | tokens 300 | ETA 0:01:06"  # 22 steps × 3 s
+    assert said.pop(0) == "default 1/25 steps done: reward 1.000 | branches 2 | prompt tokens 100"  # no ETA from one step
+    assert said.pop(0) == "default 3/25 steps done: reward 0.667 | branches 2 | prompt tokens 300 | ETA 0:01:06"  # 22 steps × 3 s
     # steps 0..9: answered 0,1,2,3,5,6,7,8 → rewards 1,0,1,0,0,1,0,1 → 4/8
-    assert said[0] == "default 10/25 steps done: reward 0.500 | branches 2 | tokens 1000 | ETA 0:00:45"  # 15 steps × 3 s
-    assert said[1].startswith("default 20/25 steps done: reward ") and said[1].endswith("| tokens 2000 | ETA 0:00:15")
+    assert said[0] == "default 10/25 steps done: reward 0.500 | branches 2 | prompt tokens 1000 | ETA 0:00:45"  # 15 steps × 3 s
+    assert said[1].startswith("default 20/25 steps done: reward ") and said[1].endswith("| prompt tokens 2000 | ETA 0:00:15")
     assert sp.answered == 20 and abs(sp.mean_reward - sum(float(i % 2 == 0) for i in range(25) if i % 5 != 4) / 20) < 1e-12
 
 
@@ -67,7 +67,7 @@ def test_after_a_resume_the_figures_are_the_whole_runs_as_in_the_summary(tmp_pat
                              log=lambda m: None)
     assert first["mean_reward"] != summary["mean_reward"]  # the resumed half differs, so a partial mean would show
     assert said[-1] == (f"default 20/20 steps done: reward {summary['mean_reward']:.3f} | branches {summary['branches']['total']}"
-                        f" | tokens {summary['prompt_tokens']} | ETA 0:00:00"), (said, summary["mean_reward"])
+                        f" | prompt tokens {summary['prompt_tokens']} | ETA 0:00:00"), (said, summary["mean_reward"])
     assert sp.answered == summary["answered"] and abs(sp.mean_reward - summary["mean_reward"]) < 1e-6
 
 
@@ -168,9 +168,9 @@ def test_the_eta_of_a_resumed_run_uses_only_its_own_steps():
         for i in range(70, 80):
             now[0] += 2.0
             sp(_rec(i, 0.0, 10), None)
-    assert said == ["frozen 71/84 steps done: reward 0.986 | branches – | tokens 710",  # the session's first step: no ETA yet
-                    "frozen 73/84 steps done: reward 0.959 | branches – | tokens 730 | ETA 0:00:22",  # its third; 11 left × 2 s
-                    "frozen 80/84 steps done: reward 0.875 | branches – | tokens 800 | ETA 0:00:08"]  # 70 of 80 right; 4 left × 2 s
+    assert said == ["frozen 71/84 steps done: reward 0.986 | branches – | prompt tokens 710",  # the session's first step: no ETA yet
+                    "frozen 73/84 steps done: reward 0.959 | branches – | prompt tokens 730 | ETA 0:00:22",  # its third; 11 left × 2 s
+                    "frozen 80/84 steps done: reward 0.875 | branches – | prompt tokens 800 | ETA 0:00:08"]  # 70 of 80 right; 4 left × 2 s
 
 
 def test_the_first_eta_leaves_out_the_warm_up_and_waits_for_three_steps(monkeypatch):
@@ -188,8 +188,8 @@ def test_the_first_eta_leaves_out_the_warm_up_and_waits_for_three_steps(monkeypa
         for i, seconds in enumerate([60.0, 2.0, 2.0]):  # a first step of 60 s (warm-up), then 2 s each
             now[0] += seconds
             sp(_rec(i, 1.0, 10), None)
-    assert ETA_AFTER == 3 and said == ["default 1/100 steps done: reward 1.000 | branches – | tokens 10",
-                                       "default 3/100 steps done: reward 1.000 | branches – | tokens 30 | ETA 0:03:14"]  # 97 × 2 s
+    assert ETA_AFTER == 3 and said == ["default 1/100 steps done: reward 1.000 | branches – | prompt tokens 10",
+                                       "default 3/100 steps done: reward 1.000 | branches – | prompt tokens 30 | ETA 0:03:14"]  # 97 × 2 s
     monkeypatch.setenv("RIZZ_PROGRESS", "1")  # the bar, as on a terminal
     with new_progress() as prog:
         prog.get_time = lambda: now[0]  # rich's clock, for its rate
