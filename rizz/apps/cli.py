@@ -603,6 +603,8 @@ def demo(
     stream = DATA_DIR / "trace-mini" / "test.jsonl"
     if not stream.exists():
         _fail(f"shipped demo data not found at {stream}; run from a clone of the rizz repository")
+    _check_model(model, None)  # refused before the estimate line, which would otherwise say "no time estimate" for a typo
+    _check_oracle(model, stream, read_stream(stream).elements, limit)
     typer.echo(_demo_estimate(out, limit, model, budget), err=True)
     _bench(stream, ["frozen", "default"], out, model, limit, None, "rizz " + " ".join(sys.argv[1:]),
            "rizz demo: frozen vs RIZZ on TRACE (interleaved, shipped slice)", budget)

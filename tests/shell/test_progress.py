@@ -293,6 +293,24 @@ def test_the_demo_estimate_says_when_the_response_cache_already_holds_replies(tm
     assert cli._demo_estimate(other, 84, "embedded", cli.DEMO_BUDGET) == plain
 
 
+def test_demo_refuses_a_bad_model_spec_before_any_time_estimate(tmp_path, monkeypatch):
+    """`rizz demo --model embeded` (a typo) said "no time estimate for --model embeded" first, then
+    the real error; a bad spec (and oracle, which the demo's data cannot use) is refused first."""
+    from typer.testing import CliRunner
+
+    from rizz.apps import cli
+
+    ran = []
+    monkeypatch.setattr(cli, "_bench", lambda *a, **kw: ran.append(a))
+    for spec, says in (("embeded", "--model: bad model spec 'embeded' (unknown kind 'embeded')"),
+                       ("embedded:qwen9", "--model: bad model spec 'embedded:qwen9' (unknown embedded model 'qwen9'"),
+                       ("oracle", "--model oracle replays each episode's gold actions")):
+        res = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d"), "--model", spec])
+        assert res.exit_code == 2 and res.output.startswith(says), (spec, res.output)
+        assert "time estimate" not in res.output and "rizz demo:" not in res.output, res.output
+    assert ran == [] and not (tmp_path / "d").exists()
+
+
 def test_ctrl_c_while_the_model_loads_is_said_and_leaves_no_run_dir(tmp_path, monkeypatch):
     """It exited 130 without a word (typer's default), before the bar even started."""
     from pathlib import Path
