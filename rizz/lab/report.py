@@ -161,18 +161,17 @@ def _deltas(pairs: _Pairs, seed: int) -> dict[str, dict[str, Any]]:
 def _deltas_by_half(pairs: _Pairs, seed: int) -> dict[str, dict[str, Any]]:
     """``{baseline: {policy: [first, second]}}``: :func:`paired_delta` over the first and the
     second half of the paired answered steps (the first gets the smaller half when odd),
-    each with ``"steps": [from, to]`` (1-based positions among those steps) and
-    ``"log_steps": [first, last]`` (the log numbers of the half's first and last step, from 0
-    as ``rizz diff``, ``rizz inspect`` and ``rizz view`` number steps; None for an empty half).
+    each with ``"steps": [first, last]``: the half's first and last step, numbered from 0 as the
+    log, report.md, the plots, ``rizz diff``, ``rizz inspect`` and ``rizz view`` number steps
+    (None for an empty half); ``"log_steps"`` is the same pair, its earlier name.
     Memory grows along a stream, so a gain can show late (results/2026-11-30-trace240.md measured one)."""
     out: dict[str, dict[str, Any]] = {}
     for base, d in pairs.items():
         out[base] = {}
         for p, (a, b, steps) in d.items():
             k = len(a) // 2
-            out[base][p] = [{**paired_delta(a[lo:hi], b[lo:hi], seed=seed), "steps": [lo + 1, hi],
-                             "log_steps": [steps[lo], steps[hi - 1]] if hi > lo else None}
-                            for lo, hi in ((0, k), (k, len(a)))]
+            halves = [(lo, hi, [steps[lo], steps[hi - 1]] if hi > lo else None) for lo, hi in ((0, k), (k, len(a)))]
+            out[base][p] = [{**paired_delta(a[lo:hi], b[lo:hi], seed=seed), "steps": span, "log_steps": span} for lo, hi, span in halves]
     return out
 
 
@@ -187,8 +186,8 @@ def build_report(bench_dir: Path, policies: Sequence[str], *, title: str, comman
     Returns:
       The ``results.json`` dict: ``{"title", "command", "policies", "bootstrap", "deltas":
       {baseline: {policy: {"delta_pp", "ci95_pp", "n"}}}, "deltas_by_half": {baseline:
-      {policy: [first, second]}} (each also with ``"steps": [from, to]`` and ``"log_steps":
-      [first, last]``, :func:`_deltas_by_half`), "changes":
+      {policy: [first, second]}} (each also with ``"steps": [first, last]``, from 0, and the
+      same as ``"log_steps"``, :func:`_deltas_by_half`), "changes":
       {baseline: {policy: {"n", "answers_changed", "up", "down"}}} (steps, :func:`_changes`),
       "other_runs": [names] (only when the folder holds RUN_DIRs of policies not given),
       "results": {policy: {...}}}``;

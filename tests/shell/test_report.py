@@ -131,9 +131,10 @@ def test_deltas_by_half(hand_bench):
     # first half, +50 pp in the second; single-branch trails default by 25 pp on every step.
     res = _build(hand_bench)
     first, second = res["deltas_by_half"]["frozen"]["default"]
-    assert first["steps"] == [1, 2] and first["delta_pp"] == 0.0 and first["n"] == 2
-    assert second == {"delta_pp": 50.0, "ci95_pp": [50.0, 50.0], "n": 2, "steps": [3, 4], "log_steps": [3, 4]}
-    assert first["log_steps"] == [0, 1]  # the log's step numbers: the context-only step 2 lies between the halves
+    # each half's first and last step, numbered from 0 as in the log, report.md, rizz diff and the plots (they were
+    # 1-based positions among the paired steps, [1, 2] here); log_steps, the same numbers, is kept for earlier readers
+    assert first["steps"] == first["log_steps"] == [0, 1] and first["delta_pp"] == 0.0 and first["n"] == 2
+    assert second == {"delta_pp": 50.0, "ci95_pp": [50.0, 50.0], "n": 2, "steps": [3, 4], "log_steps": [3, 4]}  # step 2 is context-only
     assert [h["delta_pp"] for h in res["deltas_by_half"]["single-branch"]["default"]] == [25.0, 25.0]
     assert set(res["deltas_by_half"]["frozen"]) == {"default", "single-branch"}
     md = (hand_bench / "report.md").read_text()
@@ -171,8 +172,8 @@ def test_deltas_by_half_odd_count_gives_the_second_half_the_extra_step(tmp_path)
         _write(tmp_path, p, [_rec(i, f"s{i}", "T", r) for i, r in enumerate(rs)])
     res = build_report(tmp_path, ["frozen", "default"], title="t", command="c")
     first, second = res["deltas_by_half"]["frozen"]["default"]
-    assert (first["steps"], first["log_steps"], first["delta_pp"]) == ([1, 1], [0, 0], 100.0)
-    assert (second["steps"], second["log_steps"], second["delta_pp"]) == ([2, 3], [1, 2], 50.0)
+    assert (first["steps"], first["log_steps"], first["delta_pp"]) == ([0, 0], [0, 0], 100.0)
+    assert (second["steps"], second["log_steps"], second["delta_pp"]) == ([1, 2], [1, 2], 50.0)
     assert "| first half, steps 0–0 | second half, steps 1–2 |" in (tmp_path / "report.md").read_text()
 
 
@@ -181,7 +182,7 @@ def test_deltas_by_half_with_one_paired_step_names_the_empty_half(tmp_path):
         _write(tmp_path, p, [_rec(i, f"s{i}", "T", r) for i, r in enumerate(rs)])
     res = build_report(tmp_path, ["frozen", "default"], title="t", command="c")
     first, second = res["deltas_by_half"]["frozen"]["default"]
-    assert first["log_steps"] is None and second["log_steps"] == [0, 0]
+    assert first["steps"] is first["log_steps"] is None and second["steps"] == second["log_steps"] == [0, 0]
     assert "| first half, no steps | second half, steps 0–0 |" in (tmp_path / "report.md").read_text()
 
 
