@@ -43,7 +43,8 @@ from rizz.engine.codec import LogFoldError, decode_step, decode_verdict
 from rizz.formats.logrecord import LogRecord, parse, parse_fast
 from rizz.store.runlog import write_json_atomic
 
-__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "refold", "restore_fold", "save_inflight", "views"]
+__all__ = ["InFlight", "LogFold", "LogFoldError", "load_inflight", "memory_input", "refold", "restore_fold", "save_inflight",
+           "snapshot_fold", "views"]
 
 
 @frozen
@@ -166,6 +167,25 @@ def load_inflight(path: Path) -> tuple[int, PMap] | None:
                                   for row in data["inflight"]})
 
 
+def snapshot_fold(rd: Any, policy: Policy, at_most: int) -> tuple[LogFold, int, set[int]]:
+    """A fold of RUN_DIR ``rd``'s log that starts from its newest sound snapshot taken after
+    ≤ ``at_most`` records (:meth:`~rizz.store.runlog.RunDir.latest_snapshot`), with the answers
+    in flight then; a fresh fold without one. Returns ``(fold, records it holds, stale)``: fold
+    the log's records from that count on. ``stale``: the snapshot whose pending answers this
+    version cannot build (the fold then starts at record 0); with ``rd.ignored_snapshots``,
+    the snapshots a writer rebuilds from the log. Reads only."""
+    snap = rd.latest_snapshot(at_most)
+    if snap is None:
+        return LogFold(policy, rd.embeddings), 0, set()
+    n, state = snap
+    try:
+        side = load_inflight(rd.snap_dir / f"{n:08d}.inflight.json")
+    except (TypeError, ValueError):  # pending answers this version cannot build: refold all
+        return LogFold(policy, rd.embeddings), 0, {n}
+    answers, inflight = side if side is not None else (n, pmap())  # format 1: one record per step, none pending
+    return LogFold(policy, rd.embeddings, state=state, inflight=inflight, answers=answers, folded=n), n, set()
+
+
 def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True,
                  records: list[dict[str, Any]] | None = None,
                  on_folded: Callable[[LogFold, int], None] | None = None) -> tuple[LogFold, list[dict[str, Any]]]:
@@ -179,20 +199,10 @@ def restore_fold(rd: Any, policy: Policy, *, use_snapshots: bool = True,
     Raises LogRecordError / LogFoldError naming ``log.jsonl:<line>`` for a bad record.
     """
     records = list(rd.records()) if records is None else records
-    fold = LogFold(policy, rd.embeddings)
-    start = 0
-    snap = rd.latest_snapshot(len(records)) if use_snapshots else None
-    stale: set[int] = set()
-    if snap is not None:
-        n, state = snap
-        try:
-            side = load_inflight(rd.snap_dir / f"{n:08d}.inflight.json")
-        except (TypeError, ValueError):  # pending answers this version cannot build: refold all
-            snap, stale = None, {n}
-        else:
-            answers, inflight = side if side is not None else (n, pmap())  # format 1: one record per step, none pending
-            fold = LogFold(policy, rd.embeddings, state=state, inflight=inflight, answers=answers, folded=n)
-            start = n
+    if use_snapshots:
+        fold, start, stale = snapshot_fold(rd, policy, len(records))
+    else:
+        fold, start, stale = LogFold(policy, rd.embeddings), 0, set()
     # snapshots that failed their checksum (rizz.store.durable) or cannot be built are rewritten from the log
     rebuild = ({n for n, _ in getattr(rd, "ignored_snapshots", ())} | stale) if use_snapshots else set()
 

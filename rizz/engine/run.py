@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rizz.core import AdaptiveState, Policy, TenantStates, digest
-from rizz.engine.logfold import LogFold, restore_fold, views
+from rizz.engine.logfold import LogFold, restore_fold, snapshot_fold, views
 from rizz.engine.session import Session
 from rizz.formats.logrecord import parse
 from rizz.formats.policy_file import parse_policy
@@ -357,23 +357,38 @@ def replay_run(run_dir: str | Path, policy: Policy | None = None, policy_source:
 
 
 def fold_until(run_dir: str | Path, step: int | None = None,
-               each: Callable[[dict[str, Any], tuple[object, ...]], None] | None = None) -> AdaptiveState | TenantStates:
-    """Fold RUN_DIR's log under the run's own policy (``run.json``), from its first record, in
-    log order, until the first ``step`` or ``answer`` record past step ``step`` (None: the whole
-    log); returns the state. ``each(record, events)`` sees every record folded: the record as
-    JSON and the events its fold produced (the :mod:`rizz.core.events` records).
+               each: Callable[[dict[str, Any], tuple[object, ...]], None] | None = None, *,
+               snapshots: bool = True) -> AdaptiveState | TenantStates:
+    """Fold RUN_DIR's log under the run's own policy (``run.json``), in log order, until the
+    first ``step`` or ``answer`` record past step ``step`` (None: the whole log); returns the
+    state. ``each(record, events)`` sees every record folded: the record as JSON and the events
+    its fold produced (the :mod:`rizz.core.events` records).
 
-    Reads only: no model call, no lock, no snapshot, nothing written. What ``rizz diff`` and
-    ``rizz inspect`` fold; :func:`state_at` is the checked way to call it.
+    Without ``each``, the fold starts from the newest sound snapshot in ``snapshots/`` taken
+    at or before that record (with its answers in flight, as a resume does:
+    :func:`~rizz.engine.logfold.snapshot_fold`) and folds the records after it; without one
+    (none kept that early, or each damaged), from the first record. The state is the same
+    either way. With ``each``, or ``snapshots=False``, it folds from the first record.
+
+    Reads only: no model call, no lock, nothing written (a damaged snapshot is passed over,
+    not rebuilt). What ``rizz diff`` and ``rizz inspect`` fold; :func:`state_at` is the checked
+    way to call it.
 
     Raises FileNotFoundError when ``run_dir`` is not a RUN_DIR; LogRecordError / LogFoldError
     naming ``log.jsonl:<line>`` for a bad record.
     """
     rd = RunDir(run_dir)
-    fold = LogFold(parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data"), rd.embeddings)
-    for i, rec in enumerate(rd.records(), 1):
+    policy = parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data")
+    records: list[dict[str, Any]] = []
+    for rec in rd.records():
         if step is not None and rec["step"] > step and rec.get("kind", "step") in ("step", "answer"):
             break
+        records.append(rec)
+    if snapshots and each is None:
+        fold, start, _ = snapshot_fold(rd, policy, len(records))
+    else:
+        fold, start = LogFold(policy, rd.embeddings), 0
+    for i, rec in enumerate(records[start:], start + 1):
         events = fold.apply(parse(rec, f"{rd.log_path}:{i}"))
         if each is not None:
             each(rec, events)
@@ -394,10 +409,12 @@ def state_at(run_dir: str | Path, step: int | None = None) -> AdaptiveState | Te
     counts; None: after the whole log), refolded from its log under the run's own policy.
 
     Reads only, as ``rizz diff`` does: no model call, no lock, no summary or snapshot written
-    (unlike :func:`replay`, which by default writes a summary). The log is folded in order up
-    to step ``step + 1``'s record, so in a live session's log the verdicts that arrived before
-    that answer are in the state and later ones for earlier steps are not (a batch run's
-    ``step`` record carries its verdict). The last step's state is the whole log's: its
+    (unlike :func:`replay`, which by default writes a summary). It starts from the newest
+    snapshot the run kept at or before that step, when there is a sound one, and folds the
+    records after it (:func:`fold_until`); the state is a refold's from the first record. The
+    log is folded in order up to step ``step + 1``'s record, so in a live session's log the
+    verdicts that arrived before that answer are in the state and later ones for earlier steps
+    are not (a batch run's ``step`` record carries its verdict). The last step's state is the whole log's: its
     :func:`~rizz.core.digest` is :func:`replay`'s ``state_digest``. A tenanted run's state is
     a :class:`~rizz.core.TenantStates`.
 

@@ -3,17 +3,21 @@ agrees with what ``rizz diff`` (``rizz.lab.diff.diff_run``) says each step chang
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+import rizz.engine.logfold as logfold_mod
 from rizz.core import digest
 from rizz.engine.run import fold_until, replay, run_stream, state_at, step_count
 from rizz.engine.session import Session
 from rizz.formats.policy_file import load_policy
 from rizz.lab.diff import branch_rows, describe_event, diff_run
+from rizz.store.runlog import RunDir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from livekit import HashEmbedder as LiveEmbedder, StubModel  # noqa: E402
@@ -98,3 +102,86 @@ def test_a_live_sessions_state_at_a_step_holds_the_verdicts_folded_before_the_ne
     assert sum(_episodes(state_at(app, 0)).values()) == 0  # in log order, step 1's answer comes before q0's verdict
     assert sum(_episodes(state_at(app, 1)).values()) == 2
     assert digest(state_at(app, 1)) == final
+
+
+@pytest.fixture(scope="module")
+def snapped(tmp_path_factory) -> Path:
+    """A ``rizz run`` RUN_DIR of 12 arithmetic elements with a snapshot every 3 steps (the newest 3 kept)."""
+    tmp = tmp_path_factory.mktemp("state_at_snap")
+    out = tmp / "run"
+    run_stream(arithmetic_stream(tmp / "s.jsonl", 12), load_policy("default"), "default", out, ArithmeticModel(), HashEmbedder(),
+               snapshot_every=3, log=lambda m: None)
+    return out
+
+
+def _folded(monkeypatch) -> list[int]:
+    """Counts the records LogFold.apply folds from now on (one entry per record)."""
+    seen: list[int] = []
+    real = logfold_mod.LogFold.apply
+
+    def apply(self, rec):
+        seen.append(1)
+        return real(self, rec)
+
+    monkeypatch.setattr(logfold_mod.LogFold, "apply", apply)
+    return seen
+
+
+def test_state_at_from_a_snapshot_is_the_full_refolds_state(snapped):
+    before = _files(snapped)
+    assert RunDir(snapped).snapshot_steps()  # the run kept snapshots
+    for k in range(step_count(snapped)):
+        assert digest(state_at(snapped, k)) == digest(fold_until(snapped, k, snapshots=False)), k
+    assert digest(state_at(snapped)) == digest(fold_until(snapped, snapshots=False)) == replay(snapped, write_summary=False)["state_digest"]
+    assert _files(snapped) == before  # still read-only: no snapshot rebuilt, nothing written
+
+
+def test_state_at_starts_from_the_newest_snapshot_at_or_before_the_step(snapped, monkeypatch):
+    rd = RunDir(snapped)
+    newest, records = rd.snapshot_steps()[-1], len(list(rd.records()))
+    seen = _folded(monkeypatch)
+    state_at(snapped)
+    assert len(seen) == records - newest  # only the records after the newest snapshot
+    seen.clear()
+    fold_until(snapped, snapshots=False)
+    assert len(seen) == records
+    seen.clear()
+    fold_until(snapped, None, lambda rec, events: None)  # each sees every record: from the first
+    assert len(seen) == records
+    seen.clear()
+    state_at(snapped, 0)  # before the oldest snapshot kept
+    assert len(seen) == 1
+
+
+def test_a_damaged_snapshot_is_passed_over_and_left_as_it_is(snapped, tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    shutil.copytree(snapped, run)
+    rd = RunDir(run)
+    *_, older, newest = rd.snapshot_steps()
+    bad = run / "snapshots" / f"{newest:08d}.json"
+    bad.write_bytes(bad.read_bytes().replace(b'"sha256":"', b'"sha256":"0', 1))
+    before = _files(run)
+    full = digest(fold_until(run, snapshots=False))
+    seen = _folded(monkeypatch)
+    assert digest(state_at(run)) == full
+    assert len(seen) == len(list(rd.records())) - older  # from the snapshot before it
+    assert _files(run) == before  # a refold reads: the damaged snapshot is not rewritten
+
+
+def test_a_live_sessions_state_from_snapshots_holds_its_answers_in_flight(tmp_path, monkeypatch):
+    app = tmp_path / "app"
+    with Session.open(app, policy="default", model=StubModel(), embedder=LiveEmbedder(), snapshot_every=3, keep_snapshots=100) as s:
+        pending = []
+        for i in range(10):
+            pending.append(s.answer({"id": f"q{i}", "input": f"What is the sum of {i} and 2?", "metadata": {"shape": "number"}}))
+            if len(pending) > 2:  # each verdict arrives two answers late: answers are in flight at each snapshot
+                s.fold(pending.pop(0), float(i % 2))
+        for p in pending:
+            s.fold(p, 1.0)
+    rd = RunDir(app)
+    in_flight = [n for n in rd.snapshot_steps() if json.loads((rd.snap_dir / f"{n:08d}.inflight.json").read_text())["inflight"]]
+    assert len(in_flight) >= 3
+    full = {k: digest(fold_until(app, k, snapshots=False)) for k in range(step_count(app))}
+    seen = _folded(monkeypatch)
+    assert {k: digest(state_at(app, k)) for k in full} == full
+    assert len(seen) < len(full) * len(list(rd.records())) / 2  # most of them started from a snapshot
