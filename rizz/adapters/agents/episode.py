@@ -97,7 +97,8 @@ TRAJECTORY_CHARS = 1200
 
 def compact_trajectory(episode: ToolEpisode, limit: int = TRAJECTORY_CHARS) -> str:
     """``call; call; ... -> final answer``: what a verified episode writes to episodic memory
-    (request → tool calls → final answer; the request is the example's input).
+    (request → tool calls → final answer; the request, the transcript's first user turn, is the
+    example's input: :func:`rizz.engine.agent_step.opening_request`).
     Failed calls are left out; long texts are cut to ``limit`` characters with ``...``."""
     ok: list[str] = []
     events = list(episode.transcript)
