@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -57,11 +56,11 @@ from rizz.formats.policy_file import load_policy, policy_data
 from rizz.formats.streams import BadLine, StreamElement, element_from_json
 from rizz.formats.wording import plural
 from rizz.store.durable import check_durability
-from rizz.store.runlog import SETTING_NAMES, RunDir, RunDirBusy, RunDirMismatch, model_meta, write_json_atomic
+from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch, model_meta, write_json_atomic
 from rizz.store.runstore import RunStoreError
 
 __all__ = ["Call", "Folded", "Pending", "SNAPSHOT_RECORD_BYTES", "SNAPSHOT_TAIL_MAX", "Session", "SessionError", "WORDS", "check_resume",
-           "default_rendering", "finished_run", "in_api_terms"]
+           "default_rendering", "finished_run"]
 
 _CLOSED_IDS = 4096  # recently folded / expired ids kept for error messages (bounded)
 #: Snapshot bytes written per log record at most (see ``Session(snapshot_every=)``). A snapshot
@@ -159,56 +158,14 @@ def finished_run(path: str | Path, todo: int, model: str, *, rendering: str | No
 #: as rizz's store words them (:data:`rizz.store.runlog.SETTING_NAMES`), for a command.
 WORDS = ("api", "cli")
 
-#: What a refusal built from its text alone tells a command line to do, and what :meth:`Session.open`
-#: tells its caller (:func:`in_api_terms`).
-_API_PHRASES = (
-    ("Use a new --out directory.", "Use a new directory: give Session.open another path."),
-    ("to run this policy, use a new --out directory.", "to run this policy, give Session.open another path (a new directory)."),
-    ("wait for it or use another --out", "wait for it or give Session.open another path"),
-    ("or rerun into a new --out", "or run again into a new directory (another path)"),
-)
-
-
-def in_api_terms(message: str) -> str:
-    """``message``, a refusal worded for ``rizz run``'s command line (a setting by the option
-    that sets it, :data:`rizz.store.runlog.SETTING_NAMES`; ``--out`` for the directory), in
-    :meth:`Session.open`'s terms: each setting by its parameter, ``this call`` for the command,
-    another ``path`` for another ``--out``. By its text: kept for a refusal built from its
-    message alone (a RunDirMismatch without ``changes``, such as
-    :func:`rizz.lab.peers.run_peer.run_peer`'s, or a caller's own RunDirBusy or RunStoreError).
-    rizz's RunDirBusy and RunStoreError, and a RunDirMismatch with ``changes``, carry what they
-    are about and render themselves in these terms (``worded("api")``, :mod:`rizz.store.refusal`):
-    the same text as this function makes of their messages.
-
-    Example:
-        >>> print(in_api_terms("runs/a was started with different settings; resume refused:\\n"
-        ...                    "  --budget: run has none, this command has 512\\nUse a new --out directory."))
-        runs/a was started with different settings; resume refused:
-          budget_cap: run has none, this call has 512
-        Use a new directory: give Session.open another path.
-    """
-    for key, option in SETTING_NAMES.items():
-        if option.startswith("--"):  # run.json's key is the parameter's name (budget_cap, rendering, ...)
-            message = re.sub(rf"(?m)^  {re.escape(option)}: ", f"  {key}: ", message)
-    message = message.replace(", this command has ", ", this call has ")
-    for cli, api in _API_PHRASES:
-        message = message.replace(cli, api)
-    return message
-
-
 def _reword(error: BaseException, words: str) -> None:
     """Put a store's refusal (RunDirMismatch, RunDirBusy, RunStoreError) in ``words``'s terms, in
-    place: rendered from what it carries (``worded``: a RunDirMismatch's ``changes``, a
-    RunDirBusy's or a RunStoreError's ``kind``), one built from its text alone by :func:`in_api_terms`."""
-    if words != "api" or not error.args:
+    place, rendered from what it carries (``worded``: a RunDirMismatch's ``changes``, a
+    RunDirBusy's or a RunStoreError's ``kind``). One built from its message alone (none that
+    rizz raises; a RunDirReadOnly's is the same in every terms) keeps its message."""
+    if words != "api" or not error.args or not isinstance(error, (RunDirMismatch, RunDirBusy, RunStoreError)):
         return
-    if isinstance(error, RunDirMismatch):
-        structured = bool(error.changes)
-    elif isinstance(error, (RunDirBusy, RunStoreError)):
-        structured = bool(error.kind)
-    else:
-        return
-    error.args = (error.worded("api") if structured else in_api_terms(str(error)), *error.args[1:])
+    error.args = (error.worded("api"), *error.args[1:])
 
 
 @contextmanager

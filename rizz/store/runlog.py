@@ -145,9 +145,11 @@ class SettingChange(NamedTuple):
     """One setting a resume gives otherwise than ``run.json`` recorded: ``setting``, the
     parameter of :meth:`~rizz.engine.session.Session.open` that sets it (``stream``,
     ``policy``, ``model``, ``embedder``, ``embedder_dim``, ``rendering``, ``budget_cap``,
-    ``user_model``, or another ``run.json`` key); ``run``, the run's value and ``this``, this
-    command's or call's (the stream and the policy by their path or name); ``detail``, what
-    changed when the names are the same, or the policy's differing fields (``""``: nothing more)."""
+    ``user_model``, or another ``run.json`` key, such as a peer's ``peer_options``); ``run``, the
+    run's value and ``this``, this command's or call's (the stream and the policy by their path
+    or name); ``detail``, what changed when the names are the same, or the policy's differing
+    fields (``""``: nothing more). ``limit`` (no ``run.json`` key): a resume's limit below the
+    steps the log holds, ``run`` those steps and ``this`` the limit (:meth:`RunDir.check_limit`)."""
 
     setting: str
     run: Any
@@ -159,8 +161,9 @@ class RunDirMismatch(RuntimeError, RizzError):
     """RUN_DIR was started with a different stream, policy, model or embedder (or a resume asks
     for fewer steps than it holds).
 
-    ``root``: the RUN_DIR; ``changes``: the settings that differ (:class:`SettingChange`,
-    empty for a refusal that is not about settings); :meth:`worded` renders them for a command
+    ``root``: the RUN_DIR; ``changes``: the settings that differ (:class:`SettingChange`; a
+    ``limit`` one for fewer steps; empty for a refusal built from its message alone, which
+    rizz does not raise); :meth:`worded` renders them for a command
     line, a Python caller or ``rizz serve`` (:mod:`rizz.store.refusal`). The message (``str``)
     is in a command line's terms."""
 
@@ -306,16 +309,15 @@ class RunDir:
         return sum(1 for r in self.records() if r.get("kind", "step") in ("step", "answer"))
 
     def check_limit(self, limit: int | None) -> None:
-        """Refuse (RunDirMismatch) resuming with a ``--limit`` below the steps the log already
+        """Refuse (RunDirMismatch, its ``changes`` a ``limit`` :class:`SettingChange`: the
+        finished steps, the limit) resuming with a ``--limit`` below the steps the log already
         holds: a resume keeps every finished step, so its summary and report would count more
         steps than the command asks for. Nothing to check without a limit or a log."""
         if limit is None or not self.log_path.exists():
             return
         done = self.finished_steps()
         if done > limit:
-            raise RunDirMismatch(f"{self.root} already holds {plural(done, 'finished step')}, more than this command's --limit {limit} "
-                                 f"(a resume keeps every finished step, so its summary and report would count {done}); "
-                                 f"to resume it give --limit {done} or more, or no --limit; to run {limit}, use a new --out directory")
+            raise RunDirMismatch(root=self.root, changes=(SettingChange("limit", done, limit),))
 
     def meta(self) -> dict[str, Any]:
         if not self.root.exists():
@@ -739,7 +741,8 @@ def mismatch_message(root: Path | None, changes: tuple[SettingChange, ...], word
     changed setting (``--budget 2048``; ``budget_cap=2048`` for ``"api"``), or use a new
     directory to run these settings. A change of one setting that cannot be given back as the
     run recorded it (the model, the embedder, the stream: :data:`_GIVEN_BACK`) says only: use a
-    new directory.
+    new directory. A ``limit`` change alone (:meth:`RunDir.check_limit`) says how many steps the
+    log holds, and to resume with a limit of that many or more, or none.
 
     Raises ValueError for ``words`` not one of :data:`~rizz.store.refusal.WORDINGS`.
 
@@ -756,6 +759,8 @@ def mismatch_message(root: Path | None, changes: tuple[SettingChange, ...], word
         To resume, give budget_cap=2048; to run with this call's settings, give Session.open another path (a new directory).
     """
     api = words == "api"
+    if len(changes) == 1 and changes[0].setting == "limit":
+        return _limit_message(root, changes[0], words)
     new_dir = in_terms(words, cli="use a new --out directory", api="give Session.open another path (a new directory)",
                        serve="use another --data folder")
     resume = [_resume_with(c, words) for c in changes]
@@ -772,6 +777,27 @@ def mismatch_message(root: Path | None, changes: tuple[SettingChange, ...], word
                 f"to run with this {'call' if api else 'command'}'s settings, {new_dir}.")
     return (f"{root} was started with different settings; resume refused:\n"
             + "\n".join(change_line(c, words) for c in changes) + "\n" + todo)
+
+
+def _limit_message(root: Path | None, change: SettingChange, words: str) -> str:
+    """A resume refused for a limit (``change.this``) below the steps ``root``'s log holds
+    (``change.run``), in ``words``'s terms: ``--limit N`` and ``no --limit`` (``"cli"``,
+    ``"serve"``), ``limit=N`` and ``limit=None`` (``"api"``); then a new directory to run that many.
+
+    Example:
+        >>> text = _limit_message(Path("runs/a"), SettingChange("limit", 5, 3), "api")
+        >>> text.split(" (")[0]
+        "runs/a already holds 5 finished steps, more than this call's limit=3"
+        >>> text.split("; ")[1:]
+        ['to resume it give limit=5 or more, or limit=None', 'to run 3, use a new directory (another path)']
+    """
+    done, limit = change.run, change.this
+    new_dir = in_terms(words, cli="use a new --out directory", api="use a new directory (another path)", serve="use another --data folder")
+    given, more, none = (("call's limit=", f"limit={done}", "limit=None") if words == "api" else
+                         ("command's --limit ", f"--limit {done}", "no --limit"))
+    return (f"{root} already holds {plural(done, 'finished step')}, more than this {given}{limit} "
+            f"(a resume keeps every finished step, so its summary and report would count {done}); "
+            f"to resume it give {more} or more, or {none}; to run {limit}, {new_dir}")
 
 
 def _policy_change(old: dict[str, Any], meta: dict[str, Any], shown: int = 5) -> SettingChange:

@@ -2,8 +2,8 @@
 word themselves for their reader (rizz/store/refusal.py): ``rizz run``'s command line
 (``"cli"``, the message), ``Session.open``'s caller (``"api"``) and ``rizz serve``
 (``"serve"``). The exact texts are pinned here: the cli ones as the store wrote them before,
-the api ones as ``in_api_terms`` made of those (RunDirBusy, RunStoreError) or as
-``RunDirMismatch.worded`` rendered them."""
+the api ones as ``Session.open`` made of those (it rewrote the text of a RunDirBusy or a
+RunStoreError before they carried their kind) or as ``RunDirMismatch.worded`` rendered them."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rizz.engine.session import _reword, in_api_terms
+from rizz.engine.session import _reword
 from rizz.store.embeddings import embedding_key
 from rizz.store.refusal import WORDINGS
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch, RunDirReadOnly, SettingChange
@@ -106,8 +106,6 @@ IDS = [f"{type(c[0]).__name__}-{getattr(c[0], 'kind', '') or '+'.join(ch.setting
 def test_each_refusal_is_worded_for_a_command_a_python_caller_and_serve(error, cli, api, serve):
     assert str(error) == cli  # the message is the command line's, as before
     assert (error.worded("cli"), error.worded("api"), error.worded("serve")) == (cli, api, serve)
-    if not isinstance(error, RunDirMismatch):  # the same as the rewrite of its text that Session.open made before
-        assert in_api_terms(cli) == api        # (a RunDirMismatch with changes was rendered from them already)
     with pytest.raises(ValueError, match="words must be one of cli, api, serve, got 'shell'"):
         error.worded("shell")
 
@@ -131,14 +129,15 @@ def _fields(error):
     return {"path": error.path, "kind": error.kind, "reason": error.reason, "version": error.version}
 
 
-def test_a_refusal_built_from_its_text_alone_is_worded_as_it_is_and_reworded_by_its_text():
+def test_a_refusal_built_from_its_text_alone_is_worded_as_it_is_everywhere():
+    """rizz raises none (every refusal carries its structure); a caller's own keeps its message."""
     for error in (RunDirBusy("runs/a is in use by another rizz process (pid 1); wait for it or use another --out"),
                   RunStoreError("x: not a readable rizz store (y); ... or rerun into a new --out"),
                   RunDirMismatch("runs/a: resume refused:\n  --budget: run has none, this command has 512\nUse a new --out directory.")):
         assert {error.worded(w) for w in WORDINGS} == {str(error)}
         before = str(error)
         _reword(error, "api")
-        assert str(error) == in_api_terms(before) != before
+        assert str(error) == before
     read_only = RunDirReadOnly("runs/a: cannot write here (runs/a/.lock: Read-only file system); ...")
     assert {read_only.worded(w) for w in WORDINGS} == {str(read_only)} and read_only.kind == ""
     with pytest.raises(ValueError, match="a RunDirBusy's kind is one of 'this process', 'another process', with its root"):
@@ -223,3 +222,66 @@ def test_serve_words_a_refusal_by_its_data_folder(tmp_path):
         app, _, _ = build(tmp_path / name, None, Model(), opener=opener)
         r = TestClient(app).get("/v1/tenants/acme/state")
         assert (r.status_code, r.json()["error"]) == (status, text)
+
+
+def _held(root: Path, steps: int) -> Path:
+    """A RUN_DIR whose log holds ``steps`` finished steps (records as check_limit counts them)."""
+    root.mkdir(parents=True)
+    (root / "run.json").write_text("{}")
+    (root / "log.jsonl").write_text("".join(f'{{"v": 1, "kind": "step", "step": {i}}}\n' for i in range(steps)))
+    return root
+
+
+def test_a_resume_under_a_smaller_limit_carries_it_and_is_worded_for_each_reader(tmp_path):
+    root = _held(tmp_path / "run", 5)
+    with pytest.raises(RunDirMismatch) as info:
+        RunDir(root).check_limit(3)
+    e = info.value
+    assert (e.root, e.changes) == (root, (SettingChange("limit", 5, 3),))
+    held = f"{root} already holds 5 finished steps, more than this "
+    why = " (a resume keeps every finished step, so its summary and report would count 5); "
+    assert str(e) == e.worded("cli") == (held + "command's --limit 3" + why + "to resume it give --limit 5 or more, or no --limit; "
+                                         "to run 3, use a new --out directory")
+    assert e.worded("api") == (held + "call's limit=3" + why + "to resume it give limit=5 or more, or limit=None; "
+                               "to run 3, use a new directory (another path)")
+    assert e.worded("serve") == (held + "command's --limit 3" + why + "to resume it give --limit 5 or more, or no --limit; "
+                                 "to run 3, use another --data folder")
+    _reword(e, "api")
+    assert str(e) == e.worded("api")
+    RunDir(root).check_limit(5)  # as many as it holds, or no limit: resumed
+    RunDir(root).check_limit(None)
+
+
+def test_a_peer_resumed_with_other_settings_carries_them_and_is_worded_for_each_reader(tmp_path):
+    import json
+
+    from stubs import arithmetic_stream
+
+    from rizz.lab.peers.run_peer import PEER_OPTIONS, _sha, run_peer
+
+    stream = arithmetic_stream(tmp_path / "s.jsonl", 3)
+    out = tmp_path / "peer:mem0"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"stream": str(stream), "stream_sha256": _sha(stream), "policy": "peer:mem0",
+                                              "model": "a:b", "rendering": "chat", "peer_options": PEER_OPTIONS["mem0"],
+                                              "budget_cap": 2048}))
+
+    class Model:
+        name = "c:d"
+
+    with pytest.raises(RunDirMismatch) as info:
+        run_peer(stream, "mem0", out, Model(), None, "stub", log=lambda m: None)
+    e = info.value
+    assert (e.root, e.changes) == (out, (SettingChange("model", "a:b", "c:d"), SettingChange("budget_cap", 2048, None)))
+    head = f"{out} was started with different settings; resume refused:\n"
+    assert str(e) == e.worded("cli") == (head + "  --model: run has 'a:b', this command has 'c:d'\n"
+                                         "  --budget: run has 2048, this command has none\n"
+                                         "To resume, give the model the run used ('a:b') and --budget 2048; "
+                                         "to run with this command's settings, use a new --out directory.")
+    assert e.worded("api") == (head + "  model: run has 'a:b', this call has 'c:d'\n  budget_cap: run has 2048, this call has none\n"
+                               "To resume, give the model the run used ('a:b') and budget_cap=2048; "
+                               "to run with this call's settings, give Session.open another path (a new directory).")
+    assert e.worded("serve").endswith("\n  --budget: run has 2048, this command has none\n"
+                                      "To resume, give the model the run used ('a:b') and --budget 2048; "
+                                      "to run with this command's settings, use another --data folder.")
+    assert not (out / "log.jsonl").exists() and json.loads((out / "run.json").read_text())["model"] == "a:b"  # nothing written

@@ -445,11 +445,10 @@ def test_a_tenant_folder_of_other_settings_names_data_not_out(tmp_path):
     from fastapi.testclient import TestClient
 
     from rizz.apps.serve.run import build
-    from rizz.store.runlog import RunDirMismatch
+    from rizz.store.runlog import RunDirMismatch, SettingChange
 
     def opener(path):
-        raise RunDirMismatch(f"{path} was started with different settings; resume refused:\n  model: ...\n"
-                             "To resume, give the policy the run started with, unchanged; to run this policy, use a new --out directory.")
+        raise RunDirMismatch(root=path, changes=(SettingChange("policy", "default", "frozen"),))
 
     app, _, _ = build(tmp_path / "data", None, Model(), opener=opener)
     r = TestClient(app).get("/v1/tenants/acme/state")

@@ -265,11 +265,9 @@ def create_app(tenants: Tenants, *, keys: dict[str, str] | None = None, metrics:
                 return err(504, f"model timeout: {e}")
             return err(502, f"model failed: {e}")
         except RunDirMismatch as e:  # worded for serve: its folders come from --data (rizz run's text names --out)
-            if e.changes:
-                return err(409, e.worded("serve"))
-            return err(409, re.sub(r"([Uu])se a new --out directory", r"\1se another --data folder", str(e)))  # built from text
+            return err(409, e.worded("serve"))
         except RunDirBusy as e:
-            return err(503, e.worded("serve") if e.kind else str(e).replace("use another --out", "use another --data folder"))
+            return err(503, e.worded("serve"))
         except RunStoreError as e:  # the tenant's store.sqlite cannot be read or written: nothing of the request was folded
             return err(503, e.worded("serve"))
         except ValueError as e:  # refused input (SessionError is a ValueError); nothing changed

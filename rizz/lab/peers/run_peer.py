@@ -55,7 +55,7 @@ from rizz.errors import RizzError
 from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import StreamElement, read_stream
 from rizz.lab.peers.report import distinct_failures
-from rizz.store.runlog import RunDir, RunDirMismatch, setting_lines, write_json_atomic
+from rizz.store.runlog import RunDir, RunDirMismatch, setting_changes, write_json_atomic
 
 __all__ = ["MEM0_TOP_K", "PEERS", "PEER_OPTIONS", "PeerError", "PeerWorker", "is_peer", "peer_python", "run_peer"]
 
@@ -206,9 +206,7 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
             compared = ("stream_sha256", "model", "rendering", "peer_options") + (("budget_cap",) if "budget_cap" in old else ())
             diffs = [k for k in compared if old.get(k) != meta.get(k)]  # a folder written before budget_cap was recorded: not compared
             if diffs:
-                lines = "".join("\n" + line for line in setting_lines(old, meta, diffs))
-                raise RunDirMismatch(f"{out} was started with different settings; resume refused:{lines}\n"
-                                     "Give the settings the run started with, or use a new --out directory.")
+                raise RunDirMismatch(root=out, changes=tuple(setting_changes(old, meta, diffs)))
             if rd.summary_path.exists():  # a finished peer run is kept whole (an unfinished one starts again)
                 rd.check_limit(limit)
             if len(list(rd.records())) >= len(elements) and rd.summary_path.exists():
