@@ -117,9 +117,6 @@ def parse_reply(text: str) -> tuple[ToolCall, ...]:
     body = _strip(text)
     if not _CALL_START.match(body):
         return ()
-    lines = [ln.strip() for ln in body.splitlines() if ln.strip()]
-    if len(lines) > 1 and all(_CALL_START.match(ln) and not ln.startswith("[") for ln in lines):
-        body = "[" + ", ".join(lines) + "]"  # one call per line
     try:
         tree = ast.parse(body, mode="eval").body
     except SyntaxError as err:
