@@ -1,14 +1,17 @@
 """An episode as one element of the Session/run loop (the glue to the core; specs/step-semantics.md).
 
+* :func:`open_conversation`: τ-bench's simulated customer and its opening message, asked for
+  first, so :func:`rizz.engine.answering.answer_element` embeds, labels, routes and retrieves
+  from what the agent sees, never from the hidden brief (``el.input``).
 * :func:`answer_episode`: after the route round and retrieval
-  (:func:`rizz.engine.answering.answer_element`), run the agent loop with the episode's
+  (:func:`rizz.engine.answering.answer_element`), run the agent loop, from that opening, with the episode's
   retrieved memory in every prompt; the pending answer's ``answer`` is the compact trajectory
   (request → calls → final answer), what a verified episode writes to episodic memory, and
   ``wrong_call`` the first wrong call, what a failed one writes as the branch-local
   anti-pattern (chosen when the verdict is folded: :func:`rizz.engine.logfold.memory_input`).
   The step input's ``text``, the input every memory item of the episode is written with, is
   the request the agent saw (:func:`opening_request`): τ-bench's customer's opening message,
-  not the task's hidden brief (``el.input``, which still routes and embeds the element).
+  not the task's hidden brief (``el.input``).
 * :func:`verify_episode_pending`: the episode verifier's verdict; with ``corrections``, a
   single-turn BFCL or τ-bench verdict below 1.0 carries the gold calls or actions as its
   ``correction`` (:func:`episode_correction`), in the compact trajectory's form (what
@@ -40,23 +43,43 @@ from rizz.engine.model_agent import LLMUser, ModelAgent
 from rizz.engine.native_agent import NativeToolAgent, native_kind
 from rizz.engine.pending import Call, Pending
 
-__all__ = ["answer_episode", "opening_request", "verify_episode_pending"]
+__all__ = ["answer_episode", "open_conversation", "opening_request", "verify_episode_pending"]
+
+
+def open_conversation(el: Any, model: Any, policy: Any, user_model: Any = None) -> tuple[Any, str | None]:
+    """``el``'s simulated customer and its opening message, asked for before anything else of
+    the step; ``(None, None)`` for an element without one (BFCL, a non-episode element).
+
+    τ-bench's agent never sees the brief (``el.input`` = ``el.user``): it sees the customer's
+    first message, so :func:`rizz.engine.answering.answer_element` embeds, labels (the judge),
+    routes and retrieves from that message, and :func:`answer_episode` starts the loop from it
+    (the customer is not asked for it twice). The customer: ``--user-model`` (``user_model``),
+    else ``model`` (the oracle's scripted customer when ``model`` is the oracle and no user
+    model is given). Its generation stays in the customer's ``generations``, logged with the
+    step's calls (kind ``user``); the message itself is logged as the step's ``input.text`` and
+    the transcript's first turn, so replay and resume ask no model for it."""
+    if el.user is None:
+        return None, None
+    if getattr(model, "scripted", False) and user_model is None:  # --model oracle
+        user = model.user()
+    else:
+        user = LLMUser(user_model or model, el.user, policy.agents.user_tokens)
+    return user, user.reply([])
 
 
 def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge: Any, calls: list[Any], *, keys: tuple[str, str | None],
-                   time: float, model: Any, policy: Any, budget: int, rendering: str, user_model: Any = None,
+                   time: float, model: Any, policy: Any, budget: int, rendering: str, user: Any = None, opening: str | None = None,
                    data_roots: tuple[Any, ...] = ()) -> Any:
     """Run ``el``'s episode and return its :class:`~rizz.engine.pending.Pending`.
 
     ``routed``: the route round's result; ``retrieved``: the memory read with its decision;
-    ``budget``: the prompt budget of every agent call (tokens); ``user_model``: τ-bench's
-    simulated customer (None: ``model``).
+    ``budget``: the prompt budget of every agent call (tokens); ``user`` and ``opening``:
+    τ-bench's simulated customer and the first message it already wrote
+    (:func:`open_conversation`), the transcript's first turn (None, None: no customer).
     """
     env = make_environment(el.environment, data_roots=data_roots)
     if getattr(model, "scripted", False):  # --model oracle; with --user-model a model plays its customer
         agent = model.agent()
-        user = (LLMUser(user_model, el.user, policy.agents.user_tokens) if user_model is not None and el.user is not None
-                else model.user())
     else:
         kind = native_kind(model)  # anthropic: tool_use blocks; openai: tools / tool_calls; template: <tool_call>
         if kind is not None:
@@ -64,9 +87,8 @@ def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge:
             rendering = "chat" if kind == "template" else rendering  # the GGUF's chat template, whatever --rendering
         else:  # SmolLM2, a gguf:PATH without a tool template, any text backend: Python call syntax, parsed with ast
             agent = ModelAgent(model, policy, retrieved, budget, rendering)
-        umodel = user_model or model
-        user = LLMUser(umodel, el.user, policy.agents.user_tokens) if el.user is not None else None
-    ep = run_episode(el, agent, env, max_steps=policy.agents.max_steps, user=user, repeat_stop=policy.agents.repeat_stop)
+    ep = run_episode(el, agent, env, max_steps=policy.agents.max_steps, user=user, repeat_stop=policy.agents.repeat_stop,
+                     opening=opening)
     gens = list(getattr(agent, "generations", ()))
     calls = list(calls) + [Call.of("answer", g) for g in gens]
     calls += [Call.of("user", g) for g in getattr(user, "generations", ())]

@@ -8,7 +8,10 @@ state with that decision. :class:`~rizz.engine.session.Session` calls it under i
 
 A tool-using episode element (specs/stream-format.md, "Episode elements") takes the same route and retrieval, then runs the agent
 loop (:func:`rizz.engine.agent_step.answer_episode`) instead of one model call; its record
-carries the whole episode (``episode``), so a refold calls no model and no tool.
+carries the whole episode (``episode``), so a refold calls no model and no tool. One with a
+simulated customer (τ-bench) asks the customer for its opening message first
+(:func:`rizz.engine.agent_step.open_conversation`) and is embedded, labelled, routed and
+retrieved from that message, never from the hidden brief (``el.input``); its loop starts from it.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from rizz.core import (
     unwall,
 )
 from rizz.core.compiler import MEMORY_BLOCKS
-from rizz.engine.agent_step import answer_episode, verify_episode_pending
+from rizz.engine.agent_step import answer_episode, open_conversation, verify_episode_pending
 from rizz.engine.judge import label_input, read_label
 from rizz.engine.pending import Call, Embedded, Pending
 from rizz.engine.render import TEMPLATE_SLACK, answer_settings, render
@@ -95,9 +98,12 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     ``user_model``: τ-bench's simulated customer (default ``model``); ``data_roots``: where an
     episode's environment data (τ-bench databases) is looked up first."""
     policy = core.policy
-    text = el.input if not el.instruction else f"{el.instruction}\n\n{el.input}"
+    # τ-bench: the customer speaks first; the agent's side sees its message, never the brief (el.input)
+    user, opening = open_conversation(el, model, policy, user_model) if el.is_episode and not el.context_only else (None, None)
+    seen = el.input if opening is None else opening
+    text = seen if not el.instruction else f"{el.instruction}\n\n{seen}"
     (emb,) = embed_texts(embedder, store, [text])
-    base = StepInput(step=step, item_id=el.id, text=el.input, embedding=emb.vec, instruction=el.instruction,
+    base = StepInput(step=step, item_id=el.id, text=seen, embedding=emb.vec, instruction=el.instruction,
                      evidence=evidence_text(el), scope=el.scope, shape=el.shape, context_only=el.context_only,
                      tenant=el.tenant, time=el.time, instant_us=el.instant_us)
     now = time.time()
@@ -111,10 +117,10 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
         base = attrs.evolve(base, declared_label=normalise_label(declared["function"], declared["application"]))
     elif needs_label(sub_state(state, el.tenant), policy, emb.vec, el.shape):  # behind the tenant's wall
         if policy.routing.judge == "local":  # no model call: the judge's deterministic fallback label
-            jl = read_label("", el.input, instruction=el.instruction, shape=el.shape,
+            jl = read_label("", seen, instruction=el.instruction, shape=el.shape,
                             fallback_application=policy.routing.fallback_application)
         else:
-            jl = label_input(model, el.input, instruction=el.instruction, shape=el.shape,
+            jl = label_input(model, seen, instruction=el.instruction, shape=el.shape,
                              fallback_application=policy.routing.fallback_application)
         # an episode's function is what the agent does: use-tools / <application>
         label = normalise_label("use-tools" if el.is_episode else jl.function, jl.application)
@@ -127,12 +133,12 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     routed = core.route_round(state, base)
     own, local, inner = unwall(routed.state, base, routed.decision)  # the tenant's sub-state and step (rizz.core.tenants)
     retrieved = retrieve(own, policy, local, inner)
-    blocks = prompt_blocks(retrieved, el.input, el.instruction, base.evidence)
+    blocks = prompt_blocks(retrieved, seen, el.instruction, base.evidence)
     keys = (emb.key, lkey)
     if el.is_episode:  # a tool-using episode: the agent loop, one transition of the core
         return answer_episode(el, base, routed, retrieved, judge, calls, keys=keys, time=now, model=model, policy=policy,
-                              budget=budget(policy, model, None, budget_cap, policy.agents.reply_tokens), rendering=rendering, user_model=user_model,
-                              data_roots=data_roots)
+                              budget=budget(policy, model, None, budget_cap, policy.agents.reply_tokens), rendering=rendering, user=user,
+                              opening=opening, data_roots=data_roots)
     try:
         prompt = compile_prompt(blocks, policy.compiler, model.count_tokens, budget(policy, model, el.shape, budget_cap))
     except PromptBudgetError:

@@ -73,7 +73,7 @@ def _execute(env: Environment, call: ToolCall) -> tuple[str, bool]:
 
 
 def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps: int, user: User | None = None,
-                repeat_stop: int = 0) -> ToolEpisode:
+                repeat_stop: int = 0, opening: str | None = None) -> ToolEpisode:
     """Run one episode of ``el`` (an element with ``tools``). Returns its :class:`~rizz.adapters.agents.episode.ToolEpisode`.
 
     ``repeat_stop`` > 0: stop (``repeat``) once that many failing replies in a row are the same
@@ -83,10 +83,18 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
     Qwen2.5-Coder-1.5B placed one BFCL order 30 times in a row, a new order each time
     (results/2026-12-03-bfcl-multi-turn-qwen15.md); one repeat of a successful call is let
     through (a re-read after a change). The same message to the simulated user answered the same
-    way ``repeat_stop`` times in a row stops it too (``repeat``): the conversation is stuck."""
+    way ``repeat_stop`` times in a row stops it too (``repeat``): the conversation is stuck.
+
+    ``opening``: the simulated user's first message, already asked for (τ-bench: the engine
+    asks the customer first, to embed, label, route and retrieve from what the agent sees,
+    :func:`rizz.engine.agent_step.open_conversation`); the transcript starts with it and the
+    user is not asked for it again (it counts as one of ``user_calls``)."""
     transcript: list[dict[str, Any]] = []
     user_calls = 0
-    if el.user is not None and user is not None:
+    if opening is not None:
+        transcript.append({"role": "user", "text": opening})
+        user_calls += 1
+    elif el.user is not None and user is not None:
         transcript.append({"role": "user", "text": user.reply([])})
         user_calls += 1
     else:
