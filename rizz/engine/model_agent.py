@@ -69,13 +69,14 @@ class PromptedAgent:
         return prompt
 
     def reply(self, el: StreamElement, transcript: list[dict[str, Any]], env: Environment) -> AgentReply:
-        """The next reply: this step's prompt, then :meth:`ask` (an overflow when it does not fit).
+        """The next reply: this step's prompt, then :meth:`ask` (an overflow when it does not fit
+        the budget: nothing is sent, so the reply is not sent and no model call).
         The prompt and the API's tool list show the tools listed at the current user turn
         (:func:`~rizz.adapters.agents.bfcl_env.shown_tools`: BFCL's held-out functions appear at their turn)."""
         del env
         el = tools_at_turn(el, transcript)
         prompt = self.compile(el, transcript)
-        return AgentReply("", overflow=True) if prompt is None else self.ask(el, prompt)
+        return AgentReply("", overflow=True, sent=False) if prompt is None else self.ask(el, prompt)
 
     def ask(self, el: StreamElement, prompt: CompiledPrompt) -> AgentReply:
         """The model's reply to ``prompt`` (each backend's own call)."""

@@ -36,8 +36,9 @@ in the API's own structures:
   the first user turn, the agent's calls as ``assistant`` turns of ``<tool_call>`` blocks, tool
   results as ``tool`` turns), fitted to the budget as the logged prompt was (whose transcript
   writes earlier calls as call objects, ``call_style`` ``json``); a prompt that fills the window
-  ends the episode as ``overflow``. This path always renders through the chat template, whatever
-  ``--rendering`` (the episode's prompt record says ``chat``). SmolLM2 and template-less
+  ends the episode as ``overflow`` (refused before a token was evaluated: no model call). This
+  path always renders through the chat template, whatever ``--rendering`` (the episode's prompt
+  record says ``chat``). SmolLM2 and template-less
   files keep the text protocol (:class:`~rizz.engine.model_agent.ModelAgent`).
 
 BFCL's schema types (``dict``, ``float``, ``tuple``, ``any``) are mapped to JSON-schema ones
@@ -83,7 +84,8 @@ SYSTEM = "You are a helpful agent. Use the functions when they help the user."
 #: Its ``chatml-function-calling`` handler ignores ``max_tokens`` while it writes calls and
 #: keeps asking for another call until the model stops: a model that never stops fills the
 #: window (measured: SmolLM2-135M on BFCL ``parallel_multiple_100``). Such a step ends the
-#: episode as ``overflow`` (reward 0) instead of stopping the run.
+#: episode as ``overflow`` (reward 0) instead of stopping the run; the request was sent, so it
+#: is one of the episode's model calls (``AgentReply.sent``).
 _WINDOW_FULL = "exceed context window"
 
 _TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string", "list": "array", "bool": "boolean"}
@@ -251,8 +253,8 @@ class NativeToolAgent(PromptedAgent):
         try:
             gen = self._send(lambda: self.inner.generate_with_tools(
                 turns, self._tools(el), max_tokens=self.policy.agents.reply_tokens))
-        except ContextWindowExceeded:
-            return AgentReply("", overflow=True, prompt_tokens=prompt.token_count)
+        except ContextWindowExceeded:  # refused before a token was evaluated: no model call, as rizz's own budget
+            return AgentReply("", overflow=True, sent=False, prompt_tokens=prompt.token_count)
         self.generations.append(gen)
         parsed = parse_tool_calls(gen.text)
         if parsed.error is not None:  # the reply as written, so the log shows the bad block
@@ -280,7 +282,7 @@ class NativeToolAgent(PromptedAgent):
             except Exception as err:  # noqa: BLE001 - only the server's own window overflow is caught
                 if _WINDOW_FULL not in str(err):
                     raise
-                return AgentReply("", overflow=True, prompt_tokens=prompt.token_count)
+                return AgentReply("", overflow=True, prompt_tokens=prompt.token_count)  # sent: a model call
         calls = _element_calls(el, raw_calls)
         latency = time.perf_counter() - t0
         parts = answer_and_reasoning(text, reasoning)

@@ -225,7 +225,8 @@ class EpisodePart:
     "assistant", "text", "calls": [[name, {args}], ...]}``, ``{"role": "tool", "name",
     "arguments", "result", "error"}``; ``env_digest``: ``sha256:…`` of the environment at the
     end; ``turn_calls``: per user turn, per model step, the calls as text; ``model_calls`` /
-    ``user_calls``: agent and simulated-user model calls; ``tool_errors``; ``stop``: ``done``,
+    ``user_calls``: agent and simulated-user model calls (an agent prompt that never reached the
+    model, over the budget, is none; a request a server refused as too long is one); ``tool_errors``; ``stop``: ``done``,
     ``user_stop``, ``transfer``, ``repeat``, ``max_steps`` or ``overflow``; ``prompt_tokens_max``: the largest agent
     prompt. ``wrong_call``: the first wrong call, the answer the memory round folds when the
     verdict is below the write threshold (the branch-local anti-pattern); the record's

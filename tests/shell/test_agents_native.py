@@ -169,6 +169,23 @@ def test_a_server_whose_window_fills_ends_the_episode_as_overflow(tmp_path, http
     assert replay(out)["state_digest"] == s["state_digest"]
 
 
+def test_a_prompt_over_the_budget_is_no_request_and_no_model_call(tmp_path, http_server) -> None:
+    """A prompt rizz's own budget refuses never leaves rizz: the episode ends as ``overflow``
+    with no agent request and no model call (a server's refusal, above, is one)."""
+    from rizz.adapters.embedder import Embedder
+
+    seen: list = []
+    srv = http_server(_openai_route(seen))
+    stream, out = tmp_path / "s.jsonl", tmp_path / "run"
+    write_stream(stream, [EL])
+    s = run_stream(stream, load_policy("frozen"), "frozen", out, OpenAICompatModel(srv.url, "m", max_retries=0), Embedder(),
+                   log=lambda m: None, budget=200)  # the tool list alone is over 1,000 tokens
+    rec = json.loads((out / "log.jsonl").read_text().splitlines()[0])
+    assert rec["episode"]["stop"] == "overflow" and rec["episode"]["model_calls"] == 0
+    assert not [b for b in seen if "tools" in b]
+    assert replay(out)["state_digest"] == s["state_digest"]
+
+
 def test_under_serve_the_shared_queue_carries_native_tool_calls(tmp_path, http_server) -> None:
     """``rizz serve`` wraps every tenant's model as CachedModel(FairModel(backend)): episodes
     still use the API's native tool calling, each request waits its turn in the shared queue,

@@ -37,14 +37,17 @@ class ToolEpisode:
       env_digest: ``sha256:...`` of the environment's state at the end.
       turn_calls: per user turn, per model step, the calls in the text protocol's form (BFCL's
         multi-turn checker reads this shape).
-      model_calls: agent model calls (the simulated user's calls are counted apart).
+      model_calls: agent model calls (the simulated user's calls are counted apart): the replies
+        whose request reached the model (``AgentReply.sent``); an overflow whose prompt never
+        did (over rizz's budget, or refused by the embedded model before a token) is none, a
+        request the server refused as too long for its window is one.
       user_calls: simulated-user model calls.
       tool_errors: malformed calls, unknown tools and tool exceptions.
       stop: ``done`` (the agent answered the last turn), ``user_stop`` (``###STOP###``),
         ``transfer`` (a terminating tool ran: τ-bench's ``transfer_to_human_agents``), ``repeat``
         (the same failing reply ``agents.repeat_stop`` times in a row), ``max_steps`` (the policy's bound),
-        ``overflow`` (the task alone exceeds the budget, or the
-        server reports its context window full: :mod:`rizz.engine.native_agent`).
+        ``overflow`` (the task alone exceeds the budget, or the model reports its context
+        window full: :mod:`rizz.engine.native_agent`).
       prompt_tokens_max: the largest compiled agent prompt, tokens.
     """
 

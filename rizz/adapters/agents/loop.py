@@ -44,13 +44,21 @@ STOP = "###STOP###"
 @attrs.frozen
 class AgentReply:
     """One agent reply: its text, the calls parsed from it (empty: a message to the user), or
-    ``error`` (a malformed call attempt), and the prompt tokens of the call (0 for scripts)."""
+    ``error`` (a malformed call attempt), and the prompt tokens of the call (0 for scripts).
+
+    ``overflow``: no reply could be had because the prompt is too long (the episode ends as
+    ``overflow``). ``sent``: the request reached the model, so the reply is one of the
+    episode's model calls (``ToolEpisode.model_calls``). False only for an overflow whose
+    prompt never reached it: rizz's own prompt budget refused it, or the embedded model
+    refused the rendered prompt before evaluating a token; a server that refuses a request
+    as too long for its window was sent it (True)."""
 
     text: str
     calls: tuple[ToolCall, ...] = ()
     error: str | None = None
     prompt_tokens: int = 0
     overflow: bool = False
+    sent: bool = True
 
 
 class Agent(Protocol):
@@ -102,7 +110,7 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
     turns = list(el.turns or ())
     single = el.verifier == "bfcl_ast"
     turn_calls: list[list[tuple[str, ...]]] = [[]]
-    steps = errors = tokens_max = repeats = ran_repeats = 0
+    steps = model_calls = errors = tokens_max = repeats = ran_repeats = 0
     last_failed: tuple[Any, ...] | None = None  # the last reply that failed whole, as compared for repeat_stop
     last_ran: tuple[Any, ...] | None = None  # the last reply whose calls all ran, as compared for repeat_stop
     last_said: tuple[str, str] | None = None  # the last (message to the user, the user's reply), as compared for repeat_stop
@@ -112,6 +120,7 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
     while steps < max_steps:
         r = agent.reply(el, transcript, env)
         steps += 1
+        model_calls += r.sent  # a prompt that never reached the model is no model call
         tokens_max = max(tokens_max, r.prompt_tokens)
         if r.overflow:
             stop = "overflow"
@@ -182,7 +191,7 @@ def run_episode(el: StreamElement, agent: Agent, env: Environment, *, max_steps:
             continue
         stop = "done"
         break
-    return ToolEpisode(tuple(transcript), env.state_digest(), tuple(tuple(t) for t in turn_calls), steps, user_calls,
+    return ToolEpisode(tuple(transcript), env.state_digest(), tuple(tuple(t) for t in turn_calls), model_calls, user_calls,
                    errors, stop, tokens_max)
 
 
