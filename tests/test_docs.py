@@ -114,9 +114,10 @@ def test_the_live_session_example_prints_what_the_page_says(tmp_path: Path, monk
 
 
 def test_the_state_at_example_agrees_with_its_diff_as_the_page_says(tmp_path: Path, monkeypatch, capsys) -> None:
-    """docs/live-sessions.md's state_at / diff_run example (stand-ins for the model and the
-    embedder): it ends as the page says, the diff's written example is the one the states gained,
-    and the RUN_DIR's last state is the session's."""
+    """docs/live-sessions.md's state_at / diff_run / branch_rows example (stand-ins for the model
+    and the embedder): its verdicts check the answers, the diff's written item is the one the
+    states' branch rows gained, the RUN_DIR's last state is the session's, and the output the page
+    shows (the real model's) ends as the page says, in the lines the example prints."""
     (name, i, _, code), = [b for b in BLOCKS if b[0] == "docs/live-sessions.md" and "state_at(" in b[3]]
     sys.path.insert(0, str(ROOT / "tests" / "shell"))
     from livekit import HashEmbedder, StubModel
@@ -129,14 +130,23 @@ def test_the_state_at_example_agrees_with_its_diff_as_the_page_says(tmp_path: Pa
     code = code.replace(_STANDIN, "model=StubModel(), embedder=HashEmbedder()")
     exec(compile(code, f"{name}[{i}]", "exec"), globs)
     out = capsys.readouterr().out.splitlines()
+    row = re.compile(r"b0 episodes (\d+) -> (\d+) anti-patterns (\d+) -> (\d+)")
+    before, after, app = globs["before"], globs["after"], globs["app"]
+    b0, a0 = before.branches["b0"], after.branches["b0"]
+    m = row.fullmatch(out[-1])
+    assert m and tuple(map(int, m.groups())) == (len(b0.episodes), len(a0.episodes), len(b0.anti_patterns), len(a0.anti_patterns))
+    # the stand-in answers a letter: the check fails it, and the diff and the rows say an anti-pattern was written
+    assert any(line.startswith("  + anti-pattern in b0: What is 7 + 5? ⇏ ") for line in out[:-1])
+    assert not any("episode written" in line for line in out)
+    assert len(a0.anti_patterns) == len(b0.anti_patterns) + 1 and len(a0.episodes) == len(b0.episodes)
+    assert "after step 1: 1 branch (1 active)" in out
+    assert digest(after) == replay(app, write_summary=False)["state_digest"]
     page = (DOCS / "live-sessions.md").read_text(encoding="utf-8")
     (said,) = re.findall(r"It ends `([^`]+)`", page)
-    assert out[-1] == said == "b0 1 -> 2"
-    assert any(line.startswith("  + episode written to b0: What is 7 + 5? ⇒ ") for line in out[:-1])
-    assert "after step 1: 1 branch (1 active)" in out
-    before, after, app = globs["before"], globs["after"], globs["app"]
-    assert (len(before.branches["b0"].episodes), len(after.branches["b0"].episodes)) == (1, 2)
-    assert digest(after) == replay(app, write_summary=False)["state_digest"]
+    shown = page[page.index("```text\nstep 1 [What is 7 + 5?]"):].split("```")[1].splitlines()[1:]
+    assert shown[-1] == said and row.fullmatch(said)
+    assert [ln.split(" ")[0] for ln in shown] == [ln.split(" ")[0] for ln in out]
+
 
 def test_own_policy_example_checks_as_the_page_says(tmp_path: Path, monkeypatch) -> None:
     """docs/policies.md's 3-line policy file and its `rizz policy check` line, run as written."""
