@@ -33,8 +33,10 @@ from rizz.formats.policy_file import (
     constants_markdown,
     dump_policy,
     load_policy,
+    name_clash_note,
     policy_differences,
     policy_header,
+    policy_label,
     shipped_policies,
 )
 from rizz.formats.streams import StreamError, read_stream
@@ -170,6 +172,7 @@ def run(
     from rizz.engine.session import check_resume, finished_run
 
     pol = _load_policy_or_exit(policy)
+    label = policy_label(policy, pol)  # a copy of a shipped policy with a key changed: its file's stem, not the shipped name
     if not stream.exists():
         _fail(f"stream file not found: {stream}")
     try:
@@ -192,13 +195,15 @@ def run(
     except RunDirMismatch as e:
         _fail(str(e))
     todo = n if limit is None else min(n, limit)
+    if note := name_clash_note(policy, pol):
+        typer.echo(f"rizz run: {note}", err=True)
     finished = finished_run(out, todo, model, rendering=rendering, user_model=user_model, embedder=Embedder)
     if finished is not None and all(k in finished for k in RUN_SUMMARY_KEYS):  # said before the model loads (up to a minute)
         typer.echo(f"{out}: already finished ({plural(finished['steps'], 'step')}); nothing to run", err=True)
         typer.echo(_summary_text(finished))
-        _say_overflow(out, finished, pol.name, None)
+        _say_overflow(out, finished, label, None)
         return
-    typer.echo(f"rizz run: {todo} of {n} elements of {stream}, policy {pol.name}, into {out}; loading the model {model} ...", err=True)
+    typer.echo(f"rizz run: {todo} of {n} elements of {stream}, policy {label}, into {out}; loading the model {model} ...", err=True)
     try:
         backend = load_model(model, cache=cache or out / "responses.sqlite")
         umodel = load_model(user_model, cache=cache or out / "responses.sqlite") if user_model else None
@@ -212,7 +217,7 @@ def run(
     try:  # outside the bar's `with`: the bar ends its line before any message is said
         embedder = Embedder()
         with new_progress() as prog:
-            on_step = StepProgress(prog, pol.name, min(n, limit) if limit is not None else n, echo=lambda m: typer.echo(m, err=True))
+            on_step = StepProgress(prog, label, min(n, limit) if limit is not None else n, echo=lambda m: typer.echo(m, err=True))
             summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
                                  rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, on_resume=on_step.resume, budget=budget,
                                  user_model=umodel, durability=durability)
@@ -228,7 +233,7 @@ def run(
             raise
         _fail(str(full), EXIT_DISK_FULL)
     typer.echo(_summary_text(summary))
-    _say_overflow(out, summary, pol.name, getattr(backend, "context_window", None))
+    _say_overflow(out, summary, label, getattr(backend, "context_window", None))
 
 
 @app.command(cls=Command)
@@ -464,9 +469,10 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
             except PolicyError as e:
                 hint = f"\n(the peer {p.lower()} is the entry peer:{p.lower()})" if p.lower() in PEERS else ""
                 _fail(f"{e}{hint}")
-    names = [loaded[p].name for p in loaded]
+    labels = {p: policy_label(p, loaded[p]) for p in loaded}  # each run's folder and row (rizz.lab.bench: the same)
+    names = list(labels.values())
     if len(set(names)) < len(names):  # before the model loads (run_bench says the same, later)
-        copied = [f"{p} (name: {loaded[p].name})" for p in loaded if names.count(loaded[p].name) > 1]
+        copied = [f"{p} (name: {labels[p]})" for p in loaded if names.count(labels[p]) > 1]
         _fail(f"policy names must differ (they name the run folders): {', '.join(copied)}; a copied policy file keeps "
               f"the name: of the file it was copied from: give it its own")
     _check_rendering(rendering)
@@ -478,20 +484,23 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     for p in policies:  # a folder resumed with other settings or a smaller --limit: refused before the model loads
         try:
             if p in loaded:
-                check_resume(out / loaded[p].name, stream, loaded[p], budget, p, limit, expect_model)
+                check_resume(out / labels[p], stream, loaded[p], budget, p, limit, expect_model)
             elif (out / p / "summary.json").exists():  # a finished peer run (an unfinished one starts again)
                 RunDir(out / p).check_limit(limit)
         except RunDirMismatch as e:
             _fail(str(e))
     todo = len(elements) if limit is None else min(len(elements), limit)
+    for p in loaded:
+        if note := name_clash_note(p, loaded[p]):
+            typer.echo(f"rizz bench: {note}", err=True)
     # every policy's run already finished (a peer entry's folder is checked only by its run): the report, without the model
-    finished = [f for p in policies if p in loaded and (f := finished_run(out / loaded[p].name, todo, model, rendering=rendering,
+    finished = [f for p in policies if p in loaded and (f := finished_run(out / labels[p], todo, model, rendering=rendering,
                                                                            user_model=user_model, embedder=Embedder)) is not None]
     if len(finished) == len(policies):
         for p, f in zip(policies, finished):
-            typer.echo(f"{out / loaded[p].name}: already finished ({plural(f['steps'], 'step')}); nothing to run", err=True)
+            typer.echo(f"{out / labels[p]}: already finished ({plural(f['steps'], 'step')}); nothing to run", err=True)
         try:
-            results = build_report(out, [loaded[p].name for p in policies], title=title, command=command)
+            results = build_report(out, [labels[p] for p in policies], title=title, command=command)
         except (ValueError, FileNotFoundError) as e:
             _fail(str(e))
         typer.echo(format_table(results))
@@ -640,6 +649,8 @@ def policy_check(files: list[str] = typer.Argument(..., metavar="POLICY...", hel
         try:
             p = load_policy(f)
             typer.echo(f"{f}: ok ({p.name})" + _no_extends_note(f, p))
+            if note := name_clash_note(f, p):  # a line of its own (it names the file)
+                typer.echo(note)
         except PolicyError as e:
             bad += 1
             typer.secho(str(e), fg="red", err=True)
@@ -664,7 +675,7 @@ def _no_extends_note(source: str, policy: Any) -> str:
     if not n:  # default.yaml itself, or a file that spells out every field default sets
         return ""
     return (f"; note: no extends:, so its unset fields are rizz.core.Policy's values, not policies/default.yaml's"
-            f" ({n} fields differ from default: rizz policy diff default {source}; add extends: default to start from it)")
+            f" ({plural(n, 'field differs', 'fields differ')} from default: rizz policy diff default {source}; add extends: default to start from it)")
 
 
 def policy_list_lines(columns: int | None) -> list[str]:

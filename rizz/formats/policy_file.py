@@ -29,7 +29,7 @@ from rizz.core.policy import PROTECTED_BLOCKS, Policy, policy_schema
 from rizz.errors import RizzError
 from rizz.formats.schema_check import schema_errors
 from rizz.formats.streams import VERIFIERS, non_finite
-from rizz.formats.wording import did_you_mean
+from rizz.formats.wording import did_you_mean, plural
 
 #: Verifier names (specs/stream-format.md); thresholds may only name these.
 VERIFIER_NAMES = VERIFIERS
@@ -455,6 +455,49 @@ def policy_differences(a: Policy, b: Policy) -> list[tuple[str, Any, Any]]:
 
     walk("", policy_data(a), policy_data(b))
     return out
+
+
+def shipped_name_clash(source: str | Path, policy: Policy) -> int:
+    """How many fields (apart from the name) of the policy loaded from ``source`` differ from the
+    shipped policy whose name it has, for a file outside :data:`POLICY_DIR` (a copy of
+    ``policies/NAME.yaml`` with a key changed keeps its ``name:``); 0 for a shipped policy, an
+    identical copy, or a name no shipped policy has."""
+    path = _policy_path(source)
+    shipped = POLICY_DIR / f"{policy.name}.yaml"
+    if not path.is_file() or not shipped.is_file() or path.resolve().parent == POLICY_DIR.resolve():
+        return 0
+    try:
+        base = load_policy(shipped)
+    except PolicyError:
+        return 0
+    return len([d for d in policy_differences(base, policy) if d[0] != "name"])
+
+
+def policy_label(source: str | Path, policy: Policy) -> str:
+    """What ``rizz run`` and ``rizz bench`` call the policy loaded from ``source`` (their console
+    lines, a bench's run folder and table row): its name; for a file that has a shipped policy's
+    name while its fields differ (:func:`shipped_name_clash`), the file's stem, unless that is
+    a shipped name too (or no folder name). run.json and summary.json record ``source`` as before."""
+    if not shipped_name_clash(source, policy):
+        return policy.name
+    stem = _policy_path(source).stem
+    return policy.name if (POLICY_DIR / f"{stem}.yaml").is_file() or _folder_name_problem(stem) else stem
+
+
+def name_clash_note(source: str | Path, policy: Policy) -> str:
+    """A note for a policy file that has a shipped policy's name while its fields differ from it
+    (:func:`shipped_name_clash`): the file, the name, the label run and bench give it, and the fix;
+    ``""`` for any other policy."""
+    n = shipped_name_clash(source, policy)
+    if not n:
+        return ""
+    name, label = policy.name, policy_label(source, policy)
+    called = (f"rizz run and rizz bench label it {label}" if label != name
+              else f"rizz run and rizz bench call it {name} too, as the shipped one")
+    own = f"name: {label}" if label != name else "name: my-name"
+    return (f"note: {source} is named {name}, as the shipped policy, but {plural(n, 'field differs', 'fields differ')} from it "
+            f"(rizz policy diff {name} {source}); "
+            f"{called}; give it its own name: ({own}), or write extends: {name} with only the keys you changed")
 
 
 def dump_policy(policy: Policy) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from rizz.adapters.embedder import bundled_model_dir
 from rizz.engine.run import run_stream
-from rizz.formats.policy_file import load_policy
+from rizz.formats.policy_file import load_policy, policy_label
 from rizz.formats.streams import read_stream
 from rizz.lab.peers.proxy import CallProxy
 from rizz.lab.peers.run_peer import is_peer, run_peer
@@ -82,7 +82,8 @@ def run_bench(
     """
     out = Path(out)
     loaded = [(p, None if is_peer(p) else load_policy(p)) for p in policies]
-    names = [p if pol is None else pol.name for p, pol in loaded]
+    # a run's folder and row: the policy's name (a copy of a shipped policy with a key changed: its file's stem)
+    names = [p if pol is None else policy_label(p, pol) for p, pol in loaded]
     if any(pol is None for _, pol in loaded) and peer_model is None:
         raise ValueError("peer entries need the bench's peer model path (see rizz.lab.peers.setup)")
     if len(set(names)) != len(names):
@@ -97,8 +98,8 @@ def run_bench(
         _run_on_ray(stream, loaded, out, limit=limit, rendering=rendering, budget=budget, log=log, address=ray_address,
                     model_factory=model_factory, embedder_factory=embedder_factory, num_cpus=num_cpus)
     proxy = None
-    width = max((len(source if pol is None else pol.name) for source, pol in loaded), default=0)  # the bars' labels aligned
-    for source, pol in loaded if ray_address is None else ():
+    width = max((len(name) for name in names), default=0)  # the bars' labels aligned
+    for (source, pol), name in zip(loaded, names) if ray_address is None else ():
         if pol is None:
             proxy = proxy or CallProxy(peer_model.upstream, cache=out / "peer-responses.sqlite", backend=peer_model.answer_with)
             on_peer = StepProgress(progress, f"{source:>{width}}", total, echo=log)
@@ -112,8 +113,8 @@ def run_bench(
                                embedder_path=emb_path, budget=budget, on_step=lambda rec: on_peer(rec, None), log=log)  # noqa: B023 - run_peer returns first
             on_peer.finish(summary["steps"])
             continue
-        on_step = StepProgress(progress, f"{pol.name:>{width}}", total, echo=log)
-        summary = run_stream(stream, pol, source, out / pol.name, model, embedder, limit=limit,
+        on_step = StepProgress(progress, f"{name:>{width}}", total, echo=log)
+        summary = run_stream(stream, pol, source, out / name, model, embedder, limit=limit,
                              rendering=rendering or (peer_model.rendering if peer_model is not None else None),
                              budget=budget, on_step=on_step, on_resume=on_step.resume, log=log, user_model=user_model)
         on_step.finish(summary["steps"])
@@ -134,7 +135,8 @@ def _run_on_ray(stream: str | Path, loaded: list, out: Path, *, limit: int | Non
         from functools import partial
 
         embedder_factory = partial(pinned_embedder, driver_torch_threads())
-    specs = [RunSpec(pol.name, Path(stream), pol, source, out / pol.name, limit, rendering, budget) for source, pol in loaded]
+    specs = [RunSpec(name, Path(stream), pol, source, out / name, limit, rendering, budget)
+             for source, pol in loaded for name in [policy_label(source, pol)]]
     t0 = time.perf_counter()
     done = run_specs_on_ray(specs, out / "responses.sqlite", model_factory=model_factory, embedder_factory=embedder_factory,
                             address=address, num_cpus=num_cpus, log=log)
