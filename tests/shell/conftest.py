@@ -52,6 +52,17 @@ def fake_model() -> Callable[..., FakeModel]:
     return FakeModel
 
 
+@pytest.fixture
+def cli_stub(monkeypatch, fake_model) -> None:
+    """The ``rizz`` command with a fake model answering "2", the hash embedder, and no model
+    spec check: for CLI tests of what surrounds the model."""
+    from stubs import HashEmbedder
+
+    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: fake_model(lambda msgs: "2"))
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    monkeypatch.setattr("rizz.apps.cli._check_model", lambda model, user_model: None)
+
+
 @pytest.fixture(scope="session")
 def embedded_model():
     """The shipped SmolLM2-135M-Instruct Q4_1, loaded once per test session.

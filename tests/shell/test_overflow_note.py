@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from rizz.apps import cli
@@ -23,15 +22,6 @@ def _stream(path: Path, long: int = 2) -> Path:
              "metadata": {"task": "long"}} for i in range(long)]
     path.write_text("".join(json.dumps(e) + "\n" for e in els))
     return path
-
-
-@pytest.fixture
-def cli_stub(monkeypatch, fake_model):
-    from stubs import HashEmbedder
-
-    monkeypatch.setattr("rizz.apps.cli.load_model", lambda spec, **kw: fake_model(lambda msgs: "2"))
-    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
-    monkeypatch.setattr("rizz.apps.cli._check_model", lambda model, user_model: None)
 
 
 def _err(res) -> str:
