@@ -10,8 +10,9 @@
   ``wrong_call`` the first wrong call, what a failed one writes as the branch-local
   anti-pattern (chosen when the verdict is folded: :func:`rizz.engine.logfold.memory_input`).
   The step input's ``text``, the input every memory item of the episode is written with, is
-  the request the agent saw (:func:`opening_request`): τ-bench's customer's opening message,
-  not the task's hidden brief (``el.input``).
+  the request the agent saw, as :func:`~rizz.engine.answering.answer_element` set it (the
+  transcript's first user turn): τ-bench's customer's opening message, not the task's hidden
+  brief (``el.input``); BFCL's ``el.input``.
 * :func:`verify_episode_pending`: the episode verifier's verdict; with ``corrections``, a
   single-turn BFCL or τ-bench verdict below 1.0 carries the gold calls or actions as its
   ``correction`` (:func:`episode_correction`), in the compact trajectory's form (what
@@ -43,7 +44,7 @@ from rizz.engine.model_agent import LLMUser, ModelAgent
 from rizz.engine.native_agent import NativeToolAgent, native_kind
 from rizz.engine.pending import Call, Pending
 
-__all__ = ["answer_episode", "open_conversation", "opening_request", "verify_episode_pending"]
+__all__ = ["answer_episode", "open_conversation", "verify_episode_pending"]
 
 
 def open_conversation(el: Any, model: Any, policy: Any, user_model: Any = None) -> tuple[Any, str | None]:
@@ -97,7 +98,7 @@ def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge:
     first = prompts[0] if prompts else None
     answer = compact_trajectory(ep)
     step_input = attrs.evolve(
-        base, text=opening_request(el, ep), answer=answer,
+        base, answer=answer,
         prompt_rule_ids=first.item_ids("rules") if first else (), prompt_episode_keys=first.item_ids("examples") if first else (),
         prompt_blocks=tuple(sec.block for sec in first.sections if sec.block in MEMORY_BLOCKS) if first else (),
         prompt_tokens=prompt.token_count if prompt else 0,
@@ -108,19 +109,6 @@ def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge:
                    parsed=bool(ep.calls) or bool(ep.final), judge=judge, calls=tuple(calls), overflow=ep.stop == "overflow",
                    rendering=rendering, routed=routed, keys=keys, time=time, reasoning=reasoning, episode=ep,
                    wrong_call=first_wrong_call(el, ep))
-
-
-def opening_request(el: Any, ep: Any) -> str:
-    """The request the agent was given: the episode's first user turn as logged in its transcript.
-
-    The input an episode writes to memory (a verified example, a correction, an anti-pattern,
-    a working-memory turn), so what later prompts show and what ``write.supersede`` compares
-    is the agent's view. τ-bench: the simulated customer's first message (the agent never sees
-    the brief, ``el.input`` = ``el.user``); BFCL: ``el.input``, the element's first user turn.
-    Read from the recorded episode, so replay (which decodes ``input.text`` from the log)
-    needs no model call; ``el.input`` when the transcript opens with no user turn."""
-    first = ep.transcript[0] if ep.transcript else None
-    return first["text"] if first is not None and first.get("role") == "user" else el.input
 
 
 def episode_correction(el: Any) -> str | None:

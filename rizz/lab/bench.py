@@ -95,7 +95,7 @@ def run_bench(
             raise ValueError("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
         if any(pol is None for _, pol in loaded):
             raise ValueError("peer:NAME entries cannot run with --ray (they share one in-process model server)")
-        _run_on_ray(stream, loaded, out, limit=limit, rendering=rendering, budget=budget, log=log, address=ray_address,
+        _run_on_ray(stream, loaded, names, out, limit=limit, rendering=rendering, budget=budget, log=log, address=ray_address,
                     model_factory=model_factory, embedder_factory=embedder_factory, num_cpus=num_cpus)
     proxy = None
     width = max((len(name) for name in names), default=0)  # the bars' labels aligned
@@ -123,10 +123,11 @@ def run_bench(
     return build_report(out, names, title=title or f"rizz bench: {Path(stream).name}", command=command)
 
 
-def _run_on_ray(stream: str | Path, loaded: list, out: Path, *, limit: int | None, rendering: str | None, budget: int | None,
+def _run_on_ray(stream: str | Path, loaded: list, names: list[str], out: Path, *, limit: int | None, rendering: str | None, budget: int | None,
                 log: Callable[[str], None], address: str, model_factory: Callable[[str], Any] | None,
                 embedder_factory: Callable[[], Any] | None, num_cpus: int | None) -> None:
-    """Each (policy, stream) as a Ray task; writes ``out/ray.json`` (per-task wall s, node)."""
+    """Each (policy, stream) as a Ray task, in the run folder ``out/<name>`` of ``names`` (the
+    policies' labels, :func:`~rizz.formats.policy_file.policy_label`); writes ``out/ray.json`` (per-task wall s, node)."""
     import time
 
     if model_factory is None:
@@ -135,8 +136,7 @@ def _run_on_ray(stream: str | Path, loaded: list, out: Path, *, limit: int | Non
         from functools import partial
 
         embedder_factory = partial(pinned_embedder, driver_torch_threads())
-    specs = [RunSpec(name, Path(stream), pol, source, out / name, limit, rendering, budget)
-             for source, pol in loaded for name in [policy_label(source, pol)]]
+    specs = [RunSpec(name, Path(stream), pol, source, out / name, limit, rendering, budget) for (source, pol), name in zip(loaded, names)]
     t0 = time.perf_counter()
     done = run_specs_on_ray(specs, out / "responses.sqlite", model_factory=model_factory, embedder_factory=embedder_factory,
                             address=address, num_cpus=num_cpus, log=log)

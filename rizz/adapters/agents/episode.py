@@ -101,7 +101,7 @@ TRAJECTORY_CHARS = 1200
 def compact_trajectory(episode: ToolEpisode, limit: int = TRAJECTORY_CHARS) -> str:
     """``call; call; ... -> final answer``: what a verified episode writes to episodic memory
     (request → tool calls → final answer; the request, the transcript's first user turn, is the
-    example's input: :func:`rizz.engine.agent_step.opening_request`).
+    example's input: :func:`rizz.engine.agent_step.open_conversation`).
     Failed calls are left out; long texts are cut to ``limit`` characters with ``...``."""
     ok: list[str] = []
     events = list(episode.transcript)

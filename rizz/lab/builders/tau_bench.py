@@ -7,8 +7,8 @@ shared), ``wiki.md`` (the agent policy) and ``db/`` (the databases the tools act
 Element (one per task, in file order): ``input`` = the task's hidden brief (the agent's side
 never sees it: the simulated user, briefed with ``user``, opens the conversation, and that
 opening message, not the brief, is what the step embeds, labels, routes and retrieves from and
-the input the episode writes to memory: :func:`rizz.engine.agent_step.open_conversation`,
-:func:`~rizz.engine.agent_step.opening_request`); ``instruction`` = the domain policy (``wiki.md``); ``tools`` = rizz's tool
+the input the episode writes to memory: :func:`rizz.engine.agent_step.open_conversation`);
+``instruction`` = the domain policy (``wiki.md``); ``tools`` = rizz's tool
 schemas of the domain (:mod:`rizz.adapters.agents.tau_retail`, :mod:`~rizz.adapters.agents.tau_airline`);
 ``user`` = the brief; ``environment`` = ``{"name": "tau_bench", "domain": D, "db":
 "tau_bench/D/db"}``; ``reference`` = ``{"actions": gold actions, "outputs": required outputs}``
