@@ -359,7 +359,9 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
             try:
                 obj = json.loads(raw.rstrip("\r\n"), object_pairs_hook=pairs_hook)
             except json.JSONDecodeError as err:
-                reject(BadLine(lineno, None, f"invalid JSON at column {err.colno}: {err.msg}"))
+                # json's "Unterminated string starting at" (its own text continues ": line L column C")
+                what = f"{err.msg[:-3].lower()} there" if err.msg.endswith(" at") else err.msg
+                reject(BadLine(lineno, None, f"invalid JSON at column {err.colno}: {what}"))
                 continue
             if not isinstance(obj, dict):
                 reject(BadLine(lineno, None, f"expected a JSON object, got {describe(obj)}"))

@@ -76,7 +76,7 @@ with extra_needed("lab", "the run log"):
     from filelock import FileLock, Timeout
 
 __all__ = ["SETTING_NAMES", "RunDir", "RunDirBusy", "RunDirMismatch", "RunDirReadOnly", "SettingChange", "change_line",
-           "mismatch_message", "setting_changes", "setting_lines", "write_json_atomic"]
+           "mismatch_message", "setting_changes", "write_json_atomic"]
 
 
 class RunDirBusy(RuntimeError, RizzError):
@@ -684,21 +684,6 @@ def change_line(change: SettingChange, words: str = "cli") -> str:
     else:
         line = f"  {name}: run has {_shown(change.run)}, this {'call' if words == 'api' else 'command'} has {_shown(change.this)}"
     return line + (f" {change.detail}" if change.detail else "")
-
-
-def setting_lines(old: dict[str, Any], meta: dict[str, Any], keys: list[str]) -> list[str]:
-    """One line per differing setting of ``keys`` (``run.json`` ``old`` against this command's
-    ``meta``; :func:`setting_changes`), named by :data:`SETTING_NAMES`; the stream by its path
-    as recorded and as given, and, when the path is the same, by the start of its content's sha256 too.
-
-    Example:
-        >>> for line in setting_lines({"budget_cap": None, "stream": "s.jsonl", "stream_sha256": "ab" * 32},
-        ...                           {"budget_cap": 512, "stream": "s.jsonl", "stream_sha256": "cd" * 32}, ["stream_sha256", "budget_cap"]):
-        ...     print(line)
-          stream: 's.jsonl' both times, but its content changed since the run started (sha256 abababababab… -> cdcdcdcdcdcd…)
-          --budget: run has none, this command has 512
-    """
-    return [change_line(c) for c in setting_changes(old, meta, keys)]
 
 
 #: Settings a resume can give back as the run started them, by an option (``rizz run``'s and

@@ -462,6 +462,49 @@ def test_ace_agent_that_never_returns_json_is_counted_and_scored_zero(http_serve
     assert all([c["kind"] for c in r["calls"]] == ["answer"] * tries for r in recs)
 
 
+@pytest.mark.slow
+def test_ace_in_tools_mode_sends_each_schema_as_a_named_tool_and_reads_the_call(http_server, tmp_path):
+    """RIZZ_PEER_ACE_MODE=tools: every ACE role asks for its output as a named function (which
+    llama.cpp's server decodes under that schema's grammar); the reply's tool call is read."""
+    _need("ace")
+    seen = []
+    answers = {"q0": "4", "q1": "5", "q2": "B"}
+
+    def route(method, path, body):
+        if path == "/v1/models":
+            return 200, {"object": "list", "data": [{"id": "stub", "object": "model", "created": 0, "owned_by": "t"}]}, {}
+        name = body["tool_choice"]["function"]["name"]
+        tool = next(t for t in body["tools"] if t["function"]["name"] == name)
+        seen.append((name, sorted(tool["function"]["parameters"]["properties"])))
+        text = " ".join(str(m["content"]) for m in body["messages"])
+        args = {"SkillManagerOutput": {"update": {"reasoning": "r", "operations": [
+                    {"type": "ADD", "section": "math", "content": "Reply with the bare number."}]}},
+                "ReflectorOutput": {"reasoning": "r", "correct_approach": "add", "key_insight": "numbers only"},
+                "AgentOutput": {"reasoning": "think", "final_answer": next(
+                    (a for q, a in answers.items() if {"q0": "2 + 2", "q1": "3 + 3", "q2": "A. cat"}[q] in text), "?")}}[name]
+        call = {"id": "c0", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        return 200, {"id": "x", "object": "chat.completion", "created": 0, "model": "stub", "usage": _usage(body["messages"]),
+                     "choices": [{"index": 0, "finish_reason": "tool_calls",
+                                  "message": {"role": "assistant", "content": None, "tool_calls": [call]}}]}, {}
+
+    summary = _run(tmp_path, http_server(route), "ace", options={"instructor_mode": "tools"})
+    recs = _records(tmp_path / "peer:ace")
+    assert [r["answer"]["raw"] for r in recs] == ["4", "5", "B"] and summary["peer_failures"] == 0
+    assert [n for n, _ in seen] == ["AgentOutput", "ReflectorOutput", "SkillManagerOutput"] * 3
+    assert "update" in dict(seen)["SkillManagerOutput"]  # the schema's nesting, which the 1.5B missed in md_json mode
+    book = json.loads((tmp_path / "peer:ace" / "peer" / "skillbook.json").read_text())
+    assert "Reply with the bare number." in json.dumps(book)
+    calls = [json.loads(x) for x in (tmp_path / "peer:ace" / "calls.jsonl").read_text().splitlines()]
+    assert json.loads(calls[0]["reply"])["final_answer"] == "4"  # the call's arguments stand as the reply's text
+    assert json.loads((tmp_path / "peer:ace" / "run.json").read_text())["peer_options"]["instructor_mode"] == "tools"
+
+
+def test_an_unknown_ace_mode_is_refused_naming_the_modes(tmp_path):
+    with pytest.raises(PeerError, match=r"RIZZ_PEER_ACE_MODE='xml'.*md_json, tools, json, json_schema"):
+        run_peer(_stream(tmp_path), "ace", tmp_path / "out", None, None, "stub", options={"instructor_mode": "xml"})
+    assert not (tmp_path / "out").exists()
+
+
 def test_unknown_peer_is_a_clear_error():
     with pytest.raises(PeerError, match="unknown peer 'amem'.*peer:ace, peer:mem0"):
         peer_python("amem")

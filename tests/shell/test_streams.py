@@ -41,6 +41,7 @@ _CODE = {"tests": _TESTS, "entry_point": "add"}
 # (name, line, field, substring of the message after "FILE:LINE: ")
 BAD_LINES = [
     ("json", '{"id": "x", "input": }', None, "invalid JSON at column"),
+    ("json-unterminated", '{"id": "x", "input": {"text": "x}}', None, "invalid JSON at column 31: unterminated string starting there"),
     ("not-object", "[1, 2]", None, "expected a JSON object, got a list"),
     ("missing-id", _line(id=_DROP), "id", "field 'id': required field missing"),
     ("missing-input", _line(input=_DROP), "input", "field 'input': required field missing"),

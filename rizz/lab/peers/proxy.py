@@ -208,7 +208,10 @@ class CallProxy:
             resp = {}
         usage = resp.get("usage") or {}
         choice = (resp.get("choices") or [{}])[0]
-        text = (choice.get("message") or {}).get("content") if "message" in choice else choice.get("text")
+        message = choice.get("message") or {}
+        text = message.get("content") if "message" in choice else choice.get("text")
+        if not text and message.get("tool_calls"):  # a forced function call (instructor's TOOLS mode): its arguments
+            text = "\n".join(str((c.get("function") or {}).get("arguments", "")) for c in message["tool_calls"])
         rec = {"kind": kind, "prompt_tokens": int(usage.get("prompt_tokens") or 0),
                "completion_tokens": int(usage.get("completion_tokens") or 0), "latency_s": round(latency, 4),
                "cost_usd": resp.get("rizz_cost_usd"), "cached": cached, "status": status,

@@ -57,7 +57,7 @@ from rizz.formats.streams import StreamElement, read_stream
 from rizz.lab.peers.report import distinct_failures
 from rizz.store.runlog import RunDir, RunDirMismatch, setting_changes, write_json_atomic
 
-__all__ = ["MEM0_TOP_K", "PEERS", "PEER_OPTIONS", "PeerError", "PeerWorker", "is_peer", "peer_python", "run_peer"]
+__all__ = ["ACE_MODES", "MEM0_TOP_K", "PEERS", "PEER_OPTIONS", "PeerError", "PeerWorker", "is_peer", "peer_python", "run_peer"]
 
 PEERS = ("ace", "mem0")
 #: Settings handed to each peer (recorded in run.json). Completion cap 1,024 tokens per call:
@@ -68,7 +68,16 @@ PEERS = ("ace", "mem0")
 #: cores). mem0's ``infer`` (its default True: an LLM call extracts facts before storing) can be
 #: set to False with ``RIZZ_PEER_MEM0_INFER=0``: mem0's extraction prompt alone is ~8,500
 #: tokens, more than SmolLM2's 8,192-token window.
-PEER_OPTIONS = {"ace": {"max_tokens": 1024, "max_retries": 1},
+#: ACE's structured-output mode: ``RIZZ_PEER_ACE_MODE=tools`` hands ACE's roles an
+#: ``InstructorClient`` in instructor's ``Mode.TOOLS`` (ACE's ``ace/llm_providers/instructor_client.py``:
+#: "use Mode.JSON for OpenAI structured outputs"; TOOLS is instructor's own default for OpenAI)
+#: instead of ACE's default ``Mode.MD_JSON``. The schema then goes as a named ``tool_choice``,
+#: which llama.cpp's OpenAI server decodes under a grammar made from it, as OpenAI's API forces
+#: a named function's arguments; the prompts stay ACE's. Unset: ACE as it ships (the key is then
+#: absent from ``peer_options``, so runs recorded before it resume).
+ACE_MODES = ("md_json", "tools", "json", "json_schema")
+PEER_OPTIONS: dict[str, dict[str, Any]] = {"ace": {"max_tokens": 1024, "max_retries": 1,
+                        **({"instructor_mode": os.environ["RIZZ_PEER_ACE_MODE"].lower()} if os.environ.get("RIZZ_PEER_ACE_MODE") else {})},
                 "mem0": {"max_tokens": 1024, "infer": os.environ.get("RIZZ_PEER_MEM0_INFER", "1") not in ("0", "false", "False")}}
 MEM0_TOP_K = 5  # memories put in the answer prompt (mem0's search default is 20; 5 keeps prompts near rizz's)
 WORKER = Path(__file__).with_name("worker.py")
@@ -197,6 +206,8 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
     stream, out = Path(stream), Path(out)
     elements = list(read_stream(stream).elements)[: limit if limit is not None else None]
     options = dict(PEER_OPTIONS.get(name, {}), **(options or {}))
+    if options.get("instructor_mode", "md_json") not in ACE_MODES:
+        raise PeerError(f"RIZZ_PEER_ACE_MODE={options['instructor_mode']!r}: ACE's structured-output mode is one of {', '.join(ACE_MODES)}")
     meta = {"stream": str(stream), "stream_sha256": _sha(stream), "policy": f"peer:{name}", "model": model.name,
             "rendering": rendering, "peer_options": options, "budget_cap": budget}
     earlier: dict[int, tuple[str, float]] = {}

@@ -84,6 +84,16 @@ class AcePeer:
                 v = peer._verdicts.get()
                 return EnvironmentResult(feedback=v["feedback"], ground_truth=v["reference"], metrics={"reward": v["reward"]})
 
+        mode = options.get("instructor_mode")
+        if mode:  # one of ACE's InstructorClient modes (run_peer.PEER_OPTIONS); ACE's default is md_json
+            import instructor
+            from ace.llm_providers.instructor_client import InstructorClient
+
+            base_client = client
+
+            def client(kind: str) -> Any:  # noqa: F811 - the same client, wrapped in the chosen mode
+                return InstructorClient(base_client(kind), mode=instructor.Mode[str(mode).upper()], max_retries=retries)
+
         self._env = BenchEnvironment()
         self.ace = OnlineACE(agent=Agent(client("answer"), max_retries=retries),
                              reflector=Reflector(client("reflect"), max_retries=retries),
