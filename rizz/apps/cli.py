@@ -440,7 +440,9 @@ def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: int 
 
 
 def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int | None, rendering: str | None, command: str, title: str,
-           budget: int | None = None, ray_address: str | None = None, user_model: str | None = None) -> None:
+           budget: int | None = None, ray_address: str | None = None, user_model: str | None = None,
+           elements: Sequence[Any] | None = None) -> None:
+    """Run ``rizz bench``'s job; ``elements``: the stream's, when the caller has read it already."""
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
     from rizz.engine.session import check_resume, finished_run
     from rizz.lab.bench import run_bench
@@ -448,10 +450,11 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
 
     if not stream.exists():
         _fail(f"stream file not found: {stream}")
-    try:
-        elements = read_stream(stream).elements  # refuse a bad stream before writing anything
-    except StreamError as e:
-        _fail(str(e))
+    if elements is None:
+        try:
+            elements = read_stream(stream).elements  # refuse a bad stream before writing anything
+        except StreamError as e:
+            _fail(str(e))
     _check_model(model, user_model)
     _check_oracle(model, stream, elements, limit)
     if not policies:
@@ -613,10 +616,11 @@ def demo(
     if not stream.exists():
         _fail(f"shipped demo data not found at {stream}; run from a clone of the rizz repository")
     _check_model(model, None)  # refused before the estimate line, which would otherwise say "no time estimate" for a typo
-    _check_oracle(model, stream, read_stream(stream).elements, limit)
+    elements = read_stream(stream).elements
+    _check_oracle(model, stream, elements, limit)
     typer.echo(_demo_estimate(out, limit, model, budget), err=True)
     _bench(stream, ["frozen", "default"], out, model, limit, None, "rizz " + " ".join(sys.argv[1:]),
-           "rizz demo: frozen vs RIZZ on TRACE (interleaved, shipped slice)", budget)
+           "rizz demo: frozen vs RIZZ on TRACE (interleaved, shipped slice)", budget, elements=elements)
 
 
 def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:

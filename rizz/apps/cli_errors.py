@@ -9,6 +9,7 @@ in :mod:`rizz.apps.cli_scale`, ``rizz view``) refuse the same way without import
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -19,7 +20,7 @@ from rizz.formats.policy_file import PolicyError, load_policy
 __all__ = ["check_out", "check_rendering", "fail", "load_policy_or_exit"]
 
 
-def fail(msg: str, code: int = 2) -> None:
+def fail(msg: str, code: int = 2) -> NoReturn:
     """Print ``msg`` in red on stderr and exit with ``code``. Raises typer.Exit."""
     typer.secho(msg, fg="red", err=True)
     raise typer.Exit(code)

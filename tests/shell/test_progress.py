@@ -311,6 +311,21 @@ def test_demo_refuses_a_bad_model_spec_before_any_time_estimate(tmp_path, monkey
     assert ran == [] and not (tmp_path / "d").exists()
 
 
+def test_demo_reads_its_stream_once_and_hands_the_elements_to_the_bench(tmp_path, monkeypatch):
+    """It read the shipped slice for its oracle check, then the bench read it again."""
+    from typer.testing import CliRunner
+
+    from rizz.apps import cli
+
+    reads, ran = [], []
+    real = cli.read_stream
+    monkeypatch.setattr(cli, "read_stream", lambda *a, **kw: reads.append(a) or real(*a, **kw))
+    monkeypatch.setattr(cli, "_bench", lambda *a, **kw: ran.append(kw))
+    res = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d")])
+    assert res.exit_code == 0 and len(reads) == 1, res.output
+    assert [len(kw["elements"]) for kw in ran] == [240]  # the whole shipped slice; --limit applies in the bench
+
+
 def test_ctrl_c_while_the_model_loads_is_said_and_leaves_no_run_dir(tmp_path, monkeypatch):
     """It exited 130 without a word (typer's default), before the bar even started."""
     from pathlib import Path
