@@ -14,6 +14,8 @@ from typing import Any
 from rizz.core import AdaptiveState, events as ev
 from rizz.core.evidence import block_shown
 from rizz.core.tenants import TenantStates, branch_key
+from rizz.engine.logfold import LogFold, snapshot_fold
+from rizz.formats.logrecord import parse
 from rizz.formats.policy_file import parse_policy
 from rizz.formats.wording import fallback_label_wording, ordinal, plural
 from rizz.lab.episode_view import episode_lines
@@ -77,22 +79,35 @@ def describe_event(e: object) -> str | None:
     return None
 
 
-def _fold_until(rd: RunDir, stop: int, keep_from: int, each: Callable[[dict[str, Any], tuple], None] | None = None,
-                ) -> tuple[AdaptiveState | TenantStates, list[tuple[dict[str, Any], tuple]]]:
-    """:func:`rizz.engine.run.fold_until` step ``stop``, keeping the records of steps
-    ``keep_from``..``stop`` with their events; ``each(record, events)`` sees every record folded."""
-    # lazy: rich and the model adapters, which rizz.engine.run's Session imports and this fold does not need
-    from rizz.engine.run import fold_until
+def _fold_until(rd: RunDir, stop: int, keep_from: int, each: Callable[[dict[str, Any], tuple], None] | None = None, *,
+                snapshots: bool = True) -> tuple[AdaptiveState | TenantStates, list[tuple[dict[str, Any], tuple]]]:
+    """Fold ``rd``'s log under the run's own policy until step ``stop`` (as
+    :func:`rizz.engine.run.fold_until` does), keeping the records of steps
+    ``keep_from``..``stop`` with their events.
 
+    Without ``each``, the fold starts from the newest sound snapshot taken at or before the
+    first record it keeps (:func:`~rizz.engine.logfold.snapshot_fold`), so every kept record is
+    still folded; without one, from the first record. ``each(record, events)`` sees every
+    record folded: with it, or ``snapshots=False``, the fold starts from the first record."""
+    policy = parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data")
+    records: list[dict[str, Any]] = []
+    for rec in rd.records():
+        if rec["step"] > stop and rec.get("kind", "step") in ("step", "answer"):
+            break
+        records.append(rec)
+    if snapshots and each is None:
+        first = next((i for i, r in enumerate(records) if keep_from <= r["step"] <= stop), len(records))
+        fold, start, _ = snapshot_fold(rd, policy, first)
+    else:
+        fold, start = LogFold(policy, rd.embeddings), 0
     kept = []
-
-    def keep(rec: dict[str, Any], events: tuple) -> None:
+    for i, rec in enumerate(records[start:], start + 1):
+        events = fold.apply(parse(rec, f"{rd.log_path}:{i}"))
         if each is not None:
             each(rec, events)
         if keep_from <= rec["step"] <= stop:
             kept.append((rec, events))
-
-    state = fold_until(rd.root, stop, keep)
+    state: AdaptiveState | TenantStates = fold.state
     return state, kept
 
 
@@ -112,10 +127,17 @@ def budget_source(budget: int, policy_budget: int, cap: int | None) -> str:
     return "the model's window less the reply's tokens"
 
 
-def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
+def diff_run(run_dir: str | Path, at: int, to: int | None = None, *, snapshots: bool = True) -> str:
     """Text describing what steps ``at``..``to`` (inclusive, 0-based: step 0 is the first
     element) changed; each step's line also gives its element's place counted from 1, as
     progress counts steps done.
+
+    The log is folded under the run's own policy up to step ``to``, starting from the newest
+    sound snapshot in ``snapshots/`` taken at or before the state just before step ``at`` (the
+    first record of steps ``at``..``to``), so every record of those steps is folded and
+    reported; without one (none kept that early, or each damaged), or with
+    ``snapshots=False``, from the first record. The text is the same either way. Reads only:
+    a damaged snapshot is passed over, not rebuilt.
 
     Raises ValueError when ``at`` or ``to`` is negative or past the end of the log, when
     ``to < at``, or when the log is empty; FileNotFoundError when ``run_dir`` is not a RUN_DIR.
@@ -133,7 +155,7 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None) -> str:
     for flag, step in (("--at", at), ("--to", to)):
         if step >= n:
             raise ValueError(f"{flag} {step}: step {step} is not in the log of {run_dir} (it has {'step 0 only' if n == 1 else f'steps 0..{n - 1}'})")
-    state, kept = _fold_until(rd, to, at)
+    state, kept = _fold_until(rd, to, at, snapshots=snapshots)
     meta = rd.meta()
     policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
     policy_budget = policy.compiler.token_budget

@@ -185,3 +185,95 @@ def test_a_live_sessions_state_from_snapshots_holds_its_answers_in_flight(tmp_pa
     seen = _folded(monkeypatch)
     assert {k: digest(state_at(app, k)) for k in full} == full
     assert len(seen) < len(full) * len(list(rd.records())) / 2  # most of them started from a snapshot
+
+
+# -- rizz diff (diff_run) from a snapshot: the same text as a refold from the first record --
+@pytest.fixture(scope="module")
+def live_snapped(tmp_path_factory) -> Path:
+    """A live session's RUN_DIR of 10 answers whose verdicts arrive two answers late (answers in
+    flight at each snapshot), a snapshot every 3 records, all kept."""
+    app = tmp_path_factory.mktemp("diff_snap") / "app"
+    with Session.open(app, policy="default", model=StubModel(), embedder=LiveEmbedder(), snapshot_every=3, keep_snapshots=100) as s:
+        pending = []
+        for i in range(10):
+            pending.append(s.answer({"id": f"q{i}", "input": f"What is the sum of {i} and 2?", "metadata": {"shape": "number"}}))
+            if len(pending) > 2:
+                s.fold(pending.pop(0), float(i % 2))
+        for p in pending:
+            s.fold(p, 1.0)
+    return app
+
+
+def _first_kept(run: Path, at: int, to: int) -> int:
+    """Records before the first of steps ``at``..``to`` in ``run``'s log: the newest snapshot diff_run may start from."""
+    return next(i for i, r in enumerate(RunDir(run).records()) if at <= r["step"] <= to)
+
+
+def _through(run: Path, to: int) -> int:
+    """Records a fold up to step ``to`` reads: all before step ``to + 1``'s answer."""
+    recs = list(RunDir(run).records())
+    return next((i for i, r in enumerate(recs) if r["step"] > to and r.get("kind", "step") in ("step", "answer")), len(recs))
+
+
+@pytest.mark.parametrize("which", ["snapped", "live_snapped"])
+def test_diff_run_from_a_snapshot_says_what_a_full_refold_says(which, request, monkeypatch):
+    run = request.getfixturevalue(which)
+    before = _files(run)
+    snaps = RunDir(run).snapshot_steps()
+    assert len(snaps) >= 3
+    n = step_count(run)
+    pairs = [(k, k) for k in range(n)] + [(0, n - 1), (1, 4), (n - 4, n - 1), (n // 2, n // 2 + 2)]
+    seen = _folded(monkeypatch)
+    from_snapshot = 0
+    for at, to in pairs:
+        seen.clear()
+        text = diff_run(run, at, to, snapshots=False)
+        assert len(seen) == _through(run, to)  # snapshots=False: every record from the first
+        assert f"step {at} [" in text and f"step {to} [" in text and text.endswith(")")
+        seen.clear()
+        assert diff_run(run, at, to) == text, (at, to)
+        newest = max((s for s in snaps if s <= _first_kept(run, at, to)), default=0)
+        assert len(seen) == _through(run, to) - newest, (at, to)
+        from_snapshot += newest > 0
+    assert from_snapshot >= n // 2  # most pairs started from a snapshot
+    assert _files(run) == before  # read-only
+
+
+def test_diff_run_on_a_late_step_folds_only_the_records_after_a_snapshot(snapped, monkeypatch):
+    rd = RunDir(snapped)
+    kinds = [(r.get("kind", "step"), r["step"]) for r in rd.records()]
+    assert kinds[8:11] == [("step", 8), ("distill", 8), ("step", 9)] and len(kinds) == 13  # step 8's verdict made a distillation due
+    assert rd.snapshot_steps() == [6, 9, 12]  # after 6, 9 and 12 records
+    seen = _folded(monkeypatch)
+    text = diff_run(snapped, 11)
+    assert len(seen) == 1  # snapshot 12 is the state just before step 11: its record only (a refold folds 13)
+    assert text.startswith("step 11 [") and "(12th element)" in text and text.endswith("after step 11: 1 branch (1 active)")
+    seen.clear()
+    diff_run(snapped, 9, 11)  # from snapshot 9, taken right before step 9's record
+    assert len(seen) == 13 - 9
+    seen.clear()
+    text = diff_run(snapped, 8)  # snapshot 9 is after step 8's distill record, which diff reports: from snapshot 6
+    assert len(seen) == 10 - 6
+    assert text == diff_run(snapped, 8, snapshots=False) and "\nstep 8 [q8] distill (9th element)\n" in text
+    seen.clear()
+    diff_run(snapped, 2)  # before the oldest snapshot kept: from the first record
+    assert len(seen) == 3
+
+
+def test_diff_run_passes_over_a_damaged_snapshot_with_the_same_text(snapped, tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    shutil.copytree(snapped, run)
+    full = {(at, 11): diff_run(run, at, 11, snapshots=False) for at in (11, 9, 7)}
+    bad = run / "snapshots" / f"{12:08d}.json"
+    bad.write_bytes(bad.read_bytes().replace(b'"sha256":"', b'"sha256":"0', 1))  # its checksum fails
+    before = _files(run)
+    seen = _folded(monkeypatch)
+    assert diff_run(run, 11) == full[(11, 11)]
+    assert len(seen) == 13 - 9  # from the snapshot before it
+    assert _files(run) == before  # not rewritten
+    (run / "snapshots" / f"{9:08d}.inflight.json").write_text("not json")  # answers in flight this version cannot read
+    before = _files(run)
+    seen.clear()
+    assert {k: diff_run(run, *k) for k in full} == full
+    assert len(seen) == 13 + 13 + (13 - 6)  # 11 and 9..11 from the first record; 7..11 from snapshot 6
+    assert _files(run) == before
