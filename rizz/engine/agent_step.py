@@ -92,6 +92,8 @@ def answer_episode(el: Any, base: StepInput, routed: Any, retrieved: Any, judge:
                      opening=opening)
     gens = list(getattr(agent, "generations", ()))
     calls = list(calls) + [Call.of("answer", g) for g in gens]
+    # a request the server refused as too long (the episode's last): one of its model_calls, so one of its calls
+    calls += [Call.of("answer", g, refused=True) for g in getattr(agent, "refusals", ())]
     calls += [Call.of("user", g) for g in getattr(user, "generations", ())]
     prompts = getattr(agent, "prompts", [])
     prompt = max(prompts, key=lambda p: p.token_count) if prompts else None

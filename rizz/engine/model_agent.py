@@ -44,7 +44,9 @@ def tools_at_turn(el: StreamElement, transcript: list[dict[str, Any]]) -> Stream
 class PromptedAgent:
     """What every model-backed agent shares: each step's prompt compiled under ``budget`` with
     the episode's ``retrieved`` memory and the call ``protocol``; ``generations`` and
-    ``prompts`` grow with each step (the run log's calls and the step's prompt figures)."""
+    ``prompts`` grow with each step (the run log's calls and the step's prompt figures);
+    ``refusals``: the requests a server refused as too long for its window, no reply had
+    (logged as calls marked ``refused``: each is one of the episode's model calls)."""
 
     protocol = PROTOCOL
     #: How the prompt's transcript writes earlier calls (:data:`~rizz.engine.agent_prompt.CALL_STYLES`).
@@ -53,6 +55,7 @@ class PromptedAgent:
     def __init__(self, model: Any, policy: Policy, retrieved: Any, budget: int) -> None:
         self.model, self.policy, self.retrieved, self.budget = model, policy, retrieved, budget
         self.generations: list[Generation] = []
+        self.refusals: list[Generation] = []
         self.prompts: list[CompiledPrompt] = []
         #: The last compiled step's transcript and how it was fitted (elided tool events, dropped events).
         self.fitted: tuple[list[dict[str, Any]], frozenset[int], int] = ([], frozenset(), 0)

@@ -85,7 +85,7 @@ SYSTEM = "You are a helpful agent. Use the functions when they help the user."
 #: keeps asking for another call until the model stops: a model that never stops fills the
 #: window (measured: SmolLM2-135M on BFCL ``parallel_multiple_100``). Such a step ends the
 #: episode as ``overflow`` (reward 0) instead of stopping the run; the request was sent, so it
-#: is one of the episode's model calls (``AgentReply.sent``).
+#: is one of the episode's model calls (``AgentReply.sent``), logged as a call marked ``refused``.
 _WINDOW_FULL = "exceed context window"
 
 _TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string", "list": "array", "bool": "boolean"}
@@ -282,7 +282,11 @@ class NativeToolAgent(PromptedAgent):
             except Exception as err:  # noqa: BLE001 - only the server's own window overflow is caught
                 if _WINDOW_FULL not in str(err):
                     raise
-                return AgentReply("", overflow=True, prompt_tokens=prompt.token_count)  # sent: a model call
+                # sent: a model call, logged as a refused one (no reply, no usage: rizz's count of the prompt)
+                self.refusals.append(Generation("", prompt_tokens=prompt.token_count, completion_tokens=0,
+                                                latency_s=time.perf_counter() - t0, cost_usd=None, model=self.model.name,
+                                                finish_reason="refused", usage_estimated=True))
+                return AgentReply("", overflow=True, prompt_tokens=prompt.token_count)
         calls = _element_calls(el, raw_calls)
         latency = time.perf_counter() - t0
         parts = answer_and_reasoning(text, reasoning)

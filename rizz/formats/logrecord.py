@@ -182,7 +182,11 @@ class CallPart:
     ``evaluated_tokens``: of ``prompt_tokens``, those the backend evaluated when it read the
     rest from a prompt cache or reused them from its KV cache (written only when
     fewer than ``prompt_tokens`` on a call the response cache did not answer: absent, the backend
-    evaluated all of them, or none for a cached call), :meth:`evaluated`."""
+    evaluated all of them, or none for a cached call), :meth:`evaluated`; ``refused``: the
+    server refused the request as too long for its context window, so no reply came (an agent
+    episode's last request, which ends it as ``overflow``: ``prompt_tokens`` is rizz's count of
+    the prompt, no completion tokens, ``usage_estimated``; written only when true, so a log
+    without such a call reads and writes as before the field existed)."""
 
     kind: str
     prompt_tokens: int
@@ -193,14 +197,16 @@ class CallPart:
     usage_estimated: bool = False
     attempts: int = 1
     evaluated_tokens: int | None = None
+    refused: bool = False
 
     @classmethod
-    def of(cls, kind: str, g: Any) -> CallPart:
-        """The call that produced ``g`` (a ``rizz.adapters.models.Generation``)."""
+    def of(cls, kind: str, g: Any, *, refused: bool = False) -> CallPart:
+        """The call that produced ``g`` (a ``rizz.adapters.models.Generation``); ``refused``:
+        ``g`` stands for a request the server refused (no reply)."""
         ev = getattr(g, "evaluated_prompt_tokens", None)
         ev = ev if ev is not None and ev < g.prompt_tokens and not g.cached else None
         return cls(kind, g.prompt_tokens, g.completion_tokens, round(g.latency_s, 4), g.cost_usd, g.cached, g.usage_estimated,
-                   getattr(g, "attempts", 1), ev)
+                   getattr(g, "attempts", 1), ev, refused)
 
     @property
     def evaluated(self) -> int:
@@ -410,6 +416,8 @@ def unstructure(rec: LogRecord) -> dict[str, Any]:
     for call in out.get("calls") or ():
         if call.get("attempts") == 1:
             del call["attempts"]
+        if call.get("refused") is False:
+            del call["refused"]
     if episode is not None:
         if episode.get("wrong_call") is None:
             episode.pop("wrong_call", None)

@@ -5,6 +5,11 @@ does not fit the prompt budget is not sent to the model: its record says ``"over
 (an episode's stop is ``overflow``) and it is scored 0, which counts in every mean as a wrong
 answer would. A run with such steps is easy to misread as the model failing, so ``rizz run``
 and ``rizz bench`` say so after the run (:func:`overflow_note`), and ``report.md`` counts them.
+
+An agent episode also ends as ``overflow`` when an OpenAI-compatible server refuses a request
+that fit the budget as too long for its context window: that prompt was sent (one of the
+episode's model calls, a call marked ``"refused": true`` in the record), and the note says so
+apart. A log written before refused calls were logged reads such a step as one over the budget.
 """
 
 from __future__ import annotations
@@ -67,6 +72,15 @@ def overflow_note(run_dir: str | Path, summary: dict[str, Any], *, name: str | N
         default: 4 of 20 steps did not fit the prompt budget (--budget 2048) and were scored 0
         without their prompt being sent to the model (multi_turn_base: 4); a larger --budget (up
         to the model's window, 32768 tokens, less the reply's) may let them run
+
+    Steps whose request the server refused (a call marked ``refused``) are said apart: all of
+    them (``default: 2 of 20 steps were scored 0: the server refused their prompt as too long
+    for its context window (multi_turn_base: 2); a larger context window on the server may let
+    them run``), or some of them (``default: 4 of 20 steps overflowed and were scored 0: 3 did
+    not fit the prompt budget (--budget 2048) and were not sent to the model, the server refused
+    1 as too long for its context window (multi_turn_base: 4); for those over the budget, a
+    larger --budget (…) may let them run; for the refused, a larger context window on the server
+    may let them run``).
     """
     if not summary.get("overflow"):
         return None
@@ -83,11 +97,21 @@ def overflow_note(run_dir: str | Path, summary: dict[str, Any], *, name: str | N
     n = len(over)
     policy_budget = ((meta.get("policy_data") or {}).get("compiler") or {}).get("token_budget")
     limit, hint = _limit(meta.get("budget_cap"), policy_budget, window)
+    who = name or meta.get("policy") or Path(run_dir).name
+    did, tasks = f"{n} of {plural(len(records), 'step')}", overflow_tasks_text(by_task)
+    were = "was" if n == 1 else "were"
+    # sent, but the server refused it as too long for its window: the record holds that call, marked refused
+    refused = sum(1 for r in over if any(c.get("refused") for c in r.get("calls") or ()))
+    server = "a larger context window on the server may let them run"
+    if refused == n:
+        return (f"{who}: {did} {were} scored 0: the server refused {'its' if n == 1 else 'their'} prompt as too long for its "
+                f"context window ({tasks}); {server}")
+    if refused:
+        return (f"{who}: {did} overflowed and were scored 0: {n - refused} did not fit the prompt budget ({limit}) and "
+                f"{'was' if n - refused == 1 else 'were'} not sent to the model, the server refused {refused} as too long for "
+                f"its context window ({tasks}); for those over the budget, {hint}; for the refused, {server}")
     # an agent episode can overflow after turns that were sent: its record holds their answer calls
     sent = any(c.get("kind") == "answer" for r in over for c in r.get("calls") or ())
     how = "(an agent episode stops at its first prompt that does not fit)" if sent else \
         f"without {'its' if len(over) == 1 else 'their'} prompt being sent to the model"
-    were = "was" if n == 1 else "were"
-    did = f"{n} of {plural(len(records), 'step')}"
-    return (f"{name or meta.get('policy') or Path(run_dir).name}: {did} did not fit the prompt budget ({limit}) and {were} "
-            f"scored 0 {how} ({overflow_tasks_text(by_task)}); {hint}")
+    return f"{who}: {did} did not fit the prompt budget ({limit}) and {were} scored 0 {how} ({tasks}); {hint}"

@@ -206,3 +206,78 @@ def test_under_serve_the_shared_queue_carries_native_tool_calls(tmp_path, http_s
     agent = [b for b in seen if "tools" in b]
     assert len(agent) == rec["episode"]["model_calls"] == len(GOLD["actions"]) + 1
     assert calls.count((11, 5)) == len(seen) and fair.waiting == 0  # every request went through the queue
+
+
+def _refusing_route(seen, answered: int = 0):
+    """The OpenAI stub above, whose agent requests after the first ``answered`` get llama.cpp's
+    500 for a request over the context window."""
+    inner = _openai_route([])
+
+    def route(method, path, body):
+        if path.endswith("/chat/completions"):
+            seen.append(body)
+            if "tools" in body and sum(1 for b in seen if "tools" in b) > answered:
+                return 500, {"error": {"message": "Requested tokens (4097) exceed context window of 4096",
+                                       "type": "internal_server_error"}}, {}
+        return inner(method, path, body)
+    return route
+
+
+def test_a_request_the_server_refused_is_a_logged_call_marked_refused(tmp_path, http_server) -> None:
+    """The refused request is one of the episode's model_calls and has its call in the record
+    (kind answer, rizz's count of its prompt, no completion, ``refused``), so the summary's
+    calls agree with model_calls; a call that was answered writes no ``refused`` key, and the
+    run replays to the same digest and figures."""
+    from tests.shell.stubs import HashEmbedder
+
+    seen: list = []
+    srv = http_server(_refusing_route(seen, answered=1))
+    stream, out = tmp_path / "s.jsonl", tmp_path / "run"
+    write_stream(stream, [EL])
+    s = run_stream(stream, load_policy("frozen"), "frozen", out, OpenAICompatModel(srv.url, "m", max_retries=0), HashEmbedder(),
+                   log=lambda m: None)
+    rec = json.loads((out / "log.jsonl").read_text().splitlines()[0])
+    assert rec["episode"]["stop"] == "overflow" and rec["episode"]["model_calls"] == 2
+    assert len([b for b in seen if "tools" in b]) == 2
+    answers = [c for c in rec["calls"] if c["kind"] == "answer"]
+    assert len(answers) == rec["episode"]["model_calls"] == 2
+    assert "refused" not in answers[0] and answers[0]["completion_tokens"] > 0
+    assert answers[1]["refused"] is True and answers[1]["completion_tokens"] == 0 and answers[1]["usage_estimated"] is True
+    assert answers[1]["prompt_tokens"] == rec["prompt"]["tokens"] > 0  # the longer prompt: it holds the first reply
+    assert answers[1]["cost_usd"] is None and "attempts" not in answers[1]
+    assert [c["kind"] for c in rec["calls"]] == ["answer", "answer", "user"]  # the customer's opening line
+    assert s["calls_by_kind"]["answer"] == 2 and s["model_calls"] == 3 == rec["episode"]["model_calls"] + rec["episode"]["user_calls"]
+    assert [e["model_calls_per_episode"] for e in s["episodes"].values()] == [2.0]
+    r = replay(out)
+    assert r["state_digest"] == s["state_digest"] and r["model_calls"] == s["model_calls"] and r["calls_by_kind"] == s["calls_by_kind"]
+
+
+def test_the_overflow_note_says_the_server_refused_the_prompt(tmp_path, http_server) -> None:
+    """A step whose request the server refused was sent: the note does not say it was not, nor
+    that it did not fit the prompt budget; with steps over the budget too, it counts each."""
+    import attrs
+
+    from rizz.lab.overflow import overflow_note
+    from tests.shell.stubs import HashEmbedder
+
+    big = attrs.evolve(EL, id="big", tools=tuple({**t, "name": f"{t['name']}_{i}"} for i in range(6) for t in EL.tools))
+    for els, budget in (([EL], None), ([EL, big], 4000)):
+        srv = http_server(_refusing_route([]))
+        stream, out = tmp_path / f"s{len(els)}.jsonl", tmp_path / f"run{len(els)}"
+        write_stream(stream, els)
+        s = run_stream(stream, load_policy("frozen"), "frozen", out, OpenAICompatModel(srv.url, "m", max_retries=0),
+                       HashEmbedder(), log=lambda m: None, budget=budget)
+        recs = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+        assert [r["overflow"] for r in recs] == [True] * len(els) and s["overflow"] == len(els)
+        assert [any(c.get("refused") for c in r["calls"]) for r in recs] == [True, False][:len(els)]
+        task = recs[0]["task"]
+        if len(els) == 1:
+            assert overflow_note(out, s, window=8192) == (
+                f"frozen: 1 of 1 step was scored 0: the server refused its prompt as too long for its context window ({task}: 1); "
+                "a larger context window on the server may let them run")
+        else:
+            assert overflow_note(out, s, window=8192) == (
+                "frozen: 2 of 2 steps overflowed and were scored 0: 1 did not fit the prompt budget (--budget 4000) and was not "
+                f"sent to the model, the server refused 1 as too long for its context window ({task}: 2); for those over the "
+                "budget, a larger --budget (up to the model's window, 8192 tokens, less the reply's) may let them run; for the "
+                "refused, a larger context window on the server may let them run")

@@ -47,7 +47,8 @@ def _records() -> list[dict[str, Any]]:
     """One record of each kind and shape a log holds, as its JSON object (unstructure)."""
     call = lr.CallPart("answer", 120, 7, 0.0123, None, False)
     calls = [lr.CallPart("judge", 90, 3, 0.01, 0.0002, True, True), call,
-             lr.CallPart("answer", 300, 5, 1.5, 0.001, False, False, 3, 200)]
+             lr.CallPart("answer", 300, 5, 1.5, 0.001, False, False, 3, 200),
+             lr.CallPart("answer", 400, 0, 0.2, None, False, True, refused=True)]
     inp = lr.InputPart("What is 2+2?", KEY, "Answer with a number.", "evidence", "s1", "number", "acme", "2026-01-02T03:04:05Z")
     judge = lr.JudgePart("solve-math", "arithmetic", "solve-math/arithmetic", True, False, KEY)
     prompt = lr.PromptPart(KEY, 310, 2048, "chat", [["examples", "e1", 40, "budget"], ["rules", 3, None, 1.5]], ["r1", "r2"], ["e1"],
@@ -205,6 +206,17 @@ def _same_decode(line: bytes | str) -> None:
         assert str(got.value) == str(e)
         return
     assert same(want, load_line(line)), line
+
+
+def test_a_call_says_refused_only_when_it_was() -> None:
+    """A call the server refused writes ``"refused": true``; any other writes no key, as before
+    the field existed, and a call without it reads as not refused (both parsers)."""
+    rec = RECORDS[0]
+    assert [c.get("refused") for c in rec["calls"]] == [None, None, None, True]
+    for read in (parse, parse_fast):
+        calls = read(rec).calls
+        assert [c.refused for c in calls] == [False, False, False, True]
+    assert unstructure(parse(rec)) == rec
 
 
 def test_load_line_gives_json_loads_objects_or_its_error() -> None:
