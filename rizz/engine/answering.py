@@ -48,7 +48,7 @@ from rizz.engine.pending import Call, Embedded, Pending
 from rizz.engine.render import TEMPLATE_SLACK, answer_settings, render
 from rizz.formats.streams import StreamElement
 
-__all__ = ["answer_element", "budget", "default_rendering", "embed_texts", "evidence_text", "verify_pending"]
+__all__ = ["answer_element", "budget", "default_rendering", "embed_texts", "embedding_text", "evidence_text", "verify_pending"]
 
 
 def default_rendering(model: ModelBackend) -> str:
@@ -84,6 +84,26 @@ def budget(policy: Policy, model: ModelBackend, shape: str | None, cap: int | No
     return max(1, min(policy.compiler.token_budget, room, cap if cap is not None else room))
 
 
+def embedding_text(instruction: str | None, seen: str) -> str:
+    """The text a step is embedded from (its route, retrieval and anchor): the input the model
+    sees, after the instruction's task line.
+
+    A one-line instruction (every shipped stream's but τ-bench's) is kept whole, so the text is
+    ``f"{instruction}\n\n{seen}"``; of an instruction of several lines only its first non-blank
+    line is kept. The shipped embedder reads at most 256 word pieces (all-MiniLM-L6-v2's
+    ``max_seq_length``), so τ-bench's 6,000-character agent policy filled it: every episode of
+    a domain had one vector (cosine 1.00 between a keyboard exchange and a t-shirt count),
+    retail and airline 0.58 apart, and all 10 shipped τ-bench tasks shared one branch
+    (``runs/tau10c``, results/2026-12-05-tau-opening-request.md). With the task line
+    ("# Retail agent policy") the same openings are 0.24-0.56 apart.
+    """
+    if not instruction:
+        return seen
+    lines = [line for line in instruction.splitlines() if line.strip()]
+    head = instruction if len(lines) <= 1 else lines[0]
+    return f"{head}\n\n{seen}"
+
+
 def evidence_text(el: StreamElement) -> str | None:
     """The element's evidence items as the one text a step input carries (None without any)."""
     items = el.evidence_items
@@ -101,8 +121,7 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     # τ-bench: the customer speaks first; the agent's side sees its message, never the brief (el.input)
     user, opening = open_conversation(el, model, policy, user_model) if el.is_episode and not el.context_only else (None, None)
     seen = el.input if opening is None else opening
-    text = seen if not el.instruction else f"{el.instruction}\n\n{seen}"
-    (emb,) = embed_texts(embedder, store, [text])
+    (emb,) = embed_texts(embedder, store, [embedding_text(el.instruction, seen)])
     base = StepInput(step=step, item_id=el.id, text=seen, embedding=emb.vec, instruction=el.instruction,
                      evidence=evidence_text(el), scope=el.scope, shape=el.shape, context_only=el.context_only,
                      tenant=el.tenant, time=el.time, instant_us=el.instant_us)

@@ -18,6 +18,7 @@ from pathlib import Path
 from rizz.adapters.agents.calls import ToolCall, format_call
 from rizz.adapters.models.oracle import OracleModel
 from rizz.core import Verdict
+from rizz.engine.answering import embedding_text
 from rizz.engine.model_agent import GREETING
 from rizz.engine.run import replay
 from rizz.engine.session import Session
@@ -73,11 +74,11 @@ def test_tau_element_is_embedded_labelled_and_routed_from_the_opening(tmp_path) 
     emb, model = RecordingEmbedder(), _customer_then_gold(el)
     s = Session.open(tmp_path / "live", policy=load_policy("judge-always"), model=model, embedder=emb)
     p = s.answer(el)
-    # the embedder saw the opening (with the domain policy the agent is given), never the brief
-    assert emb.texts and emb.texts[0] == f"{el.instruction}\n\n{OPENING}"
+    # the embedder saw the opening after the domain policy's task line, never the brief
+    assert emb.texts and emb.texts[0] == f"# Retail agent policy\n\n{OPENING}"
     assert all(_brief_words(el) not in t for t in emb.texts)
     assert p.step_input.text == OPENING
-    assert p.step_input.embedding == HashEmbedder().embed([f"{el.instruction}\n\n{OPENING}"])[0].tobytes()
+    assert p.step_input.embedding == HashEmbedder().embed([f"# Retail agent policy\n\n{OPENING}"])[0].tobytes()
     # the judge labelled the opening (and the route took that label and that embedding)
     judged = [q for q in model.prompts if not q.startswith(CUSTOMER) and "Tools:" not in q]
     assert judged and all(OPENING in q and _brief_words(el) not in q for q in judged)
@@ -127,7 +128,7 @@ def test_a_replayed_tau_run_gives_the_live_digest_with_no_model(tmp_path) -> Non
     steps = [r for r in records if r.get("input")]
     assert [r["input"]["text"] for r in steps][:2] == [OPENING, OPENING]
     for el, r in zip((first, second), steps):  # the logged embedding (by key) is the opening's, which replay reads back
-        assert s.embed_cache.get(r["input"]["embedding"]).tobytes() == HashEmbedder().embed([f"{el.instruction}\n\n{OPENING}"])[0].tobytes()
+        assert s.embed_cache.get(r["input"]["embedding"]).tobytes() == HashEmbedder().embed([embedding_text(el.instruction, OPENING)])[0].tobytes()
         assert sum(1 for c in r["calls"] if c["kind"] == "user") == 2  # the opening and the ###STOP###
     s.close()
     n, m = len(model.prompts), len(emb.texts)
@@ -183,3 +184,29 @@ PINNED = ('41f46ddd4fc9bb2465f46f54a39c2f48c4e1aa7677e510a5edf50365f0fb5480',
           '41f46ddd4fc9bb2465f46f54a39c2f48c4e1aa7677e510a5edf50365f0fb5480',
           '0be5de07344d56b0da416d3b35b348cd1a3d5105a64fbb8d707d145caa16b7c1',
           'sha256:8d580aac5c506607a992733463fa7e975191a76b0bafcd60eba2f4499cee99e8')
+
+
+def test_the_embedded_text_keeps_a_one_line_instruction_whole_and_a_long_ones_task_line() -> None:
+    assert embedding_text(None, "q") == "q" and embedding_text("", "q") == "q"
+    assert embedding_text("Answer with a letter.", "q") == "Answer with a letter.\n\nq"  # as before: texts of every other stream
+    assert embedding_text("\nAnswer with a letter.\n", "q") == "\nAnswer with a letter.\n\n\nq"  # one line, kept byte for byte
+    assert embedding_text(TAU[0].instruction, "q") == "# Retail agent policy\n\nq"
+    assert embedding_text(TAU[-1].instruction, "q") == "# Airline Agent Policy\n\nq"
+
+
+def test_two_requests_of_one_tau_domain_get_two_vectors_from_the_shipped_embedder() -> None:
+    """With the whole 6,000-character policy in front, the shipped MiniLM (256 word pieces) read
+    the policy alone: a keyboard exchange and a t-shirt count had cosine 1.00, so all 10 shipped
+    τ-bench tasks routed to one branch."""
+    import numpy as np
+
+    from rizz.adapters.embedder import Embedder
+
+    exchange, count = "I need to exchange my mechanical keyboard.", "How many t-shirt options are in the store?"
+    booking = "I need to book a flight from New York to Seattle on May 20."
+    texts = [embedding_text(TAU[0].instruction, exchange), embedding_text(TAU[0].instruction, count),
+             embedding_text(TAU[-1].instruction, booking)]
+    v = np.asarray(Embedder().embed(texts), dtype=np.float64)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    cos = v @ v.T
+    assert cos[0, 1] < 0.9 and cos[0, 2] < 0.5 and cos[1, 2] < 0.5, cos
