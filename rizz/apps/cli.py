@@ -404,7 +404,7 @@ def convert(
 
 def _say_overflow(run_dir: Path, summary: dict[str, Any], name: str, window: int | None) -> None:
     """On stderr: how many of the run's steps did not fit the prompt budget (scored 0 without
-    reaching the model), by task (:func:`~rizz.lab.overflow.overflow_note`); nothing when none."""
+    reaching the model, or refused by an OpenAI-compatible server as too long), by task (:func:`~rizz.lab.overflow.overflow_note`); nothing when none."""
     note = overflow_note(run_dir, summary, name=name, window=window)
     if note:
         typer.echo(note, err=True)

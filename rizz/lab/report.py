@@ -88,6 +88,9 @@ def _policy_stats(records: list[dict[str, Any]], summary: dict[str, Any], seed: 
         "budget": max((int(p["budget"]) for p in prompts), default=None),
         "budget_exceeded": sum(1 for p in prompts if p["tokens"] > p["budget"]),
         "overflow": sum(1 for r in records if r.get("overflow")),
+        # of those, the steps whose prompt an OpenAI-compatible server refused as too long (sent; "refused" call)
+        **({"overflow_refused": n} if (n := sum(1 for r in records if r.get("overflow")
+                                                  and any(c.get("refused") for c in r.get("calls") or ()))) else {}),
         "wall_s": wall_seconds(records),  # distillations included
         "branches": dict(summary.get("branches") or {"total": None, "active": None}),
         "cost_usd": round(sum(costs), 6) if costs else None,
@@ -393,9 +396,13 @@ def _markdown(results: dict[str, Any]) -> str:
     over = [p for p in pols if res[p].get("overflow")]
     if over:  # scored 0 without reaching the model: not the model's failure
         by = "; ".join(f"{p} {res[p]['overflow']} of {res[p]['steps']}" + (f" ({overflow_tasks_text(t)})" if (t := _task_overflow(res[p])) else "")
+                       + (f", {res[p]['overflow_refused']} of them refused by the model's server as too long for its window"
+                          if res[p].get("overflow_refused") else "")
                        for p in over)
-        out += [f"**Steps that did not fit the prompt budget** (overflowed: not sent to the model, scored 0 and counted as 0 in "
-                f"every mean): {by}. A larger prompt budget (`--budget`, up to the model's window) may let them run.", ""]
+        out += [f"**Steps that did not fit the prompt budget** (overflowed: not sent to the model, or refused by its server, scored 0 "
+                f"and counted as 0 in every mean): {by}. A larger prompt budget (`--budget`, up to the model's window) may let them run"
+                + ("; a larger window on the server, the refused ones" if any(res[p].get("overflow_refused") for p in over) else "")
+                + ".", ""]
     if results.get("other_runs"):
         out += ["Also in this folder, not in this report (runs of other bench commands; name them in `-P` to compare): "
                 + ", ".join(results["other_runs"]) + ".", ""]
@@ -456,7 +463,8 @@ def _markdown(results: dict[str, Any]) -> str:
             "(for a `peer:` entry, which compiles none: its largest answer call's prompt as the model server counted it, chat "
             "template included, so a few tokens above the same text compiled by rizz).",
             *(["- *overflowed steps*: steps whose input (an agent episode's next prompt: tools, task, transcript) did not fit the "
-               "prompt budget; they were not sent to the model and count as reward 0 (`\"overflow\": true` in the log); "
+               "prompt budget; they were not sent to the model (or, with an OpenAI-compatible server, sent and refused by it as "
+               "too long for its window: a call marked `\"refused\": true`) and count as reward 0 (`\"overflow\": true` in the log); "
                "the per-task tables say how many of a cell's steps they are."] if over else []),
             "- *branches* is the branch bank's final size (total/active, after merges and prunes); the branch plot counts spawns.",
             f"- The reward plot is a trailing mean over the last {results['window']} answered steps, drawn at each answered step's "

@@ -281,3 +281,12 @@ def test_the_overflow_note_says_the_server_refused_the_prompt(tmp_path, http_ser
                 f"sent to the model, the server refused 1 as too long for its context window ({task}: 2); for those over the "
                 "budget, a larger --budget (up to the model's window, 8192 tokens, less the reply's) may let them run; for the "
                 "refused, a larger context window on the server may let them run")
+    # the bench report counts the refused among the overflowed (results.json and report.md)
+    from rizz.lab.report import build_report
+
+    for name, n in (("run1", 1), ("run2", 2)):
+        res = build_report(tmp_path, [name], title="t", command="c")["results"][name]
+        assert (res["overflow"], res["overflow_refused"]) == (n, 1)
+        assert (f"{name} {n} of {n} ({task}: {n}), 1 of them refused by the model's server as too long for its window. A larger "
+                "prompt budget (`--budget`, up to the model's window) may let them run; a larger window on the server, the refused "
+                "ones.") in (tmp_path / "report.md").read_text()

@@ -76,8 +76,10 @@ def test_bench_says_it_per_policy_and_the_report_counts_them(tmp_path, cli_stub)
     assert err.index("did not fit") > err.index("overflowed steps") and err.index("did not fit") < err.index("report:")
     md = (out / "report.md").read_text()
     assert "| wall s | overflowed steps |\n" in md
-    assert "**Steps that did not fit the prompt budget** (overflowed: not sent to the model, scored 0 and counted as 0 in " \
-           "every mean): frozen 2 of 6 (long: 2); default 2 of 6 (long: 2)." in md
+    assert "**Steps that did not fit the prompt budget** (overflowed: not sent to the model, or refused by its server, scored 0 " \
+           "and counted as 0 in every mean): frozen 2 of 6 (long: 2); default 2 of 6 (long: 2). A larger prompt budget " \
+           "(`--budget`, up to the model's window) may let them run.\n" in md
+    assert "overflow_refused" not in json.loads((out / "results.json").read_text())["results"]["frozen"]
     assert "| long | 0.000 (n=2, 2 overflowed) | 0.000 (n=2, 2 overflowed) |" in md
     assert "| short | " in md and "(n=4, " not in md
     assert "- *overflowed steps*: steps whose input" in md
