@@ -322,7 +322,7 @@ def replay(
 @app.command(cls=Command)
 def diff(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR."),
-    at: int = typer.Option(..., "--at", min=0, metavar="STEP", help="First step whose changes to show. Steps are numbered from 0: step 0 is the first element (progress counts steps done: 10/84 means steps 0..9)."),
+    at: int | None = typer.Option(None, "--at", min=0, metavar="STEP", help="First step whose changes to show (default: the log's last step). Steps are numbered from 0: step 0 is the first element (progress counts steps done: 10/84 means steps 0..9)."),
     to: int | None = typer.Option(None, "--to", min=0, metavar="STEP", help="Last step to show (default: --at)."),
 ) -> None:
     """What changed in the state between steps: spawns, merges, writes, quarantine, counters, drops.
@@ -446,7 +446,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
     from rizz.engine.session import check_resume, finished_run
     from rizz.lab.bench import run_bench
-    from rizz.lab.peers.run_peer import PEERS, PeerError, is_peer, peer_python
+    from rizz.lab.peers.run_peer import PEERS, PeerError, env_options, is_peer, peer_python
 
     if not stream.exists():
         _fail(f"stream file not found: {stream}")
@@ -464,6 +464,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         if is_peer(p):
             try:
                 peer_python(p.partition(":")[2])
+                env_options(p.partition(":")[2])  # RIZZ_PEER_MEM0_INFER / RIZZ_PEER_ACE_MODE, before the model loads
             except PeerError as e:
                 _fail(str(e))
         else:

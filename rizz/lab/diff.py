@@ -127,10 +127,10 @@ def budget_source(budget: int, policy_budget: int, cap: int | None) -> str:
     return "the model's window less the reply's tokens"
 
 
-def diff_run(run_dir: str | Path, at: int, to: int | None = None, *, snapshots: bool = True) -> str:
+def diff_run(run_dir: str | Path, at: int | None = None, to: int | None = None, *, snapshots: bool = True) -> str:
     """Text describing what steps ``at``..``to`` (inclusive, 0-based: step 0 is the first
     element) changed; each step's line also gives its element's place counted from 1, as
-    progress counts steps done.
+    progress counts steps done. ``at`` None: the log's last step; ``to`` None: ``at``.
 
     The log is folded under the run's own policy up to step ``to``, starting from the newest
     sound snapshot in ``snapshots/`` taken at or before the state just before step ``at`` (the
@@ -144,12 +144,16 @@ def diff_run(run_dir: str | Path, at: int, to: int | None = None, *, snapshots: 
     """
     rd = RunDir(run_dir)
     rd.meta()  # FileNotFoundError: no such directory, or not a RUN_DIR
+    n = sum(1 for r in rd.records() if r.get("kind", "step") in ("step", "answer"))
+    if at is None:
+        if n == 0:
+            raise ValueError(f"the log of {run_dir} has no steps yet")
+        at = n - 1
     to = at if to is None else to
     if at < 0:
         raise ValueError(f"--at {at}: steps are numbered from 0")
     if to < at:
         raise ValueError(f"--to {to} is before --at {at}")
-    n = sum(1 for r in rd.records() if r.get("kind", "step") in ("step", "answer"))
     if n == 0:
         raise ValueError(f"the log of {run_dir} has no steps yet")
     for flag, step in (("--at", at), ("--to", to)):

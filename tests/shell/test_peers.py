@@ -595,3 +595,32 @@ def test_bench_refuses_an_unknown_peer_before_writing(tmp_path):
     text = " ".join(res.output.replace("│", " ").split())
     assert res.exit_code == 2 and "unknown peer 'amem'" in text and "peer:mem0" in text, text
     assert not out.exists()
+
+
+def test_the_peer_settings_from_the_environment_and_their_refusals():
+    from rizz.lab.peers.run_peer import env_options
+
+    assert env_options("mem0", {}) == {} and env_options("ace", {}) == {}
+    for raw, on in (("0", False), ("false", False), (" OFF ", False), ("No", False), ("1", True), ("TRUE", True), ("on", True)):
+        assert env_options("mem0", {"RIZZ_PEER_MEM0_INFER": raw}) == {"infer": on}, raw
+    with pytest.raises(PeerError, match=r"RIZZ_PEER_MEM0_INFER='nope': give 0 .* or 1 "):
+        env_options("mem0", {"RIZZ_PEER_MEM0_INFER": "nope"})  # it was read as "on"
+    assert env_options("ace", {"RIZZ_PEER_ACE_MODE": " Tools"}) == {"instructor_mode": "tools"}
+    assert env_options("ace", {"RIZZ_PEER_ACE_MODE": "md_json"}) == {}  # ACE's own default: recorded as unset, so resumable
+    with pytest.raises(PeerError, match=r"RIZZ_PEER_ACE_MODE='xml': .* one of md_json, tools, json, json_schema"):
+        env_options("ace", {"RIZZ_PEER_ACE_MODE": "xml"})
+    assert env_options("ace", {"RIZZ_PEER_MEM0_INFER": "nope"}) == {}  # each peer reads its own
+
+
+def test_bench_refuses_a_bad_peer_setting_before_writing(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from rizz.apps.cli import app
+
+    monkeypatch.setattr("rizz.lab.peers.run_peer.peer_python", lambda name: "python")
+    monkeypatch.setenv("RIZZ_PEER_ACE_MODE", "xml")
+    out = tmp_path / "b"
+    res = CliRunner().invoke(app, ["bench", str(_stream(tmp_path)), "-P", "frozen,peer:ace", "--out", str(out)])
+    text = " ".join(res.output.replace("│", " ").split())
+    assert res.exit_code == 2 and text.startswith("RIZZ_PEER_ACE_MODE='xml': ACE's structured-output mode is one of"), text
+    assert not out.exists()

@@ -768,9 +768,14 @@ def test_diff_refuses_steps_past_the_end_and_an_empty_log(tmp_path, stream, fake
     _run(stream, out, fake_model, embedder, limit=3)
     with pytest.raises(ValueError, match=r"--to 99: step 99 is not in the log of .* \(it has steps 0\.\.2\)"):
         diff_run(out, 1, 99)
+    assert diff_run(out) == diff_run(out, 2)  # no --at: the last step
+    code, text = _cli("diff", str(out))
+    assert code == 0 and text.startswith("step 2 ["), text
     (out / "log.jsonl").write_text("")
     with pytest.raises(ValueError, match="has no steps yet"):
         diff_run(out, 0)
+    with pytest.raises(ValueError, match="has no steps yet"):
+        diff_run(out)
 
 
 def test_replay_under_another_policy_names_whose_answers_it_refolds(tmp_path, stream, fake_model, embedder):

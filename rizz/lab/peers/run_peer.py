@@ -38,7 +38,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,28 +57,56 @@ from rizz.formats.streams import StreamElement, read_stream
 from rizz.lab.peers.report import distinct_failures
 from rizz.store.runlog import RunDir, RunDirMismatch, setting_changes, write_json_atomic
 
-__all__ = ["ACE_MODES", "MEM0_TOP_K", "PEERS", "PEER_OPTIONS", "PeerError", "PeerWorker", "is_peer", "peer_python", "run_peer"]
+__all__ = ["ACE_MODES", "MEM0_TOP_K", "PEERS", "PEER_OPTIONS", "env_options", "PeerError", "PeerWorker", "is_peer", "peer_python", "run_peer"]
 
 PEERS = ("ace", "mem0")
-#: Settings handed to each peer (recorded in run.json). Completion cap 1,024 tokens per call:
-#: the Qwen2.5-Coder models write ACE's reflections and mem0's extracted facts as JSON longer
-#: than the 256 tokens the SmolLM2 runs allowed (with 256, ACE's reflector stopped at the cap
-#: on every step and one mem0 extraction in six was cut: results/2026-12-02-peers-qwen05-probe.md).
-#: ACE's instructor retries cut from the package's 3 to 1 (one ACE call takes a minute on 2
-#: cores). mem0's ``infer`` (its default True: an LLM call extracts facts before storing) can be
-#: set to False with ``RIZZ_PEER_MEM0_INFER=0``: mem0's extraction prompt alone is ~8,500
-#: tokens, more than SmolLM2's 8,192-token window.
-#: ACE's structured-output mode: ``RIZZ_PEER_ACE_MODE=tools`` hands ACE's roles an
-#: ``InstructorClient`` in instructor's ``Mode.TOOLS`` (ACE's ``ace/llm_providers/instructor_client.py``:
-#: "use Mode.JSON for OpenAI structured outputs"; TOOLS is instructor's own default for OpenAI)
-#: instead of ACE's default ``Mode.MD_JSON``. The schema then goes as a named ``tool_choice``,
-#: which llama.cpp's OpenAI server decodes under a grammar made from it, as OpenAI's API forces
-#: a named function's arguments; the prompts stay ACE's. Unset: ACE as it ships (the key is then
-#: absent from ``peer_options``, so runs recorded before it resume).
+#: Settings handed to each peer (recorded in run.json), before :func:`env_options`. Completion
+#: cap 1,024 tokens per call: the Qwen2.5-Coder models write ACE's reflections and mem0's
+#: extracted facts as JSON longer than the 256 tokens the SmolLM2 runs allowed (with 256, ACE's
+#: reflector stopped at the cap on every step and one mem0 extraction in six was cut:
+#: results/2026-12-02-peers-qwen05-probe.md). ACE's instructor retries cut from the package's 3
+#: to 1 (one ACE call takes a minute on 2 cores). mem0's ``infer``: its own default, True (an LLM
+#: call extracts facts before storing).
+PEER_OPTIONS: dict[str, dict[str, Any]] = {"ace": {"max_tokens": 1024, "max_retries": 1},
+                                           "mem0": {"max_tokens": 1024, "infer": True}}
+#: ACE's structured-output modes (instructor's ``Mode`` names, lower case) that
+#: ``RIZZ_PEER_ACE_MODE`` may name; ``md_json`` is ACE's own default.
 ACE_MODES = ("md_json", "tools", "json", "json_schema")
-PEER_OPTIONS: dict[str, dict[str, Any]] = {"ace": {"max_tokens": 1024, "max_retries": 1,
-                        **({"instructor_mode": os.environ["RIZZ_PEER_ACE_MODE"].lower()} if os.environ.get("RIZZ_PEER_ACE_MODE") else {})},
-                "mem0": {"max_tokens": 1024, "infer": os.environ.get("RIZZ_PEER_MEM0_INFER", "1") not in ("0", "false", "False")}}
+_SWITCH = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+def env_options(name: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The settings the environment gives peer ``name`` (over :data:`PEER_OPTIONS`).
+
+    - ``RIZZ_PEER_MEM0_INFER`` (mem0): ``0``/``false``/``no``/``off`` stores each verified
+      interaction as it is (``infer=False``), without mem0's extraction call, whose prompt alone
+      is ~8,500 tokens, more than SmolLM2's 8,192-token window; ``1``/``true``/``yes``/``on``,
+      or unset: mem0's own default, ``infer=True``.
+    - ``RIZZ_PEER_ACE_MODE`` (ACE): ``tools`` hands ACE's roles an ``InstructorClient`` in
+      instructor's ``Mode.TOOLS`` (ACE's ``ace/llm_providers/instructor_client.py``: "use
+      Mode.JSON for OpenAI structured outputs"; TOOLS is instructor's own default for OpenAI)
+      instead of ACE's default ``Mode.MD_JSON``: each role's schema goes as a named
+      ``tool_choice``, which llama.cpp's OpenAI server decodes under a grammar made from it, as
+      OpenAI's API forces a named function's arguments; the prompts stay ACE's. Also ``json``
+      and ``json_schema``. Unset, or ``md_json``: ACE as it ships, with no ``instructor_mode``
+      key (so runs recorded before the setting existed resume).
+
+    Case and surrounding spaces are ignored. Raises PeerError naming the variable and the
+    values it takes, for any other value.
+    """
+    env = os.environ if environ is None else environ
+    if name == "mem0" and (raw := env.get("RIZZ_PEER_MEM0_INFER")) is not None:
+        if (on := _SWITCH.get(raw.strip().lower())) is None:
+            raise PeerError(f"RIZZ_PEER_MEM0_INFER={raw!r}: give 0 (store as it is, no extraction call) or 1 (mem0's extraction, "
+                            "its default); also false/true, no/yes, off/on")
+        return {"infer": on}
+    if name == "ace" and (raw := env.get("RIZZ_PEER_ACE_MODE")):
+        if (mode := raw.strip().lower()) not in ACE_MODES:
+            raise PeerError(f"RIZZ_PEER_ACE_MODE={raw!r}: ACE's structured-output mode is one of {', '.join(ACE_MODES)}")
+        return {} if mode == "md_json" else {"instructor_mode": mode}
+    return {}
+
+
 MEM0_TOP_K = 5  # memories put in the answer prompt (mem0's search default is 20; 5 keeps prompts near rizz's)
 WORKER = Path(__file__).with_name("worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -205,7 +233,7 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
     """
     stream, out = Path(stream), Path(out)
     elements = list(read_stream(stream).elements)[: limit if limit is not None else None]
-    options = dict(PEER_OPTIONS.get(name, {}), **(options or {}))
+    options = dict(PEER_OPTIONS.get(name, {}), **env_options(name), **(options or {}))
     if options.get("instructor_mode", "md_json") not in ACE_MODES:
         raise PeerError(f"RIZZ_PEER_ACE_MODE={options['instructor_mode']!r}: ACE's structured-output mode is one of {', '.join(ACE_MODES)}")
     meta = {"stream": str(stream), "stream_sha256": _sha(stream), "policy": f"peer:{name}", "model": model.name,
