@@ -94,7 +94,7 @@ def embedding_text(instruction: str | None, seen: str) -> str:
     ``max_seq_length``), so τ-bench's 6,000-character agent policy filled it: every episode of
     a domain had one vector (cosine 1.00 between a keyboard exchange and a t-shirt count),
     retail and airline 0.58 apart, and all 10 shipped τ-bench tasks shared one branch
-    (``runs/tau10c``, results/2026-12-05-tau-opening-request.md). With the task line
+    (``runs/tau10c``; results/2026-12-05-tau-embedding-text.md). With the task line
     ("# Retail agent policy") the same openings are 0.24-0.56 apart.
     """
     if not instruction:

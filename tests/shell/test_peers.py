@@ -500,7 +500,7 @@ def test_ace_in_tools_mode_sends_each_schema_as_a_named_tool_and_reads_the_call(
 
 
 def test_an_unknown_ace_mode_is_refused_naming_the_modes(tmp_path):
-    with pytest.raises(PeerError, match=r"RIZZ_PEER_ACE_MODE='xml'.*md_json, tools, json, json_schema"):
+    with pytest.raises(PeerError, match=r"RIZZ_PEER_ACE_MODE='xml'.*md_json, tools"):
         run_peer(_stream(tmp_path), "ace", tmp_path / "out", None, None, "stub", options={"instructor_mode": "xml"})
     assert not (tmp_path / "out").exists()
 
@@ -607,7 +607,7 @@ def test_the_peer_settings_from_the_environment_and_their_refusals():
         env_options("mem0", {"RIZZ_PEER_MEM0_INFER": "nope"})  # it was read as "on"
     assert env_options("ace", {"RIZZ_PEER_ACE_MODE": " Tools"}) == {"instructor_mode": "tools"}
     assert env_options("ace", {"RIZZ_PEER_ACE_MODE": "md_json"}) == {}  # ACE's own default: recorded as unset, so resumable
-    with pytest.raises(PeerError, match=r"RIZZ_PEER_ACE_MODE='xml': .* one of md_json, tools, json, json_schema"):
+    with pytest.raises(PeerError, match=r"RIZZ_PEER_ACE_MODE='xml': .* one of md_json, tools"):
         env_options("ace", {"RIZZ_PEER_ACE_MODE": "xml"})
     assert env_options("ace", {"RIZZ_PEER_MEM0_INFER": "nope"}) == {}  # each peer reads its own
 

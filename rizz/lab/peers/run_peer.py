@@ -70,8 +70,10 @@ PEERS = ("ace", "mem0")
 PEER_OPTIONS: dict[str, dict[str, Any]] = {"ace": {"max_tokens": 1024, "max_retries": 1},
                                            "mem0": {"max_tokens": 1024, "infer": True}}
 #: ACE's structured-output modes (instructor's ``Mode`` names, lower case) that
-#: ``RIZZ_PEER_ACE_MODE`` may name; ``md_json`` is ACE's own default.
-ACE_MODES = ("md_json", "tools", "json", "json_schema")
+#: ``RIZZ_PEER_ACE_MODE`` may name: ``md_json``, ACE's own default, and ``tools``, the one run
+#: here (instructor's ``json_schema`` sends a ``response_format`` type llama.cpp's server does
+#: not take; its ``json`` forces JSON but not the schema).
+ACE_MODES = ("md_json", "tools")
 _SWITCH = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 
 
@@ -87,8 +89,8 @@ def env_options(name: str, environ: Mapping[str, str] | None = None) -> dict[str
       Mode.JSON for OpenAI structured outputs"; TOOLS is instructor's own default for OpenAI)
       instead of ACE's default ``Mode.MD_JSON``: each role's schema goes as a named
       ``tool_choice``, which llama.cpp's OpenAI server decodes under a grammar made from it, as
-      OpenAI's API forces a named function's arguments; the prompts stay ACE's. Also ``json``
-      and ``json_schema``. Unset, or ``md_json``: ACE as it ships, with no ``instructor_mode``
+      OpenAI's API forces a named function's arguments; the prompts stay ACE's (measured:
+      results/2026-12-05-ace-tools-qwen15.md). Unset, or ``md_json``: ACE as it ships, with no ``instructor_mode``
       key (so runs recorded before the setting existed resume).
 
     Case and surrounding spaces are ignored. Raises PeerError naming the variable and the

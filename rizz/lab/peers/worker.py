@@ -85,7 +85,7 @@ class AcePeer:
                 return EnvironmentResult(feedback=v["feedback"], ground_truth=v["reference"], metrics={"reward": v["reward"]})
 
         mode = options.get("instructor_mode")
-        if mode:  # one of ACE's InstructorClient modes (run_peer.PEER_OPTIONS); ACE's default is md_json
+        if mode:  # RIZZ_PEER_ACE_MODE (run_peer.env_options): an ACE InstructorClient mode other than its default md_json
             import instructor
             from ace.llm_providers.instructor_client import InstructorClient
 
