@@ -27,6 +27,7 @@ BASE_MODULES = {"attrs", "attr", "pyrsistent", "numpy", "yaml", "cattrs", "msgsp
 NOT_AN_EXTRA = {
     "bfcl_eval": "installed with --no-deps (pyproject agents-no-deps, the Makefile)",
     "ace": "ACE runs in the peers' own venv (make peers)",
+    "instructor": "ACE's own dependency, imported by ACE's worker in the peers' venv (RIZZ_PEER_ACE_MODE)",
 }
 HEAVY = ("torch", "llama_cpp", "sentence_transformers", "anthropic", "openai", "typer", "matplotlib", "rich",
          "fastapi", "ray", "filelock", "rapidfuzz", "jsonschema")
