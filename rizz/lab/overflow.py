@@ -22,7 +22,7 @@ from rizz.engine.logfold import views
 from rizz.formats.wording import plural
 from rizz.store.runlog import RunDir
 
-__all__ = ["overflow_by_task", "overflow_note", "overflow_tasks_text"]
+__all__ = ["overflow_by_task", "overflow_note", "overflow_tasks_text", "refused_by_server"]
 
 
 def overflow_by_task(records: Iterable[dict[str, Any]]) -> dict[str, int]:
@@ -34,6 +34,12 @@ def overflow_by_task(records: Iterable[dict[str, Any]]) -> dict[str, int]:
             task = r.get("task") or "-"
             out[task] = out.get(task, 0) + 1
     return dict(sorted(out.items()))
+
+
+def refused_by_server(record: dict[str, Any]) -> bool:
+    """Whether an overflowed step's prompt was sent and refused by an OpenAI-compatible server as
+    too long for its window: its record holds a call marked ``refused``."""
+    return any(c.get("refused") for c in record.get("calls") or ())
 
 
 def overflow_tasks_text(by_task: dict[str, int]) -> str:
@@ -101,7 +107,7 @@ def overflow_note(run_dir: str | Path, summary: dict[str, Any], *, name: str | N
     did, tasks = f"{n} of {plural(len(records), 'step')}", overflow_tasks_text(by_task)
     were = "was" if n == 1 else "were"
     # sent, but the server refused it as too long for its window: the record holds that call, marked refused
-    refused = sum(1 for r in over if any(c.get("refused") for c in r.get("calls") or ()))
+    refused = sum(1 for r in over if refused_by_server(r))
     server = "a larger context window on the server may let them run"
     if refused == n:
         return (f"{who}: {did} {were} scored 0: the server refused {'its' if n == 1 else 'their'} prompt as too long for its "

@@ -33,7 +33,7 @@ from rizz.engine.run import token_totals, wall_seconds
 from rizz.extras import extra_needed
 from rizz.formats.wording import plural
 from rizz.lab.labels import label_markdown, label_quality
-from rizz.lab.overflow import overflow_by_task, overflow_tasks_text
+from rizz.lab.overflow import overflow_by_task, overflow_tasks_text, refused_by_server
 from rizz.lab.peers.report import peer_markdown, peer_results
 from rizz.lab.stats import N_RESAMPLES, bootstrap_ci, paired_delta
 from rizz.store.runlog import RunDir, write_json_atomic
@@ -89,8 +89,7 @@ def _policy_stats(records: list[dict[str, Any]], summary: dict[str, Any], seed: 
         "budget_exceeded": sum(1 for p in prompts if p["tokens"] > p["budget"]),
         "overflow": sum(1 for r in records if r.get("overflow")),
         # of those, the steps whose prompt an OpenAI-compatible server refused as too long (sent; "refused" call)
-        **({"overflow_refused": n} if (n := sum(1 for r in records if r.get("overflow")
-                                                  and any(c.get("refused") for c in r.get("calls") or ()))) else {}),
+        **({"overflow_refused": n} if (n := sum(1 for r in records if r.get("overflow") and refused_by_server(r))) else {}),
         "wall_s": wall_seconds(records),  # distillations included
         "branches": dict(summary.get("branches") or {"total": None, "active": None}),
         "cost_usd": round(sum(costs), 6) if costs else None,

@@ -84,20 +84,19 @@ class AcePeer:
                 v = peer._verdicts.get()
                 return EnvironmentResult(feedback=v["feedback"], ground_truth=v["reference"], metrics={"reward": v["reward"]})
 
-        mode = options.get("instructor_mode")
-        if mode:  # RIZZ_PEER_ACE_MODE (run_peer.env_options): an ACE InstructorClient mode other than its default md_json
+        mode = options.get("instructor_mode")  # RIZZ_PEER_ACE_MODE (run_peer.env_options); None: ACE's own md_json
+        role = client
+        if mode:
             import instructor
             from ace.llm_providers.instructor_client import InstructorClient
 
-            base_client = client
-
-            def client(kind: str) -> Any:  # noqa: F811 - the same client, wrapped in the chosen mode
-                return InstructorClient(base_client(kind), mode=instructor.Mode[str(mode).upper()], max_retries=retries)
+            def role(kind: str) -> Any:  # the same client, in the chosen InstructorClient mode
+                return InstructorClient(client(kind), mode=instructor.Mode[str(mode).upper()], max_retries=retries)
 
         self._env = BenchEnvironment()
-        self.ace = OnlineACE(agent=Agent(client("answer"), max_retries=retries),
-                             reflector=Reflector(client("reflect"), max_retries=retries),
-                             skill_manager=SkillManager(client("curate"), max_retries=retries),
+        self.ace = OnlineACE(agent=Agent(role("answer"), max_retries=retries),
+                             reflector=Reflector(role("reflect"), max_retries=retries),
+                             skill_manager=SkillManager(role("curate"), max_retries=retries),
                              enable_observability=False)
         self.workdir = workdir
         self._thread: threading.Thread | None = None
