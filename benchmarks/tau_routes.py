@@ -8,7 +8,8 @@ its verdict) and the shipped ``data/tau-bench-mini/test.jsonl`` (each element's 
 and folds the episodes through the policy's core (default: ``default``) twice: once embedding
 ``f"{instruction}\\n\\n{opening}"`` (the text before commit 89701e5), once
 :func:`rizz.engine.answering.embedding_text` (its task line and the opening). A route in doubt
-is labelled as ``routing.judge: local`` does (the judge's deterministic fallback, no model).
+is labelled by the engine's :func:`~rizz.engine.answering.step_label` as under ``routing.judge:
+local`` (the judge's deterministic fallback, no model).
 Prints, per text, each episode's branch and the label it was given when the router asked for
 one. The episodes' own answers are not recomputed: routing does not depend on them, only the
 verdicts are folded. Used in results/2026-12-05-tau-embedding-text.md.
@@ -26,9 +27,8 @@ import numpy as np
 from rizz import load_policy
 from rizz.adapters.embedder import Embedder
 from rizz.core import StepInput, Verdict, needs_label, rizz
-from rizz.core.routing import normalise_label, route
-from rizz.engine.answering import embedding_text
-from rizz.engine.judge import read_label
+from rizz.core.routing import route
+from rizz.engine.answering import embedding_text, label_text, step_label
 from rizz.formats.streams import read_stream
 
 STREAM = Path(__file__).resolve().parents[1] / "data" / "tau-bench-mini" / "test.jsonl"
@@ -52,10 +52,8 @@ def routes(run_dir: Path, policy_name: str, text_of) -> list[tuple[str, str, str
                       instruction=el.instruction, shape=el.shape)
         asked = ""
         if needs_label(state, policy, x.embedding, el.shape):
-            jl = read_label("", seen, instruction=el.instruction, shape=el.shape,
-                            fallback_application=policy.routing.fallback_application)
-            label = normalise_label("use-tools", jl.application)
-            x = attrs.evolve(x, label=label, label_embedding=vec(label.application.replace("-", " ")))
+            label, _ = step_label(el, seen, policy, None)  # the judge's fallback, as routing.judge: local
+            x = attrs.evolve(x, label=label, label_embedding=vec(label_text(label)))
             asked = f"{label.function}/{label.application}"
         out.append((el.id, route(state, policy, x).branch_id, asked))
         state = core.step(state, x, Verdict(float(rec["verdict"]["reward"]), "tau_db"))

@@ -28,6 +28,7 @@ from rizz.adapters.models.base import Message, ModelBackend
 from rizz.adapters.verifiers import correction_of, extract_answer, verify
 from rizz.core import (
     AdaptiveState,
+    Label,
     Policy,
     PromptBudgetError,
     Rizz,
@@ -43,12 +44,13 @@ from rizz.core import (
 )
 from rizz.core.compiler import MEMORY_BLOCKS
 from rizz.engine.agent_step import answer_episode, open_conversation, verify_episode_pending
-from rizz.engine.judge import label_input, read_label
+from rizz.engine.judge import JudgeLabel, label_input, read_label
 from rizz.engine.pending import Call, Embedded, Pending
 from rizz.engine.render import TEMPLATE_SLACK, answer_settings, render
 from rizz.formats.streams import StreamElement
 
-__all__ = ["answer_element", "budget", "default_rendering", "embed_texts", "embedding_text", "evidence_text", "verify_pending"]
+__all__ = ["answer_element", "budget", "default_rendering", "embed_texts", "embedding_text", "evidence_text", "label_text", "step_label",
+           "verify_pending"]
 
 
 def default_rendering(model: ModelBackend) -> str:
@@ -82,6 +84,28 @@ def budget(policy: Policy, model: ModelBackend, shape: str | None, cap: int | No
     answer = answer_settings(shape).max_tokens if reply_tokens is None else int(reply_tokens)
     room = model.context_window - answer - thinking - TEMPLATE_SLACK
     return max(1, min(policy.compiler.token_budget, room, cap if cap is not None else room))
+
+
+def step_label(el: StreamElement, seen: str, policy: Policy, model: ModelBackend | None) -> tuple[Label, JudgeLabel]:
+    """The label of a step whose route is in doubt, and the judge's reading it came from.
+
+    ``seen``: the text the model is shown (:func:`embedding_text`'s ``seen``). The model judge
+    (:func:`~rizz.engine.judge.label_input`, one call) labels it, or with ``routing.judge:
+    local`` or ``model=None`` the judge's deterministic fallback
+    (:func:`~rizz.engine.judge.read_label`, no call). An episode's function is what its agent
+    does, ``use-tools``; its application is the judge's."""
+    fa = policy.routing.fallback_application
+    if model is None or policy.routing.judge == "local":
+        jl = read_label("", seen, instruction=el.instruction, shape=el.shape, fallback_application=fa)
+    else:
+        jl = label_input(model, seen, instruction=el.instruction, shape=el.shape, fallback_application=fa)
+    return normalise_label("use-tools" if el.is_episode else jl.function, jl.application), jl
+
+
+def label_text(label: Label) -> str:
+    """The text a label is embedded from (its ``label_embedding``): the application's words,
+    ``"monetary-policy-stance"`` → ``"monetary policy stance"``."""
+    return label.application.replace("-", " ")
 
 
 def embedding_text(instruction: str | None, seen: str) -> str:
@@ -135,15 +159,8 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
     if declared is not None:  # a caller-declared route (metadata.label, routing.declared_label): no judge call
         base = attrs.evolve(base, declared_label=normalise_label(declared["function"], declared["application"]))
     elif needs_label(sub_state(state, el.tenant), policy, emb.vec, el.shape):  # behind the tenant's wall
-        if policy.routing.judge == "local":  # no model call: the judge's deterministic fallback label
-            jl = read_label("", seen, instruction=el.instruction, shape=el.shape,
-                            fallback_application=policy.routing.fallback_application)
-        else:
-            jl = label_input(model, seen, instruction=el.instruction, shape=el.shape,
-                             fallback_application=policy.routing.fallback_application)
-        # an episode's function is what the agent does: use-tools / <application>
-        label = normalise_label("use-tools" if el.is_episode else jl.function, jl.application)
-        (lemb,) = embed_texts(embedder, store, [label.application.replace("-", " ")])
+        label, jl = step_label(el, seen, policy, model)
+        (lemb,) = embed_texts(embedder, store, [label_text(label)])
         base, lkey = attrs.evolve(base, label=label, label_embedding=lemb.vec), lemb.key
         judge = {"function": label.function, "application": label.application, "raw": jl.raw,
                  "repaired": jl.repaired, "fallback": jl.fallback}

@@ -246,8 +246,13 @@ def fallback_label(text: str, *, instruction: str | None, shape: str | None,
     * ``fallback_application="content_words"`` (the argument's and ``rizz.core.Policy``'s
       default): the instruction (its words count double) and the whole input — on a
       question-answering task, the question's topic;
-    * ``"first_line"``: the instruction if it has any text, else the input's first non-blank
-      line, where TRACE and StreamBench-style elements state their task ("Choose an answer
+    * ``"first_line"``: the instruction if it has any text (the whole of it, where
+      :func:`rizz.engine.answering.embedding_text` embeds only a long instruction's first line:
+      of τ-bench's agent policies the first lines, "# Retail agent policy" and "# Airline
+      agent policy", give labels whose embeddings snap the airline episodes into the retail
+      branch, while the whole policies' most frequent words, ``user-order-status`` and
+      ``user-agent-flight``, keep them apart; ``benchmarks/tau_routes.py``), else the input's
+      first non-blank line, where TRACE and StreamBench-style elements state their task ("Choose an answer
       for the following question and give your reasons.": one application for every
       ScienceQA question; results/2026-12-01-label-quality-train.md). The shipped
       ``policies/default.yaml`` sets it (results/2026-12-04-first-line-default.md);

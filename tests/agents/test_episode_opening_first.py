@@ -210,3 +210,30 @@ def test_two_requests_of_one_tau_domain_get_two_vectors_from_the_shipped_embedde
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     cos = v @ v.T
     assert cos[0, 1] < 0.9 and cos[0, 2] < 0.5 and cos[1, 2] < 0.5, cos
+
+
+def test_step_label_is_the_judges_fallback_without_a_model_and_reads_the_whole_policy() -> None:
+    """τ-bench's labels come from the whole agent policy's words, not its first line: the first
+    lines ("# Retail agent policy", "# Airline agent policy") would give labels that snap the
+    airline episodes into the retail branch (benchmarks/tau_routes.py)."""
+    from rizz.engine.answering import label_text, step_label
+
+    policy = load_policy("default")
+    retail, airline = TAU[0], next(e for e in TAU if e.id.startswith("tau-airline"))
+    (lr, jr), (la, _) = step_label(retail, OPENING, policy, None), step_label(airline, OPENING, policy, None)
+    assert (lr.function, lr.application) == ("use-tools", "user-order-status")
+    assert (la.function, la.application) == ("use-tools", "user-agent-flight")
+    assert jr.fallback and jr.generation is None
+    assert label_text(lr) == "user order status"
+
+
+def test_step_label_asks_the_model_judge_unless_the_policy_judges_locally() -> None:
+    from rizz.engine.answering import step_label
+
+    el = BFCL[0]
+    stub = StubModel(lambda q: '{"function": "classify", "application": "weather lookup"}')
+    label, jl = step_label(el, el.input, load_policy("default"), stub)  # routing.judge: local
+    assert stub.prompts == [] and jl.fallback
+    label, jl = step_label(el, el.input, load_policy("judge-uncertain"), stub)
+    assert len(stub.prompts) == 1 and not jl.fallback
+    assert (label.function, label.application) == ("use-tools", "weather-lookup")
