@@ -16,7 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -358,17 +358,23 @@ def replay_run(run_dir: str | Path, policy: Policy | None = None, policy_source:
 
 def fold_until(run_dir: str | Path, step: int | None = None,
                each: Callable[[dict[str, Any], tuple[object, ...]], None] | None = None, *,
-               snapshots: bool = True) -> AdaptiveState | TenantStates:
+               each_from: int | None = None, snapshots: bool = True,
+               records: Iterable[dict[str, Any]] | None = None) -> AdaptiveState | TenantStates:
     """Fold RUN_DIR's log under the run's own policy (``run.json``), in log order, until the
     first ``step`` or ``answer`` record past step ``step`` (None: the whole log); returns the
-    state. ``each(record, events)`` sees every record folded: the record as JSON and the events
-    its fold produced (the :mod:`rizz.core.events` records).
+    state. ``each(record, events)`` sees the records folded: the record as JSON and the events
+    its fold produced (the :mod:`rizz.core.events` records); every one, or with ``each_from``
+    those of steps ``each_from``..``step`` only (what ``rizz diff`` reports).
 
-    Without ``each``, the fold starts from the newest sound snapshot in ``snapshots/`` taken
-    at or before that record (with its answers in flight, as a resume does:
-    :func:`~rizz.engine.logfold.snapshot_fold`) and folds the records after it; without one
-    (none kept that early, or each damaged), from the first record. The state is the same
-    either way. With ``each``, or ``snapshots=False``, it folds from the first record.
+    The fold starts from the newest sound snapshot in ``snapshots/`` (with its answers in
+    flight, as a resume does: :func:`~rizz.engine.logfold.snapshot_fold`) taken at or before
+    the cut (without ``each``) or the first record ``each`` is to see (with ``each_from``), and
+    folds the records after it; from the first record without one (none kept that early, or
+    each damaged), with ``each`` and no ``each_from`` (``each`` sees every record), or with
+    ``snapshots=False``. The state, and what ``each`` sees, are the same either way.
+
+    ``records``: the log's records as JSON objects, in order, when the caller has read them
+    already (the log is then not read again); by default ``log.jsonl``'s, read up to the cut.
 
     Reads only: no model call, no lock, nothing written (a damaged snapshot is passed over,
     not rebuilt). What ``rizz diff`` and ``rizz inspect`` fold; :func:`state_at` is the checked
@@ -379,18 +385,24 @@ def fold_until(run_dir: str | Path, step: int | None = None,
     """
     rd = RunDir(run_dir)
     policy = parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data")
-    records: list[dict[str, Any]] = []
-    for rec in rd.records():
+    folded: list[dict[str, Any]] = []
+    for rec in rd.records() if records is None else records:
         if step is not None and rec["step"] > step and rec.get("kind", "step") in ("step", "answer"):
             break
-        records.append(rec)
-    if snapshots and each is None:
-        fold, start, _ = snapshot_fold(rd, policy, len(records))
+        folded.append(rec)
+
+    def seen(rec: dict[str, Any]) -> bool:
+        """Whether ``each`` sees ``rec``."""
+        return each_from is None or (each_from <= rec["step"] and (step is None or rec["step"] <= step))
+
+    if snapshots and (each is None or each_from is not None):
+        first = len(folded) if each is None else next((i for i, r in enumerate(folded) if seen(r)), len(folded))
+        fold, start, _ = snapshot_fold(rd, policy, first)
     else:
         fold, start = LogFold(policy, rd.embeddings), 0
-    for i, rec in enumerate(records[start:], start + 1):
+    for i, rec in enumerate(folded[start:], start + 1):
         events = fold.apply(parse(rec, f"{rd.log_path}:{i}"))
-        if each is not None:
+        if each is not None and seen(rec):
             each(rec, events)
     state: AdaptiveState | TenantStates = fold.state
     return state

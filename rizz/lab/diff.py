@@ -7,15 +7,13 @@ events of the requested steps and the compiler's drops from the log records.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rizz.core import AdaptiveState, events as ev
+from rizz.core import events as ev
 from rizz.core.evidence import block_shown
 from rizz.core.tenants import TenantStates, branch_key
-from rizz.engine.logfold import LogFold, snapshot_fold
-from rizz.formats.logrecord import parse
+from rizz.engine.run import fold_until
 from rizz.formats.policy_file import parse_policy
 from rizz.formats.wording import fallback_label_wording, ordinal, plural
 from rizz.lab.episode_view import episode_lines
@@ -79,38 +77,6 @@ def describe_event(e: object) -> str | None:
     return None
 
 
-def _fold_until(rd: RunDir, stop: int, keep_from: int, each: Callable[[dict[str, Any], tuple], None] | None = None, *,
-                snapshots: bool = True) -> tuple[AdaptiveState | TenantStates, list[tuple[dict[str, Any], tuple]]]:
-    """Fold ``rd``'s log under the run's own policy until step ``stop`` (as
-    :func:`rizz.engine.run.fold_until` does), keeping the records of steps
-    ``keep_from``..``stop`` with their events.
-
-    Without ``each``, the fold starts from the newest sound snapshot taken at or before the
-    first record it keeps (:func:`~rizz.engine.logfold.snapshot_fold`), so every kept record is
-    still folded; without one, from the first record. ``each(record, events)`` sees every
-    record folded: with it, or ``snapshots=False``, the fold starts from the first record."""
-    policy = parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data")
-    records: list[dict[str, Any]] = []
-    for rec in rd.records():
-        if rec["step"] > stop and rec.get("kind", "step") in ("step", "answer"):
-            break
-        records.append(rec)
-    if snapshots and each is None:
-        first = next((i for i, r in enumerate(records) if keep_from <= r["step"] <= stop), len(records))
-        fold, start, _ = snapshot_fold(rd, policy, first)
-    else:
-        fold, start = LogFold(policy, rd.embeddings), 0
-    kept = []
-    for i, rec in enumerate(records[start:], start + 1):
-        events = fold.apply(parse(rec, f"{rd.log_path}:{i}"))
-        if each is not None:
-            each(rec, events)
-        if keep_from <= rec["step"] <= stop:
-            kept.append((rec, events))
-    state: AdaptiveState | TenantStates = fold.state
-    return state, kept
-
-
 def budget_source(budget: int, policy_budget: int, cap: int | None) -> str:
     """Which limit set a prompt's token ``budget`` (:func:`rizz.engine.answering.budget`: the
     smallest of the policy's ``compiler.token_budget``, the ``--budget`` cap and the model's
@@ -136,15 +102,17 @@ def diff_run(run_dir: str | Path, at: int | None = None, to: int | None = None, 
     sound snapshot in ``snapshots/`` taken at or before the state just before step ``at`` (the
     first record of steps ``at``..``to``), so every record of those steps is folded and
     reported; without one (none kept that early, or each damaged), or with
-    ``snapshots=False``, from the first record. The text is the same either way. Reads only:
-    a damaged snapshot is passed over, not rebuilt.
+    ``snapshots=False``, from the first record (:func:`rizz.engine.run.fold_until` with
+    ``each_from=at``). The text is the same either way. Reads only, and the log once: a damaged
+    snapshot is passed over, not rebuilt.
 
     Raises ValueError when ``at`` or ``to`` is negative or past the end of the log, when
     ``to < at``, or when the log is empty; FileNotFoundError when ``run_dir`` is not a RUN_DIR.
     """
     rd = RunDir(run_dir)
-    rd.meta()  # FileNotFoundError: no such directory, or not a RUN_DIR
-    n = sum(1 for r in rd.records() if r.get("kind", "step") in ("step", "answer"))
+    meta = rd.meta()  # FileNotFoundError: no such directory, or not a RUN_DIR
+    records = list(rd.records())  # read once: counted here, folded below
+    n = sum(1 for r in records if r.get("kind", "step") in ("step", "answer"))
     if at is None:
         if n == 0:
             raise ValueError(f"the log of {run_dir} has no steps yet")
@@ -159,8 +127,8 @@ def diff_run(run_dir: str | Path, at: int | None = None, to: int | None = None, 
     for flag, step in (("--at", at), ("--to", to)):
         if step >= n:
             raise ValueError(f"{flag} {step}: step {step} is not in the log of {run_dir} (it has {'step 0 only' if n == 1 else f'steps 0..{n - 1}'})")
-    state, kept = _fold_until(rd, to, at, snapshots=snapshots)
-    meta = rd.meta()
+    kept: list[tuple[dict[str, Any], tuple]] = []
+    state = fold_until(run_dir, to, lambda rec, events: kept.append((rec, events)), each_from=at, snapshots=snapshots, records=records)
     policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
     policy_budget = policy.compiler.token_budget
     fallback = fallback_label_wording(policy.routing.fallback_application, policy.routing.judge)  # what happened, the words it read
@@ -269,7 +237,7 @@ def inspect_run(run_dir: str | Path) -> list[dict[str, Any]]:
     came from and how its inputs reached it (:class:`LabelSources`)."""
     rd = RunDir(run_dir)
     sources = LabelSources()
-    state, _ = _fold_until(rd, 10**12, 10**12, each=sources.add)
+    state = fold_until(run_dir, each=sources.add)
     policy = parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data")
     return [{**row, **sources.row(row["branch"])} for row in branch_rows(state, policy)]
 

@@ -277,3 +277,27 @@ def test_diff_run_passes_over_a_damaged_snapshot_with_the_same_text(snapped, tmp
     assert {k: diff_run(run, *k) for k in full} == full
     assert len(seen) == 13 + 13 + (13 - 6)  # 11 and 9..11 from the first record; 7..11 from snapshot 6
     assert _files(run) == before
+
+
+def test_fold_until_each_from_sees_the_same_records_as_a_full_fold_and_starts_from_a_snapshot(snapped, monkeypatch):
+    full: list[tuple[int, str, tuple]] = []
+    fold_until(snapped, 10, lambda rec, events: full.append((rec["step"], rec.get("kind", "step"), events)))
+    seen = _folded(monkeypatch)
+    part: list[tuple[int, str, tuple]] = []
+    state = fold_until(snapped, 10, lambda rec, events: part.append((rec["step"], rec.get("kind", "step"), events)), each_from=9)
+    assert part == [r for r in full if r[0] >= 9] and {s for s, _, _ in part} == {9, 10}
+    assert len(seen) == 12 - 9  # from snapshot 9 (after 9 records): step 8's distill record, steps 9 and 10
+    assert digest(state) == digest(state_at(snapped, 10))
+
+
+def test_diff_run_reads_the_log_once(snapped, monkeypatch):
+    reads: list[int] = []
+    real = RunDir.records
+
+    def records(self):
+        reads.append(1)
+        return real(self)
+
+    monkeypatch.setattr(RunDir, "records", records)
+    assert diff_run(snapped, 9, 10) == diff_run(snapped, 9, 10, snapshots=False)
+    assert len(reads) == 2  # once per call
