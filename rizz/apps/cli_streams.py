@@ -129,13 +129,15 @@ def build_cmd(
 @app.command("check", cls=Command)
 def check_cmd(
     streams: list[Path] = typer.Argument(..., metavar="STREAM...", help="Stream files (JSONL) to validate."),
-    first_only: bool = typer.Option(False, "--first", metavar="", help="Stop at the first bad line of each file (default: report every bad line)."),
+    first_only: bool = typer.Option(False, "--first", metavar="", help="Stop at the first bad line of each file (default: report every bad line; each error of a line either way)."),
     all_errors: bool = typer.Option(True, "--all", hidden=True, help="Kept for old scripts: every bad line is the default."),
 ) -> None:
     """Validate stream files against the contract; exit 1 naming FILE:LINE and field if any is bad.
 
-    Prints ``FILE: N elements ok, M bad; TASK N, ...; longest N chars`` for each file (``-``
-    counts elements without ``metadata.task``, as in ``summary.json``). An empty file is an error.
+    Each error of a bad line is one ``error: FILE:LINE: field 'PATH': ...`` line (every bad
+    field of it, not only the first). Prints ``FILE: N elements ok, M bad; TASK N, ...;
+    longest N chars`` for each file (``M bad (K errors)`` when a line has several; ``-`` counts
+    elements without ``metadata.task``, as in ``summary.json``). An empty file is an error.
     """
     del all_errors  # accepted for old scripts; reporting every bad line is the default
     bad = [stream for stream in streams if not _check_stream(stream, first_only)]
@@ -146,11 +148,12 @@ def check_cmd(
 def _check_stream(stream: Path, first_only: bool) -> bool:
     """Report on ``stream`` (its bad lines on stderr, its counts on stdout); True when it is all good."""
     try:
-        read = read_stream(stream, skip_bad=not first_only)
+        read = read_stream(stream, skip_bad=not first_only, every_error=True)
     except StreamError as err:
-        for bad in err.bad:  # a file whose every line is bad
+        for bad in err.bad:  # a file whose every line is bad; with --first, each error of the first bad line
             typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
-        typer.echo(f"error: {err}", err=True)
+        if err.line is None or not err.bad:  # a bad line's errors are err.bad, the first of them err
+            typer.echo(f"error: {err}", err=True)
         return False
     except OSError as err:  # "error: s.jsonl: No such file or directory", not Python's [Errno 2] form
         typer.echo(f"error: {stream}: {err.strerror or err}", err=True)
@@ -158,7 +161,8 @@ def _check_stream(stream: Path, first_only: bool) -> bool:
     for bad in read.bad:
         typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
     longest = max((prompt_chars(el) for el in read.elements), default=0)
-    typer.echo(f"{stream}: {_plural(len(read.elements), 'element')} ok, {len(read.bad)} bad; "
+    errors = f" ({_plural(len(read.bad), 'error')})" if len(read.bad) > read.bad_lines else ""
+    typer.echo(f"{stream}: {_plural(len(read.elements), 'element')} ok, {read.bad_lines} bad{errors}; "
                f"{_task_counts(read.elements)}; longest {_plural(longest, 'char')}")
     return not read.bad
 

@@ -3,6 +3,9 @@ validators :mod:`rizz.formats.streams` runs on every decoded line.
 
 Each check raises :class:`FieldError` naming the field's path (``metadata.shape``,
 ``tools[0].name``); :mod:`rizz.formats.streams` turns it into ``FILE:LINE: field 'PATH': ...``.
+:func:`field_errors` and :func:`repeated_keys` list every error of a line (``rizz streams
+check``); :func:`validate` and :func:`check_repeated` raise the first of them (the same one a
+check that stopped at the first problem would find), which is all ``rizz run`` needs.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import difflib
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rizz.errors import RizzError
@@ -75,6 +78,19 @@ class FieldError(RizzError):
         self.message = message
 
 
+class _Errors(list[FieldError]):
+    """The field errors of one line, in the order the checks find them."""
+
+    def check(self, check: Callable[..., None], *args: Any, **kwargs: Any) -> bool:
+        """Run one check (it raises :class:`FieldError`); keep its error. True when it passed."""
+        try:
+            check(*args, **kwargs)
+        except FieldError as err:
+            self.append(err)
+            return False
+        return True
+
+
 def describe(value: Any) -> str:
     if isinstance(value, str):
         text = repr(value)
@@ -107,17 +123,15 @@ def _check_str(field: str, value: Any, *, optional: bool = False, nonempty: bool
         raise FieldError(field, "expected a non-empty string, got ''")
 
 
-def _check_str_or_list(field: str, value: Any, *, what: str) -> None:
+def _check_str_or_list(errors: _Errors, field: str, value: Any, *, what: str) -> None:
     if value is None or isinstance(value, str):
         return
     if isinstance(value, (list, tuple)):
         if not value:
-            raise FieldError(field, f"expected {what}, got an empty list")
-        for i, item in enumerate(value):
-            if not isinstance(item, str):
-                raise _expect(f"{field}[{i}]", "a string", item)
+            errors.append(FieldError(field, f"expected {what}, got an empty list"))
+        errors.extend(_expect(f"{field}[{i}]", "a string", item) for i, item in enumerate(value) if not isinstance(item, str))
         return
-    raise _expect(field, what, value)
+    errors.append(_expect(field, what, value))
 
 
 def _is_finite_number(value: Any) -> bool:
@@ -143,155 +157,165 @@ def non_finite(value: Any, path: str) -> list[tuple[str, float]]:
     return []
 
 
-def _check_code_exec(meta: Mapping[str, Any]) -> None:
-    """What ``code_exec`` runs: ``prompt + answer``, ``tests``, then ``check(entry_point)``."""
-    _check_str("metadata.tests", meta.get("tests"), nonempty=True)
-    entry = meta.get("entry_point")
+def _check_entry_point(entry: Any) -> None:
     _check_str("metadata.entry_point", entry, nonempty=True)
     if not entry.isidentifier():
         raise _expect("metadata.entry_point", "a Python function name (the tests call check(entry_point))", entry)
-    _check_str("metadata.prompt", meta.get("prompt"), optional=True)
+
+
+def _check_code_exec(errors: _Errors, meta: Mapping[str, Any]) -> None:
+    """What ``code_exec`` runs: ``prompt + answer``, ``tests``, then ``check(entry_point)``."""
+    errors.check(_check_str, "metadata.tests", meta.get("tests"), nonempty=True)
+    errors.check(_check_entry_point, meta.get("entry_point"))
+    errors.check(_check_str, "metadata.prompt", meta.get("prompt"), optional=True)
     if "timeout_s" in meta:
         timeout = meta["timeout_s"]
         if not _is_finite_number(timeout) or timeout <= 0:
-            raise _expect("metadata.timeout_s", "a positive finite number of seconds", timeout)
+            errors.append(_expect("metadata.timeout_s", "a positive finite number of seconds", timeout))
 
 
-def _check_metadata(meta: Any, verifier: Any) -> None:
+def _check_metadata(errors: _Errors, meta: Any, verifier: Any) -> None:
     if not isinstance(meta, Mapping):
-        raise _expect("metadata", "an object or null", meta)
+        errors.append(_expect("metadata", "an object or null", meta))
+        return
     for key in meta:
         if not isinstance(key, str):
-            raise _expect("metadata", "string keys", key)
+            errors.append(_expect("metadata", "string keys", key))
+            continue
         meant = _metadata_near_miss(key) if key not in READ_METADATA_KEYS else None
         if meant is not None:
-            raise FieldError(f"metadata.{key}", f"not a key rizz reads; did you mean `{meant}`? (refused as a likely typo; "
-                                                 "metadata keys of your own are kept, but only under names further from rizz's)")
-    _check_str("metadata.task", meta.get("task"), optional=True)
-    _check_str("metadata.scope", meta.get("scope"), optional=True)
-    _check_str("metadata.tenant", meta.get("tenant"), optional=True, nonempty=True)
+            errors.append(FieldError(f"metadata.{key}", f"not a key rizz reads; did you mean `{meant}`? (refused as a likely typo; "
+                                                        "metadata keys of your own are kept, but only under names further from rizz's)"))
+    errors.check(_check_str, "metadata.task", meta.get("task"), optional=True)
+    errors.check(_check_str, "metadata.scope", meta.get("scope"), optional=True)
+    errors.check(_check_str, "metadata.tenant", meta.get("tenant"), optional=True, nonempty=True)
     shape = meta.get("shape")
     if shape is not None and shape not in SHAPES:
-        raise _not_one_of("metadata.shape", SHAPES, shape)
+        errors.append(_not_one_of("metadata.shape", SHAPES, shape))
     time = meta.get("time")
     if time is not None:
         try:
             canonical_time(time)
         except ValueError:
-            raise _expect("metadata.time", TIME_EXPECTED + " or null", time) from None
+            errors.append(_expect("metadata.time", TIME_EXPECTED + " or null", time))
     label = meta.get("label")
     if label is not None:
         if not isinstance(label, Mapping) or set(label) - {"function", "application"}:
-            raise _expect("metadata.label", "an object {function, application} or null", label)
-        _check_str("metadata.label.function", label.get("function"), nonempty=True)
-        _check_str("metadata.label.application", label.get("application"), nonempty=True)
+            errors.append(_expect("metadata.label", "an object {function, application} or null", label))
+        else:
+            errors.check(_check_str, "metadata.label.function", label.get("function"), nonempty=True)
+            errors.check(_check_str, "metadata.label.application", label.get("application"), nonempty=True)
     if verifier == "code_exec":
-        _check_code_exec(meta)
+        _check_code_exec(errors, meta)
     else:
         for key in ("tests", "entry_point"):
             if key in meta:
-                _check_str(f"metadata.{key}", meta[key], optional=True)
+                errors.check(_check_str, f"metadata.{key}", meta[key], optional=True)
     if verifier == "token_f1" and "f1_variant" in meta and meta["f1_variant"] not in F1_VARIANTS:
-        raise _not_one_of("metadata.f1_variant", F1_VARIANTS, meta["f1_variant"])
+        errors.append(_not_one_of("metadata.f1_variant", F1_VARIANTS, meta["f1_variant"]))
     if verifier == "sari":
-        _check_str("metadata.source", meta.get("source"), nonempty=True)
+        errors.check(_check_str, "metadata.source", meta.get("source"), nonempty=True)
     elif "source" in meta:
-        _check_str("metadata.source", meta["source"], optional=True)
-    for field, number in non_finite(meta, "metadata")[:1]:
-        raise _expect(field, "a finite number", number)
+        errors.check(_check_str, "metadata.source", meta["source"], optional=True)
+    errors.extend(_expect(field, "a finite number", number) for field, number in non_finite(meta, "metadata"))
 
 
-def _check_tools(tools: Any) -> None:
+def _check_tools(errors: _Errors, tools: Any) -> None:
     """``tools``: a non-empty list of JSON-schema function descriptions (OpenAI/BFCL shape)."""
     if not isinstance(tools, (list, tuple)) or not tools:
-        raise _expect("tools", "a non-empty list of function descriptions", tools)
+        errors.append(_expect("tools", "a non-empty list of function descriptions", tools))
+        return
     names: set[str] = set()
     for i, tool in enumerate(tools):
         if not isinstance(tool, Mapping):
-            raise _expect(f"tools[{i}]", "an object with 'name' (and 'description', 'parameters')", tool)
-        _check_str(f"tools[{i}].name", tool.get("name"), nonempty=True)
-        if tool["name"] in names:
-            raise FieldError(f"tools[{i}].name", f"repeated tool name {tool['name']!r}")
-        names.add(tool["name"])
-        _check_str(f"tools[{i}].description", tool.get("description"), optional=True)
+            errors.append(_expect(f"tools[{i}]", "an object with 'name' (and 'description', 'parameters')", tool))
+            continue
+        if errors.check(_check_str, f"tools[{i}].name", tool.get("name"), nonempty=True):
+            if tool["name"] in names:
+                errors.append(FieldError(f"tools[{i}].name", f"repeated tool name {tool['name']!r}"))
+            names.add(tool["name"])
+        errors.check(_check_str, f"tools[{i}].description", tool.get("description"), optional=True)
         params = tool.get("parameters")
         if params is not None and not isinstance(params, Mapping):
-            raise _expect(f"tools[{i}].parameters", "a JSON-schema object or null", params)
+            errors.append(_expect(f"tools[{i}].parameters", "a JSON-schema object or null", params))
         if isinstance(params, Mapping) and not isinstance(params.get("properties", {}), Mapping):
-            raise _expect(f"tools[{i}].parameters.properties", "an object", params.get("properties"))
-    for field, number in non_finite(list(tools), "tools")[:1]:
-        raise _expect(field, "a finite number", number)
+            errors.append(_expect(f"tools[{i}].parameters.properties", "an object", params.get("properties")))
+    errors.extend(_expect(field, "a finite number", number) for field, number in non_finite(list(tools), "tools"))
 
 
-def _check_episode(obj: Mapping[str, Any], verifier: Any) -> None:
+def _check_episode(errors: _Errors, obj: Mapping[str, Any], verifier: Any) -> None:
     """Episode fields: ``tools``; ``turns`` (scripted user turns) or ``user`` (a simulated
     user's hidden brief); ``environment`` (``name`` + initial configuration)."""
     present = [k for k in EPISODE_FIELDS if obj.get(k) is not None]
     if verifier in EPISODE_VERIFIERS and "tools" not in present:
-        raise FieldError("tools", f"required when 'verifier' is {verifier!r} (an episode element)")
-    if not present:
+        errors.append(FieldError("tools", f"required when 'verifier' is {verifier!r} (an episode element)"))
+        if not present:
+            return
+    elif not present:
         return
-    if "tools" not in present:
-        raise FieldError("tools", f"required in an episode element (it has {present[0]!r})")
-    _check_tools(obj["tools"])
+    elif "tools" not in present:
+        errors.append(FieldError("tools", f"required in an episode element (it has {present[0]!r})"))
+    if "tools" in present:
+        _check_tools(errors, obj["tools"])
     if obj.get("context_only", False):
-        raise FieldError("context_only", "an episode element (with 'tools') cannot be context_only")
+        errors.append(FieldError("context_only", "an episode element (with 'tools') cannot be context_only"))
     turns, user = obj.get("turns"), obj.get("user")
     if turns is not None and user is not None:
-        raise FieldError("user", "give either 'turns' (scripted user turns) or 'user' (a simulated user's brief), not both")
+        errors.append(FieldError("user", "give either 'turns' (scripted user turns) or 'user' (a simulated user's brief), not both"))
     if turns is not None:
         if not isinstance(turns, (list, tuple)):
-            raise _expect("turns", "a list of strings (the user's later turns)", turns)
-        for i, turn in enumerate(turns):
-            _check_str(f"turns[{i}]", turn)
+            errors.append(_expect("turns", "a list of strings (the user's later turns)", turns))
+        else:
+            for i, turn in enumerate(turns):
+                errors.check(_check_str, f"turns[{i}]", turn)
     if user is not None:
-        _check_str("user", user, nonempty=True)
+        errors.check(_check_str, "user", user, nonempty=True)
     env = obj.get("environment")
     if env is not None:
         if not isinstance(env, Mapping):
-            raise _expect("environment", "an object with 'name' and its initial configuration", env)
-        _check_str("environment.name", env.get("name"), nonempty=True)
-        for field, number in non_finite(env, "environment")[:1]:
-            raise _expect(field, "a finite number", number)
+            errors.append(_expect("environment", "an object with 'name' and its initial configuration", env))
+        else:
+            errors.check(_check_str, "environment.name", env.get("name"), nonempty=True)
+            errors.extend(_expect(field, "a finite number", number) for field, number in non_finite(env, "environment"))
     if verifier in EPISODE_VERIFIERS and env is None:
-        raise FieldError("environment", f"required when 'verifier' is {verifier!r}")
+        errors.append(FieldError("environment", f"required when 'verifier' is {verifier!r}"))
     if verifier == "bfcl_multi_turn" and turns is None:
-        raise FieldError("turns", "required when 'verifier' is 'bfcl_multi_turn' (may be an empty list)")
+        errors.append(FieldError("turns", "required when 'verifier' is 'bfcl_multi_turn' (may be an empty list)"))
     if verifier == "tau_db" and user is None:
-        raise FieldError("user", "required when 'verifier' is 'tau_db' (the simulated customer's brief)")
-    if verifier is not None and verifier not in EPISODE_VERIFIERS:
-        raise _expect("verifier", "an episode verifier (" + ", ".join(EPISODE_VERIFIERS) + ") for an element with 'tools'", verifier)
+        errors.append(FieldError("user", "required when 'verifier' is 'tau_db' (the simulated customer's brief)"))
+    if "tools" in present and verifier in VERIFIERS and verifier not in EPISODE_VERIFIERS:
+        errors.append(_expect("verifier", "an episode verifier (" + ", ".join(EPISODE_VERIFIERS) + ") for an element with 'tools'", verifier))
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _check_unicode(obj: Mapping[str, Any]) -> None:
-    """Raise :class:`FieldError` for a lone UTF-16 surrogate (JSON ``"\\udc80"`` unpaired) in any
-    key or string of the line: it decodes, but no UTF-8 text (prompt, log, hash) can hold it."""
+def _check_unicode(errors: _Errors, obj: Mapping[str, Any]) -> None:
+    """A :class:`FieldError` for each lone UTF-16 surrogate (JSON ``"\\udc80"`` unpaired) in a
+    key or string of the line: it decodes, but no UTF-8 text (prompt, log, hash) can hold it.
+    A key holding one is reported for the object it is in (its value is not looked into)."""
 
-    def find(value: Any, path: str) -> tuple[str, str] | None:
+    def find(value: Any, path: str) -> None:
         if isinstance(value, str):
             m = _SURROGATE.search(value)
-            return (path, m.group()) if m else None
-        if isinstance(value, Mapping):
+            if m:
+                errors.append(_surrogate(path, m.group()))
+        elif isinstance(value, Mapping):
             for k, v in value.items():
                 m = _SURROGATE.search(k)
                 if m:
-                    return (path or "<key>", m.group())
-                hit = find(v, f"{path}.{k}" if path else k)
-                if hit:
-                    return hit
+                    errors.append(_surrogate(path or "<key>", m.group()))
+                else:
+                    find(v, f"{path}.{k}" if path else k)
         elif isinstance(value, list):
             for i, v in enumerate(value):
-                hit = find(v, f"{path}[{i}]")
-                if hit:
-                    return hit
-        return None
+                find(v, f"{path}[{i}]")
 
-    hit = find(obj, "")
-    if hit is not None:
-        raise FieldError(hit[0], f"a lone UTF-16 surrogate \\u{ord(hit[1]):04x} (an unpaired \\u escape); expected valid Unicode text")
+    find(obj, "")
+
+
+def _surrogate(field: str, char: str) -> FieldError:
+    return FieldError(field, f"a lone UTF-16 surrogate \\u{ord(char):04x} (an unpaired \\u escape); expected valid Unicode text")
 
 
 #: Keys other datasets use for a contract field (HotpotQA's ``answer``, HumanEval's ``prompt``, ...):
@@ -315,33 +339,48 @@ def _field_hint(key: str) -> str:
 
 
 def validate(obj: Any) -> None:
-    """Raise :class:`FieldError` for the first contract violation in a decoded line."""
+    """Raise :class:`FieldError` for the first contract violation in a decoded line (the first
+    of :func:`field_errors`)."""
+    errors = field_errors(obj)
+    if errors:
+        raise errors[0]
+
+
+def field_errors(obj: Any) -> list[FieldError]:
+    """Every contract violation in a decoded line, in the order the checks find them (empty
+    when it is good). A field whose value is wrong is reported once; the checks that need
+    its value are not run (``metadata`` that is not an object is one error, not one per key);
+    every other field is still checked, so a line with two bad fields gives two errors."""
+    errors = _Errors()
     if not isinstance(obj, Mapping):
-        raise _expect("<line>", "a JSON object", obj)
-    _check_unicode(obj)
-    unknown = [k for k in obj if k not in FIELDS]
-    if unknown:
-        raise FieldError(unknown[0], f"unknown field{_field_hint(unknown[0])} (expected one of {', '.join(FIELDS)})")
+        errors.append(_expect("<line>", "a JSON object", obj))
+        return errors
+    _check_unicode(errors, obj)
+    errors.extend(FieldError(key, f"unknown field{_field_hint(key)} (expected one of {', '.join(FIELDS)})")
+                  for key in obj if key not in FIELDS)
     for required in ("id", "input"):
         if required not in obj:
-            raise FieldError(required, "required field missing")
-    _check_str("id", obj["id"], nonempty=True)
-    _check_str("input", obj["input"])
-    _check_str("instruction", obj.get("instruction"), optional=True)
+            errors.append(FieldError(required, "required field missing"))
+    if "id" in obj:
+        errors.check(_check_str, "id", obj["id"], nonempty=True)
+    if "input" in obj:
+        errors.check(_check_str, "input", obj["input"])
+    errors.check(_check_str, "instruction", obj.get("instruction"), optional=True)
     verifier = obj.get("verifier")
     if verifier is not None and verifier not in VERIFIERS:
         hint = did_you_mean(verifier, VERIFIERS) if isinstance(verifier, str) else ""
-        raise FieldError("verifier", f"expected one of {', '.join(VERIFIERS)} or null, got {describe(verifier)}{hint}")
+        errors.append(FieldError("verifier", f"expected one of {', '.join(VERIFIERS)} or null, got {describe(verifier)}{hint}"))
     meta = obj.get("metadata")
-    _check_metadata({} if meta is None else meta, verifier)
-    _check_str_or_list("evidence", obj.get("evidence"), what="a string, a list of strings or null")
-    _check_str_or_list("reference", obj.get("reference"), what="a string, a list of strings or null")
+    _check_metadata(errors, {} if meta is None else meta, verifier)
+    _check_str_or_list(errors, "evidence", obj.get("evidence"), what="a string, a list of strings or null")
+    _check_str_or_list(errors, "reference", obj.get("reference"), what="a string, a list of strings or null")
     context_only = obj.get("context_only", False)
     if not isinstance(context_only, bool):
-        raise _expect("context_only", "true or false", context_only)
-    if verifier not in (None, "code_exec") and not context_only and obj.get("reference") is None:
-        raise FieldError("reference", f"required when 'verifier' is {verifier!r} (the verifier scores against it)")
-    _check_episode(obj, verifier)
+        errors.append(_expect("context_only", "true or false", context_only))
+    if verifier in VERIFIERS and verifier != "code_exec" and not context_only and obj.get("reference") is None:
+        errors.append(FieldError("reference", f"required when 'verifier' is {verifier!r} (the verifier scores against it)"))
+    _check_episode(errors, obj, verifier)
+    return errors
 
 
 class _Repeated(dict):
@@ -368,12 +407,22 @@ def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def check_repeated(value: Any, path: str = "") -> None:
     """Raise :class:`FieldError` at the first key repeated in one object (depth first)."""
+    errors = repeated_keys(value, path)
+    if errors:
+        raise errors[0]
+
+
+def repeated_keys(value: Any, path: str = "") -> list[FieldError]:
+    """A :class:`FieldError` for every key repeated in one object, depth first (an object's own
+    repeated keys before those of the objects in it)."""
+    errors: list[FieldError] = []
     if isinstance(value, _Repeated):
-        key = value.repeated[0]
-        raise FieldError(f"{path}.{key}" if path else key, f"repeated key {key!r} in one JSON object")
+        errors.extend(FieldError(f"{path}.{key}" if path else key, f"repeated key {key!r} in one JSON object")
+                      for key in value.repeated)
     if isinstance(value, dict):
         for key, item in value.items():
-            check_repeated(item, f"{path}.{key}" if path else key)
+            errors.extend(repeated_keys(item, f"{path}.{key}" if path else key))
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            check_repeated(item, f"{path}[{i}]")
+            errors.extend(repeated_keys(item, f"{path}[{i}]"))
+    return errors

@@ -7,7 +7,8 @@ One stream element per line (``specs/stream-format.md``)::
      "evidence": null, "reference": "A", "verifier": "exact_match", "context_only": false}
 
 :func:`read_stream` validates every line against the contract and reports a bad line as
-``FILE:LINE: field 'PATH': expected ..., got ...``. :func:`write_stream` writes the
+``FILE:LINE: field 'PATH': expected ..., got ...`` (its first problem, or with
+``every_error`` each of its problems: ``rizz streams check``). :func:`write_stream` writes the
 canonical form (contract field order, every field present, UTF-8, one element a line), so
 ``write_stream(p, read_stream(p).elements)`` is a fixed point.
 
@@ -49,8 +50,10 @@ from rizz.formats.stream_checks import (  # noqa: F401 - the field table's names
     FieldError,
     check_repeated,
     describe,
+    field_errors,
     non_finite,
     pairs_hook,
+    repeated_keys,
     validate,
 )
 from rizz.formats.timekeys import canonical_time, instant_us
@@ -196,7 +199,11 @@ class StreamElement:
 
 @attrs.frozen
 class BadLine:
-    """A rejected line: 1-based line number, offending field path (None for bad JSON), message."""
+    """A rejected line: 1-based line number, offending field path (None for bad JSON), message.
+
+    One error of the line: ``read_stream(..., every_error=True)`` gives one for each problem of
+    a line (the same ``line``, each its own ``field``); otherwise one per bad line.
+    """
 
     line: int
     field: str | None
@@ -205,10 +212,16 @@ class BadLine:
 
 @attrs.frozen
 class StreamRead:
-    """Result of :func:`read_stream`: the good elements in file order and the bad lines."""
+    """Result of :func:`read_stream`: the good elements in file order and the bad lines' errors
+    (one per bad line, or each of its errors with ``every_error``), in file order."""
 
     elements: tuple[StreamElement, ...]
     bad: tuple[BadLine, ...] = ()
+
+    @property
+    def bad_lines(self) -> int:
+        """How many lines are bad (``len(bad)`` unless a line has several errors)."""
+        return len({b.line for b in self.bad})
 
 
 class StreamError(RizzError):
@@ -216,7 +229,9 @@ class StreamError(RizzError):
 
     For a bad line ``str(err)`` is ``FILE:LINE: field 'F': ...`` and ``line``/``field`` name it;
     for the file as a whole (no stream elements) it is ``FILE: ...`` with ``line`` and ``field``
-    None. ``bad`` holds the bad lines collected before the error (``skip_bad``), else ``()``.
+    None. ``bad`` holds the bad lines collected before the error (``skip_bad``); for a bad line
+    read with ``every_error`` (and not ``skip_bad``), each error of that line, the first being
+    the one ``str(err)`` names; else ``()``.
     """
 
     def __init__(self, path: str, bad: BadLine | str, collected: Iterable[BadLine] = ()) -> None:
@@ -301,7 +316,7 @@ def dumps_element(el: StreamElement) -> str:
     return json.dumps(element_to_json(el), ensure_ascii=False)
 
 
-def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> StreamRead:
+def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False, every_error: bool = False) -> StreamRead:
     """Read and validate a stream file.
 
     Args:
@@ -309,6 +324,10 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
         UTF-8 byte-order mark at the start of the file.
       skip_bad: if False the first bad line raises; if True bad lines are collected in
         ``StreamRead.bad`` and the good ones returned.
+      every_error: if False a bad line is its first problem (one :class:`BadLine`); if True
+        each of its problems is one (every bad field, each repeated key; a line that is not
+        JSON, or not an object, is still one). ``rizz streams check`` reads this way, so a
+        line is fixed in one go; ``rizz run`` stops at the first.
 
     Returns:
       :class:`StreamRead` with elements in file order.
@@ -331,10 +350,10 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
     bad: list[BadLine] = []
     seen: dict[str, int] = {}
 
-    def reject(b: BadLine) -> None:
+    def reject(b: BadLine, *more: BadLine) -> None:
         if not skip_bad:
-            raise StreamError(name, b)
-        bad.append(b)
+            raise StreamError(name, b, (b, *more) if every_error else ())
+        bad.extend((b, *more))
 
     if os.path.isdir(path):
         raise StreamError(name, "is a directory; expected a stream file (JSONL, one element a line)")
@@ -366,24 +385,26 @@ def read_stream(path: str | os.PathLike[str], *, skip_bad: bool = False) -> Stre
             if not isinstance(obj, dict):
                 reject(BadLine(lineno, None, f"expected a JSON object, got {describe(obj)}"))
                 continue
-            try:
-                check_repeated(obj)
-                validate(obj)
-            except FieldError as err:
-                reject(BadLine(lineno, err.field, str(err)))
-                continue
-            first = seen.get(obj["id"])
-            if first is not None:
-                reject(BadLine(lineno, "id", f"field 'id': duplicate id {obj['id']!r}, "
-                                             f"first used at line {first}"))
+            errors = [BadLine(lineno, err.field, str(err)) for err in [*repeated_keys(obj), *field_errors(obj)]]
+            if not errors or every_error:  # a good id that an earlier element has is one error more
+                ident = obj.get("id")
+                first = seen.get(ident) if isinstance(ident, str) else None
+                if first is not None:
+                    errors.append(BadLine(lineno, "id", f"field 'id': duplicate id {ident!r}, first used at line {first}"))
+            if errors:
+                if every_error:
+                    reject(*errors)
+                else:
+                    reject(errors[0])
                 continue
             seen[obj["id"]] = lineno
             elements.append(_element_of(obj))
     if not elements and not bad:
         raise StreamError(name, "no stream elements (the file is empty or has only blank lines)")
     if not elements:
-        raise StreamError(name, "no stream elements: the only non-blank line is bad" if len(bad) == 1
-                          else f"no stream elements: all {len(bad)} non-blank lines are bad", bad)
+        n_bad = len({b.line for b in bad})
+        raise StreamError(name, "no stream elements: the only non-blank line is bad" if n_bad == 1
+                          else f"no stream elements: all {n_bad} non-blank lines are bad", bad)
     return StreamRead(tuple(elements), tuple(bad))
 
 

@@ -408,3 +408,68 @@ def test_lines_of_json_whose_first_is_bad_are_still_read_line_by_line(tmp_path) 
     path.write_text('{"id": "a", "input": \n' + _line(id="b") + "\n", encoding="utf-8")
     with pytest.raises(StreamError, match=r":1: invalid JSON at column"):
         read_stream(path)
+
+
+def test_check_reports_every_error_of_a_line_and_counts_lines_and_errors(tmp_path) -> None:
+    """`rizz streams check` said only the first problem of a line: the user fixed `id`, ran it
+    again and met `metadata.shape`. Every field error of a line is said, one line each."""
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join([_line(id="a"), _line(id=7, metadata={"task": "FOMC", "shape": "letters"}),
+                               "not json", _line(id="c", context_only="no", answer="A")]) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(streams_app, ["check", str(path)])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        f"error: {path}:2: field 'id': expected a string, got 7",
+        f"error: {path}:2: field 'metadata.shape': expected one of letter, number, label, span, text, code, json, "
+        "got 'letters'; did you mean `letter`?",
+        f"error: {path}:3: invalid JSON at column 1: Expecting value",
+        f"error: {path}:4: field 'answer': unknown field; did you mean `reference`? (expected one of id, input, instruction, "
+        "metadata, evidence, reference, verifier, context_only, tools, turns, user, environment)",
+        f"error: {path}:4: field 'context_only': expected true or false, got 'no'",
+    ]
+    assert result.stdout == f"{path}: 1 element ok, 3 bad (5 errors); FOMC 1; longest 19 chars\n"
+    # --first: each error of the first bad line, then stop
+    first = CliRunner().invoke(streams_app, ["check", "--first", str(path)])
+    assert first.exit_code == 1 and first.stdout == ""
+    assert first.stderr.splitlines() == result.stderr.splitlines()[:2]
+    # a file that is all good still passes; one error a line keeps the old summary
+    good = tmp_path / "good.jsonl"
+    good.write_text(_line(id="a") + "\n" + _line(id="b") + "\n", encoding="utf-8")
+    ok = CliRunner().invoke(streams_app, ["check", str(good)])
+    assert ok.exit_code == 0 and ok.output == f"{good}: 2 elements ok, 0 bad; FOMC 2; longest 19 chars\n"
+    one_each = tmp_path / "one-each.jsonl"
+    one_each.write_text(_line(id="a") + "\n" + _line(id=7) + "\n", encoding="utf-8")
+    assert CliRunner().invoke(streams_app, ["check", str(one_each)]).stdout.startswith(f"{one_each}: 1 element ok, 1 bad; ")
+
+
+def test_read_stream_stops_at_the_first_error_of_a_line_unless_every_error(tmp_path) -> None:
+    """Only `rizz streams check` collects: `rizz run` (read_stream) fails fast, one BadLine a line."""
+    path = tmp_path / "s.jsonl"
+    path.write_text(_line(id="a") + "\n" + _line(id="a", input=None, reference=3) + "\n"
+                    + '{"id": "d", "id": "e", "input": 1}\n', encoding="utf-8")
+    with pytest.raises(StreamError) as err:
+        read_stream(path)
+    assert (str(err.value), err.value.bad) == (f"{path}:2: field 'input': expected a string, got null", ())
+    assert [(b.line, b.field) for b in read_stream(path, skip_bad=True).bad] == [(2, "input"), (3, "id")]
+    every = read_stream(path, skip_bad=True, every_error=True)
+    assert [(b.line, b.field) for b in every.bad] == [(2, "input"), (2, "reference"), (2, "id"), (3, "id"), (3, "input")]
+    assert every.bad[2].message == "field 'id': duplicate id 'a', first used at line 1"
+    assert every.bad_lines == 2 and [e.id for e in every.elements] == ["a"]
+    with pytest.raises(StreamError) as first:
+        read_stream(path, every_error=True)
+    assert str(first.value) == f"{path}:2: field 'input': expected a string, got null"
+    assert [b.field for b in first.value.bad] == ["input", "reference", "id"]
+
+
+def test_a_line_with_several_bad_nested_fields_names_each_path() -> None:
+    from rizz.formats.stream_checks import field_errors, pairs_hook, repeated_keys
+
+    obj = {"id": "t", "input": "x", "verifier": "bfcl_ast", "reference": "r",
+           "tools": [{"name": "f"}, {"name": "f", "parameters": []}, 3], "environment": {"name": ""},
+           "metadata": {"tests": 1, "timeout_s": float("nan"), "shape": "nums"}}
+    assert [e.field for e in field_errors(obj)] == [
+        "metadata.shape", "metadata.tests", "metadata.timeout_s", "tools[1].name", "tools[1].parameters", "tools[2]",
+        "environment.name"]
+    assert field_errors(GOOD) == []
+    nested = json.loads('{"a": 1, "a": 2, "m": {"b": 1, "b": 2}}', object_pairs_hook=pairs_hook)
+    assert [e.field for e in repeated_keys(nested)] == ["a", "m.b"]
