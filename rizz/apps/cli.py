@@ -340,8 +340,9 @@ def diff(
 def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: bool = typer.Option(False, "--json", metavar="", help="Machine-readable rows (every field)."),
             episodes: bool = typer.Option(False, "--episodes", metavar="", help="The run's agent episodes: request → calls → results → final answer."),
             full: bool = typer.Option(False, "--full", metavar="", help="With --episodes: every event of long episodes."),
-            wide: bool = typer.Option(False, "--wide", metavar="", help="Every column, however wide the table (by default columns are dropped to fit the terminal).")) -> None:
-    """Branches of the run's final state: label, where the label came from (judge, fallback, snapped, declared,
+            wide: bool = typer.Option(False, "--wide", metavar="", help="Every column, however wide the table (by default columns are dropped to fit the terminal)."),
+            at: int | None = typer.Option(None, "--at", metavar="STEP", help="The state after this step, as rizz diff --at counts (default: the final state; with --episodes, those up to this step). Steps are numbered from 0: step 0 is the first element (progress counts steps done: 10/84 means steps 0..9).")) -> None:
+    """Branches of the run's final state (--at: after a step): label, where the label came from (judge, fallback, snapped, declared,
     context or placeholder, at which step), traffic, mean reward and memory sizes (--episodes: its episodes).
 
     The table fits the terminal: the least needed columns are left out and long labels fold
@@ -356,25 +357,26 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
 
     if episodes:
         try:
-            typer.echo(json.dumps(episode_rows(run_dir), indent=1) if as_json else episodes_text(run_dir, full=full))
-        except FileNotFoundError as e:
+            typer.echo(json.dumps(episode_rows(run_dir, at), indent=1) if as_json else episodes_text(run_dir, full=full, at=at))
+        except (ValueError, FileNotFoundError) as e:
             _fail(str(e))
         return
     try:
-        rows = inspect_run(run_dir)
-    except FileNotFoundError as e:
+        rows = inspect_run(run_dir, at)
+    except (ValueError, FileNotFoundError) as e:
         _fail(str(e))
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
         return
+    after = f" after step {at}" if at is not None else ""
     if not rows:
-        typer.echo(f"{run_dir}: no branches yet (no step has been folded)")
+        typer.echo(f"{run_dir}: no branches{after}" if after else f"{run_dir}: no branches yet (no step has been folded)")
         return
     if full:
         typer.echo("(--full applies to --episodes only)", err=True)
     console = Console()
     table, dropped = branch_table(rows, console.width, wide=wide)
-    console.print(f"branches of {run_dir}", markup=False, highlight=False)
+    console.print(f"branches of {run_dir}{after}", markup=False, highlight=False)
     (Console(width=10_000) if wide else console).print(table)
     if dropped:  # wrapped to the terminal like the table
         console.print(f"(left out to fit {console.width} columns: {', '.join(dropped)}; --wide shows them, --json gives every field)",

@@ -31,9 +31,9 @@ from rizz.formats.wording import plural
 from rizz.store.durable import fault_point
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirReadOnly, write_json_atomic
 
-__all__ = ["KEEP_SNAPSHOTS", "ReplayBusy", "Replayed", "Stale", "episode_summary", "evaluated_tokens", "fold_until", "replay",
-           "replay_differences", "replay_run", "run_stream", "read_summary", "state_at", "step_count", "summarise", "summary_covers",
-           "summary_extent", "summary_outcome", "wall_seconds"]
+__all__ = ["KEEP_SNAPSHOTS", "ReplayBusy", "Replayed", "Stale", "check_step", "episode_summary", "evaluated_tokens", "fold_until",
+           "records_until", "replay", "replay_differences", "replay_run", "run_stream", "read_summary", "state_at", "step_count", "summarise",
+           "summary_covers", "summary_extent", "summary_outcome", "wall_seconds"]
 
 #: Snapshots a run keeps (the newest; a resume needs only the newest sound one, and the store
 #: drops the chunks of the others). ``Session.open`` keeps as many by default.
@@ -385,11 +385,7 @@ def fold_until(run_dir: str | Path, step: int | None = None,
     """
     rd = RunDir(run_dir)
     policy = parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data")
-    folded: list[dict[str, Any]] = []
-    for rec in rd.records() if records is None else records:
-        if step is not None and rec["step"] > step and rec.get("kind", "step") in ("step", "answer"):
-            break
-        folded.append(rec)
+    folded = records_until(rd.records() if records is None else records, step)
 
     def seen(rec: dict[str, Any]) -> bool:
         """Whether ``each`` sees ``rec``."""
@@ -406,6 +402,29 @@ def fold_until(run_dir: str | Path, step: int | None = None,
             each(rec, events)
     state: AdaptiveState | TenantStates = fold.state
     return state
+
+
+def records_until(records: Iterable[dict[str, Any]], step: int | None) -> list[dict[str, Any]]:
+    """The log records (as JSON, in order) a fold up to step ``step`` reads: those before the
+    first ``step`` or ``answer`` record past step ``step`` (None: all). In a live session's log
+    they hold the verdicts that arrived before step ``step + 1``'s answer (:func:`state_at`)."""
+    out: list[dict[str, Any]] = []
+    for rec in records:
+        if step is not None and rec["step"] > step and rec.get("kind", "step") in ("step", "answer"):
+            break
+        out.append(rec)
+    return out
+
+
+def check_step(run_dir: str | Path, step: int, n: int, flag: str = "--at") -> None:
+    """Refuse ``step`` as a step of RUN_DIR's log of ``n`` steps (0..n-1), for ``rizz diff``'s and
+    ``rizz inspect``'s ``--at`` (``flag``): ValueError whose message is one line naming the flag,
+    the RUN_DIR and the steps its log has."""
+    have = "no steps yet" if n == 0 else "step 0 only" if n == 1 else f"steps 0..{n - 1}"
+    if step < 0:
+        raise ValueError(f"{flag} {step}: steps are numbered from 0 (the log of {run_dir} has {have})")
+    if step >= n:
+        raise ValueError(f"{flag} {step}: step {step} is not in the log of {run_dir} (it has {have})")
 
 
 def step_count(run_dir: str | Path) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 from rizz.core import events as ev
 from rizz.core.evidence import block_shown
 from rizz.core.tenants import TenantStates, branch_key
-from rizz.engine.run import fold_until
+from rizz.engine.run import check_step, fold_until
 from rizz.formats.policy_file import parse_policy
 from rizz.formats.wording import fallback_label_wording, ordinal, plural
 from rizz.lab.episode_view import episode_lines
@@ -119,14 +119,13 @@ def diff_run(run_dir: str | Path, at: int | None = None, to: int | None = None, 
         at = n - 1
     to = at if to is None else to
     if at < 0:
-        raise ValueError(f"--at {at}: steps are numbered from 0")
+        check_step(run_dir, at, n)
     if to < at:
         raise ValueError(f"--to {to} is before --at {at}")
     if n == 0:
         raise ValueError(f"the log of {run_dir} has no steps yet")
-    for flag, step in (("--at", at), ("--to", to)):
-        if step >= n:
-            raise ValueError(f"{flag} {step}: step {step} is not in the log of {run_dir} (it has {'step 0 only' if n == 1 else f'steps 0..{n - 1}'})")
+    check_step(run_dir, at, n)
+    check_step(run_dir, to, n, "--to")
     kept: list[tuple[dict[str, Any], tuple]] = []
     state = fold_until(run_dir, to, lambda rec, events: kept.append((rec, events)), each_from=at, snapshots=snapshots, records=records)
     policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
@@ -230,15 +229,23 @@ class LabelSources:
         return {**made, "routed_by": {k: counts[k] for k in ROUTED_BY}}
 
 
-def inspect_run(run_dir: str | Path) -> list[dict[str, Any]]:
-    """One row per branch of the run's final state: id, label, active, sizes (live rules and,
-    apart, retired ones: :func:`branch_rows`), traffic, reward
-    (and, under ``evidence.enabled``, the blocks its evidence withholds now), and where its label
-    came from and how its inputs reached it (:class:`LabelSources`)."""
+def inspect_run(run_dir: str | Path, at: int | None = None) -> list[dict[str, Any]]:
+    """One row per branch of the run's final state, or with ``at`` of its state after step
+    ``at`` (0-based, as ``rizz diff --at`` counts: :func:`rizz.engine.run.state_at`'s): id,
+    label, active, sizes (live rules and, apart, retired ones: :func:`branch_rows`), traffic,
+    reward (and, under ``evidence.enabled``, the blocks its evidence withholds then), and where
+    its label came from and how its inputs reached it up to then (:class:`LabelSources`).
+
+    Raises ValueError (one line naming ``run_dir`` and the steps its log has) when ``at`` is
+    negative or past the log's last step; FileNotFoundError when ``run_dir`` is not a RUN_DIR."""
     rd = RunDir(run_dir)
+    meta = rd.meta()  # FileNotFoundError: no such directory, or not a RUN_DIR
+    records = list(rd.records())  # read once: counted here, folded below
+    if at is not None:
+        check_step(run_dir, at, sum(1 for r in records if r.get("kind", "step") in ("step", "answer")))
     sources = LabelSources()
-    state = fold_until(run_dir, each=sources.add)
-    policy = parse_policy(rd.meta()["policy_data"], f"{rd.meta_path}:policy_data")
+    state = fold_until(run_dir, at, each=sources.add, records=records)
+    policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
     return [{**row, **sources.row(row["branch"])} for row in branch_rows(state, policy)]
 
 

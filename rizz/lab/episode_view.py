@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rizz.engine.run import check_step, records_until
 from rizz.formats.wording import plural
 from rizz.store.runlog import RunDir
 
@@ -79,12 +80,21 @@ def episode_lines(ep: dict[str, Any], *, full: bool = False, indent: str = "  ",
     return out
 
 
-def episode_rows(run_dir: str | Path) -> list[dict[str, Any]]:
+def episode_rows(run_dir: str | Path, at: int | None = None) -> list[dict[str, Any]]:
     """The run's episodes in log order: ``step``, ``id``, ``task``, ``reward`` and ``verifier``
-    (None while the verdict is not in the log), and the record's ``episode`` part."""
+    (None while the verdict is not in the log), and the record's ``episode`` part. With ``at``,
+    those of steps 0..``at`` as the state after step ``at`` holds them (``rizz inspect --at``):
+    the log up to step ``at + 1``'s record (:func:`rizz.engine.run.records_until`), so a verdict
+    logged after it is not in yet.
+
+    Raises FileNotFoundError: no run at ``run_dir``; ValueError: ``at`` negative or past the
+    log's last step (:func:`rizz.engine.run.check_step`)."""
     rd = RunDir(run_dir)
     rd.meta()  # FileNotFoundError when there is no run here
     records = list(rd.records())
+    if at is not None:
+        check_step(run_dir, at, sum(1 for r in records if r.get("kind", "step") in ("step", "answer")))
+        records = records_until(records, at)
     verdicts = {(r["id"], r["step"]): r["verdict"] for r in records if r.get("verdict")}
     rows = []
     for r in records:
@@ -95,14 +105,15 @@ def episode_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def episodes_text(run_dir: str | Path, *, full: bool = False) -> str:
-    """Every episode of the run, a heading line (step, id, task, reward) and its lines.
+def episodes_text(run_dir: str | Path, *, full: bool = False, at: int | None = None) -> str:
+    """Every episode of the run (with ``at``, up to step ``at``: :func:`episode_rows`), a heading
+    line (step, id, task, reward) and its lines.
 
-    Raises FileNotFoundError: no run at ``run_dir``."""
+    Raises FileNotFoundError: no run at ``run_dir``; ValueError: ``at`` not a step of its log."""
     lines = []
-    for row in episode_rows(run_dir):
+    for row in episode_rows(run_dir, at):
         verdict = f"reward {row['reward']:.3f} ({row['verifier']})" if row["reward"] is not None else "no verdict yet"
         task = f" task {row['task']}" if row["task"] else ""
         lines.append(f"step {row['step']} [{row['id']}]{task}: {verdict}")
         lines += episode_lines(row["episode"], full=full, reward=row["reward"])
-    return "\n".join(lines) if lines else f"no episodes in the log of {run_dir}"
+    return "\n".join(lines) if lines else f"no episodes in the log of {run_dir}" + (f" up to step {at}" if at is not None else "")
