@@ -71,6 +71,35 @@ def test_verbose_answers_are_scored_on_their_answer() -> None:
     assert (unparsed.reward, unparsed.parsed) == (0.0, False)
 
 
+def test_an_answer_to_an_item_whose_reference_is_not_of_its_shape_is_parsed() -> None:
+    """The demo stream's NumGLUE-cm item with reference "Friday" (shape number) was logged
+    ``parsed: false`` with reward 1.0: no number in "Friday", so the span reading was scored,
+    and matched (TRACE's metric: exact match of the text). That reading is the reference's own
+    form, so the answer is parsed, right ("Friday") or wrong ("Saturday": a substantive
+    failure, not an unparsed one); the reward is unchanged."""
+    from pathlib import Path
+
+    from pyrsistent import thaw
+
+    from rizz.formats.streams import read_stream
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "trace-mini" / "test.jsonl"
+    el = next(e for e in read_stream(demo).elements if e.id == "numglue-cm-test-0000")
+    assert (el.shape, el.references, el.verifier) == ("number", ("Friday",), "exact_match")
+    right = verify(el.verifier, "Friday", el.references, metadata=thaw(el.metadata))
+    assert (right.reward, right.parsed, right.answer) == (1.0, True, "Friday")
+    wrong = verify("exact_match", "Saturday", "Friday", shape="number")
+    assert (wrong.reward, wrong.parsed) == (0.0, True)
+    numbered = verify("exact_match", "It ends on the 90th day", "Friday", shape="number")  # read as a number, as before
+    assert (numbered.reward, numbered.parsed, numbered.answer) == (0.0, True, "90")
+    assert verify("exact_match", "", "Friday", shape="number").parsed is False  # nothing to read
+    # references of the shape keep the shape's reading: an answer with no number is unparsed
+    assert verify("exact_match", "Friday", "42", shape="number").parsed is False
+    assert verify("exact_match", "Friday", ["42", "42.0"], shape="number").parsed is False
+    either = verify("exact_match", "Friday", ["Friday", "5"], shape="number")  # one reference is not a number
+    assert (either.reward, either.parsed) == (1.0, True)
+
+
 def test_label_match() -> None:
     assert label_match("Hawkish.", "hawkish") == 1.0
     assert label_match("  NOT   entailment ", "not-entailment") == 1.0  # punctuation becomes a space

@@ -8,7 +8,9 @@ shape ``letter`` gives ``"B"``.
 When nothing of the expected shape is found, ``parsed`` is False and ``answer`` falls back to
 the ``span`` reading of the text (first non-empty line with any ``Answer:`` or ``The answer
 is`` prefix removed), so
-a verifier can still score it (e.g. NumGLUE-cm has non-numeric references such as ``"June"``).
+a verifier can still score it (e.g. NumGLUE-cm has non-numeric references such as ``"June"``;
+for such an item, whose reference is not of its shape either, ``verify`` calls a non-empty
+reading parsed).
 A wrong answer with ``parsed=True`` is a *substantive* failure (§6).
 
 Two rules hold for every shape:

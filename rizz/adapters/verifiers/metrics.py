@@ -64,7 +64,10 @@ class VerifierResult:
     Attributes:
       reward: in [0, 1].
       verifier: the verifier's name (one of ``VERIFIER_NAMES``).
-      parsed: the answer had the expected shape (parsed and wrong = substantive failure).
+      parsed: the answer had the expected shape (parsed and wrong = substantive failure); when
+        a reference does not have that shape either (NumGLUE-cm's ``"Friday"`` under shape
+        ``number``), a non-empty answer read as that reference is written (the ``span``
+        reading) is parsed.
       answer: the extracted answer that was scored.
       detail: short human-readable note (e.g. the sandbox outcome).
     """
@@ -292,6 +295,12 @@ def correction_of(reference: str | Sequence[str], shape: str | None) -> str | No
     return ex.answer if ex is not None and ex.parsed and ex.answer else ref.strip()
 
 
+def _off_shape(refs: Sequence[str], shape: str | None) -> bool:
+    """True when a reference is not of ``shape`` itself: NumGLUE-cm's ``"Friday"`` and ``"October"``
+    are references of shape ``number`` (TRACE scores them by exact match of the text)."""
+    return shape is not None and any(not extract_answer(r, shape).parsed for r in refs)
+
+
 def verify(
     verifier: str,
     raw_output: str,
@@ -316,7 +325,11 @@ def verify(
       judge: ``judge(prompt) -> reply`` for ``llm_judge`` (reply read as yes/no).
 
     Returns:
-      ``VerifierResult`` with reward in [0, 1].
+      ``VerifierResult`` with reward in [0, 1]. ``parsed`` is the extraction's, except for an
+      item with a reference that is not of ``shape`` itself (NumGLUE-cm's ``"Friday"`` under
+      ``number``): there the answer read as that reference is written is parsed when
+      non-empty, so ``"Friday"`` is a parsed right answer and ``"Monday"`` a parsed wrong one
+      (a reward of 1.0 is never unparsed).
 
     Raises:
       ValueError: unknown verifier or shape (naming the allowed ones), an empty reference
@@ -335,6 +348,10 @@ def verify(
     if not refs and verifier != "code_exec":
         raise ValueError("reference must be a string or a non-empty list of strings")
     answer, parsed, detail = extraction.answer, extraction.parsed, ""
+    if not parsed and answer and verifier != "code_exec" and _off_shape(refs, shape):
+        # the item's reference is not of its shape: the answer's fallback reading (what is scored)
+        # is read as the reference is written, so right or wrong it is a parsed answer
+        parsed = True
 
     if verifier in _PAIRWISE:
         reward = max(_PAIRWISE[verifier](answer, r) for r in refs)
