@@ -322,8 +322,8 @@ def replay(
 @app.command(cls=Command)
 def diff(
     run_dir: Path = typer.Argument(..., help="A RUN_DIR."),
-    at: int | None = typer.Option(None, "--at", min=0, metavar="STEP", help="First step whose changes to show (default: the log's last step). Steps are numbered from 0: step 0 is the first element (progress counts steps done: 10/84 means steps 0..9)."),
-    to: int | None = typer.Option(None, "--to", min=0, metavar="STEP", help="Last step to show (default: --at)."),
+    at: int | None = typer.Option(None, "--at", metavar="STEP", help="First step whose changes to show (default: the log's last step). Steps are numbered from 0: step 0 is the first element (progress counts steps done: 10/84 means steps 0..9)."),
+    to: int | None = typer.Option(None, "--to", metavar="STEP", help="Last step to show (default: --at)."),
 ) -> None:
     """What changed in the state between steps: spawns, merges, writes, quarantine, counters, drops.
 

@@ -461,14 +461,18 @@ def state_at(run_dir: str | Path, step: int | None = None) -> AdaptiveState | Te
       ValueError: ``step`` is negative or past the log's last step.
       FileNotFoundError: ``run_dir`` is not a RUN_DIR.
     """
-    if step is not None:
-        if step < 0:
-            raise ValueError(f"step {step}: steps are numbered from 0")
-        n = step_count(run_dir)
-        if step >= n:
-            have = "no steps yet" if n == 0 else "step 0 only" if n == 1 else f"steps 0..{n - 1}"
-            raise ValueError(f"step {step} is not in the log of {run_dir} (it has {have})")
-    return fold_until(run_dir, step)
+    if step is None:
+        return fold_until(run_dir)
+    if step < 0:
+        raise ValueError(f"step {step}: steps are numbered from 0")
+    rd = RunDir(run_dir)
+    rd.meta()  # FileNotFoundError: not a RUN_DIR
+    records = list(rd.records())  # read once: counted here, folded below
+    n = sum(1 for r in records if r.get("kind", "step") in ("step", "answer"))
+    if step >= n:
+        have = "no steps yet" if n == 0 else "step 0 only" if n == 1 else f"steps 0..{n - 1}"
+        raise ValueError(f"step {step} is not in the log of {run_dir} (it has {have})")
+    return fold_until(run_dir, step, records=records)
 
 
 def read_summary(path: Path) -> dict[str, Any] | None:

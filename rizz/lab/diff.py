@@ -120,6 +120,8 @@ def diff_run(run_dir: str | Path, at: int | None = None, to: int | None = None, 
     to = at if to is None else to
     if at < 0:
         check_step(run_dir, at, n)
+    if to < 0:
+        check_step(run_dir, to, n, "--to")
     if to < at:
         raise ValueError(f"--to {to} is before --at {at}")
     if n == 0:

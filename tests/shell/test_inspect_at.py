@@ -128,3 +128,41 @@ def test_episodes_up_to_a_step(tmp_path):
     assert code == 0 and json.loads(printed) == every[:2]
     code, printed = _cli("inspect", str(out), "--episodes", "--at", "0")
     assert code == 0 and printed.strip() == text
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("--at", "-1"), "--at -1: steps are numbered from 0 (the log of {run} has steps 0..9)"),
+    (("--at", "10"), "--at 10: step 10 is not in the log of {run} (it has steps 0..9)"),
+    (("--at", "2", "--to", "-1"), "--to -1: steps are numbered from 0 (the log of {run} has steps 0..9)"),
+    (("--to", "-3"), "--to -3: steps are numbered from 0 (the log of {run} has steps 0..9)"),
+    (("--at", "2", "--to", "10"), "--to 10: step 10 is not in the log of {run} (it has steps 0..9)"),
+])
+def test_diff_refuses_a_step_outside_the_log_in_the_one_line_inspect_prints(run, args, said):
+    """``rizz diff --at -1`` was typer's usage box (its option had min=0); it is now
+    ``rizz.engine.run.check_step``'s one line, as ``rizz inspect --at -1`` prints."""
+    code, out = _cli("diff", str(run), *args)
+    assert code == 2 and out == said.format(run=run) + "\n", out
+
+
+def test_state_at_reads_the_log_once(run, monkeypatch):
+    """state_at(run, step) counted the steps (one read of log.jsonl) and then folded (another)."""
+    from rizz.core import digest
+    from rizz.engine.run import fold_until
+    from rizz.store.runlog import RunDir
+
+    reads: list[int] = []
+    real = RunDir.records
+
+    def records(self):
+        reads.append(1)
+        return real(self)
+
+    monkeypatch.setattr(RunDir, "records", records)
+    state = state_at(run, 4)
+    assert len(reads) == 1
+    reads.clear()
+    with pytest.raises(ValueError, match=r"step 10 is not in the log"):
+        state_at(run, 10)
+    assert len(reads) == 1
+    monkeypatch.undo()
+    assert digest(state) == digest(fold_until(run, 4, snapshots=False)) != digest(state_at(run))
