@@ -441,10 +441,19 @@ def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: int 
               "use a model (e.g. --model embedded), or an episode stream (rizz streams build bfcl)")
 
 
+def _not_on_ray(skip_bad: bool, snapshot_every: int, durability: str) -> str:
+    """The ``rizz run`` options given to a bench that a Ray task does not take (``--skip-bad``,
+    ``--snapshot-every``, ``--durability`` other than their defaults), as the flags; "" for none."""
+    return ", ".join(f for f, given in (("--skip-bad", skip_bad), ("--snapshot-every", snapshot_every != 50),
+                                        ("--durability", durability != "disk")) if given)
+
+
 def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int | None, rendering: str | None, command: str, title: str,
            budget: int | None = None, ray_address: str | None = None, user_model: str | None = None,
-           elements: Sequence[Any] | None = None) -> None:
-    """Run ``rizz bench``'s job; ``elements``: the stream's, when the caller has read it already."""
+           elements: Sequence[Any] | None = None, *, skip_bad: bool = False, cache: Path | None = None, snapshot_every: int = 50,
+           durability: str = "disk") -> None:
+    """Run ``rizz bench``'s job; ``elements``: the stream's, when the caller has read it already. ``skip_bad``,
+    ``cache``, ``snapshot_every``, ``durability``: ``rizz run``'s options, for each policy's run."""
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
     from rizz.engine.session import check_resume, finished_run
     from rizz.lab.bench import run_bench
@@ -454,13 +463,16 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         _fail(f"stream file not found: {stream}")
     if elements is None:
         try:
-            elements = read_stream(stream).elements  # refuse a bad stream before writing anything
+            elements = read_stream(stream, skip_bad=skip_bad).elements  # refuse a bad stream before writing anything
         except StreamError as e:
             _fail(str(e))
     _check_model(model, user_model)
     _check_oracle(model, stream, elements, limit)
     if not policies:
         _fail("-P/--policies: give at least one policy or peer:NAME (comma-separated)")
+    if skip_bad and (peer_entries := [p for p in policies if is_peer(p)]):
+        _fail(f"--skip-bad cannot run with peer entries yet ({', '.join(peer_entries)} read the stream whole); "
+              f"fix the stream (rizz streams check {stream}) or leave them out")
     loaded = {}
     for p in policies:  # and a bad policy name or file too
         if is_peer(p):
@@ -482,8 +494,14 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         _fail(f"policy names must differ (they name the run folders): {', '.join(copied)}; a copied policy file keeps "
               f"the name: of the file it was copied from: give it its own")
     _check_rendering(rendering)
+    try:
+        check_durability(durability)
+    except ValueError:
+        _fail(f"--durability must be disk or os, got {durability!r}")
     if user_model is not None and ray_address is not None:
         _fail("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
+    if ray_address is not None and (ray_only := _not_on_ray(skip_bad, snapshot_every, durability)):
+        _fail(f"{ray_only} cannot run with --ray yet (a Ray task runs with rizz run's defaults); run without --ray")
     _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",))  # the cache comes first
     # the model's recorded name where it is known before loading (with peers, rizz's entries go through their server)
     expect_model = None if any(is_peer(p) for p in policies) else backend_name(model)
@@ -533,7 +551,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
 
         try:
             results = run_bench(stream, policies, out, None, None, limit=limit, rendering=rendering, budget=budget, command=command,
-                                title=title, ray_address=ray_address, model_factory=partial(model_from_spec, model),
+                                title=title, ray_address=ray_address, model_factory=partial(model_from_spec, model), cache=cache,
                                 log=lambda m: typer.echo(m, err=True))
         except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, ModelUnavailableError, RuntimeError) as e:
             _fail(str(e))
@@ -550,10 +568,10 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
                f"{n if limit is None else min(n, limit)} of {n} elements of {stream}, into {out}; loading the model {model} ...", err=True)
     peers = any(is_peer(p) for p in policies)
     try:  # with peers, one OpenAI-compatible model path for every entry (rizz.lab.peers.setup)
-        ctx = peer_model(model, out / "responses.sqlite") if peers else contextlib.nullcontext(None)
+        ctx = peer_model(model, cache or out / "responses.sqlite") if peers else contextlib.nullcontext(None)
         pm = ctx.__enter__()
-        backend = pm.backend if peers else load_model(model, cache=out / "responses.sqlite")
-        umodel = load_model(user_model, cache=out / "responses.sqlite") if user_model else None
+        backend = pm.backend if peers else load_model(model, cache=cache or out / "responses.sqlite")
+        umodel = load_model(user_model, cache=cache or out / "responses.sqlite") if user_model else None
     except (ValueError, ModelUnavailableError, RuntimeError) as e:
         fail_before_running(str(e))
     except KeyboardInterrupt:
@@ -562,7 +580,8 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     try:
         with new_progress() as prog:
             results = run_bench(stream, policies, out, backend, Embedder(), limit=limit, rendering=rendering, budget=budget,
-                                command=command, title=title, progress=prog, peer_model=pm, user_model=umodel)
+                                command=command, title=title, progress=prog, peer_model=pm, user_model=umodel, skip_bad=skip_bad,
+                                snapshot_every=snapshot_every, durability=durability)
     except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, PeerError) as e:
         _fail(str(e))
     except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
@@ -590,6 +609,10 @@ def bench(
     ray: str | None = typer.Option(None, "--ray", metavar="[ADDRESS]",
                                       help="Run each policy as a Ray task: a local Ray by default (local), or a cluster (auto | HOST:PORT | ray://HOST:10001). ADDRESS may follow --ray or be written --ray=ADDRESS."),
     user_model: str | None = typer.Option(None, "--user-model", metavar="SPEC", help="Model SPEC of τ-bench's simulated customer (default: the same as --model); not with --ray."),
+    skip_bad: bool = typer.Option(False, "--skip-bad", metavar="", help="Record malformed stream lines in each policy's RUN_DIR/bad_lines.json and go on (every policy skips the same lines); not with --ray or peer:NAME entries."),
+    cache: Path | None = typer.Option(None, metavar="FILE", help="Response cache (sqlite); default BENCH_DIR/responses.sqlite. Share it between runs to pay once per prompt."),
+    snapshot_every: int = typer.Option(50, min=1, metavar="N", help="Records between state snapshots (at least; more once a snapshot writes over N × 8 KiB; never over 1000 apart); not with --ray."),
+    durability: str = typer.Option("disk", "--durability", metavar="MODE", help="disk: each step is fsynced before the next (survives a power loss); os: handed to the OS only, fsynced at the end (survives kill -9, not a power loss); not with --ray."),
 ) -> None:
     """Several policies over the same stream and model, side by side (report.md, results.json, PNG plots).
 
@@ -598,7 +621,8 @@ def bench(
     digests and results; each task's cache is merged into the bench's).
     """
     _bench(stream, [p.strip() for p in policies.split(",") if p.strip()], out, model, limit, rendering,
-           "rizz " + " ".join(sys.argv[1:]), f"rizz bench: {stream.name}", budget, ray, user_model)
+           "rizz " + " ".join(sys.argv[1:]), f"rizz bench: {stream.name}", budget, ray, user_model,
+           skip_bad=skip_bad, cache=cache, snapshot_every=snapshot_every, durability=durability)
 
 
 @app.command(cls=Command)

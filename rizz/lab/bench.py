@@ -56,6 +56,10 @@ def run_bench(
     embedder_factory: Callable[[], Any] | None = None,
     num_cpus: int | None = None,
     user_model: Any = None,
+    skip_bad: bool = False,
+    snapshot_every: int = 50,
+    durability: str = "disk",
+    cache: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run ``policies`` over ``stream`` into ``out`` and write the report; returns results.
 
@@ -76,9 +80,17 @@ def run_bench(
         this process's torch thread count (so embeddings are bit-identical to a serial run's).
       user_model: τ-bench's simulated customer for every rizz policy (None: ``model``; see
         ``rizz run --user-model``); not with ``ray_address``.
+      skip_bad, snapshot_every, durability: as :func:`rizz.engine.run.run_stream`, for every rizz
+        policy's run (``rizz run``'s ``--skip-bad``, ``--snapshot-every``, ``--durability``): with
+        ``skip_bad`` every policy skips the same bad lines, each RUN_DIR's ``bad_lines.json`` lists
+        them and the report names them. Not with ``ray_address`` (a Ray task runs with the
+        defaults); ``skip_bad`` not with ``peer:NAME`` entries (they read the stream whole).
+      cache: with ``ray_address``, the response cache the tasks read and merge into (default
+        ``out/responses.sqlite``); serially ``model`` is already wrapped in its cache.
     Raises:
       PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError (two policies with one name;
-      ``user_model`` with ``ray_address``).
+      ``user_model``, ``skip_bad``, ``snapshot_every`` or ``durability`` with ``ray_address``;
+      ``skip_bad`` with peer entries).
     """
     out = Path(out)
     loaded = [(p, None if is_peer(p) else load_policy(p)) for p in policies]
@@ -88,15 +100,20 @@ def run_bench(
         raise ValueError("peer entries need the bench's peer model path (see rizz.lab.peers.setup)")
     if len(set(names)) != len(names):
         raise ValueError(f"policy names must differ (they name the run folders): {names}")
-    total = len(read_stream(stream, skip_bad=False).elements)
+    if skip_bad and any(pol is None for _, pol in loaded):
+        raise ValueError("--skip-bad cannot run with peer entries yet (they read the stream whole)")
+    total = len(read_stream(stream, skip_bad=skip_bad).elements)
     total = min(total, limit) if limit is not None else total
     if ray_address is not None:
         if user_model is not None:
             raise ValueError("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
+        if skip_bad or snapshot_every != 50 or durability != "disk":
+            raise ValueError("--skip-bad, --snapshot-every and --durability cannot run with --ray yet (a Ray task runs with rizz run's defaults)")
         if any(pol is None for _, pol in loaded):
             raise ValueError("peer:NAME entries cannot run with --ray (they share one in-process model server)")
         _run_on_ray(stream, loaded, names, out, limit=limit, rendering=rendering, budget=budget, log=log, address=ray_address,
-                    model_factory=model_factory, embedder_factory=embedder_factory, num_cpus=num_cpus)
+                    model_factory=model_factory, embedder_factory=embedder_factory, num_cpus=num_cpus,
+                    cache=Path(cache) if cache is not None else out / "responses.sqlite")
     proxy = None
     width = max((len(name) for name in names), default=0)  # the bars' labels aligned
     for (source, pol), name in zip(loaded, names) if ray_address is None else ():
@@ -116,7 +133,8 @@ def run_bench(
         on_step = StepProgress(progress, f"{name:>{width}}", total, echo=log)
         summary = run_stream(stream, pol, source, out / name, model, embedder, limit=limit,
                              rendering=rendering or (peer_model.rendering if peer_model is not None else None),
-                             budget=budget, on_step=on_step, on_resume=on_step.resume, log=log, user_model=user_model)
+                             budget=budget, on_step=on_step, on_resume=on_step.resume, log=log, user_model=user_model,
+                             skip_bad=skip_bad, snapshot_every=snapshot_every, durability=durability)
         on_step.finish(summary["steps"])
     if proxy is not None:
         proxy.close()
@@ -125,9 +143,10 @@ def run_bench(
 
 def _run_on_ray(stream: str | Path, loaded: list, names: list[str], out: Path, *, limit: int | None, rendering: str | None, budget: int | None,
                 log: Callable[[str], None], address: str, model_factory: Callable[[str], Any] | None,
-                embedder_factory: Callable[[], Any] | None, num_cpus: int | None) -> None:
+                embedder_factory: Callable[[], Any] | None, num_cpus: int | None, cache: Path) -> None:
     """Each (policy, stream) as a Ray task, in the run folder ``out/<name>`` of ``names`` (the
-    policies' labels, :func:`~rizz.formats.policy_file.policy_label`); writes ``out/ray.json`` (per-task wall s, node)."""
+    policies' labels, :func:`~rizz.formats.policy_file.policy_label`); writes ``out/ray.json`` (per-task wall s, node).
+    ``cache``: the response cache each task reads and is merged into."""
     import time
 
     if model_factory is None:
@@ -138,7 +157,7 @@ def _run_on_ray(stream: str | Path, loaded: list, names: list[str], out: Path, *
         embedder_factory = partial(pinned_embedder, driver_torch_threads())
     specs = [RunSpec(name, Path(stream), pol, source, out / name, limit, rendering, budget) for (source, pol), name in zip(loaded, names)]
     t0 = time.perf_counter()
-    done = run_specs_on_ray(specs, out / "responses.sqlite", model_factory=model_factory, embedder_factory=embedder_factory,
+    done = run_specs_on_ray(specs, cache, model_factory=model_factory, embedder_factory=embedder_factory,
                             address=address, num_cpus=num_cpus, log=log)
     write_json_atomic(out / "ray.json", {
         "address": address, "wall_s": round(time.perf_counter() - t0, 3),

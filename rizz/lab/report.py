@@ -52,6 +52,18 @@ def _load(bench_dir: Path, policy: str) -> tuple[list[dict[str, Any]], dict[str,
     return views(list(RunDir(root).records())), json.loads((root / "summary.json").read_text(encoding="utf-8"))
 
 
+def _skipped_lines(bench_dir: Path, policies: Sequence[str]) -> list[dict[str, Any]]:
+    """The stream lines the policies' runs skipped as malformed (``--skip-bad``: each RUN_DIR's
+    ``bad_lines.json``; the same stream's, so the same lines), once each, by line number."""
+    lines: dict[int, dict[str, Any]] = {}
+    for p in policies:
+        path = bench_dir / p / "bad_lines.json"
+        if path.is_file():
+            for b in json.loads(path.read_text(encoding="utf-8")):
+                lines.setdefault(int(b["line"]), b)
+    return [lines[n] for n in sorted(lines)]
+
+
 def _answered(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if "verdict" in r]
 
@@ -192,6 +204,8 @@ def build_report(bench_dir: Path, policies: Sequence[str], *, title: str, comman
       same as ``"log_steps"``, :func:`_deltas_by_half`), "changes":
       {baseline: {policy: {"n", "answers_changed", "up", "down"}}} (steps, :func:`_changes`),
       "other_runs": [names] (only when the folder holds RUN_DIRs of policies not given),
+      "skipped_lines": [{"line", "field", "message"}] (only when the runs skipped malformed stream
+      lines, ``--skip-bad``),
       "results": {policy: {...}}}``;
       rewards in [0, 1], deltas in points (x100), tokens, seconds, USD.
     Raises:
@@ -218,6 +232,8 @@ def build_report(bench_dir: Path, policies: Sequence[str], *, title: str, comman
     others = sorted(d.name for d in bench_dir.iterdir() if d.is_dir() and d.name not in policies and (d / "run.json").exists())
     if others:  # earlier bench commands' runs in the same folder: named, so a reader knows the table is not all of it
         results["other_runs"] = others
+    if skipped := _skipped_lines(bench_dir, policies):
+        results["skipped_lines"] = skipped
     if any(p.startswith("peer:") for p in policies):
         results["peers"] = peer_results(runs, seed)
     write_json_atomic(bench_dir / "results.json", results)
@@ -402,6 +418,9 @@ def _markdown(results: dict[str, Any]) -> str:
                 f"and counted as 0 in every mean): {by}. A larger prompt budget (`--budget`, up to the model's window) may let them run"
                 + ("; a larger window on the server, the refused ones" if any(res[p].get("overflow_refused") for p in over) else "")
                 + ".", ""]
+    if skipped := results.get("skipped_lines"):
+        out += ["**Stream lines skipped** (`--skip-bad`: malformed, left out of every policy's run; each RUN_DIR's `bad_lines.json` "
+                "lists them): " + "; ".join(f"line {b['line']} ({b['message']})" for b in skipped) + ".", ""]
     if results.get("other_runs"):
         out += ["Also in this folder, not in this report (runs of other bench commands; name them in `-P` to compare): "
                 + ", ".join(results["other_runs"]) + ".", ""]
