@@ -1,5 +1,6 @@
 """Per-step progress for long runs: one ``rich`` bar per run, or a plain line every 10 steps
-when stderr is not a terminal (CI logs, ``nohup``), so a long bench is never silent.
+when stderr is not a terminal (CI logs, ``nohup``), and at the first step to end a minute or
+more after the last line, so a long bench (or a slow model's) is never silent for long.
 
 ``RIZZ_PROGRESS=1`` forces the bar on without a terminal.
 """
@@ -14,10 +15,14 @@ from typing import Any
 
 from rizz.extras import extra_needed
 
-__all__ = ["ETA_AFTER", "clock_text", "new_progress", "StepProgress", "time_estimate"]
+__all__ = ["ETA_AFTER", "LINE_EVERY", "LINE_SECONDS", "clock_text", "new_progress", "StepProgress", "time_estimate"]
 
 #: Steps between plain progress lines when no terminal shows the bar.
 LINE_EVERY = 10
+#: Seconds after which the next step to end says a plain line too, however few steps it is
+#: since the last one (a slow model's 10 steps can take many minutes); a fast run is not
+#: slowed to more than one such line a minute.
+LINE_SECONDS = 60.0
 #: Steps a session runs before its time remaining is shown (on the bar and the lines). The first
 #: step also pays for warming up (the model's first call, the embedder's first batch), so the
 #: rate leaves it out, and two steps after it are the fewest it is taken from.
@@ -64,8 +69,9 @@ class StepProgress:
     count on ``progress``'s bar ``label`` (whose columns give elapsed and remaining time); without
     a terminal it calls ``echo`` with ``"<label> N/T steps done: reward … | branches … | prompt tokens …
     | ETA h:mm:ss"`` after this session's first step, after its ``ETA_AFTER``-th (the first
-    with an ETA) and every ``LINE_EVERY`` steps (a count: ``rizz diff`` numbers steps from 0, so N
-    steps done are steps 0..N-1). The ETA is left out until this session has run ``ETA_AFTER``
+    with an ETA), every ``LINE_EVERY`` steps (a count: ``rizz diff`` numbers steps from 0, so N
+    steps done are steps 0..N-1), and after any step that ends ``LINE_SECONDS`` or more after
+    the last line (a step under way says nothing until it ends). The ETA is left out until this session has run ``ETA_AFTER``
     steps; it is the mean time of this session's steps after its first (which also warms the
     model up) times the steps left. ``clock``: seconds, monotonic (tests pass their own).
     """
@@ -80,6 +86,7 @@ class StepProgress:
         self.reward_sum, self.answered, self.tokens = 0.0, 0, 0
         self.done0 = 0  # the steps finished before this session
         self.t1: float | None = None  # when this session's first step ended: the ETA's rate starts there
+        self.said_at: float | None = None  # when the last plain line was said
 
     @property
     def mean_reward(self) -> float:
@@ -117,7 +124,10 @@ class StepProgress:
             eta_s = (now - self.t1) / (run - 1) * max(0, self.total - done)
         fields = {"eta_s": eta_s, "eta_at": now} if eta_s is not None else {}
         self.progress.update(self.task, completed=done, info=info, steps_run=run, **fields)
-        if self.progress.disable and (done % LINE_EVERY == 0 or run in (1, ETA_AFTER)):  # the first, the first with an ETA
+        # the first, the first with an ETA, every LINE_EVERY, and the first a minute after the last line
+        if self.progress.disable and (done % LINE_EVERY == 0 or run in (1, ETA_AFTER)
+                                      or (self.said_at is not None and now - self.said_at >= LINE_SECONDS)):
+            self.said_at = now
             of = f"/{self.total}" if self.total is not None else ""
             eta = f" | ETA {clock_text(eta_s)}" if eta_s is not None else ""
             self.echo(f"{self.label.strip()} {done}{of} steps done: {info}{eta}")

@@ -1,4 +1,5 @@
-"""StepProgress: running figures on the bar, and plain lines (after the first step, then every 10) without a TTY."""
+"""StepProgress: running figures on the bar, and plain lines (after the first step, then every 10, and a minute
+after the last line) without a TTY."""
 
 from types import SimpleNamespace
 
@@ -394,3 +395,44 @@ def test_run_and_bench_name_the_model_they_loaded(tmp_path, monkeypatch):
                  ["run", str(src), "--out", str(tmp_path / "r"), "--limit", "2"]):
         said = CliRunner().invoke(cli.app, args).output.strip().splitlines()
         assert said[0].endswith("; loading the model embedded ...") and said[1] == "model: embedded:Some-Model.Q4", said
+
+
+def _lines(step_seconds: list[float], total: int) -> list[tuple[int, float]]:
+    """(steps done, clock) of each plain line said by a run whose steps take ``step_seconds``."""
+    from rizz.lab.progress import LINE_SECONDS
+
+    assert LINE_SECONDS == 60.0
+    said: list[tuple[int, float]] = []
+    now = [0.0]
+    with new_progress() as prog:  # not a TTY under pytest: plain lines
+        assert prog.disable
+        sp = StepProgress(prog, "default", total, echo=lambda m: said.append((int(m.split()[1].split("/")[0]), now[0])),
+                          clock=lambda: now[0])
+        for i, seconds in enumerate(step_seconds):
+            now[0] += seconds
+            sp(_rec(i, 1.0, 10), None)
+    return said
+
+
+def test_a_slow_run_says_a_line_at_the_first_step_a_minute_after_the_last(monkeypatch):
+    """A slow model (45 s a step) went 10 steps (7.5 min) between lines without a terminal:
+    now the first step to end 60 s or more after the last line says one too."""
+    monkeypatch.delenv("RIZZ_PROGRESS", raising=False)
+    said = _lines([45.0] * 25, 25)
+    assert [n for n, _ in said] == [1, 3, 5, 7, 9, 10, 12, 14, 16, 18, 20, 22, 24]  # the counted ones (1, 3, 10, 20) among them
+    assert max(b - a for (_, a), (_, b) in zip(said, said[1:])) <= 60.0 + 45.0  # never more than a minute and a step apart
+
+
+def test_a_fast_run_says_only_its_counted_lines(monkeypatch):
+    monkeypatch.delenv("RIZZ_PROGRESS", raising=False)
+    assert [n for n, _ in _lines([3.0] * 100, 100)] == [1, 3, *range(10, 101, 10)]
+    # 7 s a step: 10 steps take 70 s, so one line a minute at most beside the counted ones
+    said = _lines([7.0] * 60, 60)
+    assert [n for n, _ in said] == [1, 3, 10, 19, 20, 29, 30, 39, 40, 49, 50, 59, 60]
+    assert len(said) - len([1, 3, *range(10, 61, 10)]) <= 60 * 7.0 / 60  # the extra lines: at most one a minute
+
+
+def test_a_long_first_step_and_a_long_step_later_are_each_followed_by_a_line(monkeypatch):
+    monkeypatch.delenv("RIZZ_PROGRESS", raising=False)
+    said = _lines([300.0, 2.0, 2.0, 2.0, 2.0, 600.0, 2.0, 2.0], 20)  # warm-up, then a step stuck for 10 min
+    assert [n for n, _ in said] == [1, 3, 6]
