@@ -155,3 +155,19 @@ def http_server() -> Iterator[Callable[..., ScriptedHTTPServer]]:
     yield make
     for srv in made:
         srv.__exit__(None, None, None)
+
+
+@pytest.fixture
+def log_reads(monkeypatch) -> list[int]:
+    """Grows by one each time a RunDir's log.jsonl is read (``RunDir.records``)."""
+    from rizz.store.runlog import RunDir
+
+    reads: list[int] = []
+    real = RunDir.records
+
+    def records(self):
+        reads.append(1)
+        return real(self)
+
+    monkeypatch.setattr(RunDir, "records", records)
+    return reads

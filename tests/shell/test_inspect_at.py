@@ -144,25 +144,17 @@ def test_diff_refuses_a_step_outside_the_log_in_the_one_line_inspect_prints(run,
     assert code == 2 and out == said.format(run=run) + "\n", out
 
 
-def test_state_at_reads_the_log_once(run, monkeypatch):
+def test_state_at_reads_the_log_once(run, log_reads, monkeypatch):
     """state_at(run, step) counted the steps (one read of log.jsonl) and then folded (another)."""
     from rizz.core import digest
     from rizz.engine.run import fold_until
-    from rizz.store.runlog import RunDir
 
-    reads: list[int] = []
-    real = RunDir.records
-
-    def records(self):
-        reads.append(1)
-        return real(self)
-
-    monkeypatch.setattr(RunDir, "records", records)
+    reads = log_reads
     state = state_at(run, 4)
     assert len(reads) == 1
     reads.clear()
     with pytest.raises(ValueError, match=r"step 10 is not in the log"):
         state_at(run, 10)
     assert len(reads) == 1
-    monkeypatch.undo()
+    monkeypatch.undo()  # log_reads's patch
     assert digest(state) == digest(fold_until(run, 4, snapshots=False)) != digest(state_at(run))

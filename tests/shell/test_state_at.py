@@ -290,14 +290,7 @@ def test_fold_until_each_from_sees_the_same_records_as_a_full_fold_and_starts_fr
     assert digest(state) == digest(state_at(snapped, 10))
 
 
-def test_diff_run_reads_the_log_once(snapped, monkeypatch):
-    reads: list[int] = []
-    real = RunDir.records
-
-    def records(self):
-        reads.append(1)
-        return real(self)
-
-    monkeypatch.setattr(RunDir, "records", records)
+def test_diff_run_reads_the_log_once(snapped, log_reads):
+    reads = log_reads
     assert diff_run(snapped, 9, 10) == diff_run(snapped, 9, 10, snapshots=False)
     assert len(reads) == 2  # once per call
