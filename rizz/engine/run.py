@@ -24,7 +24,7 @@ from typing import Any
 from rizz.core import AdaptiveState, Policy, TenantStates, digest
 from rizz.engine.logfold import LogFold, restore_fold, snapshot_fold, views
 from rizz.engine.session import Session
-from rizz.formats.logrecord import parse
+from rizz.formats.logrecord import opens_step, parse
 from rizz.formats.policy_file import parse_policy
 from rizz.formats.streams import StreamElement, read_stream
 from rizz.formats.wording import plural
@@ -410,7 +410,7 @@ def records_until(records: Iterable[dict[str, Any]], step: int | None) -> list[d
     they hold the verdicts that arrived before step ``step + 1``'s answer (:func:`state_at`)."""
     out: list[dict[str, Any]] = []
     for rec in records:
-        if step is not None and rec["step"] > step and rec.get("kind", "step") in ("step", "answer"):
+        if step is not None and rec["step"] > step and opens_step(rec):
             break
         out.append(rec)
     return out
@@ -420,11 +420,14 @@ def check_step(run_dir: str | Path, step: int, n: int, flag: str = "--at") -> No
     """Refuse ``step`` as a step of RUN_DIR's log of ``n`` steps (0..n-1), for ``rizz diff``'s and
     ``rizz inspect``'s ``--at`` (``flag``): ValueError whose message is one line naming the flag,
     the RUN_DIR and the steps its log has."""
-    have = "no steps yet" if n == 0 else "step 0 only" if n == 1 else f"steps 0..{n - 1}"
     if step < 0:
-        raise ValueError(f"{flag} {step}: steps are numbered from 0 (the log of {run_dir} has {have})")
+        raise ValueError(f"{flag} {step}: steps are numbered from 0 (the log of {run_dir} has {_steps_had(n)})")
     if step >= n:
-        raise ValueError(f"{flag} {step}: step {step} is not in the log of {run_dir} (it has {have})")
+        raise ValueError(f"{flag} {step}: step {step} is not in the log of {run_dir} (it has {_steps_had(n)})")
+
+
+def _steps_had(n: int) -> str:
+    return "no steps yet" if n == 0 else "step 0 only" if n == 1 else f"steps 0..{n - 1}"
 
 
 def step_count(run_dir: str | Path) -> int:
@@ -432,7 +435,7 @@ def step_count(run_dir: str | Path) -> int:
     Raises FileNotFoundError when ``run_dir`` is not a RUN_DIR."""
     rd = RunDir(run_dir)
     rd.meta()
-    return sum(1 for r in rd.records() if r.get("kind", "step") in ("step", "answer"))
+    return sum(1 for r in rd.records() if opens_step(r))
 
 
 def state_at(run_dir: str | Path, step: int | None = None) -> AdaptiveState | TenantStates:
@@ -468,10 +471,9 @@ def state_at(run_dir: str | Path, step: int | None = None) -> AdaptiveState | Te
     rd = RunDir(run_dir)
     rd.meta()  # FileNotFoundError: not a RUN_DIR
     records = list(rd.records())  # read once: counted here, folded below
-    n = sum(1 for r in records if r.get("kind", "step") in ("step", "answer"))
+    n = sum(1 for r in records if opens_step(r))
     if step >= n:
-        have = "no steps yet" if n == 0 else "step 0 only" if n == 1 else f"steps 0..{n - 1}"
-        raise ValueError(f"step {step} is not in the log of {run_dir} (it has {have})")
+        raise ValueError(f"step {step} is not in the log of {run_dir} (it has {_steps_had(n)})")
     return fold_until(run_dir, step, records=records)
 
 
@@ -503,7 +505,7 @@ def summary_covers(recorded: dict[str, Any] | None, records: list[dict[str, Any]
     steps = _count(recorded.get("steps"))
     if steps is None:
         return None
-    starts = [i for i, r in enumerate(records) if r.get("kind", "step") in ("step", "answer")]
+    starts = [i for i, r in enumerate(records) if opens_step(r)]
     return starts[steps] if steps < len(starts) else None
 
 

@@ -284,7 +284,7 @@ class Session:
         self.core = self._fold.core
         self._lock = threading.RLock()
         self._closed: OrderedDict[str, str] = OrderedDict()  # id -> why it is no longer pending
-        self._answered: dict[str, int] = {r["id"]: r["step"] for r in history if r.get("kind", "step") in ("step", "answer")}
+        self._answered: dict[str, int] = {r["id"]: r["step"] for r in history if lr.opens_step(r)}
         self._open = True
         self._verify_calls: dict[tuple[str, int], tuple[Call, ...]] = {}  # llm_judge calls awaiting their fold
         self._snap_interval = snapshot_every  # records between snapshots (grows with the snapshot's size)

@@ -39,6 +39,7 @@ import json
 import operator
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -71,6 +72,7 @@ __all__ = [
     "RoutePart",
     "VerdictPart",
     "load_line",
+    "opens_step",
     "parse",
     "parse_fast",
     "unstructure",
@@ -314,6 +316,13 @@ def parse(data: dict[str, Any], where: str = "<record>") -> LogRecord:
 
 
 _JSON: Any = _msgspec.json.Decoder() if _msgspec is not None else None
+
+
+def opens_step(record: Mapping[str, Any]) -> bool:
+    """Whether a log record (as JSON) opens a step: kind ``step`` (a whole step: answer and
+    verdict; the default when ``kind`` is absent) or ``answer`` (a live session's answer, whose
+    verdict comes later). A log of n such records has steps ``0..n-1``."""
+    return record.get("kind", "step") in ("step", "answer")
 
 
 def load_line(line: bytes | str) -> Any:

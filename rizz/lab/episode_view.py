@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rizz.engine.run import check_step, records_until
+from rizz.formats.logrecord import opens_step
 from rizz.formats.wording import plural
 from rizz.store.runlog import RunDir
 
@@ -93,12 +94,12 @@ def episode_rows(run_dir: str | Path, at: int | None = None) -> list[dict[str, A
     rd.meta()  # FileNotFoundError when there is no run here
     records = list(rd.records())
     if at is not None:
-        check_step(run_dir, at, sum(1 for r in records if r.get("kind", "step") in ("step", "answer")))
+        check_step(run_dir, at, sum(1 for r in records if opens_step(r)))
         records = records_until(records, at)
     verdicts = {(r["id"], r["step"]): r["verdict"] for r in records if r.get("verdict")}
     rows = []
     for r in records:
-        if r.get("episode") and r.get("kind", "step") in ("step", "answer"):
+        if r.get("episode") and opens_step(r):
             v = verdicts.get((r["id"], r["step"])) or {}
             rows.append({"step": r["step"], "id": r["id"], "task": r.get("task"), "reward": v.get("reward"),
                          "verifier": v.get("verifier"), "episode": r["episode"]})

@@ -46,6 +46,7 @@ from rizz.adapters.embedder import Embedder
 from rizz.adapters.models import load_model
 from rizz.adapters.models.cache import ResponseCache
 from rizz.engine.run import run_stream
+from rizz.formats.logrecord import opens_step
 from rizz.formats.wording import plural
 from rizz.store.runlog import RunDir, write_json_atomic
 
@@ -123,7 +124,7 @@ def _steps_logged(log: Path) -> int:
     n = 0
     for line in log.read_bytes().splitlines():
         try:
-            n += json.loads(line).get("kind", "step") in ("step", "answer")
+            n += opens_step(json.loads(line))
         except ValueError:
             pass  # a torn last line: not a record
     return n
