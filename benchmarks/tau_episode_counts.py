@@ -7,7 +7,7 @@ For each RUN_DIR of a ``rizz bench`` over τ-bench elements and each of its poli
 model calls per episode (``summary.json``), tool errors, tool calls that ran (a tool result
 without an error), of them lookups (names starting ``find_``, ``get_``, ``search_`` or ``list_``,
 τ-bench's read-only tools), episodes with a call that ran, prompt tokens sent, and episodes whose
-first prompt showed an examples block. Used in results/2026-12-05-tau-opening-request.md.
+first prompt showed an examples block. Used in results/2026-12-05-tau-opening-request.md and results/2026-12-05-tau-routed-qwen15.md.
 """
 
 from __future__ import annotations
