@@ -233,6 +233,8 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
     assert res.exit_code == 0 and len(ran) == 1, res.output
     assert res.output.splitlines()[0] == ("rizz demo: frozen, then default, over the first 84 elements of the shipped TRACE slice: "
                                           "about 7 min on idle cores (frozen 2 min, default 4 min)")
+    # a bench folder is not a RUN_DIR: the last line names one policy's run for inspect and diff
+    assert res.output.splitlines()[-1] == f"look at it: rizz view {out}   rizz inspect {out / 'default'}   rizz diff {out / 'default'} --at 10"
     (out / "frozen").mkdir(parents=True)  # a resumed demo: frozen finished, default half done, the cores busy
     (out / "frozen" / "log.jsonl").write_text("".join(json.dumps({"step": i, "kind": "step"}) + "\n" for i in range(84)))
     (out / "default").mkdir()
