@@ -55,6 +55,19 @@ def element(i: int) -> dict[str, Any]:
     return {"id": f"q{i}", "input": f"What is the stance of text {i}? A, B or C.", "metadata": {"shape": "letter", "task": "stance"}}
 
 
+def late_verdict_session(app_dir: Any) -> str:
+    """A live session in ``app_dir``: two answers, then both verdicts, so step 0's verdict is
+    logged after step 1's answer; returns the final digest."""
+    from rizz.engine.session import Session
+
+    with Session.open(app_dir, policy="default", model=StubModel(), embedder=HashEmbedder()) as s:
+        p0 = s.answer({"id": "q0", "input": "What is the sum of 2 and 2?", "metadata": {"shape": "number"}})
+        p1 = s.answer({"id": "q1", "input": "What is the sum of 3 and 4?", "metadata": {"shape": "number"}})
+        s.fold(p0, 1.0)  # step 0's verdict arrives after step 1's answer
+        s.fold(p1, 1.0)
+        return s.digest()
+
+
 def _child(path: str, n: int, durability: str = "disk") -> None:
     """Answer n elements and fold every other one, a verdict two answers late; print each return."""
     from rizz import Session, Verdict

@@ -13,14 +13,13 @@ from typer.testing import CliRunner
 from rizz.adapters.models.spec import load_model
 from rizz.apps.cli import app
 from rizz.engine.run import run_stream, state_at, step_count
-from rizz.engine.session import Session
 from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import read_stream, write_stream
 from rizz.lab.diff import branch_rows, inspect_run
 from rizz.lab.episode_view import episode_rows, episodes_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from livekit import HashEmbedder as LiveEmbedder, StubModel  # noqa: E402
+from livekit import late_verdict_session  # noqa: E402
 from stubs import HashEmbedder, StubBackend  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -101,11 +100,7 @@ def test_a_step_outside_the_log_is_one_line_naming_the_run_dir_and_its_last_step
 
 def test_a_live_sessions_rows_at_a_step_leave_out_the_verdicts_logged_after_the_next_answer(tmp_path):
     app_dir = tmp_path / "app"
-    with Session.open(app_dir, policy="default", model=StubModel(), embedder=LiveEmbedder()) as s:
-        p0 = s.answer({"id": "q0", "input": "What is the sum of 2 and 2?", "metadata": {"shape": "number"}})
-        p1 = s.answer({"id": "q1", "input": "What is the sum of 3 and 4?", "metadata": {"shape": "number"}})
-        s.fold(p0, 1.0)  # step 0's verdict is logged after step 1's answer
-        s.fold(p1, 1.0)
+    late_verdict_session(app_dir)  # step 0's verdict is logged after step 1's answer
     at0, final = inspect_run(app_dir, 0), inspect_run(app_dir)
     assert [(r["branch"], r["traffic"], r["answered"], r["episodes"]) for r in at0] == [("b0", 0, 0, 0)]  # spawned, no verdict folded
     assert [{k: r[k] for k in f} for r, f in zip(at0, branch_rows(state_at(app_dir, 0)), strict=True)] == branch_rows(state_at(app_dir, 0))

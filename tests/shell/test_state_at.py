@@ -20,7 +20,7 @@ from rizz.lab.diff import branch_rows, describe_event, diff_run
 from rizz.store.runlog import RunDir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from livekit import HashEmbedder as LiveEmbedder, StubModel  # noqa: E402
+from livekit import HashEmbedder as LiveEmbedder, StubModel, late_verdict_session  # noqa: E402
 from stubs import ArithmeticModel, HashEmbedder, arithmetic_stream  # noqa: E402
 
 _WRITTEN = re.compile(r"^  \+ episode written to (\S+):", re.M)
@@ -93,12 +93,7 @@ def test_a_step_outside_the_log_is_refused(run, tmp_path):
 
 def test_a_live_sessions_state_at_a_step_holds_the_verdicts_folded_before_the_next_answer(tmp_path):
     app = tmp_path / "app"
-    with Session.open(app, policy="default", model=StubModel(), embedder=LiveEmbedder()) as s:
-        p0 = s.answer({"id": "q0", "input": "What is the sum of 2 and 2?", "metadata": {"shape": "number"}})
-        p1 = s.answer({"id": "q1", "input": "What is the sum of 3 and 4?", "metadata": {"shape": "number"}})
-        s.fold(p0, 1.0)  # step 0's verdict arrives after step 1's answer
-        s.fold(p1, 1.0)
-        final = s.digest()
+    final = late_verdict_session(app)  # step 0's verdict arrives after step 1's answer
     assert sum(_episodes(state_at(app, 0)).values()) == 0  # in log order, step 1's answer comes before q0's verdict
     assert sum(_episodes(state_at(app, 1)).values()) == 2
     assert digest(state_at(app, 1)) == final
