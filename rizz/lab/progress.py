@@ -71,9 +71,12 @@ class StepProgress:
     | ETA h:mm:ss"`` after this session's first step, after its ``ETA_AFTER``-th (the first
     with an ETA), every ``LINE_EVERY`` steps (a count: ``rizz diff`` numbers steps from 0, so N
     steps done are steps 0..N-1), and after any step that ends ``LINE_SECONDS`` or more after
-    the last line (a step under way says nothing until it ends). The ETA is left out until this session has run ``ETA_AFTER``
-    steps; it is the mean time of this session's steps after its first (which also warms the
-    model up) times the steps left. ``clock``: seconds, monotonic (tests pass their own).
+    the last line (a step under way says nothing until it ends). The ETA is the mean time of this
+    session's steps after its first (which also warms the model up) that called the model, times
+    the steps left; it is left out until ``ETA_AFTER`` − 1 such steps have run. A step whose
+    every call came from the response cache is not counted: ``default`` after ``frozen`` answers
+    a branch's first steps from ``frozen``'s replies in no time, which made its ETA a few seconds
+    for a run of minutes. ``clock``: seconds, monotonic (tests pass their own).
     """
 
     def __init__(self, progress: Any, label: str, total: int | None,
@@ -85,7 +88,8 @@ class StepProgress:
         self.task = progress.add_task(label, total=total, info="", steps_run=0) if progress is not None else None
         self.reward_sum, self.answered, self.tokens = 0.0, 0, 0
         self.done0 = 0  # the steps finished before this session
-        self.t1: float | None = None  # when this session's first step ended: the ETA's rate starts there
+        self.last: float | None = None  # when this session's previous step ended
+        self.model_s, self.model_steps = 0.0, 0  # this session's steps after its first that called the model, and their time
         self.said_at: float | None = None  # when the last plain line was said
 
     @property
@@ -104,7 +108,7 @@ class StepProgress:
         estimate then uses only the steps run from now on."""
         for rec in records:
             self._count(rec)
-        self.done0, self.t1 = len(records), None
+        self.done0, self.last, self.model_s, self.model_steps = len(records), None, 0.0, 0
         if self.progress is not None:
             info = f"reward {self.mean_reward:.3f} | branches – | prompt tokens {self.tokens}" if records else ""
             self.progress.reset(self.task, completed=len(records), info=info, steps_run=0)
@@ -114,14 +118,15 @@ class StepProgress:
         info = f"reward {self.mean_reward:.3f} | branches {len(session.state.branches) if session is not None else '–'} | prompt tokens {self.tokens}"
         done = rec["step"] + 1
         run = done - self.done0  # this session's steps
-        if run == 1:
-            self.t1 = self.clock()
+        now = self.clock()
+        if run > 1 and self.last is not None and any(not c.get("cached") for c in rec["calls"]):
+            self.model_s, self.model_steps = self.model_s + (now - self.last), self.model_steps + 1
+        self.last = now
         if self.progress is None:
             return
-        now = self.clock()
         eta_s = None
-        if self.total is not None and run >= ETA_AFTER and self.t1 is not None:
-            eta_s = (now - self.t1) / (run - 1) * max(0, self.total - done)
+        if self.total is not None and self.model_steps >= ETA_AFTER - 1:
+            eta_s = self.model_s / self.model_steps * max(0, self.total - done)
         fields = {"eta_s": eta_s, "eta_at": now} if eta_s is not None else {}
         self.progress.update(self.task, completed=done, info=info, steps_run=run, **fields)
         # the first, the first with an ETA, every LINE_EVERY, and the first a minute after the last line

@@ -454,3 +454,33 @@ def test_busy_cores_is_the_machines_cpu_use_now_in_cores(monkeypatch):
     monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))  # a load average is not read
     monkeypatch.setattr(psutil, "cpu_percent", lambda interval: 25.0)
     assert busy_cores() == 0.25 * n
+
+
+def test_steps_answered_from_the_response_cache_do_not_make_the_eta(monkeypatch):
+    """A newcomer's demo showed `default 10/60 steps done: … | ETA 0:00:02` for minutes of work
+    left: default's first steps came from frozen's cached replies in no time. The ETA's rate
+    counts only steps that called the model, and waits for two of them after the first step."""
+    monkeypatch.delenv("RIZZ_PROGRESS", raising=False)
+    said: list[str] = []
+    now = [0.0]
+
+    def rec(i: int, cached: bool) -> dict:
+        return {"step": i, "calls": [{"prompt_tokens": 10, "cached": cached}], "verdict": {"reward": 1.0}}
+
+    with new_progress() as prog:
+        sp = StepProgress(prog, "default", 60, echo=said.append, clock=lambda: now[0])
+        for i in range(10):  # the first ten steps: cached replies, 0.01 s each
+            now[0] += 0.01
+            sp(rec(i, True), None)
+        for i in range(10, 13):  # then the model: 6 s a step
+            now[0] += 6.0
+            sp(rec(i, False), None)
+        for i in range(13, 20):
+            now[0] += 6.0
+            sp(rec(i, False), None)
+    assert [line.split(" | ETA ")[1] if " | ETA " in line else None for line in said] == [
+        None,  # step 1
+        None,  # step 3: no step has called the model yet (the old rate: 2 steps in 0.02 s, ETA 0:00:01)
+        None,  # step 10: still none
+        "0:04:00",  # step 20: 40 left × 6 s (10 model steps in 60 s)
+    ]
