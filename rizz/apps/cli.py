@@ -568,11 +568,12 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     typer.echo(f"rizz bench: {plural(len(policies), 'policy', 'policies')} ({', '.join(policies)}) over "
                f"{n if limit is None else min(n, limit)} of {n} elements of {stream}, into {out}; loading the model {model} ...", err=True)
     peers = any(is_peer(p) for p in policies)
+    responses = cache or out / "responses.sqlite"  # every policy's response cache
     try:  # with peers, one OpenAI-compatible model path for every entry (rizz.lab.peers.setup)
-        ctx = peer_model(model, cache or out / "responses.sqlite") if peers else contextlib.nullcontext(None)
+        ctx = peer_model(model, responses) if peers else contextlib.nullcontext(None)
         pm = ctx.__enter__()
-        backend = pm.backend if peers else load_model(model, cache=cache or out / "responses.sqlite")
-        umodel = load_model(user_model, cache=cache or out / "responses.sqlite") if user_model else None
+        backend = pm.backend if peers else load_model(model, cache=responses)
+        umodel = load_model(user_model, cache=responses) if user_model else None
     except (ValueError, ModelUnavailableError, RuntimeError) as e:
         fail_before_running(str(e))
     except KeyboardInterrupt:
