@@ -442,13 +442,6 @@ def _check_oracle(model: str, stream: Path, elements: Sequence[Any], limit: int 
               "use a model (e.g. --model embedded), or an episode stream (rizz streams build bfcl)")
 
 
-def _not_on_ray(skip_bad: bool, snapshot_every: int, durability: str) -> str:
-    """The ``rizz run`` options given to a bench that a Ray task does not take (``--skip-bad``,
-    ``--snapshot-every``, ``--durability`` other than their defaults), as the flags; "" for none."""
-    return ", ".join(f for f, given in (("--skip-bad", skip_bad), ("--snapshot-every", snapshot_every != 50),
-                                        ("--durability", durability != "disk")) if given)
-
-
 def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int | None, rendering: str | None, command: str, title: str,
            budget: int | None = None, ray_address: str | None = None, user_model: str | None = None,
            elements: Sequence[Any] | None = None, *, skip_bad: bool = False, cache: Path | None = None, snapshot_every: int = 50,
@@ -457,7 +450,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     ``cache``, ``snapshot_every``, ``durability``: ``rizz run``'s options, for each policy's run."""
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
     from rizz.engine.session import check_resume, finished_run
-    from rizz.lab.bench import run_bench
+    from rizz.lab.bench import refused_run_options, run_bench
     from rizz.lab.peers.run_peer import PEERS, PeerError, env_options, is_peer, peer_python
 
     if not stream.exists():
@@ -471,9 +464,9 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     _check_oracle(model, stream, elements, limit)
     if not policies:
         _fail("-P/--policies: give at least one policy or peer:NAME (comma-separated)")
-    if skip_bad and (peer_entries := [p for p in policies if is_peer(p)]):
-        _fail(f"--skip-bad cannot run with peer entries yet ({', '.join(peer_entries)} read the stream whole); "
-              f"fix the stream (rizz streams check {stream}) or leave them out")
+    if why := refused_run_options(stream, policies, ray=ray_address is not None, skip_bad=skip_bad, snapshot_every=snapshot_every,
+                                  durability=durability):
+        _fail(why)
     loaded = {}
     for p in policies:  # and a bad policy name or file too
         if is_peer(p):
@@ -501,8 +494,6 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         _fail(f"--durability must be disk or os, got {durability!r}")
     if user_model is not None and ray_address is not None:
         _fail("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
-    if ray_address is not None and (ray_only := _not_on_ray(skip_bad, snapshot_every, durability)):
-        _fail(f"{ray_only} cannot run with --ray yet (a Ray task runs with rizz run's defaults); run without --ray")
     _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",))  # the cache comes first
     # the model's recorded name where it is known before loading (with peers, rizz's entries go through their server)
     expect_model = None if any(is_peer(p) for p in policies) else backend_name(model)

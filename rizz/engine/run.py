@@ -24,7 +24,7 @@ from typing import Any
 from rizz.core import AdaptiveState, Policy, TenantStates, digest
 from rizz.engine.logfold import LogFold, restore_fold, snapshot_fold, views
 from rizz.engine.session import Session
-from rizz.formats.logrecord import opens_step, parse
+from rizz.formats.logrecord import opens_step, parse, steps_in
 from rizz.formats.policy_file import parse_policy
 from rizz.formats.streams import StreamElement, read_stream
 from rizz.formats.wording import plural
@@ -435,7 +435,7 @@ def step_count(run_dir: str | Path) -> int:
     Raises FileNotFoundError when ``run_dir`` is not a RUN_DIR."""
     rd = RunDir(run_dir)
     rd.meta()
-    return sum(1 for r in rd.records() if opens_step(r))
+    return steps_in(rd.records())
 
 
 def state_at(run_dir: str | Path, step: int | None = None) -> AdaptiveState | TenantStates:
@@ -471,7 +471,7 @@ def state_at(run_dir: str | Path, step: int | None = None) -> AdaptiveState | Te
     rd = RunDir(run_dir)
     rd.meta()  # FileNotFoundError: not a RUN_DIR
     records = list(rd.records())  # read once: counted here, folded below
-    n = sum(1 for r in records if opens_step(r))
+    n = steps_in(records)
     if step >= n:
         raise ValueError(f"step {step} is not in the log of {run_dir} (it has {_steps_had(n)})")
     return fold_until(run_dir, step, records=records)

@@ -39,7 +39,7 @@ import json
 import operator
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -73,6 +73,7 @@ __all__ = [
     "VerdictPart",
     "load_line",
     "opens_step",
+    "steps_in",
     "parse",
     "parse_fast",
     "unstructure",
@@ -323,6 +324,11 @@ def opens_step(record: Mapping[str, Any]) -> bool:
     verdict; the default when ``kind`` is absent) or ``answer`` (a live session's answer, whose
     verdict comes later). A log of n such records has steps ``0..n-1``."""
     return record.get("kind", "step") in ("step", "answer")
+
+
+def steps_in(records: Iterable[Mapping[str, Any]]) -> int:
+    """How many steps a log's records (as JSON) hold: those that :func:`opens_step`."""
+    return sum(1 for r in records if opens_step(r))
 
 
 def load_line(line: bytes | str) -> Any:

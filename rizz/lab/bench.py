@@ -30,10 +30,26 @@ from rizz.lab.ray_tasks import RunSpec, driver_torch_threads, pinned_embedder, r
 from rizz.lab.report import build_report
 from rizz.store.runlog import write_json_atomic
 
-__all__ = ["DEMO_POLICIES", "run_bench"]
+__all__ = ["DEMO_POLICIES", "refused_run_options", "run_bench"]
 
 #: The policies of the README's main job.
 DEMO_POLICIES = ("frozen", "default")
+
+
+def refused_run_options(stream: str | Path, policies: Sequence[str], *, ray: bool, skip_bad: bool, snapshot_every: int,
+                        durability: str) -> str | None:
+    """Why a bench cannot take these ``rizz run`` options (one line), or None: ``skip_bad`` with
+    ``peer:NAME`` entries (a peer reads the stream whole), and ``skip_bad``, a ``snapshot_every``
+    other than 50 or a ``durability`` other than ``disk`` on Ray (a task runs with the
+    defaults). ``rizz bench`` asks before the model loads; :func:`run_bench` raises it."""
+    if skip_bad and (peers := [p for p in policies if is_peer(p)]):
+        return (f"--skip-bad cannot run with peer entries yet ({', '.join(peers)} read the stream whole); "
+                f"fix the stream (rizz streams check {stream}) or leave them out")
+    flags = [f for f, given in (("--skip-bad", skip_bad), ("--snapshot-every", snapshot_every != 50),
+                                ("--durability", durability != "disk")) if given]
+    if ray and flags:
+        return f"{', '.join(flags)} cannot run with --ray yet (a Ray task runs with rizz run's defaults); run without --ray"
+    return None
 
 
 def run_bench(
@@ -100,15 +116,14 @@ def run_bench(
         raise ValueError("peer entries need the bench's peer model path (see rizz.lab.peers.setup)")
     if len(set(names)) != len(names):
         raise ValueError(f"policy names must differ (they name the run folders): {names}")
-    if skip_bad and any(pol is None for _, pol in loaded):
-        raise ValueError("--skip-bad cannot run with peer entries yet (they read the stream whole)")
+    if why := refused_run_options(stream, policies, ray=ray_address is not None, skip_bad=skip_bad, snapshot_every=snapshot_every,
+                                  durability=durability):
+        raise ValueError(why)
     total = len(read_stream(stream, skip_bad=skip_bad).elements)
     total = min(total, limit) if limit is not None else total
     if ray_address is not None:
         if user_model is not None:
             raise ValueError("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
-        if skip_bad or snapshot_every != 50 or durability != "disk":
-            raise ValueError("--skip-bad, --snapshot-every and --durability cannot run with --ray yet (a Ray task runs with rizz run's defaults)")
         if any(pol is None for _, pol in loaded):
             raise ValueError("peer:NAME entries cannot run with --ray (they share one in-process model server)")
         _run_on_ray(stream, loaded, names, out, limit=limit, rendering=rendering, budget=budget, log=log, address=ray_address,

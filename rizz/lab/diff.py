@@ -14,7 +14,7 @@ from rizz.core import events as ev
 from rizz.core.evidence import block_shown
 from rizz.core.tenants import TenantStates, branch_key
 from rizz.engine.run import check_step, fold_until
-from rizz.formats.logrecord import opens_step
+from rizz.formats.logrecord import steps_in
 from rizz.formats.policy_file import parse_policy
 from rizz.formats.wording import fallback_label_wording, ordinal, plural
 from rizz.lab.episode_view import episode_lines
@@ -113,7 +113,7 @@ def diff_run(run_dir: str | Path, at: int | None = None, to: int | None = None, 
     rd = RunDir(run_dir)
     meta = rd.meta()  # FileNotFoundError: no such directory, or not a RUN_DIR
     records = list(rd.records())  # read once: counted here, folded below
-    n = sum(1 for r in records if opens_step(r))
+    n = steps_in(records)
     if at is None:
         if n == 0:
             raise ValueError(f"the log of {run_dir} has no steps yet")
@@ -245,7 +245,7 @@ def inspect_run(run_dir: str | Path, at: int | None = None) -> list[dict[str, An
     meta = rd.meta()  # FileNotFoundError: no such directory, or not a RUN_DIR
     records = list(rd.records())  # read once: counted here, folded below
     if at is not None:
-        check_step(run_dir, at, sum(1 for r in records if opens_step(r)))
+        check_step(run_dir, at, steps_in(records))
     sources = LabelSources()
     state = fold_until(run_dir, at, each=sources.add, records=records)
     policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rizz.engine.run import check_step, records_until
-from rizz.formats.logrecord import opens_step
+from rizz.formats.logrecord import opens_step, steps_in
 from rizz.formats.wording import plural
 from rizz.store.runlog import RunDir
 
@@ -94,7 +94,7 @@ def episode_rows(run_dir: str | Path, at: int | None = None) -> list[dict[str, A
     rd.meta()  # FileNotFoundError when there is no run here
     records = list(rd.records())
     if at is not None:
-        check_step(run_dir, at, sum(1 for r in records if opens_step(r)))
+        check_step(run_dir, at, steps_in(records))
         records = records_until(records, at)
     verdicts = {(r["id"], r["step"]): r["verdict"] for r in records if r.get("verdict")}
     rows = []

@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 from rizz.core import AdaptiveState, from_data, to_data
 from rizz.errors import RizzError
 from rizz.extras import extra_needed
-from rizz.formats.logrecord import load_line, opens_step
+from rizz.formats.logrecord import load_line, steps_in
 from rizz.formats.policy_file import parse_policy
 from rizz.formats.wording import plural
 from rizz.store.durable import (
@@ -306,7 +306,7 @@ class RunDir:
     def finished_steps(self) -> int:
         """Elements the log holds an answer for (``step`` and live ``answer`` records; a partial
         last line is not one): the steps a resume keeps."""
-        return sum(1 for r in self.records() if opens_step(r))
+        return steps_in(self.records())
 
     def check_limit(self, limit: int | None) -> None:
         """Refuse (RunDirMismatch, its ``changes`` a ``limit`` :class:`SettingChange`: the
