@@ -260,7 +260,7 @@ def replay(
     pol = _load_policy_or_exit(policy) if policy else None
     try:
         done = replay_run(run_dir, pol, policy)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, ValueError) as e:  # ValueError: a corrupt or unfoldable record, named by log.jsonl:LINE
         _fail(str(e))
     except ReplayBusy as e:  # a replay that writes a summary takes the lock a running run or server holds
         why = {"unrecorded": "summary.json records no digest", "policy": f"the refold under {policy}",

@@ -376,7 +376,7 @@ class RunDir:
                 try:
                     yield load_line(line)
                 except json.JSONDecodeError as e:
-                    raise ValueError(f"{self.log_path}:{n}: corrupt log record ({e.msg})") from None
+                    raise ValueError(f"{self.log_path}:{n}: corrupt log record ({e.msg.removesuffix(' at')} at column {e.colno})") from None
 
     def append(self, record: dict[str, Any], *, sync: bool = True) -> int:
         """Append one record, written and flushed to the OS; with ``sync`` (and durability

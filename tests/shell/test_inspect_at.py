@@ -153,3 +153,18 @@ def test_state_at_reads_the_log_once(run, log_reads, monkeypatch):
     assert len(reads) == 1
     monkeypatch.undo()  # log_reads's patch
     assert digest(state) == digest(fold_until(run, 4, snapshots=False)) != digest(state_at(run))
+
+
+def test_replay_of_a_corrupt_log_is_one_line_naming_the_record_as_inspect_and_diff_say(tmp_path):
+    """A newcomer appended a broken line to a run's log: inspect and diff said where, replay
+    printed a traceback (exit 1), and the message lost the JSON error's position."""
+    import shutil
+
+    run = tmp_path / "v1"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "v1-rundir", run)
+    with (run / "log.jsonl").open("a", encoding="utf-8") as f:
+        f.write('{"broken\n')
+    said = f"{run / 'log.jsonl'}:17: corrupt log record (Invalid control character at column 9)"
+    for cmd in (["replay", str(run)], ["inspect", str(run)], ["diff", str(run)]):
+        code, out = _cli(*cmd)
+        assert code == 2 and said in out and "Traceback" not in out, (cmd, out)
