@@ -108,12 +108,14 @@ def diff_run(run_dir: str | Path, at: int | None = None, to: int | None = None, 
     snapshot is passed over, not rebuilt.
 
     Raises ValueError when ``at`` or ``to`` is negative or past the end of the log, when
-    ``to < at``, or when the log is empty; FileNotFoundError when ``run_dir`` is not a RUN_DIR.
+    ``to < at`` (``at`` None: a ``to`` before the last step, whose message says that ``at``
+    defaults to it and how to give both), or when the log is empty; FileNotFoundError when ``run_dir`` is not a RUN_DIR.
     """
     rd = RunDir(run_dir)
     meta = rd.meta()  # FileNotFoundError: no such directory, or not a RUN_DIR
     records = list(rd.records())  # read once: counted here, folded below
     n = steps_in(records)
+    at_given = at is not None
     if at is None:
         if n == 0:
             raise ValueError(f"the log of {run_dir} has no steps yet")
@@ -124,6 +126,9 @@ def diff_run(run_dir: str | Path, at: int | None = None, to: int | None = None, 
     if to < 0:
         check_step(run_dir, to, n, "--to")
     if to < at:
+        if not at_given:  # the user gave --to alone: say where the first step came from
+            raise ValueError(f"--to {to} is before --at, which defaults to the log's last step ({at} here) when not given: "
+                             f"give both, e.g. --at 0 --to {to} for steps 0..{to}, or --at {to} for step {to} alone")
         raise ValueError(f"--to {to} is before --at {at}")
     if n == 0:
         raise ValueError(f"the log of {run_dir} has no steps yet")
