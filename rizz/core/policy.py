@@ -310,6 +310,17 @@ class AgentPolicy:
                                       "an episode stops (stop `repeat`) once the agent has written the same failing reply this many times in a row: the same malformed text, "
                                       "or the same calls all failing with the same results; the same calls run successfully one time more than this in a row end the turn "
                                       "(0: never)", integer=True))
+    example_values: str = _optional(_choice("shown", ("shown", "placeholders"),
+                                            "rizz; placeholders as Agent Workflow Memory abstracts a workflow's example-specific values (Wang et al. 2024, "
+                                            "arXiv:2409.07429); the Qwen2.5-Coder-1.5B copied stored calls' values and forms into other items "
+                                            "(results/2026-12-05-bfcl-qwen15-default-now.md, results/2026-12-05-tau-routed-qwen15.md)",
+                                            "how a solved example's tool calls are written in an agent's prompt: 'shown' as they were called; "
+                                            "'placeholders' with each argument's value written {parameter} (the calls made and the parameters filled, "
+                                            "not another request's values); memory itself keeps the calls as made"))
+    examples_offered_tools: bool = _optional(_flag(False, "rizz (a BFCL live_multiple item answered with an example's function it was not offered, "
+                                                   "results/2026-12-05-bfcl-qwen15-default-now.md)",
+                                                   "show a solved example in an agent's prompt only when every tool its calls name is offered to this episode "
+                                                   "(an example whose calls cannot be read is shown)"))
 
 
 @frozen

@@ -16,18 +16,21 @@ The prompt compiler (:func:`rizz.core.compile_prompt`, spec §5) budgets every s
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
-from rizz.adapters.agents.calls import ToolCall, format_call
+import attrs
+
+from rizz.adapters.agents.calls import CallSyntaxError, ToolCall, format_call, parse_reply
 from rizz.adapters.agents.env import plain
 from rizz.adapters.models.base import Message
-from rizz.core import CompiledPrompt, PromptBudgetError, compile_prompt, prompt_blocks
-from rizz.core.policy import CompilerPolicy
+from rizz.core import CompiledPrompt, PromptBudgetError, PromptItem, compile_prompt, prompt_blocks
+from rizz.core.policy import AgentPolicy, CompilerPolicy
 from rizz.formats.streams import StreamElement
 
-__all__ = ["CALL_STYLES", "NATIVE_PROTOCOL", "PROTOCOL", "ELIDED", "TURN_MARKERS", "chat_turns", "episode_prompt", "fit_episode", "task_text",
-           "transcript_text"]
+__all__ = ["CALL_STYLES", "NATIVE_PROTOCOL", "PROTOCOL", "ELIDED", "TURN_MARKERS", "chat_turns", "episode_prompt", "fit_episode",
+           "placeholder_calls", "shown_examples", "task_text", "trajectory_calls", "transcript_text"]
 
 #: How the model calls tools in the text protocol (Python call syntax, as BFCL prompts).
 PROTOCOL = ("You can call the tools listed below. To call tools, reply with Python call syntax only, "
@@ -87,17 +90,84 @@ def transcript_text(transcript: list[dict[str, Any]], elided: set[int] = frozens
     return "\n".join(lines) + "\nAssistant:"
 
 
+_ARROW = re.compile(r" -> ")
+
+
+def trajectory_calls(answer: str) -> tuple[tuple[ToolCall, ...], str] | None:
+    """The calls of a stored trajectory (``call; call -> final``, the form
+    :func:`~rizz.adapters.agents.episode.compact_trajectory` writes) and what follows them
+    (``" -> final"``, or ``""``); None when no call can be read (``(no tool call)``, or a
+    trajectory cut inside its calls).
+
+    Examples:
+      >>> calls, rest = trajectory_calls("get_user(user_id='u1'); cancel(order_id='#W2') -> Done.")
+      >>> [c.name for c in calls], rest
+      (['get_user', 'cancel'], ' -> Done.')
+      >>> trajectory_calls("(no tool call) -> Hello") is None
+      True
+    """
+    for end in [m.start() for m in _ARROW.finditer(answer)] + [len(answer)]:
+        try:  # the first " -> " after which the head parses: an argument may hold " -> " itself
+            calls = parse_reply(answer[:end])
+        except CallSyntaxError:
+            continue
+        if calls:
+            return calls, answer[end:]
+    return None
+
+
+def placeholder_calls(calls: tuple[ToolCall, ...]) -> str:
+    """``calls`` as the trajectory writes them (``; `` between calls), each argument's value
+    written ``{parameter}`` (Agent Workflow Memory's abstraction of example-specific values,
+    Wang et al. 2024): ``find_events(city={city}, date={date})``."""
+    return "; ".join(f"{c.name}(" + ", ".join(f"{k}={{{k}}}" for k in c.arguments) + ")" for c in calls)
+
+
+def _offered(el: StreamElement) -> frozenset[str]:
+    names = {str(t.get("name", "")) for t in el.tools or ()}
+    return frozenset(names | {n.replace(".", "_") for n in names})
+
+
+def shown_examples(items: list[PromptItem], retrieved: Any, el: StreamElement, agents: AgentPolicy) -> list[PromptItem]:
+    """The examples block's candidate ``items`` as ``agents`` says an agent's prompt shows them
+    (:attr:`~rizz.core.policy.AgentPolicy.examples_offered_tools`,
+    :attr:`~rizz.core.policy.AgentPolicy.example_values`): an example whose calls name a tool
+    ``el`` does not offer is left out (``el`` without a tool list keeps every one), and under
+    ``placeholders`` each call's values are written ``{parameter}``. An example whose calls
+    cannot be read (:func:`trajectory_calls`) is shown as stored. Memory is not changed; the
+    prompt's ``item_ids("examples")`` name what was shown."""
+    if not agents.examples_offered_tools and agents.example_values == "shown":
+        return items
+    answers = {s.item.key: s.item.answer for s in retrieved.episodes}
+    offered = _offered(el) if agents.examples_offered_tools and el.tools else None
+    out = []
+    for it in items:
+        answer = answers.get(it.id)
+        read = trajectory_calls(answer) if answer is not None else None
+        if read is None:
+            out.append(it)
+            continue
+        calls, rest = read
+        if offered is not None and any(c.name not in offered for c in calls):
+            continue
+        if agents.example_values == "placeholders" and it.text.endswith(answer):  # type: ignore[arg-type]
+            it = attrs.evolve(it, text=it.text[: len(it.text) - len(answer)] + placeholder_calls(calls) + rest)  # type: ignore[arg-type]
+        out.append(it)
+    return out
+
+
 def episode_prompt(retrieved: Any, el: StreamElement, transcript: list[dict[str, Any]], policy: CompilerPolicy,
                    count_tokens: Callable[[str], int], budget: int, protocol: str = PROTOCOL,
-                   call_style: str = "python") -> CompiledPrompt:
+                   call_style: str = "python", agents: AgentPolicy | None = None) -> CompiledPrompt:
     """Compile one agent step's prompt (see the module docstring); the transcript's earlier calls
-    in ``call_style`` (:data:`CALL_STYLES`). Raises PromptBudgetError."""
-    return fit_episode(retrieved, el, transcript, policy, count_tokens, budget, protocol, call_style)[0]
+    in ``call_style`` (:data:`CALL_STYLES`), the examples as ``agents`` shows them
+    (:func:`shown_examples`; None: as stored). Raises PromptBudgetError."""
+    return fit_episode(retrieved, el, transcript, policy, count_tokens, budget, protocol, call_style, agents)[0]
 
 
 def fit_episode(retrieved: Any, el: StreamElement, transcript: list[dict[str, Any]], policy: CompilerPolicy,
                 count_tokens: Callable[[str], int], budget: int, protocol: str = PROTOCOL,
-                call_style: str = "python") -> tuple[CompiledPrompt, frozenset[int], int]:
+                call_style: str = "python", agents: AgentPolicy | None = None) -> tuple[CompiledPrompt, frozenset[int], int]:
     """:func:`episode_prompt` and how its transcript was fitted: ``(prompt, elided, dropped)``,
     the indices of the tool events shown as :data:`ELIDED` and the number of oldest events after
     the first left out (:func:`chat_turns` writes the same transcript as chat turns).
@@ -118,7 +188,10 @@ def fit_episode(retrieved: Any, el: StreamElement, transcript: list[dict[str, An
         else:
             raise PromptBudgetError(base + count_tokens(text), budget)
         text = transcript_text(transcript, elided, dropped, call_style)
-    return compile_prompt(prompt_blocks(retrieved, text, task, None), policy, count_tokens, budget), frozenset(elided), dropped
+    blocks = prompt_blocks(retrieved, text, task, None)
+    if agents is not None:
+        blocks["examples"] = shown_examples(blocks["examples"], retrieved, el, agents)
+    return compile_prompt(blocks, policy, count_tokens, budget), frozenset(elided), dropped
 
 
 def chat_turns(prompt: CompiledPrompt, transcript: list[dict[str, Any]], elided: frozenset[int], dropped: int) -> list[Message]:

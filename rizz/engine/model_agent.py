@@ -64,7 +64,7 @@ class PromptedAgent:
         """This step's prompt, or None when the task alone does not fit the budget (overflow)."""
         try:
             prompt, elided, dropped = fit_episode(self.retrieved, el, transcript, self.policy.compiler, self.model.count_tokens,
-                                                  self.budget, self.protocol, self.call_style)
+                                                  self.budget, self.protocol, self.call_style, self.policy.agents)
         except PromptBudgetError:
             return None
         self.prompts.append(prompt)
