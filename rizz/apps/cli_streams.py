@@ -12,7 +12,7 @@ the repository under ``data/``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from rizz.extras import extra_needed
@@ -21,7 +21,8 @@ with extra_needed("cli", "the rizz command"):
     import typer
 
 from rizz.apps.cli_help import Command, Group
-from rizz.formats.streams import StreamElement, StreamError, count_tasks, read_stream, write_stream
+from rizz.formats.stream_checks import ERRORS_SHOWN, not_jsonl
+from rizz.formats.streams import BadLine, StreamElement, StreamError, count_tasks, read_stream, write_stream
 from rizz.formats.wording import plural as _plural
 from rizz.lab.builders import BENCHES, BuildError, BuildOptions, build, prompt_chars
 
@@ -129,42 +130,76 @@ def build_cmd(
 @app.command("check", cls=Command)
 def check_cmd(
     streams: list[Path] = typer.Argument(..., metavar="STREAM...", help="Stream files (JSONL) to validate."),
-    first_only: bool = typer.Option(False, "--first", metavar="", help="Stop at the first bad line of each file (default: report every bad line; each error of a line either way)."),
-    all_errors: bool = typer.Option(True, "--all", hidden=True, help="Kept for old scripts: every bad line is the default."),
+    first_only: bool = typer.Option(False, "--first", metavar="", help="Stop at the first bad line of each file (default: check every line; each error of a line either way)."),
+    all_errors: bool = typer.Option(False, "--all", metavar="", help=f"Print every error line, however many (default: the first {ERRORS_SHOWN} of a file, then one line counting the rest)."),
 ) -> None:
     """Validate stream files against the contract; exit 1 naming FILE:LINE and field if any is bad.
 
     Each error of a bad line is one ``error: FILE:LINE: field 'PATH': ...`` line (every bad
-    field of it, not only the first). Prints ``FILE: N elements ok, M bad; TASK N, ...;
-    longest N chars`` for each file (``M bad (K errors)`` when a line has several; ``-`` counts
-    elements without ``metadata.task``, as in ``summary.json``). An empty file is an error.
+    field of it, not only the first), up to 20 error lines a file (``--all``: every one); then
+    one ``error: FILE: N more errors ... not shown`` line, which also says when the file does
+    not look like JSONL (most of its lines are not JSON objects: a binary file, CSV, prose).
+    Prints ``FILE: N elements ok, M bad; TASK N, ...; longest N chars`` for each file (``M bad
+    (K errors)`` when a line has several; ``-`` counts elements without ``metadata.task``, as
+    in ``summary.json``). An empty file is an error.
     """
-    del all_errors  # accepted for old scripts; reporting every bad line is the default
-    bad = [stream for stream in streams if not _check_stream(stream, first_only)]
+    bad = [stream for stream in streams if not _check_stream(stream, first_only, all_errors)]
     if bad:
         raise typer.Exit(1)
 
 
-def _check_stream(stream: Path, first_only: bool) -> bool:
+def _check_stream(stream: Path, first_only: bool, all_errors: bool = False) -> bool:
     """Report on ``stream`` (its bad lines on stderr, its counts on stdout); True when it is all good."""
     try:
         read = read_stream(stream, skip_bad=not first_only, every_error=True)
     except StreamError as err:
-        for bad in err.bad:  # a file whose every line is bad; with --first, each error of the first bad line
-            typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
+        # a file whose every line is bad (each non-blank line is one of err.bad's); with --first,
+        # each error of the first bad line (the file's other lines unread: no JSONL verdict)
+        _say_bad(stream, err.bad, len({b.line for b in err.bad}) if err.line is None else None, all_errors)
         if err.line is None or not err.bad:  # a bad line's errors are err.bad, the first of them err
             typer.echo(f"error: {err}", err=True)
         return False
     except OSError as err:  # "error: s.jsonl: No such file or directory", not Python's [Errno 2] form
         typer.echo(f"error: {stream}: {err.strerror or err}", err=True)
         return False
-    for bad in read.bad:
-        typer.echo(f"error: {stream}:{bad.line}: {bad.message}", err=True)
+    _say_bad(stream, read.bad, len(read.elements) + read.bad_lines, all_errors)
     longest = max((prompt_chars(el) for el in read.elements), default=0)
     errors = f" ({_plural(len(read.bad), 'error')})" if len(read.bad) > read.bad_lines else ""
     typer.echo(f"{stream}: {_plural(len(read.elements), 'element')} ok, {read.bad_lines} bad{errors}; "
                f"{_task_counts(read.elements)}; longest {_plural(longest, 'char')}")
     return not read.bad
+
+
+def _say_bad(stream: Path, bad: Sequence[BadLine], lines: int | None, all_errors: bool) -> None:
+    """Print ``bad``'s errors on stderr, one line each: the first :data:`ERRORS_SHOWN` (every one
+    with ``all_errors``), then one line counting the rest and saying when ``stream`` (of
+    ``lines`` non-blank lines, None when not all were read) does not look like JSONL
+    (:func:`rizz.formats.stream_checks.not_jsonl`), or that line alone when nothing was left out."""
+    shown = bad if all_errors else bad[:ERRORS_SHOWN]
+    for b in shown:
+        typer.echo(f"error: {stream}:{b.line}: {b.message}", err=True)
+    not_objects = len({b.line for b in bad if b.field is None})  # not UTF-8, not JSON, or not an object
+    doubt = None
+    if lines is not None and not_jsonl(lines, not_objects):  # then look for NUL bytes (a read of the file) to say so
+        doubt = not_jsonl(lines, not_objects, _holds_nul(stream))
+    rest = bad[len(shown):]
+    if rest:
+        more = {b.line for b in rest} - {b.line for b in shown}
+        on = f" on {_plural(len(more), 'more line')}" if more else ""
+        summary = (f"{_plural(len(rest), 'more error')}{on} not shown (the first {ERRORS_SHOWN} are; "
+                   "--all prints every one)") + (f"; {doubt}" if doubt else "")
+        typer.echo(f"error: {stream}: {summary}", err=True)
+    elif doubt:
+        typer.echo(f"error: {stream}: {doubt}", err=True)
+
+
+def _holds_nul(path: Path) -> bool:
+    """Whether the file at ``path`` holds a NUL byte (False when it cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            return any(b"\0" in chunk for chunk in iter(lambda: fh.read(1 << 20), b""))
+    except OSError:
+        return False
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -426,3 +426,28 @@ def repeated_keys(value: Any, path: str = "") -> list[FieldError]:
         for i, item in enumerate(value):
             errors.extend(repeated_keys(item, f"{path}[{i}]"))
     return errors
+
+
+#: ``rizz streams check`` prints at most this many error lines of a file (``--all``: every one),
+#: then one line counting those it left out: a binary or other non-JSONL file gave one per line
+#: (hundreds). Enough for a screen, and for the pattern of an ordinary stream's mistakes.
+ERRORS_SHOWN = 20
+
+
+def not_jsonl(lines: int, not_objects: int, nul_bytes: bool = False) -> str | None:
+    """Why a file read as a stream does not look like JSON Lines, for ``rizz streams check``'s
+    summary line; None when it may be one. It does not when most of its ``lines`` non-blank
+    lines (more than half) are ``not_objects``: not UTF-8, not JSON, or JSON but not an object
+    (a binary file, CSV, prose). ``nul_bytes`` (the file holds a NUL byte, which no JSON text
+    has) adds that it looks binary.
+
+    Example:
+        >>> not_jsonl(663, 663, nul_bytes=True)
+        'the file does not look like JSONL: 663 of 663 non-blank lines are not JSON objects, and it holds NUL bytes (a binary file?)'
+        >>> not_jsonl(4, 1) is None, not_jsonl(2, 1) is None
+        (True, True)
+    """
+    if lines <= 0 or 2 * not_objects <= lines:
+        return None
+    binary = ", and it holds NUL bytes (a binary file?)" if nul_bytes else ""
+    return f"the file does not look like JSONL: {not_objects} of {lines} non-blank lines are not JSON objects{binary}"
