@@ -317,8 +317,8 @@ class AgentPolicy:
                                             "how a solved example's tool calls are written in an agent's prompt: 'shown' as they were called; "
                                             "'placeholders' with each argument's value written {parameter} (the calls made and the parameters filled, "
                                             "not another request's values); memory itself keeps the calls as made"))
-    examples_offered_tools: bool = _optional(_flag(False, "rizz (a BFCL live_multiple item answered with an example's function it was not offered, "
-                                                   "results/2026-12-05-bfcl-qwen15-default-now.md)",
+    examples_offered_tools: bool = _optional(_flag(False, "rizz (BFCL 3 × 20 test with the 1.5B under default: 17 of the 67 examples shown, on 10 of 60 steps, called a function "
+                                                   "the item was not offered, another item's in the same branch; results/2026-12-05-bfcl-qwen15-default-now.md)",
                                                    "show a solved example in an agent's prompt only when every tool its calls name is offered to this episode "
                                                    "(an example whose calls cannot be read is shown)"))
 
