@@ -245,7 +245,8 @@ def replay(
     """Refold RUN_DIR's log with no model calls; print the final state's digest, and say
     whether it equals the digest the run recorded (summary.json); exit 1 when it does not
     (summary.json is then kept, and the refolded summary written to summary.replay.json).
-    A replay that finds the recorded digest writes nothing (a read-only RUN_DIR replays too).
+    A replay that finds the recorded digest writes nothing (a read-only RUN_DIR replays too);
+    nor does one of a run with no step yet, which is refused (exit 2).
     A summary.json of a shorter log (a resume that did not finish, a live session's later
     answers) is checked where it ends and, when its digest is found there, rewritten.
 
@@ -258,6 +259,13 @@ def replay(
     from rizz.engine.run import ReplayBusy, replay_differences, replay_run, summary_extent
 
     pol = _load_policy_or_exit(policy) if policy else None
+    rd = RunDir(run_dir)
+    try:
+        nothing = rd.meta_path.is_file() and rd.finished_steps() == 0
+    except (OSError, ValueError):  # an unreadable or corrupt log: replay_run names it
+        nothing = False
+    if nothing:  # as rizz diff words it; no summary is written for a run that holds no step
+        _fail(f"the log of {run_dir} has no steps yet: nothing to replay")
     try:
         done = replay_run(run_dir, pol, policy)
     except (FileNotFoundError, ValueError) as e:  # ValueError: a corrupt or unfoldable record, named by log.jsonl:LINE

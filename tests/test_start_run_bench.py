@@ -1,0 +1,102 @@
+"""How ``rizz run`` and ``rizz bench`` start: ``rizz replay`` of a run with no step (a start
+that failed leaves one) says so and writes nothing.
+
+A fake model (replies from the prompt's hash; or a server that cannot be reached) and a hash
+embedder stand in for the real ones: no model runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from rizz.adapters.models import Generation, Message, ModelConnectionError
+from rizz.apps import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+LINES = [l for l in (ROOT / "data" / "trace-mini" / "test.jsonl").read_text().splitlines() if '"task": "FOMC"' in l][:4]
+
+
+class FakeModel:
+    """Answers a letter chosen by the prompt's hash (a distiller's prompt gets a rule); ``up``
+    False: every call fails as a server that cannot be reached."""
+
+    context_window = 4096
+    temperature = 0.0
+
+    def __init__(self, spec: str) -> None:
+        self.name = f"fake:{spec}"
+        self.up = not spec.startswith("down")
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def generate(self, messages: Sequence[Message], *, max_tokens: int, stop: Sequence[str] = (), rendering: str = "chat") -> Generation:
+        if not self.up:
+            raise ModelConnectionError(f"{self.name}: cannot reach the server (after the client's retries)")
+        text = messages[-1].content
+        reply = ("ABC"[int(hashlib.sha256(text.encode()).hexdigest(), 16) % 3]
+                 if text.rstrip().endswith("Answer:") or "Reply with" in text else "IF the text is about rates THEN answer B")
+        return Generation(text=reply, prompt_tokens=self.count_tokens(text), completion_tokens=1, latency_s=0.001, cost_usd=None,
+                          model=self.name, finish_reason="stop")
+
+
+class HashEmbedder:
+    name = "stub:hash16"
+    dim = 16
+
+    def embed(self, texts):
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for i, t in enumerate(texts):
+            v = np.frombuffer(hashlib.sha256(t.encode()).digest()[:16], np.uint8).astype(np.float32) + 1
+            out[i] = v / np.float32(np.sqrt(float(np.sum(v.astype(np.float64) ** 2))))
+        return out
+
+
+@pytest.fixture
+def loads(monkeypatch) -> list[str]:
+    """``rizz.apps.cli.load_model`` as :class:`FakeModel` (the specs it was asked for), the hash
+    embedder, and any --model spec taken (``down...`` is a model whose server is down)."""
+    asked: list[str] = []
+
+    def load(spec, **kw):
+        asked.append(spec)
+        return FakeModel(spec)
+
+    monkeypatch.setattr("rizz.apps.cli.load_model", load)
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    monkeypatch.setattr("rizz.apps.cli.check_spec", lambda spec: None)
+    return asked
+
+
+@pytest.fixture
+def stream(tmp_path) -> Path:
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(LINES) + "\n")
+    return path
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(cli.app, list(args))
+    return res.exit_code, " ".join(res.output.split())
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and not p.name.startswith(".lock")}
+
+
+# -- replay of a run with no step --------------------------------------------------------------
+
+def test_replay_of_a_run_with_no_step_says_so_and_writes_nothing(tmp_path, stream, loads):
+    out = tmp_path / "r"
+    assert _cli("run", str(stream), "--out", str(out), "--model", "down")[0] == 2
+    before = _files(out)
+    for extra in ([], ["--policy", "frozen"]):
+        res = CliRunner().invoke(cli.app, ["replay", str(out), *extra])
+        assert res.exit_code == 2 and res.output == f"the log of {out} has no steps yet: nothing to replay\n", res.output
+    assert _files(out) == before and not (out / "summary.json").exists()
