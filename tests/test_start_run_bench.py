@@ -1,5 +1,6 @@
 """How ``rizz run`` and ``rizz bench`` start: ``rizz replay`` of a run with no step (a start
-that failed leaves one) says so and writes nothing.
+that failed leaves one) says so and writes nothing, and every option value is refused before the
+stream is read, the model loads or a folder is written.
 
 A fake model (replies from the prompt's hash; or a server that cannot be reached) and a hash
 embedder stand in for the real ones: no model runs.
@@ -100,3 +101,42 @@ def test_replay_of_a_run_with_no_step_says_so_and_writes_nothing(tmp_path, strea
         res = CliRunner().invoke(cli.app, ["replay", str(out), *extra])
         assert res.exit_code == 2 and res.output == f"the log of {out} has no steps yet: nothing to replay\n", res.output
     assert _files(out) == before and not (out / "summary.json").exists()
+
+
+# -- option values first -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_a_bad_durability_is_refused_before_the_stream_and_the_oracle_check(tmp_path, stream, loads, command):
+    out = tmp_path / "o"
+    code, text = _cli(command, str(stream), "--out", str(out), "--model", "oracle", "--durability", "fast")
+    assert code == 2 and text == "--durability must be disk or os, got 'fast'", text
+    code, text = _cli(command, str(tmp_path / "missing.jsonl"), "--out", str(out), "--durability", "fast")
+    assert code == 2 and text == "--durability must be disk or os, got 'fast'", text
+    assert not out.exists() and loads == []
+
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_a_cache_that_cannot_be_a_response_cache_is_refused_and_left_as_it_is(tmp_path, stream, loads, command):
+    out, folder, afile = tmp_path / "o", tmp_path / "folder", tmp_path / "notes.txt"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("mine")
+    afile.write_text("not a cache")
+    for cache, said in ((folder, f"--cache {folder}: is a folder; give the response cache's file (SQLite), e.g. {folder / 'responses.sqlite'}"),
+                        (stream, f"--cache {stream}: not a SQLite file (a response cache is one); give a cache file rizz wrote, or a new name"),
+                        (afile / "c.sqlite", f"--cache {afile / 'c.sqlite'}: {afile} is a file, not a folder; give the response cache's file (SQLite) in a folder")):
+        code, text = _cli(command, str(stream), "--out", str(out), "--cache", str(cache))
+        assert code == 2 and text == said, text
+    assert (folder / "mine.txt").read_text() == "mine" and afile.read_text() == "not a cache"
+    assert stream.read_text() == "\n".join(LINES) + "\n" and not Path(f"{stream}.corrupt").exists()
+    assert not out.exists() and loads == []
+    empty = tmp_path / "new.sqlite"
+    empty.write_bytes(b"")  # an empty file, as `touch` makes it, is taken (SQLite makes it a database)
+    code, text = _cli(command, str(stream), "--out", str(out), "--cache", str(empty), "--model", "up", "--limit", "1")
+    assert code == 0, text
+
+
+def test_a_bad_ray_address_is_refused_before_anything_is_written(tmp_path, stream, loads):
+    out = tmp_path / "b"
+    code, text = _cli("bench", str(stream), "-P", "frozen", "--out", str(out), "--ray=nowhere")
+    assert code == 2 and text == "--ray 'nowhere': expected local, auto, HOST:PORT or ray://HOST:PORT", text
+    assert not out.exists() and loads == []

@@ -22,7 +22,7 @@ from rizz.adapters.embedder import Embedder
 from rizz.adapters.models import ModelConnectionError, ModelRequestError, ModelUnavailableError, load_model
 from rizz.adapters.models.cache import replies_held
 from rizz.adapters.models.spec import backend_name, check_spec, spec_help
-from rizz.apps.cli_errors import check_out, check_rendering, fail, load_policy_or_exit
+from rizz.apps.cli_errors import check_cache, check_durability_option, check_out, check_rendering, fail, load_policy_or_exit
 from rizz.apps.cli_help import Command, Group
 from rizz.apps.cli_streams import app as streams_app
 from rizz.core import policy_schema
@@ -48,7 +48,7 @@ from rizz.lab.peers.setup import peer_model
 from rizz.lab.progress import StepProgress, busy_cores, new_progress, time_estimate
 from rizz.lab.report import build_report, format_table
 from rizz.store.convert import ConvertError, convert_run_dir, run_dirs_in
-from rizz.store.durable import EXIT_DISK_FULL, check_durability, disk_full
+from rizz.store.durable import EXIT_DISK_FULL, disk_full
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch
 
 __all__ = ["app", "main"]
@@ -174,6 +174,7 @@ def run(
 
     pol = _load_policy_or_exit(policy)
     label = policy_label(policy, pol)  # a copy of a shipped policy with a key changed: its file's stem, not the shipped name
+    _check_run_options(model, user_model, rendering, durability, cache)  # every option value, before the stream is read
     if not stream.exists():
         _fail(f"stream file not found: {stream}")
     try:
@@ -181,13 +182,7 @@ def run(
     except StreamError as e:
         _fail(str(e))
     n = len(elements)
-    _check_model(model, user_model)
     _check_oracle(model, stream, elements, limit)
-    _check_rendering(rendering)
-    try:
-        check_durability(durability)
-    except ValueError:
-        _fail(f"--durability must be disk or os, got {durability!r}")
     _check_out(out, "run.json", "RUN_DIR", also=("responses.sqlite",))
     new_dir = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
@@ -427,6 +422,16 @@ def _say_bench_overflow(out: Path, results: dict[str, Any], window: int | None) 
         _say_overflow(out / p, results["results"][p], p, window)
 
 
+def _check_run_options(model: str, user_model: str | None, rendering: str | None, durability: str, cache: Path | None) -> None:
+    """The option values ``rizz run`` and ``rizz bench`` share that are checked without the
+    model or the stream, each refused in one line naming the option and the value: --rendering,
+    --durability, --cache, --model and --user-model (the limits' ranges are typer's)."""
+    _check_rendering(rendering)
+    check_durability_option(durability)
+    check_cache(cache)
+    _check_model(model, user_model)
+
+
 def _check_model(model: str, user_model: str | None) -> None:
     """A malformed --model or --user-model is refused with the other options, before anything
     is written and before "loading the model ..." is said (a local model takes up to a minute)."""
@@ -461,6 +466,19 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     from rizz.lab.bench import refused_run_options, run_bench
     from rizz.lab.peers.run_peer import PEERS, PeerError, env_options, is_peer, peer_python
 
+    # every option value first (before the stream is read, the model loads or a folder is written)
+    _check_run_options(model, user_model, rendering, durability, cache)
+    if ray_address is not None and not _RAY_ADDRESS.match(ray_address):
+        _fail(f"--ray {ray_address!r}: expected local, auto, HOST:PORT or ray://HOST:PORT")
+    if not policies:
+        _fail("-P/--policies: give at least one policy or peer:NAME (comma-separated)")
+    if why := refused_run_options(stream, policies, ray=ray_address is not None, skip_bad=skip_bad, snapshot_every=snapshot_every,
+                                  durability=durability):
+        _fail(why)
+    if user_model is not None and ray_address is not None:
+        _fail("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
+    if ray_address is not None and any(is_peer(p) for p in policies):
+        _fail("peer:NAME entries cannot run with --ray (they share one in-process model server); run them without --ray")
     if not stream.exists():
         _fail(f"stream file not found: {stream}")
     if elements is None:
@@ -468,13 +486,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
             elements = read_stream(stream, skip_bad=skip_bad).elements  # refuse a bad stream before writing anything
         except StreamError as e:
             _fail(str(e))
-    _check_model(model, user_model)
     _check_oracle(model, stream, elements, limit)
-    if not policies:
-        _fail("-P/--policies: give at least one policy or peer:NAME (comma-separated)")
-    if why := refused_run_options(stream, policies, ray=ray_address is not None, skip_bad=skip_bad, snapshot_every=snapshot_every,
-                                  durability=durability):
-        _fail(why)
     loaded = {}
     for p in policies:  # and a bad policy name or file too
         if is_peer(p):
@@ -495,13 +507,6 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         copied = [f"{p} (name: {labels[p]})" for p in loaded if names.count(labels[p]) > 1]
         _fail(f"policy names must differ (they name the run folders): {', '.join(copied)}; a copied policy file keeps "
               f"the name: of the file it was copied from: give it its own")
-    _check_rendering(rendering)
-    try:
-        check_durability(durability)
-    except ValueError:
-        _fail(f"--durability must be disk or os, got {durability!r}")
-    if user_model is not None and ray_address is not None:
-        _fail("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
     _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",))  # the cache comes first
     # the model's recorded name where it is known before loading (with peers, rizz's entries go through their server)
     expect_model = None if any(is_peer(p) for p in policies) else backend_name(model)
@@ -542,8 +547,6 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         _fail(message, code)
 
     if ray_address is not None:  # the model is built on each Ray worker, not here
-        if any(is_peer(p) for p in policies):
-            _fail("peer:NAME entries cannot run with --ray (they share one in-process model server); run them without --ray")
         from functools import partial
 
         # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
