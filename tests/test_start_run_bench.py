@@ -1,6 +1,6 @@
-"""How ``rizz run`` and ``rizz bench`` start: ``rizz replay`` of a run with no step (a start
-that failed leaves one) says so and writes nothing, and every option value is refused before the
-stream is read, the model loads or a folder is written.
+"""How ``rizz run`` and ``rizz bench`` start: a start that failed leaves a folder its rerun
+takes, ``rizz replay`` of a run with no step says so and writes nothing, and every option value
+is refused before the stream is read, the model loads or a folder is written.
 
 A fake model (replies from the prompt's hash; or a server that cannot be reached) and a hash
 embedder stand in for the real ones: no model runs.
@@ -9,6 +9,7 @@ embedder stand in for the real ones: no model runs.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 
 from rizz.adapters.models import Generation, Message, ModelConnectionError
 from rizz.apps import cli
+from rizz.store.runlog import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
 LINES = [l for l in (ROOT / "data" / "trace-mini" / "test.jsonl").read_text().splitlines() if '"task": "FOMC"' in l][:4]
@@ -89,6 +91,74 @@ def _cli(*args: str) -> tuple[int, str]:
 
 def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and not p.name.startswith(".lock")}
+
+
+# -- a start that failed ---------------------------------------------------------------------
+
+def test_a_run_whose_start_failed_is_started_anew_by_a_rerun_with_other_settings(tmp_path, stream, loads):
+    out = tmp_path / "r"
+    code, text = _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "down")
+    assert code == 2 and "fake:down: cannot reach the server" in text and "no step had finished" in text, text
+    assert (out / "run.json").is_file() and RunDir(out).finished_steps() == 0
+    (out / "summary.json").write_text(json.dumps({"steps": 0, "state_digest": "sha256:0"}))  # as `rizz replay` wrote one before
+
+    # the corrected command: another model (known only once loaded) and another policy (known before)
+    code, text = _cli("run", str(stream), "--out", str(out), "--policy", "default", "--model", "up")
+    assert code == 0, text
+    assert (f"{out}: started before with other settings (--model: run has 'fake:down', this command has 'fake:up'; "
+            "policy: run has 'frozen', this command has 'default' (differing fields:" in text
+            and "but no step was recorded; its run.json is replaced by this command's settings" in text), text
+    meta = json.loads((out / "run.json").read_text())
+    assert (meta["policy"], meta["model"]) == ("default", "fake:up")
+    assert json.loads((out / "summary.json").read_text())["steps"] == len(LINES)
+    assert loads == ["down", "up"]
+
+
+def test_the_same_command_after_a_failed_start_runs_without_a_note(tmp_path, stream, loads):
+    out = tmp_path / "r"
+    assert _cli("run", str(stream), "--out", str(out), "--model", "down")[0] == 2
+    (out / "run.json").write_text((out / "run.json").read_text().replace('"fake:down"', '"fake:up"'))  # as if the server came back
+    code, text = _cli("run", str(stream), "--out", str(out), "--model", "up")
+    assert code == 0 and "started before with other settings" not in text, text
+
+
+def test_a_run_with_recorded_steps_is_refused_as_before_and_keeps_every_file(tmp_path, stream, loads):
+    out = tmp_path / "r"
+    assert _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "up", "--limit", "1")[0] == 0
+    before = _files(out)
+    code, text = _cli("run", str(stream), "--out", str(out), "--policy", "default", "--model", "up")
+    assert code == 2 and text.startswith(f"{out} was started with different settings; resume refused: policy: run has 'frozen'"), text
+    code, text = _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "other")
+    assert code == 2 and "--model: run has 'fake:up', this command has 'fake:other'" in text, text
+    assert _files(out) == before and loads == ["up", "other"]
+
+
+def test_a_log_that_cannot_be_read_counts_as_started(tmp_path, stream, loads):
+    out = tmp_path / "r"
+    assert _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "down")[0] == 2
+    (out / "log.jsonl").write_text("{not json\n")
+    code, text = _cli("run", str(stream), "--out", str(out), "--policy", "default", "--model", "up")
+    assert code == 2 and "resume refused" in text, text
+    assert json.loads((out / "run.json").read_text())["policy"] == "frozen"
+
+
+def test_a_bench_whose_start_failed_with_its_cache_elsewhere_takes_the_same_and_the_corrected_command(tmp_path, stream, loads):
+    out, cache = tmp_path / "b", tmp_path / "shared.sqlite"
+    bench = ("bench", str(stream), "-P", "frozen,default", "--out", str(out), "--cache", str(cache))
+    code, text = _cli(*bench, "--model", "down")
+    assert code == 2 and "no step had finished" in text, text
+    assert sorted(p.name for p in out.iterdir()) == ["frozen"] and (out / "frozen" / "run.json").is_file()
+    code, text = _cli(*bench, "--model", "down")  # the same command: its folder, not "other files (frozen)"
+    assert code == 2 and "cannot reach the server" in text and "holds other files" not in text, text
+    code, text = _cli(*bench, "--model", "up")
+    assert code == 0, text
+    assert f"{out / 'frozen'}: started before with other settings (--model: run has 'fake:down', this command has 'fake:up')" in text
+    assert json.loads((out / "results.json").read_text())["policies"] == ["frozen", "default"]
+    assert {json.loads((out / p / "run.json").read_text())["model"] for p in ("frozen", "default")} == {"fake:up"}
+    before = _files(out)
+    code, text = _cli(*bench, "--model", "other")  # recorded steps: refused as before, nothing changed
+    assert code == 2 and "--model: run has 'fake:up', this command has 'fake:other'" in text, text
+    assert _files(out) == before
 
 
 # -- replay of a run with no step --------------------------------------------------------------

@@ -169,7 +169,7 @@ def run(
     nothing left to run, it says so without loading the model.
     """
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
-    from rizz.engine.run import run_stream
+    from rizz.engine.run import run_stream, unstarted
     from rizz.engine.session import check_resume, finished_run
 
     pol = _load_policy_or_exit(policy)
@@ -189,7 +189,8 @@ def run(
     try:
         check_resume(out, stream, pol, budget, policy, limit, backend_name(model))  # before the model loads: refused at once
     except RunDirMismatch as e:
-        _fail(str(e))
+        if not unstarted(out):  # a start that failed recorded nothing: run_stream starts it anew with these settings
+            _fail(str(e))
     todo = n if limit is None else min(n, limit)
     if note := name_clash_note(policy, pol):
         typer.echo(f"rizz run: {note}", err=True)
@@ -216,7 +217,7 @@ def run(
             on_step = StepProgress(prog, label, min(n, limit) if limit is not None else n, echo=lambda m: typer.echo(m, err=True))
             summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
                                  rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, on_resume=on_step.resume, budget=budget,
-                                 user_model=umodel, durability=durability)
+                                 user_model=umodel, durability=durability, replace_unstarted=True)
     except (StreamError, RunDirBusy, RunDirMismatch) as e:
         _fail(str(e))
     except KeyboardInterrupt:
@@ -462,6 +463,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     """Run ``rizz bench``'s job; ``elements``: the stream's, when the caller has read it already. ``skip_bad``,
     ``cache``, ``snapshot_every``, ``durability``: ``rizz run``'s options, for each policy's run."""
     # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
+    from rizz.engine.run import restart_unstarted, unstarted, unstarted_note
     from rizz.engine.session import check_resume, finished_run
     from rizz.lab.bench import refused_run_options, run_bench
     from rizz.lab.peers.run_peer import PEERS, PeerError, env_options, is_peer, peer_python
@@ -507,9 +509,11 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         copied = [f"{p} (name: {labels[p]})" for p in loaded if names.count(labels[p]) > 1]
         _fail(f"policy names must differ (they name the run folders): {', '.join(copied)}; a copied policy file keeps "
               f"the name: of the file it was copied from: give it its own")
-    _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite",))  # the cache comes first
+    # the cache comes first; a bench that stopped before its first report holds only its runs' folders (and its cache)
+    _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite", *labels.values(), *(p for p in policies if is_peer(p))))
     # the model's recorded name where it is known before loading (with peers, rizz's entries go through their server)
     expect_model = None if any(is_peer(p) for p in policies) else backend_name(model)
+    restart = []  # runs started with other settings that recorded nothing (a start that failed): started anew
     for p in policies:  # a folder resumed with other settings or a smaller --limit: refused before the model loads
         try:
             if p in loaded:
@@ -517,7 +521,9 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
             elif (out / p / "summary.json").exists():  # a finished peer run (an unfinished one starts again)
                 RunDir(out / p).check_limit(limit)
         except RunDirMismatch as e:
-            _fail(str(e))
+            if p not in loaded or not unstarted(out / labels[p]):
+                _fail(str(e))
+            restart.append((out / labels[p], e))
     todo = len(elements) if limit is None else min(len(elements), limit)
     for p in loaded:
         if note := name_clash_note(p, loaded[p]):
@@ -548,6 +554,10 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
 
     if ray_address is not None:  # the model is built on each Ray worker, not here
         from functools import partial
+
+        for folder, refused in restart:  # serially run_stream does this itself, also for settings known only once the model loads
+            if restart_unstarted(folder):
+                typer.echo(unstarted_note(folder, refused), err=True)
 
         # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s), which `rizz --help` and `rizz policy` do not need
         from rizz.lab.ray_tasks import model_from_spec
@@ -585,7 +595,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         with new_progress() as prog:
             results = run_bench(stream, policies, out, backend, Embedder(), limit=limit, rendering=rendering, budget=budget,
                                 command=command, title=title, progress=prog, peer_model=pm, user_model=umodel, skip_bad=skip_bad,
-                                snapshot_every=snapshot_every, durability=durability)
+                                snapshot_every=snapshot_every, durability=durability, replace_unstarted=True)
     except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, PeerError) as e:
         _fail(str(e))
     except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries

@@ -77,7 +77,8 @@ def check_cache(cache: Path | None) -> None:
 
 
 def check_out(out: Path, marker: str, what: str, also: tuple[str, ...] = ()) -> None:
-    """Refuse an ``--out`` that is a file, or a non-empty folder that is not one of ours."""
+    """Refuse an ``--out`` that is a file, or a non-empty folder that is not one of ours: ours holds
+    ``marker``, or one of ``also``; a BENCH_DIR also one or more runs (folders holding run.json)."""
     if out.exists() and not out.is_dir():
         fail(f"--out {out}: is a file; {what} must be a folder (new or one rizz wrote)")
     if out.is_dir():
@@ -89,6 +90,8 @@ def check_out(out: Path, marker: str, what: str, also: tuple[str, ...] = ()) -> 
                      f"give a new folder for the {what}")
             if what == "BENCH_DIR" and "run.json" in names:
                 fail(f"--out {out}: a RUN_DIR (it holds run.json), not a bench folder; give a new folder for the {what}")
+            if what == "BENCH_DIR" and runs:  # a bench whose runs started but did not finish (its cache elsewhere: --cache)
+                return
         if names and marker not in names and not names & set(also):
             fail(f"--out {out}: the folder holds other files ({', '.join(sorted(names)[:3])}{', ...' if len(names) > 3 else ''}) "
                  f"and no {marker}; give a new folder for the {what}")

@@ -29,11 +29,11 @@ from rizz.formats.policy_file import parse_policy
 from rizz.formats.streams import StreamElement, read_stream
 from rizz.formats.wording import plural
 from rizz.store.durable import fault_point
-from rizz.store.runlog import RunDir, RunDirBusy, RunDirReadOnly, write_json_atomic
+from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch, RunDirReadOnly, change_line, write_json_atomic
 
 __all__ = ["KEEP_SNAPSHOTS", "ReplayBusy", "Replayed", "Stale", "check_step", "episode_summary", "evaluated_tokens", "fold_until",
-           "records_until", "replay", "replay_differences", "replay_run", "run_stream", "read_summary", "state_at", "step_count", "summarise",
-           "summary_covers", "summary_extent", "summary_outcome", "wall_seconds"]
+           "records_until", "replay", "replay_differences", "replay_run", "restart_unstarted", "run_stream", "read_summary", "state_at",
+           "step_count", "summarise", "summary_covers", "summary_extent", "summary_outcome", "unstarted", "unstarted_note", "wall_seconds"]
 
 #: Snapshots a run keeps (the newest; a resume needs only the newest sound one, and the store
 #: drops the chunks of the others). ``Session.open`` keeps as many by default.
@@ -139,12 +139,76 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
     }
 
 
+#: What a RUN_DIR with no log record holds that describes only its settings or nothing (a
+#: state of no step): :func:`restart_unstarted` removes these, run.json last (until then the
+#: folder is still a RUN_DIR); the caches (``responses.sqlite``, ``store.sqlite``:
+#: content-addressed) and the log stay.
+_UNSTARTED_FILES = ("bad_lines.json", "summary.json", "summary.replay.json", "run.json")
+
+
+def unstarted(run_dir: str | Path) -> bool:
+    """Whether ``run_dir`` is a RUN_DIR whose run recorded nothing: it holds ``run.json`` but its
+    log no complete record (none, an empty file, or only a partial line a kill left), no
+    snapshot after a step, and no ``summary.json`` counting a step. A start that failed (a model
+    that could not be reached, Ctrl-C before the first step ended) leaves such a folder. A log that cannot be
+    read, or a summary.json that cannot, counts as started (nothing is replaced)."""
+    rd = RunDir(run_dir)
+    if not rd.meta_path.is_file():
+        return False
+    try:
+        if next(iter(rd.records()), None) is not None:
+            return False
+        if any(n > 0 for n in rd.snapshot_steps()):
+            return False
+        if rd.summary_path.exists():
+            summary = json.loads(rd.summary_path.read_text(encoding="utf-8"))
+            if not isinstance(summary, dict) or summary.get("steps") != 0:
+                return False
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def restart_unstarted(run_dir: str | Path) -> bool:
+    """Clear an :func:`unstarted` RUN_DIR's settings so that a run with other settings can start
+    in it: under its lock, and only when it is still unstarted, remove ``run.json``,
+    ``bad_lines.json``, a summary of no step and the snapshots of no step (nothing a log
+    record refers to; the response and embedding caches and the log stay). Returns whether it
+    did; False when the folder holds a record, or another process holds it (that process
+    then says so when the run opens it)."""
+    rd = RunDir(run_dir)
+    if not unstarted(rd.root):
+        return False
+    try:
+        rd.__enter__()
+    except RunDirBusy:
+        return False
+    try:
+        if not unstarted(rd.root):  # a record appended before the lock was taken
+            return False
+        for n in rd.snapshot_steps():
+            (rd.snap_dir / f"{n:08d}.json").unlink(missing_ok=True)
+        for name in _UNSTARTED_FILES:
+            (rd.root / name).unlink(missing_ok=True)
+        return True
+    finally:
+        rd.__exit__(None, None, None)
+
+
+def unstarted_note(run_dir: str | Path, refused: RunDirMismatch) -> str:
+    """The line said when :func:`run_stream` starts anew an :func:`unstarted` RUN_DIR that
+    ``refused`` these settings: which settings differed, and that its run.json is replaced."""
+    what = "; ".join(change_line(c).strip() for c in refused.changes)
+    return (f"{run_dir}: started before with other settings{f' ({what})' if what else ''} but no step was recorded; "
+            "its run.json is replaced by this command's settings")
+
+
 def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str | Path, model: Any, embedder: Any, *,
                limit: int | None = None, skip_bad: bool = False, rendering: str | None = None, snapshot_every: int = 50,
                budget: int | None = None, user_model: Any = None, durability: str = "disk",
                on_step: Callable[[dict[str, Any], Session], None] | None = None,
                on_resume: Callable[[list[dict[str, Any]]], None] | None = None,
-               log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
+               log: Callable[[str], None] = lambda m: print(m, file=sys.stderr), replace_unstarted: bool = False) -> dict[str, Any]:
     """Run (or resume) ``stream`` into ``out``; returns the summary. See module docstring.
 
     ``on_resume(records)``: called once before the first new step with the elements already
@@ -155,6 +219,10 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
     ``durability``: ``"disk"`` (each element's records fsynced before the next element) or
     ``"os"`` (handed to the OS; fsynced when the run ends): :class:`~rizz.store.runlog.RunDir`.
 
+    ``replace_unstarted`` (``rizz run`` and ``rizz bench`` set it): an ``out`` started with other
+    settings whose run recorded nothing (:func:`unstarted`: a start that failed) is started
+    anew with these (:func:`restart_unstarted`; ``log`` says so) instead of refused.
+
     Raises StreamError (bad line, unless ``skip_bad``), RunDirBusy, RunDirMismatch (other
     settings, or a ``limit`` below the steps ``out`` already holds: a resume keeps them all).
     """
@@ -162,9 +230,19 @@ def run_stream(stream: str | Path, policy: Policy, policy_source: str, out: str 
     read = read_stream(stream, skip_bad=skip_bad)
     elements: list[StreamElement] = list(read.elements)[: limit if limit is not None else None]
     RunDir(out).check_limit(limit)  # before the directory is opened: a refused resume writes nothing
-    session = Session.open(out, policy, model, embedder=embedder, policy_source=policy_source, stream=stream, bad_lines=read.bad, words="cli",
-                           rendering=rendering, budget_cap=budget, snapshot_every=snapshot_every, keep_snapshots=KEEP_SNAPSHOTS,
-                           user_model=user_model, durability=durability, keep_records=True, log=log)
+
+    def open_session() -> Session:
+        return Session.open(out, policy, model, embedder=embedder, policy_source=policy_source, stream=stream, bad_lines=read.bad,
+                            words="cli", rendering=rendering, budget_cap=budget, snapshot_every=snapshot_every,
+                            keep_snapshots=KEEP_SNAPSHOTS, user_model=user_model, durability=durability, keep_records=True, log=log)
+
+    try:
+        session = open_session()
+    except RunDirMismatch as e:
+        if not (replace_unstarted and restart_unstarted(out)):
+            raise
+        log(unstarted_note(out, e))
+        session = open_session()
     try:
         summary = _run(session, elements, on_step, on_resume, log)
     except BaseException as e:

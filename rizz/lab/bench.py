@@ -76,6 +76,7 @@ def run_bench(
     snapshot_every: int = 50,
     durability: str = "disk",
     cache: str | Path | None = None,
+    replace_unstarted: bool = False,
 ) -> dict[str, Any]:
     """Run ``policies`` over ``stream`` into ``out`` and write the report; returns results.
 
@@ -103,6 +104,9 @@ def run_bench(
         defaults); ``skip_bad`` not with ``peer:NAME`` entries (they read the stream whole).
       cache: with ``ray_address``, the response cache the tasks read and merge into (default
         ``out/responses.sqlite``); serially ``model`` is already wrapped in its cache.
+      replace_unstarted: as :func:`rizz.engine.run.run_stream` (``rizz bench`` sets it): a rizz
+        policy's folder started with other settings whose run recorded nothing is started anew
+        with these instead of refused. Serial runs only (a Ray task runs with the defaults).
     Raises:
       PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError (two policies with one name;
       ``user_model``, ``skip_bad``, ``snapshot_every`` or ``durability`` with ``ray_address``;
@@ -149,7 +153,7 @@ def run_bench(
         summary = run_stream(stream, pol, source, out / name, model, embedder, limit=limit,
                              rendering=rendering or (peer_model.rendering if peer_model is not None else None),
                              budget=budget, on_step=on_step, on_resume=on_step.resume, log=log, user_model=user_model,
-                             skip_bad=skip_bad, snapshot_every=snapshot_every, durability=durability)
+                             skip_bad=skip_bad, snapshot_every=snapshot_every, durability=durability, replace_unstarted=replace_unstarted)
         on_step.finish(summary["steps"])
     if proxy is not None:
         proxy.close()
