@@ -203,3 +203,13 @@ def test_a_full_disk_on_a_snapshot_or_the_cache_is_reported_too(tmp_path, monkey
         with pytest.raises(OSError) as info:
             _run(stream, tmp_path / site)
         assert durable.disk_full(info.value, site) is not None, site
+
+
+def test_a_folder_given_as_the_response_cache_is_refused_not_moved(tmp_path):
+    folder = tmp_path / "runs"
+    (folder / "r1").mkdir(parents=True)
+    (folder / "r1" / "log.jsonl").write_text("{}\n")
+    with pytest.raises(IsADirectoryError, match="is a folder, not a response cache file"):
+        ResponseCache(folder)
+    assert (folder / "r1" / "log.jsonl").read_text() == "{}\n"
+    assert not (tmp_path / "runs.corrupt").exists()

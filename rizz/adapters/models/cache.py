@@ -86,6 +86,9 @@ class ResponseCache:
     Args:
         path: the database file; parent directories are created.
 
+    Raises:
+        IsADirectoryError: ``path`` is a folder (it is never moved aside as a corrupt cache).
+
     Attributes:
         hits, misses: lookups served / not served since this object was opened.
         rebuilt: why the file was found corrupt and rebuilt empty (``None``: it was sound).
@@ -93,6 +96,8 @@ class ResponseCache:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        if self.path.is_dir():  # never moved aside as a corrupt cache: it holds other files
+            raise IsADirectoryError(f"{self.path}: is a folder, not a response cache file (give a file path, e.g. {self.path / 'responses.sqlite'})")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self.rebuilt: str | None = None
@@ -125,7 +130,7 @@ class ResponseCache:
             pass
         for suffix in ("", "-wal", "-shm"):
             src = Path(str(self.path) + suffix)
-            if src.exists():
+            if src.is_file():  # a folder at a -wal/-shm name is not the cache's: left alone
                 os.replace(src, Path(str(self.path) + ".corrupt" + suffix))
         self.rebuilt = why
         print(f"rizz: {self.path}: corrupt response cache ({why}); moved to {self.path}.corrupt and "
