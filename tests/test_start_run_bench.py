@@ -13,13 +13,13 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from rizz.adapters.models import Generation, Message, ModelConnectionError
 from rizz.apps import cli
 from rizz.store.runlog import RunDir
+from tests.shell.stubs import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 LINES = [l for l in (ROOT / "data" / "trace-mini" / "test.jsonl").read_text().splitlines() if '"task": "FOMC"' in l][:4]
@@ -48,17 +48,6 @@ class FakeModel:
         return Generation(text=reply, prompt_tokens=self.count_tokens(text), completion_tokens=1, latency_s=0.001, cost_usd=None,
                           model=self.name, finish_reason="stop")
 
-
-class HashEmbedder:
-    name = "stub:hash16"
-    dim = 16
-
-    def embed(self, texts):
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, t in enumerate(texts):
-            v = np.frombuffer(hashlib.sha256(t.encode()).digest()[:16], np.uint8).astype(np.float32) + 1
-            out[i] = v / np.float32(np.sqrt(float(np.sum(v.astype(np.float64) ** 2))))
-        return out
 
 
 @pytest.fixture
