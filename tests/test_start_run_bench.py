@@ -194,6 +194,47 @@ def test_a_cache_that_cannot_be_a_response_cache_is_refused_and_left_as_it_is(tm
     assert code == 0, text
 
 
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_a_cache_that_is_a_device_or_another_sqlite_file_is_refused_and_left_as_it_is(tmp_path, stream, loads, command):
+    import sqlite3
+
+    out, other = tmp_path / "o", tmp_path / "store.sqlite"
+    with sqlite3.connect(other) as db:  # a run's store, say: SQLite, but not a response cache
+        db.execute("CREATE TABLE chunks (key TEXT PRIMARY KEY, data BLOB)")
+    before = other.read_bytes()
+    code, text = _cli(command, str(stream), "--out", str(out), "--cache", "/dev/null")
+    assert code == 2 and text == "--cache /dev/null: not a regular file (a device, a pipe or a socket); give the response cache's file (SQLite)", text
+    code, text = _cli(command, str(stream), "--out", str(out), "--cache", str(other))
+    assert code == 2 and text == (f"--cache {other}: a SQLite file of something else (its tables: chunks), not a response cache; "
+                                  "give a cache file rizz wrote, or a new name"), text
+    assert other.read_bytes() == before and not out.exists() and loads == [] and not Path("/dev/null-journal").exists()
+
+
+def test_a_response_cache_on_a_device_is_refused():
+    from rizz.adapters.models.cache import ResponseCache
+
+    with pytest.raises(ValueError, match="/dev/null: not a regular file"):
+        ResponseCache("/dev/null")
+
+
+@pytest.mark.parametrize("layout", ["a run beside the user's report", "the user's folder named as a policy"])
+def test_a_bench_refuses_a_folder_holding_a_users_files(tmp_path, stream, loads, layout):
+    out = tmp_path / "mine"
+    if layout == "a run beside the user's report":
+        assert _cli("run", str(stream), "--out", str(out / "myrun"), "--model", "up", "--limit", "1")[0] == 0
+    else:
+        (out / "frozen").mkdir(parents=True)
+        (out / "frozen" / "cat.jpg").write_bytes(b"photo")
+    (out / "report.md").write_text("my notes")
+    before = _files(out)
+    code, text = _cli("bench", str(stream), "-P", "frozen", "--out", str(out), "--model", "up")
+    assert code == 2 and "the folder holds other files (" in text and "report.md" in text and "and no results.json" in text, text
+    assert _files(out) == before
+    (out / "report.md").unlink()  # a folder of runs alone (a bench that stopped before its report) is taken
+    if layout == "a run beside the user's report":
+        assert _cli("bench", str(stream), "-P", "frozen", "--out", str(out), "--model", "up")[0] == 0
+
+
 def test_a_bad_ray_address_is_refused_before_anything_is_written(tmp_path, stream, loads):
     out = tmp_path / "b"
     code, text = _cli("bench", str(stream), "-P", "frozen", "--out", str(out), "--ray=nowhere")

@@ -510,7 +510,8 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         _fail(f"policy names must differ (they name the run folders): {', '.join(copied)}; a copied policy file keeps "
               f"the name: of the file it was copied from: give it its own")
     # the cache comes first; a bench that stopped before its first report holds only its runs' folders (and its cache)
-    _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite", *labels.values(), *(p for p in policies if is_peer(p))))
+    _check_out(out, "results.json", "BENCH_DIR", also=("responses.sqlite", "peer-responses.sqlite"),
+               run_folders=(*labels.values(), *(p for p in policies if is_peer(p))))
     # the model's recorded name where it is known before loading (with peers, rizz's entries go through their server)
     expect_model = None if any(is_peer(p) for p in policies) else backend_name(model)
     restart = []  # runs started with other settings that recorded nothing (a start that failed): started anew

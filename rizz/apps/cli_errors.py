@@ -9,6 +9,8 @@ in :mod:`rizz.apps.cli_scale`, ``rizz view``) refuse the same way without import
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 from typing import NoReturn
 
@@ -66,6 +68,8 @@ def check_cache(cache: Path | None) -> None:
     parent = next((p for p in cache.parents if p.exists()), None)
     if parent is not None and not parent.is_dir():
         fail(f"--cache {cache}: {parent} is a file, not a folder; give the response cache's file (SQLite) in a folder")
+    if cache.exists() and not cache.is_file():
+        fail(f"--cache {cache}: not a regular file (a device, a pipe or a socket); give the response cache's file (SQLite)")
     if cache.is_file():
         try:
             with cache.open("rb") as f:
@@ -74,24 +78,47 @@ def check_cache(cache: Path | None) -> None:
             fail(f"--cache {cache}: cannot be read ({e.strerror or e})")
         if head and head != _SQLITE_HEADER:
             fail(f"--cache {cache}: not a SQLite file (a response cache is one); give a cache file rizz wrote, or a new name")
+        tables = _sqlite_tables(cache) if head else None
+        if tables and "responses" not in tables:
+            fail(f"--cache {cache}: a SQLite file of something else (its tables: {', '.join(sorted(tables)[:4])}), "
+                 "not a response cache; give a cache file rizz wrote, or a new name")
 
 
-def check_out(out: Path, marker: str, what: str, also: tuple[str, ...] = ()) -> None:
-    """Refuse an ``--out`` that is a file, or a non-empty folder that is not one of ours: ours holds
-    ``marker``, or one of ``also``; a BENCH_DIR also one or more runs (folders holding run.json)."""
+def _sqlite_tables(path: Path) -> set[str] | None:
+    """The table names of the SQLite file ``path``, read only (None when it cannot be read:
+    a damaged cache, which the cache itself moves aside and rebuilds)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error:
+        return None
+
+
+def check_out(out: Path, marker: str, what: str, also: tuple[str, ...] = (), run_folders: tuple[str, ...] = ()) -> None:
+    """Refuse an ``--out`` that is a file, or a non-empty folder that is not one of ours.
+
+    Ours holds ``marker``; or holds nothing but the files and folders named in ``also`` (with a
+    SQLite file's ``-wal``/``-shm``/``-journal``) and, in a BENCH_DIR, runs: folders holding
+    run.json, or empty folders named in ``run_folders`` (a bench that stopped before its first
+    report). Anything else in it (a user's notes, a report.md without results.json) is refused:
+    a bench writes report.md and its plots into the folder."""
     if out.exists() and not out.is_dir():
         fail(f"--out {out}: is a file; {what} must be a folder (new or one rizz wrote)")
-    if out.is_dir():
-        names = {p.name for p in out.iterdir()}
-        if marker not in names:  # the other command's folder, which a shared response cache would let in
-            runs = sorted(n for n in names if (out / n / "run.json").is_file())
-            if what == "RUN_DIR" and ("results.json" in names or runs):
-                fail(f"--out {out}: a rizz bench folder (its runs: {', '.join(runs) or 'none yet'}), not a RUN_DIR; "
-                     f"give a new folder for the {what}")
-            if what == "BENCH_DIR" and "run.json" in names:
-                fail(f"--out {out}: a RUN_DIR (it holds run.json), not a bench folder; give a new folder for the {what}")
-            if what == "BENCH_DIR" and runs:  # a bench whose runs started but did not finish (its cache elsewhere: --cache)
-                return
-        if names and marker not in names and not names & set(also):
-            fail(f"--out {out}: the folder holds other files ({', '.join(sorted(names)[:3])}{', ...' if len(names) > 3 else ''}) "
-                 f"and no {marker}; give a new folder for the {what}")
+    if not out.is_dir():
+        return
+    names = {p.name for p in out.iterdir()}
+    if not names or marker in names:
+        return
+    runs = sorted(n for n in names if (out / n / "run.json").is_file())  # the other command's folder, which a shared cache would let in
+    if what == "RUN_DIR" and ("results.json" in names or runs):
+        fail(f"--out {out}: a rizz bench folder (its runs: {', '.join(runs) or 'none yet'}), not a RUN_DIR; "
+             f"give a new folder for the {what}")
+    if what == "BENCH_DIR" and "run.json" in names:
+        fail(f"--out {out}: a RUN_DIR (it holds run.json), not a bench folder; give a new folder for the {what}")
+    ours = set(also) | {f"{a}{suffix}" for a in also for suffix in ("-wal", "-shm", "-journal")} | {".lock", ".lock.pid"}
+    if what == "BENCH_DIR":
+        ours |= set(runs) | {n for n in run_folders if (out / n).is_dir() and not any((out / n).iterdir())}
+    other = sorted(names - ours)
+    if other:
+        fail(f"--out {out}: the folder holds other files ({', '.join(other[:3])}{', ...' if len(other) > 3 else ''}) "
+             f"and no {marker}; give a new folder for the {what}")

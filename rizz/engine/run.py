@@ -143,7 +143,7 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
 #: state of no step): :func:`restart_unstarted` removes these, run.json last (until then the
 #: folder is still a RUN_DIR); the caches (``responses.sqlite``, ``store.sqlite``:
 #: content-addressed) and the log stay.
-_UNSTARTED_FILES = ("bad_lines.json", "summary.json", "summary.replay.json", "run.json")
+_UNSTARTED_FILES = ("bad_lines.json", "summary.json", "run.json")
 
 
 def unstarted(run_dir: str | Path) -> bool:
@@ -174,8 +174,8 @@ def restart_unstarted(run_dir: str | Path) -> bool:
     in it: under its lock, and only when it is still unstarted, remove ``run.json``,
     ``bad_lines.json``, a summary of no step and the snapshots of no step (nothing a log
     record refers to; the response and embedding caches and the log stay). Returns whether it
-    did; False when the folder holds a record, or another process holds it (that process
-    then says so when the run opens it)."""
+    did; False when the folder holds a record, another process holds it (that process
+    then says so when the run opens it), or a file cannot be removed (then refused as started)."""
     rd = RunDir(run_dir)
     if not unstarted(rd.root):
         return False
@@ -186,10 +186,13 @@ def restart_unstarted(run_dir: str | Path) -> bool:
     try:
         if not unstarted(rd.root):  # a record appended before the lock was taken
             return False
-        for n in rd.snapshot_steps():
-            (rd.snap_dir / f"{n:08d}.json").unlink(missing_ok=True)
-        for name in _UNSTARTED_FILES:
-            (rd.root / name).unlink(missing_ok=True)
+        try:
+            for n in rd.snapshot_steps():
+                (rd.snap_dir / f"{n:08d}.json").unlink(missing_ok=True)
+            for name in _UNSTARTED_FILES:
+                (rd.root / name).unlink(missing_ok=True)
+        except OSError:  # a file that cannot be removed (immutable, another owner): refused as before
+            return False
         return True
     finally:
         rd.__exit__(None, None, None)

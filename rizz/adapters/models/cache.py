@@ -88,6 +88,7 @@ class ResponseCache:
 
     Raises:
         IsADirectoryError: ``path`` is a folder (it is never moved aside as a corrupt cache).
+        ValueError: ``path`` exists and is not a regular file (``/dev/null``, a pipe).
 
     Attributes:
         hits, misses: lookups served / not served since this object was opened.
@@ -98,6 +99,8 @@ class ResponseCache:
         self.path = Path(path)
         if self.path.is_dir():  # never moved aside as a corrupt cache: it holds other files
             raise IsADirectoryError(f"{self.path}: is a folder, not a response cache file (give a file path, e.g. {self.path / 'responses.sqlite'})")
+        if self.path.exists() and not self.path.is_file():  # /dev/null, a pipe: not a file sqlite can keep
+            raise ValueError(f"{self.path}: not a regular file (a device, a pipe or a socket), so not a response cache file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self.rebuilt: str | None = None
