@@ -2,12 +2,13 @@
 
     python benchmarks/tau_episode_counts.py runs/tau10b runs/tau10c
 
-For each RUN_DIR of a ``rizz bench`` over τ-bench elements and each of its policies
-(``frozen``, ``default``, ``corrections``, where present) one line: episodes passed (reward 1),
+For each RUN_DIR of a ``rizz bench`` over τ-bench elements and each of its policies (every
+folder holding a ``summary.json``, in name order) one line: episodes passed (reward 1),
 model calls per episode (``summary.json``), tool errors, tool calls that ran (a tool result
 without an error), of them lookups (names starting ``find_``, ``get_``, ``search_`` or ``list_``,
 τ-bench's read-only tools), episodes with a call that ran, prompt tokens sent, and episodes whose
-first prompt showed an examples block. Used in results/2026-12-05-tau-opening-request.md and results/2026-12-05-tau-routed-qwen15.md.
+first prompt showed an examples block. Used in results/2026-12-05-tau-opening-request.md, results/2026-12-05-tau-routed-qwen15.md and
+results/2026-12-05-tau-procedure-qwen15.md.
 """
 
 from __future__ import annotations
@@ -44,10 +45,9 @@ def main() -> None:
     ap.add_argument("runs", nargs="+", type=Path, help="bench RUN_DIRs (each holds one folder per policy)")
     args = ap.parse_args()
     for run in args.runs:
-        for policy in ("frozen", "default", "corrections"):
-            if (run / policy / "summary.json").is_file():
-                c = counts(run / policy)
-                print(f"{run.name} {policy}: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+        for folder in sorted(p.parent for p in run.glob("*/summary.json")):
+            c = counts(folder)
+            print(f"{run.name} {folder.name}: " + ", ".join(f"{k} {v}" for k, v in c.items()))
 
 
 if __name__ == "__main__":
