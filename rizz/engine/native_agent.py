@@ -67,7 +67,7 @@ from rizz.adapters.agents.env import plain
 from rizz.adapters.agents.loop import AgentReply
 from rizz.adapters.agents.qwen_tools import parse_tool_calls, template_calls_tools
 from rizz.adapters.models.anthropic_backend import price_usd
-from rizz.adapters.models.base import ContextWindowExceeded, Generation, answer_and_reasoning, sdk_create
+from rizz.adapters.models.base import ContextWindowExceeded, Generation, answer_and_reasoning
 from rizz.core import CompiledPrompt
 from rizz.core.policy import Policy
 from rizz.engine.agent_prompt import NATIVE_PROTOCOL, TURN_MARKERS, chat_turns
@@ -227,8 +227,8 @@ class NativeToolAgent(PromptedAgent):
         return text, reasoning, calls, None, usage, "stop", attempts
 
     def _openai(self, prompt: CompiledPrompt, el: StreamElement, max_tokens: int) -> tuple[Any, ...]:
-        resp, attempts = self._send(lambda: sdk_create(
-            self.inner._client.chat.completions, model=self.inner.model, max_tokens=max_tokens, tools=self._tools(el), tool_choice="auto",
+        resp, attempts = self._send(lambda: self.inner.create_counted(
+            model=self.inner.model, max_tokens=max_tokens, tools=self._tools(el), tool_choice="auto",
             temperature=self.inner.temperature, seed=0,  # as the backend's generate: greedy and seeded by default
             messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt.text}]))
         msg = resp.choices[0].message

@@ -56,3 +56,29 @@ def test_cli_run_against_an_unreachable_server_exits_2_in_one_message(tmp_path, 
     assert "cannot reach the server" in err  # at the first element: no log to name (issue #29 §6)
     assert "no step had finished, so there is nothing to keep; run the same command again to start" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_cli_episode_stream_against_an_unreachable_server_exits_2_in_one_message(tmp_path, monkeypatch, command):
+    """An episode stream (tools: the native tool-calling agent's own request) stops as a plain
+    stream does; it was an openai.APIConnectionError traceback, exit 1."""
+    from typer.testing import CliRunner
+
+    from rizz.apps import cli
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stubs import HashEmbedder
+
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    root = Path(__file__).resolve().parents[2]
+    stream = tmp_path / "b.jsonl"
+    stream.write_text("".join((root / "data/bfcl-mini/test.jsonl").read_text().splitlines(keepends=True)[:3]))
+    out = tmp_path / "out"
+    policy = ["--policy", "default"] if command == "run" else ["-P", "frozen,default"]
+    res = CliRunner().invoke(cli.app, [command, str(stream), *policy, "--out", str(out),
+                                       "--model", f"openai:http://127.0.0.1:{_closed_port()}/v1#x"])
+    err = res.output + (res.stderr if res.stderr_bytes is not None else "")
+    assert res.exit_code == 2, (res.exception, err)
+    assert "openai:http://127.0.0.1:" in err and "#x: cannot reach the server (APIConnectionError" in err
+    assert "no step had finished, so there is nothing to keep; run the same command again to start" in err
+    assert "Traceback" not in err and isinstance(res.exception, SystemExit)

@@ -226,6 +226,26 @@ class OpenAICompatModel:
                 f"{self.name}: the server refused the request (HTTP {status} {kind}: {message})"
             ) from err
 
+    def create_counted(self, **kwargs: Any) -> tuple[Any, int]:
+        """``chat.completions.create(**kwargs)`` as given (the native tool-calling agent's
+        request: its own messages, ``tools``, ``tool_choice``), retried by the client, and the
+        HTTP requests it took (:func:`~rizz.adapters.models.base.sdk_create`).
+
+        Raises:
+            ModelConnectionError: the server could not be reached or timed out after the
+                retries (``openai.APIConnectionError``), as :meth:`generate`.
+            openai.APIStatusError: any HTTP error after the retries, unchanged (the agent reads
+                the server's own context-window refusal from it).
+        """
+        import openai
+
+        try:
+            return sdk_create(self._client.chat.completions, **kwargs)
+        except openai.APIConnectionError as err:
+            raise ModelConnectionError(
+                f"{self.name}: cannot reach the server ({type(err).__name__}: {err};"
+                " after the client's retries)") from err
+
     def generate(
         self,
         messages: Sequence[Message],
