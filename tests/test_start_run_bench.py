@@ -240,3 +240,41 @@ def test_a_bad_ray_address_is_refused_before_anything_is_written(tmp_path, strea
     code, text = _cli("bench", str(stream), "-P", "frozen", "--out", str(out), "--ray=nowhere")
     assert code == 2 and text == "--ray 'nowhere': expected local, auto, HOST:PORT or ray://HOST:PORT", text
     assert not out.exists() and loads == []
+
+
+# -- a RUN_DIR file that cannot be read --------------------------------------------------------
+
+@pytest.mark.parametrize("log", ["\n", "garbage\n", "[1, 2]\n"])
+def test_a_resume_of_a_run_whose_log_holds_a_corrupt_record_is_refused_in_one_line(tmp_path, stream, loads, log):
+    out = tmp_path / "r"
+    assert _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "up", "--limit", "1")[0] == 0
+    (out / "log.jsonl").write_text(log)
+    before = _files(out)
+    code, text = _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "up")
+    why = "an array, not an object" if log.startswith("[") else "Expecting value at column 1"
+    said = f"{out / 'log.jsonl'}:1: corrupt log record ({why})"
+    assert code == 2 and text.endswith(f"model: fake:up {said}"), text  # its last line, once the model is loaded
+    assert _files(out) == before
+    assert _cli("replay", str(out)) == (2, said)  # the same words as rizz replay's
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    ('{\n "model": "fake:up",\n "poli', "not valid JSON (Unterminated string starting at line 3 column 2; a truncated or edited file), "
+                                          "not the run's settings"),
+    ("", "empty, not the run's settings (a JSON object rizz writes when a run starts)"),
+    ("[]\n", "holds an array, not the run's settings (a JSON object)"),
+])
+@pytest.mark.parametrize("command", ["run", "bench", "replay", "inspect", "diff"])
+def test_a_run_json_that_cannot_be_read_is_named_in_one_line_and_nothing_changes(tmp_path, stream, loads, content, why, command):
+    out = tmp_path / "r"
+    run_dir = out / "frozen" if command == "bench" else out
+    start = ("bench", str(stream), "-P", "frozen") if command == "bench" else ("run", str(stream), "--policy", "frozen")
+    assert _cli(*start, "--out", str(out), "--model", "up", "--limit", "2")[0] == 0
+    (run_dir / "run.json").write_text(content)
+    before = _files(out)
+    args = {"run": start, "bench": start, "replay": ("replay",), "inspect": ("inspect",), "diff": ("diff",)}[command]
+    args += ("--out", str(out), "--model", "up") if command in ("run", "bench") else (str(out),)
+    args += ("--to", "1") if command == "diff" else ()
+    code, text = _cli(*args)
+    assert (code, text) == (2, f"{run_dir / 'run.json'}: {why}")
+    assert _files(out) == before

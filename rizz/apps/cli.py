@@ -49,7 +49,7 @@ from rizz.lab.progress import StepProgress, busy_cores, new_progress, time_estim
 from rizz.lab.report import build_report, format_table
 from rizz.store.convert import ConvertError, convert_run_dir, run_dirs_in
 from rizz.store.durable import EXIT_DISK_FULL, disk_full
-from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch
+from rizz.store.runlog import RunDir, RunDirBusy, RunDirCorrupt, RunDirMismatch
 
 __all__ = ["app", "main"]
 
@@ -188,6 +188,8 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     try:
         check_resume(out, stream, pol, budget, policy, limit, backend_name(model))  # before the model loads: refused at once
+    except RunDirCorrupt as e:  # run.json or a log record that cannot be read: named, nothing written
+        _fail(str(e))
     except RunDirMismatch as e:
         if not unstarted(out):  # a start that failed recorded nothing: run_stream starts it anew with these settings
             _fail(str(e))
@@ -218,7 +220,7 @@ def run(
             summary = run_stream(stream, pol, policy, out, backend, embedder, limit=limit, skip_bad=skip_bad,
                                  rendering=rendering, snapshot_every=snapshot_every, on_step=on_step, on_resume=on_step.resume, budget=budget,
                                  user_model=umodel, durability=durability, replace_unstarted=True)
-    except (StreamError, RunDirBusy, RunDirMismatch) as e:
+    except (StreamError, RunDirBusy, RunDirMismatch, RunDirCorrupt) as e:
         _fail(str(e))
     except KeyboardInterrupt:
         _fail(f"interrupted; {_resume_hint(out)}", 130)
@@ -521,6 +523,8 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
                 check_resume(out / labels[p], stream, loaded[p], budget, p, limit, expect_model)
             elif (out / p / "summary.json").exists():  # a finished peer run (an unfinished one starts again)
                 RunDir(out / p).check_limit(limit)
+        except RunDirCorrupt as e:
+            _fail(str(e))
         except RunDirMismatch as e:
             if p not in loaded or not unstarted(out / labels[p]):
                 _fail(str(e))

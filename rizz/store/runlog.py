@@ -75,7 +75,7 @@ from rizz.store.snapchunks import ChunkError, SnapshotChunks
 with extra_needed("lab", "the run log"):
     from filelock import FileLock, Timeout
 
-__all__ = ["SETTING_NAMES", "RunDir", "RunDirBusy", "RunDirMismatch", "RunDirReadOnly", "SettingChange", "change_line",
+__all__ = ["SETTING_NAMES", "RunDir", "RunDirBusy", "RunDirCorrupt", "RunDirMismatch", "RunDirReadOnly", "SettingChange", "change_line",
            "mismatch_message", "setting_changes", "write_json_atomic"]
 
 
@@ -119,6 +119,18 @@ class RunDirBusy(RuntimeError, RizzError):
             return f"{self.root} is already open in this process (a Session or a run holds it); close that one first, or use another directory"
         other = in_terms(words, cli="use another --out", api="give Session.open another path", serve="use another --data folder")
         return f"{self.root} is in use by another rizz process (pid {self.owner}); wait for it or {other}"
+
+
+class RunDirCorrupt(ValueError, RizzError):
+    """A file of the RUN_DIR that rizz wrote cannot be read as rizz writes it: ``run.json`` that
+    is empty, not JSON or not a JSON object, or a ``log.jsonl`` record that is not JSON. The
+    message names the file (and the log's line) and what is wrong; a ValueError, as these were
+    before they had a class of their own."""
+
+
+def _json_kind(value: Any) -> str:
+    """What a decoded JSON value is, in JSON's words (``an array``, ``a string``, ...)."""
+    return {list: "an array", dict: "an object", str: "a string", bool: "true or false", type(None): "null"}.get(type(value), "a number")
 
 
 #: :attr:`RunDirBusy.kind`'s values.
@@ -292,7 +304,7 @@ class RunDir:
         """Refuse (RunDirMismatch, its ``changes`` naming each setting) a difference between
         ``run.json`` and ``meta`` in ``keys``; return ``run.json``. A resume checks what it knows before loading a model with the
         keys that need none (stream, policy, budget cap), then every key."""
-        old = json.loads(self.meta_path.read_text(encoding="utf-8"))
+        old = self._read_meta()
         diffs = [k for k in keys if old.get(k) != meta.get(k)]
         if "policy_digest" in diffs and _same_policy(old.get("policy_data"), meta.get("policy_data")):
             diffs.remove("policy_digest")  # written before a policy field was added (its default keeps the old behaviour)
@@ -326,7 +338,25 @@ class RunDir:
             subs = sorted(d.name for d in self.root.glob("*/") if (d / "run.json").exists()) if self.root.is_dir() else []
             hint = f"; a bench folder? its runs: {', '.join(str(self.root / s) for s in subs)}" if subs else ""
             raise FileNotFoundError(f"{self.root}: no run.json — not a rizz RUN_DIR{hint}")
-        return json.loads(self.meta_path.read_text(encoding="utf-8"))
+        return self._read_meta()
+
+    def _read_meta(self) -> dict[str, Any]:
+        """``run.json`` as a dict; :class:`RunDirCorrupt` naming it when it is empty, not UTF-8,
+        not JSON or not a JSON object (an OSError, such as no such file, propagates)."""
+        try:
+            text = self.meta_path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise RunDirCorrupt(f"{self.meta_path}: not UTF-8 text (byte {e.start + 1}), not the run's settings") from None
+        if not text.strip():
+            raise RunDirCorrupt(f"{self.meta_path}: empty, not the run's settings (a JSON object rizz writes when a run starts)")
+        try:
+            meta = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise RunDirCorrupt(f"{self.meta_path}: not valid JSON ({e.msg.removesuffix(' at')} at line {e.lineno} column {e.colno}; "
+                                "a truncated or edited file), not the run's settings") from None
+        if not isinstance(meta, dict):
+            raise RunDirCorrupt(f"{self.meta_path}: holds {_json_kind(meta)}, not the run's settings (a JSON object)")
+        return meta
 
     @property
     def layout(self) -> str:
@@ -366,7 +396,8 @@ class RunDir:
         return len(data) - end
 
     def records(self) -> Iterator[dict[str, Any]]:
-        """The complete records of ``log.jsonl`` in order (a partial last line is skipped)."""
+        """The complete records of ``log.jsonl`` in order (a partial last line is skipped).
+        A record that is not a JSON object raises :class:`RunDirCorrupt` naming ``log.jsonl:LINE``."""
         if not self.log_path.exists():
             return
         with open(self.log_path, "rb") as f:
@@ -374,9 +405,14 @@ class RunDir:
                 if not line.endswith(b"\n"):
                     return
                 try:
-                    yield load_line(line)
+                    record = load_line(line)
                 except json.JSONDecodeError as e:
-                    raise ValueError(f"{self.log_path}:{n}: corrupt log record ({e.msg.removesuffix(' at')} at column {e.colno})") from None
+                    raise RunDirCorrupt(f"{self.log_path}:{n}: corrupt log record ({e.msg.removesuffix(' at')} at column {e.colno})") from None
+                except UnicodeDecodeError as e:
+                    raise RunDirCorrupt(f"{self.log_path}:{n}: corrupt log record (not UTF-8 at byte {e.start + 1})") from None
+                if not isinstance(record, dict):
+                    raise RunDirCorrupt(f"{self.log_path}:{n}: corrupt log record ({_json_kind(record)}, not an object)")
+                yield record
 
     def append(self, record: dict[str, Any], *, sync: bool = True) -> int:
         """Append one record, written and flushed to the OS; with ``sync`` (and durability

@@ -243,7 +243,7 @@ def run_peer(stream: str | Path, name: str, out: str | Path, model: Any, proxy: 
     earlier: dict[int, tuple[str, float]] = {}
     with RunDir(out) as rd:
         if rd.meta_path.exists():
-            old = json.loads(rd.meta_path.read_text(encoding="utf-8"))
+            old = rd.meta()  # RunDirCorrupt (a ValueError) naming a run.json that cannot be read
             compared = ("stream_sha256", "model", "rendering", "peer_options") + (("budget_cap",) if "budget_cap" in old else ())
             diffs = [k for k in compared if old.get(k) != meta.get(k)]  # a folder written before budget_cap was recorded: not compared
             if diffs:
