@@ -278,3 +278,22 @@ def test_a_run_json_that_cannot_be_read_is_named_in_one_line_and_nothing_changes
     code, text = _cli(*args)
     assert (code, text) == (2, f"{run_dir / 'run.json'}: {why}")
     assert _files(out) == before
+
+
+# -- two runs at once ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pid_file", ["", None])
+def test_a_folder_locked_before_its_pid_is_written_says_so_without_empty_parentheses(tmp_path, stream, loads, pid_file):
+    from filelock import FileLock
+
+    out = tmp_path / "r"
+    assert _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "up", "--limit", "1")[0] == 0
+    (out / ".lock.pid").unlink(missing_ok=True)
+    if pid_file is not None:
+        (out / ".lock.pid").write_text(pid_file)  # the other process has taken the lock, not yet written its pid
+    before = _files(out)
+    with FileLock(str(out / ".lock"), timeout=0):
+        code, text = _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "up")
+    assert code == 2 and text.endswith(f"{out} is in use by another rizz process (pid not yet written); "
+                                       "wait for it or use another --out"), text
+    assert _files(out) == before

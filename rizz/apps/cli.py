@@ -303,7 +303,7 @@ def replay(
         assert recorded is not None and stale is not None
         was, now = summary_extent(recorded, summary, stale)
         how = ("rewrote it" if done.written else "not rewritten" if done.busy is None
-               else f"not rewritten while a rizz process (pid {done.busy.owner}) holds the RUN_DIR")
+               else f"not rewritten while a rizz process ({done.busy.pid_words}) holds the RUN_DIR")
         say(f"{summary_json} is from {was}; the log has {now}: {how} (up to where it ends, the log replays to the "
             "digest it recorded; the rest came after it: a resume that did not finish, or a live session)")
     else:  # "differs": at the log's end, or where a stale summary.json ends

@@ -86,7 +86,8 @@ class RunDirBusy(RuntimeError, RizzError):
     ``root``: the RUN_DIR (None for an error built from its message alone); ``kind``: who holds
     it, ``"this process"`` (an open Session or run of this process) or ``"another process"``
     (``""`` for an error built from its message alone); ``owner``: the pid that holds the lock,
-    as ``.lock.pid`` names it (``"?"`` when unknown). :meth:`worded` renders it for a command
+    as ``.lock.pid`` names it (``"?"`` when unknown: the holder has not written it yet, or it
+    cannot be read; :attr:`pid_words` says so). :meth:`worded` renders it for a command
     line or a Python caller (:mod:`rizz.store.refusal`); the message (``str``) is in a command
     line's terms."""
 
@@ -97,6 +98,12 @@ class RunDirBusy(RuntimeError, RizzError):
         if kind and (kind not in _BUSY or self.root is None):
             raise ValueError(f"a RunDirBusy's kind is one of {', '.join(map(repr, _BUSY))}, with its root; got {kind!r}")
         super().__init__(*((message,) if message is not None else (self.worded("cli"),) if kind else ()))
+
+    @property
+    def pid_words(self) -> str:
+        """``pid 4242``, or ``pid not yet written`` when :attr:`owner` is not a pid (``.lock.pid``
+        read while its holder was writing it, or missing)."""
+        return f"pid {self.owner}" if self.owner.isdigit() else "pid not yet written"
 
     def worded(self, words: str) -> str:
         """The refusal in ``words``'s terms (:data:`rizz.store.refusal.WORDINGS`): rendered from
@@ -118,7 +125,7 @@ class RunDirBusy(RuntimeError, RizzError):
         if self.kind == "this process":
             return f"{self.root} is already open in this process (a Session or a run holds it); close that one first, or use another directory"
         other = in_terms(words, cli="use another --out", api="give Session.open another path", serve="use another --data folder")
-        return f"{self.root} is in use by another rizz process (pid {self.owner}); wait for it or {other}"
+        return f"{self.root} is in use by another rizz process ({self.pid_words}); wait for it or {other}"
 
 
 class RunDirCorrupt(ValueError, RizzError):
@@ -247,7 +254,10 @@ class RunDir:
             self.root.mkdir(parents=True, exist_ok=True)
             lock.acquire()
         except Timeout:
-            owner = (self.root / ".lock.pid").read_text().strip() if (self.root / ".lock.pid").exists() else "?"
+            try:  # empty while its holder writes it (between taking the lock and writing the pid)
+                owner = (self.root / ".lock.pid").read_text().strip() or "?"
+            except (OSError, UnicodeDecodeError):
+                owner = "?"
             held_by = "this process" if owner == str(os.getpid()) else "another process"
             raise RunDirBusy(root=self.root, kind=held_by, owner=owner) from None
         except OSError as e:
