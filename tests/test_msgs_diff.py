@@ -30,6 +30,16 @@ def test_to_alone_before_the_last_step_says_at_defaults_to_it_and_what_to_give(r
     assert "--at 15" not in res.output  # the --at the user never gave
 
 
+def test_to_0_alone_suggests_at_0_alone(run: Path) -> None:
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    res = CliRunner().invoke(app, ["diff", str(run), "--to", "0"])
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+    assert res.exit_code == 2
+    assert res.output == ("--to 0 is before --at, which defaults to the log's last step (15 here) when not given: "
+                          "give --at 0 for step 0 alone\n")
+    assert diff_run(run, 0).splitlines()[0].startswith("step 0 ")  # what it suggests runs
+
+
 def test_what_the_refusal_suggests_runs(run: Path) -> None:
     text = diff_run(run, 0, 3)
     assert [line.split(" ")[1] for line in text.splitlines() if line.startswith("step ")] == ["0", "1", "2", "3"]

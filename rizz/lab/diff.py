@@ -127,8 +127,9 @@ def diff_run(run_dir: str | Path, at: int | None = None, to: int | None = None, 
         check_step(run_dir, to, n, "--to")
     if to < at:
         if not at_given:  # the user gave --to alone: say where the first step came from
-            raise ValueError(f"--to {to} is before --at, which defaults to the log's last step ({at} here) when not given: "
-                             f"give both, e.g. --at 0 --to {to} for steps 0..{to}, or --at {to} for step {to} alone")
+            what = ("give --at 0 for step 0 alone" if to == 0
+                    else f"give both, e.g. --at 0 --to {to} for steps 0..{to}, or --at {to} for step {to} alone")
+            raise ValueError(f"--to {to} is before --at, which defaults to the log's last step ({at} here) when not given: {what}")
         raise ValueError(f"--to {to} is before --at {at}")
     if n == 0:
         raise ValueError(f"the log of {run_dir} has no steps yet")
