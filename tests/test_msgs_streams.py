@@ -88,3 +88,15 @@ def test_a_text_file_of_other_lines_is_called_not_jsonl_below_the_bound_too_but_
 def test_half_the_lines_bad_is_not_called_not_jsonl() -> None:
     assert not_jsonl(4, 2) is None and not_jsonl(0, 0) is None
     assert not_jsonl(3, 2) == "the file does not look like JSONL: 2 of 3 non-blank lines are not JSON objects"
+
+
+def test_a_one_line_stream_with_one_bad_byte_keeps_its_line_error_and_is_not_called_not_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_bytes(_element(0).replace("2 + 2", "2 \xff 2").encode("latin-1") + b"\n")  # one byte that is not UTF-8
+    before = path.read_bytes()
+    res = _check(str(path))
+    assert res.exit_code == 1
+    assert res.stderr.splitlines() == [f"error: {path}:1: not UTF-8 text at byte 34 of the line",
+                                       f"error: {path}: no stream elements: the only non-blank line is bad"]
+    assert path.read_bytes() == before
+    assert not_jsonl(1, 1) is None and not_jsonl(2, 2) is None  # too few lines to judge the file by

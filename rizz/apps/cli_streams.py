@@ -138,7 +138,7 @@ def check_cmd(
     Each error of a bad line is one ``error: FILE:LINE: field 'PATH': ...`` line (every bad
     field of it, not only the first), up to 20 error lines a file (``--all``: every one); then
     one ``error: FILE: N more errors ... not shown`` line, which also says when the file does
-    not look like JSONL (most of its lines are not JSON objects: a binary file, CSV, prose).
+    not look like JSONL (most of its lines, of 3 or more, are not JSON objects: a binary file, CSV, prose).
     Prints ``FILE: N elements ok, M bad; TASK N, ...; longest N chars`` for each file (``M bad
     (K errors)`` when a line has several; ``-`` counts elements without ``metadata.task``, as
     in ``summary.json``). An empty file is an error.

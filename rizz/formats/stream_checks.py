@@ -434,20 +434,25 @@ def repeated_keys(value: Any, path: str = "") -> list[FieldError]:
 ERRORS_SHOWN = 20
 
 
+#: The fewest non-blank lines :func:`not_jsonl` judges a whole file by: one or two bad lines
+#: (a stream of one object with one bad byte) are those lines' errors, not the file's kind.
+NOT_JSONL_MIN_LINES = 3
+
+
 def not_jsonl(lines: int, not_objects: int, nul_bytes: bool = False) -> str | None:
     """Why a file read as a stream does not look like JSON Lines, for ``rizz streams check``'s
-    summary line; None when it may be one. It does not when most of its ``lines`` non-blank
-    lines (more than half) are ``not_objects``: not UTF-8, not JSON, or JSON but not an object
-    (a binary file, CSV, prose). ``nul_bytes`` (the file holds a NUL byte, which no JSON text
-    has) adds that it looks binary.
+    summary line; None when it may be one. It does not when it has at least
+    :data:`NOT_JSONL_MIN_LINES` non-blank ``lines`` and most of them (more than half) are
+    ``not_objects``: not UTF-8, not JSON, or JSON but not an object (a binary file, CSV, prose).
+    ``nul_bytes`` (the file holds a NUL byte, which no JSON text has) adds that it looks binary.
 
     Example:
         >>> not_jsonl(663, 663, nul_bytes=True)
         'the file does not look like JSONL: 663 of 663 non-blank lines are not JSON objects, and it holds NUL bytes (a binary file?)'
-        >>> not_jsonl(4, 1) is None, not_jsonl(2, 1) is None
-        (True, True)
+        >>> not_jsonl(4, 1) is None, not_jsonl(2, 1) is None, not_jsonl(1, 1) is None
+        (True, True, True)
     """
-    if lines <= 0 or 2 * not_objects <= lines:
+    if lines < NOT_JSONL_MIN_LINES or 2 * not_objects <= lines:
         return None
     binary = ", and it holds NUL bytes (a binary file?)" if nul_bytes else ""
     return f"the file does not look like JSONL: {not_objects} of {lines} non-blank lines are not JSON objects{binary}"
