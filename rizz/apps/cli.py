@@ -477,12 +477,8 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     if not policies:
         _fail("-P/--policies: give at least one policy or peer:NAME (comma-separated)")
     if why := refused_run_options(stream, policies, ray=ray_address is not None, skip_bad=skip_bad, snapshot_every=snapshot_every,
-                                  durability=durability):
+                                  durability=durability, user_model=user_model is not None):
         _fail(why)
-    if user_model is not None and ray_address is not None:
-        _fail("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
-    if ray_address is not None and any(is_peer(p) for p in policies):
-        _fail("peer:NAME entries cannot run with --ray (they share one in-process model server); run them without --ray")
     if not stream.exists():
         _fail(f"stream file not found: {stream}")
     if elements is None:

@@ -37,11 +37,12 @@ DEMO_POLICIES = ("frozen", "default")
 
 
 def refused_run_options(stream: str | Path, policies: Sequence[str], *, ray: bool, skip_bad: bool, snapshot_every: int,
-                        durability: str) -> str | None:
+                        durability: str, user_model: bool = False) -> str | None:
     """Why a bench cannot take these ``rizz run`` options (one line), or None: ``skip_bad`` with
-    ``peer:NAME`` entries (a peer reads the stream whole), and ``skip_bad``, a ``snapshot_every``
+    ``peer:NAME`` entries (a peer reads the stream whole); ``skip_bad``, a ``snapshot_every``
     other than 50 or a ``durability`` other than ``disk`` on Ray (a task runs with the
-    defaults). ``rizz bench`` asks before the model loads; :func:`run_bench` raises it."""
+    defaults); a ``user_model`` or peer entries on Ray. ``rizz bench`` asks before the model
+    loads; :func:`run_bench` raises it."""
     if skip_bad and (peers := [p for p in policies if is_peer(p)]):
         return (f"--skip-bad cannot run with peer entries yet ({', '.join(peers)} read the stream whole); "
                 f"fix the stream (rizz streams check {stream}) or leave them out")
@@ -49,6 +50,10 @@ def refused_run_options(stream: str | Path, policies: Sequence[str], *, ray: boo
                                 ("--durability", durability != "disk")) if given]
     if ray and flags:
         return f"{', '.join(flags)} cannot run with --ray yet (a Ray task runs with rizz run's defaults); run without --ray"
+    if ray and user_model:
+        return "--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray"
+    if ray and any(is_peer(p) for p in policies):
+        return "peer:NAME entries cannot run with --ray (they share one in-process model server); run them without --ray"
     return None
 
 
@@ -109,8 +114,7 @@ def run_bench(
         with these instead of refused. Serial runs only (a Ray task runs with the defaults).
     Raises:
       PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError (two policies with one name;
-      ``user_model``, ``skip_bad``, ``snapshot_every`` or ``durability`` with ``ray_address``;
-      ``skip_bad`` with peer entries).
+      :func:`refused_run_options`).
     """
     out = Path(out)
     loaded = [(p, None if is_peer(p) else load_policy(p)) for p in policies]
@@ -121,15 +125,11 @@ def run_bench(
     if len(set(names)) != len(names):
         raise ValueError(f"policy names must differ (they name the run folders): {names}")
     if why := refused_run_options(stream, policies, ray=ray_address is not None, skip_bad=skip_bad, snapshot_every=snapshot_every,
-                                  durability=durability):
+                                  durability=durability, user_model=user_model is not None):
         raise ValueError(why)
     total = len(read_stream(stream, skip_bad=skip_bad).elements)
     total = min(total, limit) if limit is not None else total
     if ray_address is not None:
-        if user_model is not None:
-            raise ValueError("--user-model cannot run with --ray yet (each Ray task builds only --model); run without --ray")
-        if any(pol is None for _, pol in loaded):
-            raise ValueError("peer:NAME entries cannot run with --ray (they share one in-process model server)")
         _run_on_ray(stream, loaded, names, out, limit=limit, rendering=rendering, budget=budget, log=log, address=ray_address,
                     model_factory=model_factory, embedder_factory=embedder_factory, num_cpus=num_cpus,
                     cache=Path(cache) if cache is not None else out / "responses.sqlite")
