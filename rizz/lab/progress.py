@@ -34,7 +34,7 @@ def new_progress() -> Any:
     time-remaining column shows ``-:--:--`` on a :class:`StepProgress` bar until that session has
     run :data:`ETA_AFTER` steps, then StepProgress's estimate (the lines' ETA), counting down
     between steps (rich's own rate, over a 30-second window, dropped to ``-:--:--`` whenever one
-    step took longer). The running figures (reward, branches, prompt tokens) take the width the counts
+    step took longer). The running figures (mean reward, branches, prompt tokens) take the width the counts
     and times leave and are cut with ``…`` on a narrow terminal."""
     with extra_needed("cli", "the progress bar"):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -51,12 +51,19 @@ def new_progress() -> Any:
                 return Text(clock_text(max(0.0, left)), style="progress.remaining")
             return super().render(task)
 
-    # the counts and times keep their width; the running figures take what is left, cut with "…"
+    class Figures(TextColumn):  # one line, cut with "…" to the width the other columns leave
+        def render(self, task: Any) -> Any:
+            text = super().render(task)
+            text.no_wrap, text.overflow = True, "ellipsis"
+            return text
+
+    # the counts and times keep their width (no_wrap); the running figures' column is the one the table
+    # narrows on a small terminal (a column that may wrap), and the text in it is cut with "…"
     return Progress(TextColumn("{task.description}", table_column=Column(no_wrap=True, min_width=6)),
                     BarColumn(bar_width=20), MofNCompleteColumn(table_column=Column(no_wrap=True, min_width=9)),
                     TimeElapsedColumn(table_column=Column(no_wrap=True, min_width=7)),
                     Remaining(table_column=Column(no_wrap=True, min_width=7)),
-                    TextColumn("{task.fields[info]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1, min_width=1)),
+                    Figures("{task.fields[info]}", table_column=Column(overflow="ellipsis", ratio=1, min_width=1)),
                     transient=False, disable=not sys.stderr.isatty() and os.environ.get("RIZZ_PROGRESS") != "1")
 
 
@@ -67,7 +74,7 @@ class StepProgress:
     whole run, the steps a resumed run had finished included (:meth:`resume`), so the figures
     equal ``summary.json``'s ``mean_reward`` and ``prompt_tokens``; shows them with the branch
     count on ``progress``'s bar ``label`` (whose columns give elapsed and remaining time); without
-    a terminal it calls ``echo`` with ``"<label> N/T steps done: reward … | branches … | prompt tokens …
+    a terminal it calls ``echo`` with ``"<label> N/T steps done: mean reward … | branches … | prompt tokens …
     | ETA h:mm:ss"`` after this session's first step, after its ``ETA_AFTER``-th (the first
     with an ETA), every ``LINE_EVERY`` steps (a count: ``rizz diff`` numbers steps from 0, so N
     steps done are steps 0..N-1), and after any step that ends ``LINE_SECONDS`` or more after
@@ -110,12 +117,13 @@ class StepProgress:
             self._count(rec)
         self.done0, self.last, self.model_s, self.model_steps = len(records), None, 0.0, 0
         if self.progress is not None:
-            info = f"reward {self.mean_reward:.3f} | branches – | prompt tokens {self.tokens}" if records else ""
+            info = f"mean reward {self.mean_reward:.3f} | branches – | prompt tokens {self.tokens}" if records else ""
             self.progress.reset(self.task, completed=len(records), info=info, steps_run=0)
 
     def __call__(self, rec: dict[str, Any], session: Any) -> None:
         self._count(rec)
-        info = f"reward {self.mean_reward:.3f} | branches {len(session.state.branches) if session is not None else '–'} | prompt tokens {self.tokens}"
+        branches = len(session.state.branches) if session is not None else "–"
+        info = f"mean reward {self.mean_reward:.3f} | branches {branches} | prompt tokens {self.tokens}"
         done = rec["step"] + 1
         run = done - self.done0  # this session's steps
         now = self.clock()

@@ -27,11 +27,11 @@ def test_lines_without_a_terminal_carry_the_running_mean(monkeypatch):
             sp(_rec(i, None if i % 5 == 4 else float(i % 2 == 0), 100), session)
         sp.finish(25)
     assert len(said) == 2 + 25 // LINE_EVERY == 4  # after the first step, the third (the first ETA), then every 10
-    assert said.pop(0) == "default 1/25 steps done: reward 1.000 | branches 2 | prompt tokens 100"  # no ETA from one step
-    assert said.pop(0) == "default 3/25 steps done: reward 0.667 | branches 2 | prompt tokens 300 | ETA 0:01:06"  # 22 steps × 3 s
+    assert said.pop(0) == "default 1/25 steps done: mean reward 1.000 | branches 2 | prompt tokens 100"  # no ETA from one step
+    assert said.pop(0) == "default 3/25 steps done: mean reward 0.667 | branches 2 | prompt tokens 300 | ETA 0:01:06"  # 22 steps × 3 s
     # steps 0..9: answered 0,1,2,3,5,6,7,8 → rewards 1,0,1,0,0,1,0,1 → 4/8
-    assert said[0] == "default 10/25 steps done: reward 0.500 | branches 2 | prompt tokens 1000 | ETA 0:00:45"  # 15 steps × 3 s
-    assert said[1].startswith("default 20/25 steps done: reward ") and said[1].endswith("| prompt tokens 2000 | ETA 0:00:15")
+    assert said[0] == "default 10/25 steps done: mean reward 0.500 | branches 2 | prompt tokens 1000 | ETA 0:00:45"  # 15 steps × 3 s
+    assert said[1].startswith("default 20/25 steps done: mean reward ") and said[1].endswith("| prompt tokens 2000 | ETA 0:00:15")
     assert sp.answered == 20 and abs(sp.mean_reward - sum(float(i % 2 == 0) for i in range(25) if i % 5 != 4) / 20) < 1e-12
 
 
@@ -67,7 +67,7 @@ def test_after_a_resume_the_figures_are_the_whole_runs_as_in_the_summary(tmp_pat
         summary = run_stream(stream, load_policy("default"), "default", out, FakeModel(_answer), emb, on_step=sp, on_resume=sp.resume,
                              log=lambda m: None)
     assert first["mean_reward"] != summary["mean_reward"]  # the resumed half differs, so a partial mean would show
-    assert said[-1] == (f"default 20/20 steps done: reward {summary['mean_reward']:.3f} | branches {summary['branches']['total']}"
+    assert said[-1] == (f"default 20/20 steps done: mean reward {summary['mean_reward']:.3f} | branches {summary['branches']['total']}"
                         f" | prompt tokens {summary['prompt_tokens']} | ETA 0:00:00"), (said, summary["mean_reward"])
     assert sp.answered == summary["answered"] and abs(sp.mean_reward - summary["mean_reward"]) < 1e-6
 
@@ -149,7 +149,7 @@ def test_on_an_80_column_terminal_the_bar_keeps_its_count_and_times():
     Console(file=out, width=80, color_system=None).print(prog.make_tasks_table(prog.tasks))
     shown = [ln for ln in out.getvalue().splitlines() if "frozen" in ln][-1]
     assert len(shown) <= 80 and " frozen " in shown and "31/60" in shown and "0:10:20" in shown and "0:09:40" in shown, shown
-    assert "reward 0.258 | branches –" in shown, shown  # the running figures are what a narrower terminal cuts
+    assert "mean reward 0.258 | " in shown and shown.rstrip().endswith("…"), shown  # the running figures are what a narrower terminal cuts
     for width, label in ((60, "frozen"), (80, f"{'peer:mem0-infer':>22}")):  # narrower, or a long label: the counts and times stay whole
         prog.tasks[0].description = label
         out = io.StringIO()
@@ -169,9 +169,9 @@ def test_the_eta_of_a_resumed_run_uses_only_its_own_steps():
         for i in range(70, 80):
             now[0] += 2.0
             sp(_rec(i, 0.0, 10), None)
-    assert said == ["frozen 71/84 steps done: reward 0.986 | branches – | prompt tokens 710",  # the session's first step: no ETA yet
-                    "frozen 73/84 steps done: reward 0.959 | branches – | prompt tokens 730 | ETA 0:00:22",  # its third; 11 left × 2 s
-                    "frozen 80/84 steps done: reward 0.875 | branches – | prompt tokens 800 | ETA 0:00:08"]  # 70 of 80 right; 4 left × 2 s
+    assert said == ["frozen 71/84 steps done: mean reward 0.986 | branches – | prompt tokens 710",  # the session's first step: no ETA yet
+                    "frozen 73/84 steps done: mean reward 0.959 | branches – | prompt tokens 730 | ETA 0:00:22",  # its third; 11 left × 2 s
+                    "frozen 80/84 steps done: mean reward 0.875 | branches – | prompt tokens 800 | ETA 0:00:08"]  # 70 of 80 right; 4 left × 2 s
 
 
 def test_the_first_eta_leaves_out_the_warm_up_and_waits_for_three_steps(monkeypatch):
@@ -189,8 +189,8 @@ def test_the_first_eta_leaves_out_the_warm_up_and_waits_for_three_steps(monkeypa
         for i, seconds in enumerate([60.0, 2.0, 2.0]):  # a first step of 60 s (warm-up), then 2 s each
             now[0] += seconds
             sp(_rec(i, 1.0, 10), None)
-    assert ETA_AFTER == 3 and said == ["default 1/100 steps done: reward 1.000 | branches – | prompt tokens 10",
-                                       "default 3/100 steps done: reward 1.000 | branches – | prompt tokens 30 | ETA 0:03:14"]  # 97 × 2 s
+    assert ETA_AFTER == 3 and said == ["default 1/100 steps done: mean reward 1.000 | branches – | prompt tokens 10",
+                                       "default 3/100 steps done: mean reward 1.000 | branches – | prompt tokens 30 | ETA 0:03:14"]  # 97 × 2 s
     monkeypatch.setenv("RIZZ_PROGRESS", "1")  # the bar, as on a terminal
     with new_progress() as prog:
         prog.get_time = lambda: now[0]  # rich's clock, for its rate
