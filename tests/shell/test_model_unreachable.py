@@ -82,3 +82,39 @@ def test_cli_episode_stream_against_an_unreachable_server_exits_2_in_one_message
     assert "openai:http://127.0.0.1:" in err and "#x: cannot reach the server (APIConnectionError" in err
     assert "no step had finished, so there is nothing to keep; run the same command again to start" in err
     assert "Traceback" not in err and isinstance(res.exception, SystemExit)
+
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_cli_episode_stream_against_a_server_that_rejects_tools_exits_2_in_one_line(tmp_path, monkeypatch, http_server, command):
+    """A server that takes no ``tools`` (llama.cpp's llama-server without --jinja answers 400)
+    stops an episode stream with one line naming the server, the status and the rejected tools
+    request, and what to do; it was an openai.BadRequestError traceback, exit 1."""
+    from typer.testing import CliRunner
+
+    from rizz.apps import cli
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stubs import HashEmbedder
+
+    def route(method, path, body):
+        if isinstance(body, dict) and "tools" in body:
+            return 400, {"error": {"code": 400, "message": "tools param requires --jinja flag", "type": "invalid_request_error"}}, {}
+        return 404, {"error": "no"}, {}
+
+    srv = http_server(route)
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    root = Path(__file__).resolve().parents[2]
+    stream = tmp_path / "b.jsonl"
+    stream.write_text("".join((root / "data/bfcl-mini/test.jsonl").read_text().splitlines(keepends=True)[:3]))
+    out = tmp_path / "out"
+    policy = ["--policy", "default"] if command == "run" else ["-P", "frozen,default"]
+    res = CliRunner().invoke(cli.app, [command, str(stream), *policy, "--out", str(out), "--model", f"openai:{srv.url}/v1#x"])
+    err = res.output + (res.stderr if res.stderr_bytes is not None else "")
+    assert res.exit_code == 2, (res.exception, err)
+    said = (f"openai:{srv.url}/v1#x: the server at {srv.url}/v1 rejected the tools request (HTTP 400 invalid_request_error: "
+            "tools param requires --jinja flag); if it takes no tools (an episode's are sent as the API's tools, "
+            "tool_choice auto), start it with tool-call support (llama.cpp's llama-server: --jinja; vLLM: --enable-auto-tool-choice "
+            "--tool-call-parser NAME)")
+    assert said in err.splitlines(), err
+    assert "no step had finished, so there is nothing to keep; run the same command again to start" in err
+    assert "Traceback" not in err and isinstance(res.exception, SystemExit)

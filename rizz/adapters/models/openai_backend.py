@@ -234,8 +234,13 @@ class OpenAICompatModel:
         Raises:
             ModelConnectionError: the server could not be reached or timed out after the
                 retries (``openai.APIConnectionError``), as :meth:`generate`.
-            openai.APIStatusError: any HTTP error after the retries, unchanged (the agent reads
-                the server's own context-window refusal from it).
+            ModelRequestError: the server refused the request (HTTP 4xx other than
+                408/409/429), in one line naming the server, the status and its message; on
+                a 400 or 422, or a message naming tools, it says the server rejected the tools
+                request and how to start one that takes tools (a server without tool-call
+                support, such as llama.cpp's llama-server without ``--jinja``, refuses so).
+            openai.APIStatusError: HTTP 408/409/429/5xx after the retries, unchanged (the agent
+                reads the server's own context-window refusal, a 500, from it).
         """
         import openai
 
@@ -245,6 +250,20 @@ class OpenAICompatModel:
             raise ModelConnectionError(
                 f"{self.name}: cannot reach the server ({type(err).__name__}: {err};"
                 " after the client's retries)") from err
+        except openai.APIStatusError as err:
+            status = err.status_code
+            if not 400 <= status < 500 or status in (408, 409, 429):
+                raise
+            kind, message = _server_message(err)
+            if "tools" in kwargs and (status in (400, 422) or "tool" in message.lower()):
+                raise ModelRequestError(
+                    f"{self.name}: the server at {self.api_url} rejected the tools request (HTTP {status} {kind}: {message}); "
+                    "if it takes no tools (an episode's are sent as the API's tools, tool_choice auto), start it with "
+                    "tool-call support (llama.cpp's llama-server: --jinja; vLLM: --enable-auto-tool-choice "
+                    "--tool-call-parser NAME)") from err
+            raise ModelRequestError(
+                f"{self.name}: the server refused the request (HTTP {status} {kind}: {message})"
+            ) from err
 
     def generate(
         self,
