@@ -245,17 +245,20 @@ def test_a_bad_ray_address_is_refused_before_anything_is_written(tmp_path, strea
 # -- a RUN_DIR file that cannot be read --------------------------------------------------------
 
 @pytest.mark.parametrize("log", ["\n", "garbage\n", "[1, 2]\n"])
-def test_a_resume_of_a_run_whose_log_holds_a_corrupt_record_is_refused_in_one_line(tmp_path, stream, loads, log):
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_a_resume_of_a_run_whose_log_holds_a_corrupt_record_is_refused_in_one_line(tmp_path, stream, loads, log, command):
     out = tmp_path / "r"
-    assert _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "up", "--limit", "1")[0] == 0
-    (out / "log.jsonl").write_text(log)
-    before = _files(out)
-    code, text = _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "up")
+    run_dir = out / "frozen" if command == "bench" else out
+    start = ("bench", str(stream), "-P", "frozen") if command == "bench" else ("run", str(stream), "--policy", "frozen")
+    assert _cli(*start, "--out", str(out), "--model", "up", "--limit", "1")[0] == 0
+    (run_dir / "log.jsonl").write_text(log)
+    before, loads[:] = _files(out), []
+    code, text = _cli(*start, "--out", str(out), "--model", "up")
     why = "an array, not an object" if log.startswith("[") else "Expecting value at column 1"
-    said = f"{out / 'log.jsonl'}:1: corrupt log record ({why})"
-    assert code == 2 and text.endswith(f"model: fake:up {said}"), text  # its last line, once the model is loaded
-    assert _files(out) == before
-    assert _cli("replay", str(out)) == (2, said)  # the same words as rizz replay's
+    said = f"{run_dir / 'log.jsonl'}:1: corrupt log record ({why})"
+    assert (code, text) == (2, said)  # at once: the model is not loaded first
+    assert _files(out) == before and loads == []
+    assert _cli("replay", str(run_dir)) == (2, said)  # the same words as rizz replay's
 
 
 @pytest.mark.parametrize(("content", "why"), [

@@ -105,13 +105,17 @@ def check_resume(path: str | Path, stream: str | Path | None, policy: Policy, bu
     again when :meth:`Session.open` opens it).
     ``source``: the policy as the command named it (file or name; default: the policy's name).
     ``model``: the backend name the command's model will carry, when known before loading it
-    (:func:`rizz.adapters.models.spec.backend_name`)."""
+    (:func:`rizz.adapters.models.spec.backend_name`).
+    Every log record is read here too: one that cannot be read raises
+    :class:`~rizz.store.runlog.RunDirCorrupt` naming ``log.jsonl:LINE`` before a model loads."""
     rd = RunDir(Path(path))
     if rd.meta_path.exists():
         rd.check_settings({**_stream_meta(stream), **_policy_meta(policy), "budget_cap": budget_cap,
                            "policy": source if source is not None else policy.name, "model": model},
                           ("stream_sha256", "policy_digest", "budget_cap") + (("model",) if model is not None else ()))
         rd.check_limit(limit)
+        if limit is None:  # check_limit read the log only for a limit
+            rd.finished_steps()
 
 
 def finished_run(path: str | Path, todo: int, model: str, *, rendering: str | None = None,
