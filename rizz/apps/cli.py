@@ -65,6 +65,9 @@ DEMO_BUDGET = 2048
 #: 209.0 s, default 202.8 s; default answers a step whose prompt has no memory block from
 #: frozen's cached reply).
 DEMO_STEP_SECONDS = {"frozen": 209.0 / 60, "default": 202.8 / 60}
+#: Seconds of that demo that were not its steps' (loading the model and the embedder): its
+#: 6 min 57 s in all less the steps' 209.0 + 202.8 s (results/2026-12-05-demo-fresh-clone.md).
+DEMO_LOAD_SECONDS = 417.0 - 209.0 - 202.8
 #: ``rizz bench``'s policies when ``-P`` is not given: the baseline, RIZZ and the paper's ablations.
 BENCH_POLICIES = "frozen,default,single-branch,no-procedural,no-anti-fragmentation"
 
@@ -679,13 +682,17 @@ def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
     if backend_name(model.strip().lower()) != backend_name("embedded"):  # the default model, by any of its names
         return f"{head}; no time estimate for --model {model} (the measured figures are the embedded model's)"
     threads = int(os.environ.get("RIZZ_THREADS", "2"))
-    guess = time_estimate(left, DEMO_STEP_SECONDS, busy_cores(), os.cpu_count() or 1, threads)
+    load = busy_cores()
+    guess = time_estimate(left, DEMO_STEP_SECONDS, load, os.cpu_count() or 1, threads, DEMO_LOAD_SECONDS)
     line = f"{head}: {guess}" + (f" (measured at --budget {DEMO_BUDGET}; this is --budget {budget})" if budget != DEMO_BUDGET else "")
     cache = out / "responses.sqlite"
     held = replies_held(cache, backend_name("embedded") or "") if all(n == limit for n in left.values()) else 0
     if held:  # a fresh demo into a folder whose cache was filled before (a resume's cache is its own steps', measured as such)
         line += (f"; {cache} already holds {plural(held, 'reply', 'replies')} of this model, and a reply found there takes"
                  " no model time: if they are this demo's, it takes much less")
+    if threads >= 2:  # time_estimate's busy note names RIZZ_THREADS=1: say how; or say it for a job that starts later
+        line += ("; stop the demo and run it again with RIZZ_THREADS=1: it resumes" if load >= 0.5
+                 else "; if another CPU-heavy job shares the cores, run it with RIZZ_THREADS=1")
     return line
 
 

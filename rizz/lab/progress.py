@@ -15,7 +15,7 @@ from typing import Any
 
 from rizz.extras import extra_needed
 
-__all__ = ["ETA_AFTER", "LINE_EVERY", "LINE_SECONDS", "busy_cores", "clock_text", "new_progress", "StepProgress", "time_estimate"]
+__all__ = ["BUSY_SLOWDOWN", "ETA_AFTER", "LINE_EVERY", "LINE_SECONDS", "busy_cores", "clock_text", "new_progress", "StepProgress", "time_estimate"]
 
 #: Steps between plain progress lines when no terminal shows the bar.
 LINE_EVERY = 10
@@ -165,6 +165,15 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
+def _span(low: float, high: float) -> str:
+    """``low``–``high`` seconds in one unit: ``10–48 min``, or ``20 s–2 min`` across 90 s."""
+    if low >= 90:
+        return f"{low / 60:.0f}–{high / 60:.0f} min"
+    if high < 90:
+        return f"{low:.0f}–{high:.0f} s"
+    return f"{_minutes(low)}–{_minutes(high)}"
+
+
 def busy_cores(seconds: float = 0.5) -> float:
     """Cores other processes keep busy now: the machine's CPU use over the next ``seconds``
     (psutil's ``cpu_percent``; the caller sleeps meanwhile) times its logical cores, in [0, cores].
@@ -178,26 +187,57 @@ def busy_cores(seconds: float = 0.5) -> float:
     return float(psutil.cpu_percent(interval=seconds)) / 100.0 * (psutil.cpu_count() or 1)
 
 
+#: How many times slower than on idle cores a run of ``n`` llama.cpp threads (2 or more, or 1)
+#: can go beside another CPU-heavy process: llama.cpp's OpenMP threads spin-wait, so two of them
+#: slow down far more than their share of the cores. Measured: ``rizz demo`` took 31 min 50 s on
+#: a loaded machine against 6 min 41 s on a quiet one (4.8×, issue #29, SmolLM2-135M); that model
+#: with 2 threads beside a busy process fell from ~260 to ~37 prompt tokens/s (7×) and from
+#: 80–120 to ~9 generated tokens/s, while 1 thread kept ~82 and ~69 (3.2× and ~1.4× the idle
+#: 2 threads' time; rizz/adapters/models/embedded.py's docstring).
+BUSY_SLOWDOWN = {2: 4.8, 1: 3.2}
+
+
 def time_estimate(steps_left: Mapping[str, int], seconds_per_step: Mapping[str, float], load: float, cores: int,
-                  threads: int) -> str:
-    """A run's time, said before it starts: ``steps_left`` per policy times its measured
-    ``seconds_per_step`` (on ``cores`` idle cores), and, when other processes keep the cores
-    busy (``load``: the cores in use now, :func:`busy_cores`, ≥ 0.5), that times
-    ``(load + threads) / cores`` — the share of the cores the run's ``threads`` model threads get
-    beside that load.
+                  threads: int, start_seconds: float = 0.0) -> str:
+    """A run's time, said before it starts: ``start_seconds`` (loading the model) plus
+    ``steps_left`` per policy times its measured ``seconds_per_step`` (on ``cores`` idle cores),
+    each part named, rounded so that the parts add up to the total shown (tenths of a minute, or
+    seconds under 90 s). When other processes keep the cores busy (``load``: the cores in use
+    now, :func:`busy_cores`, ≥ 0.5) it says so and gives a range: from ``(load + threads) /
+    cores`` times that (the share of the cores the run's ``threads`` model threads get beside
+    that load) to :data:`BUSY_SLOWDOWN` times it (what llama.cpp's spinning threads were measured
+    to lose beside another job), and with 2 or more threads suggests ``RIZZ_THREADS=1``.
 
     Example:
-        >>> time_estimate({"frozen": 84, "default": 84}, {"frozen": 1.7, "default": 3.0}, 0.1, 2, 2)
-        'about 7 min on idle cores (frozen 2 min, default 4 min)'
-        >>> time_estimate({"frozen": 0, "default": 42}, {"frozen": 1.7, "default": 3.0}, 1.6, 2, 2)
-        'about 2 min on idle cores (frozen done, default 2 min); the cores are busy now (1.6 of 2 cores in use), so expect about 1.8× that: 4 min'
+        >>> time_estimate({"frozen": 84, "default": 84}, {"frozen": 1.7, "default": 3.0}, 0.1, 2, 2, 5.2)
+        'about 6.7 min on idle cores: model load 0.1 + frozen 2.4 + default 4.2 min'
+        >>> time_estimate({"frozen": 0, "default": 42}, {"frozen": 1.7, "default": 3.0}, 1.6, 2, 2, 5.2)
+        'about 2.2 min on idle cores: model load 0.1 + default 2.1 min (frozen done); the cores are busy now (1.6 of 2 in use), and 2 llama.cpp threads slow down far more than their share of the cores beside another job: expect 4–10 min (1.8–4.8×); set RIZZ_THREADS=1 for one thread, which holds up better on a shared CPU'
+        >>> time_estimate({"default": 42}, {"default": 3.0}, 1.6, 2, 1)
+        'about 2.1 min on idle cores: default 2.1 min; the cores are busy now (1.6 of 2 in use), and with RIZZ_THREADS=1 (one llama.cpp thread) expect 3–7 min (1.3–3.2×)'
+        >>> time_estimate({"frozen": 3}, {"frozen": 1.7}, 0.1, 2, 2)
+        'about 5 s on idle cores: frozen 5 s'
     """  # noqa: E501 - a doctest's output is one line
-    per = {p: n * seconds_per_step[p] for p, n in steps_left.items()}
-    total = sum(per.values())
-    parts = ", ".join(f"{p} {_minutes(s) if steps_left[p] else 'done'}" for p, s in per.items())
-    text = f"about {_minutes(total)} on idle cores ({parts})"
+    per = {p: n * seconds_per_step[p] for p, n in steps_left.items() if n}
+    done = [p for p, n in steps_left.items() if not n]
+    parts = ({"model load": start_seconds} if start_seconds else {}) | per
+    total = sum(parts.values())
+    if total >= 90:  # each part rounded first, so that they add up to the total said
+        shown = {k: round(v / 60, 1) for k, v in parts.items()}
+        text = f"about {sum(shown.values()):.1f} min on idle cores: " + " + ".join(f"{k} {v:.1f}" for k, v in shown.items()) + " min"
+    else:
+        secs = {k: round(v) for k, v in parts.items()}
+        text = f"about {sum(secs.values())} s on idle cores: " + " + ".join(f"{k} {v}" for k, v in secs.items()) + " s"
+    if done:
+        text += f" ({', '.join(done)} done)"
     if load >= 0.5:
-        factor = max(1.0, (load + threads) / cores)
-        text += (f"; the cores are busy now ({load:.1f} of {cores} cores in use), so expect about {factor:.1f}× that: "
-                 f"{_minutes(total * factor)}")
+        low = max(1.0, (load + threads) / cores)
+        high = max(low, BUSY_SLOWDOWN[min(threads, 2)])
+        text += f"; the cores are busy now ({load:.1f} of {cores} in use), and "
+        if threads >= 2:
+            text += (f"{threads} llama.cpp threads slow down far more than their share of the cores beside another job: expect "
+                     f"{_span(total * low, total * high)} ({low:.1f}–{high:.1f}×); set RIZZ_THREADS=1 for one thread, which holds"
+                     " up better on a shared CPU")
+        else:
+            text += (f"with RIZZ_THREADS=1 (one llama.cpp thread) expect {_span(total * low, total * high)} ({low:.1f}–{high:.1f}×)")
     return text

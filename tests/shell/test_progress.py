@@ -232,7 +232,8 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
     res = CliRunner().invoke(cli.app, ["demo", "--out", str(out), "--limit", "84"])
     assert res.exit_code == 0 and len(ran) == 1, res.output
     assert res.output.splitlines()[0] == ("rizz demo: frozen, then default, over the first 84 elements of the shipped TRACE slice: "
-                                          "about 7 min on idle cores (frozen 2 min, default 4 min)")
+                                          f"about 6.7 min on idle cores: model load {cli.DEMO_LOAD_SECONDS / 60:.1f} + frozen 2.4 + default 4.2 min;"
+                                          " if another CPU-heavy job shares the cores, run it with RIZZ_THREADS=1")
     # a bench folder is not a RUN_DIR: the last line names one policy's run for inspect and diff
     assert res.output.splitlines()[-1] == f"look at it: rizz view {out}   rizz inspect {out / 'default'}   rizz diff {out / 'default'} --at 10"
     (out / "frozen").mkdir(parents=True)  # a resumed demo: frozen finished, default half done, the cores busy
@@ -242,17 +243,47 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
                                                        for kind in ("step", "distill")))
     monkeypatch.setattr(cli, "busy_cores", lambda: 2.0)
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(out), "--limit", "84"]).output.splitlines()[0]
-    assert line.endswith(": about 2 min on idle cores (frozen done, default 2 min); the cores are busy now (2.0 of"
-                         " 2 cores in use), so expect about 2.0× that: 4 min"), line
+    assert line.endswith(": about 2.2 min on idle cores: model load 0.1 + default 2.1 min (frozen done); the cores are busy now (2.0 of"
+                         " 2 in use), and 2 llama.cpp threads slow down far more than their share of the cores beside another job:"
+                         " expect 4–10 min (2.0–4.8×); set RIZZ_THREADS=1 for one thread, which holds up better on a shared CPU;"
+                         " stop the demo and run it again with RIZZ_THREADS=1: it resumes"), line
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d2"), "--model", "anthropic"]).output.splitlines()[0]
     assert line.endswith("; no time estimate for --model anthropic (the measured figures are the embedded model's)"), line
     # the default model named in full gets the estimate; the other shipped model does not
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d3"), "--model",
                                         "embedded:qwen2.5-coder-1.5b-instruct"]).output.splitlines()[0]
-    assert ": about 5 min on idle cores (frozen 2 min, default 3 min); the cores are busy now" in line, line  # 60 steps
+    assert ": about 4.8 min on idle cores: model load 0.1 + frozen 1.7 + default 3.0 min; the cores are busy now" in line, line  # 60 steps
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d4"), "--model",
                                         "embedded:qwen2.5-coder-0.5b-instruct"]).output.splitlines()[0]
     assert "no time estimate for --model embedded:qwen2.5-coder-0.5b-instruct" in line, line
+
+
+def test_the_demo_estimate_on_busy_cores_is_a_range_up_to_the_measured_slowdown_and_its_parts_add_up(tmp_path, monkeypatch):
+    """A newcomer's demo beside another CPU-heavy job was told "1.4×: 10 min" and took much longer
+    (2 spinning llama.cpp threads lose far more than their share of the cores), with no word of
+    RIZZ_THREADS=1; and "7 min (frozen 3, default 3)": the parts did not add up to the total."""
+    import os
+    import re
+
+    from rizz.apps import cli
+    from rizz.lab.progress import BUSY_SLOWDOWN
+
+    monkeypatch.delenv("RIZZ_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(cli, "busy_cores", lambda: 0.8)
+    line = cli._demo_estimate(tmp_path / "demo", cli.DEMO_LIMIT, "embedded", cli.DEMO_BUDGET)  # the shipped figures
+    said = re.search(r"about ([\d.]+) min on idle cores: model load ([\d.]+) \+ frozen ([\d.]+) \+ default ([\d.]+) min;", line)
+    assert said, line
+    total, *parts = (float(x) for x in said.groups())
+    assert abs(total - sum(parts)) < 1e-9 and total == 7.0, line  # 0.1 + 3.5 + 3.4: 5.2 s + 209.0 s + 202.8 s
+    span = re.search(r"expect (\d+)–(\d+) min \(1\.4–([\d.]+)×\)", line)
+    assert span and int(span[2]) >= 4 * total and float(span[3]) == BUSY_SLOWDOWN[2] >= 4, line
+    assert "set RIZZ_THREADS=1" in line and line.endswith("; stop the demo and run it again with RIZZ_THREADS=1: it resumes"), line
+    monkeypatch.setenv("RIZZ_THREADS", "1")  # already one thread: no advice to set it, and a narrower range
+    line = cli._demo_estimate(tmp_path / "demo", cli.DEMO_LIMIT, "embedded", cli.DEMO_BUDGET)
+    assert line.endswith("; the cores are busy now (0.8 of 2 in use), and with RIZZ_THREADS=1 (one llama.cpp thread) expect 7–22 min"
+                         " (1.0–3.2×)"), line
+    assert "set RIZZ_THREADS=1" not in line and "run it again" not in line, line
 
 
 def test_the_demo_estimate_says_when_the_response_cache_already_holds_replies(tmp_path, monkeypatch):
@@ -271,20 +302,21 @@ def test_the_demo_estimate_says_when_the_response_cache_already_holds_replies(tm
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(cli, "busy_cores", lambda: 0.1)
     plain = ("rizz demo: frozen, then default, over the first 84 elements of the shipped TRACE slice: "
-             "about 7 min on idle cores (frozen 2 min, default 4 min)")
+             "about 6.7 min on idle cores: model load 0.1 + frozen 2.4 + default 4.2 min")
+    tail = "; if another CPU-heavy job shares the cores, run it with RIZZ_THREADS=1"
     out = tmp_path / "demo2"
-    assert cli._demo_estimate(out, 84, "embedded", cli.DEMO_BUDGET) == plain and not out.exists()  # no cache: as before, nothing made
+    assert cli._demo_estimate(out, 84, "embedded", cli.DEMO_BUDGET) == plain + tail and not out.exists()  # no cache: as before, nothing made
     name = backend_name("embedded")
     assert name is not None
     with ResponseCache(out / "responses.sqlite") as cache:
-        assert cli._demo_estimate(out, 84, "embedded", cli.DEMO_BUDGET) == plain  # an empty cache: as before
+        assert cli._demo_estimate(out, 84, "embedded", cli.DEMO_BUDGET) == plain + tail  # an empty cache: as before
         for i in range(3):
             cache.put(f"k{i}", Generation(text="A", prompt_tokens=9, completion_tokens=1, latency_s=1.0, cost_usd=None, model=name, finish_reason="stop"))
         cache.put("other", Generation(text="B", prompt_tokens=9, completion_tokens=1, latency_s=1.0, cost_usd=None, model="anthropic:x", finish_reason="stop"))
     assert replies_held(out / "responses.sqlite", name) == 3 and replies_held(out / "responses.sqlite", "anthropic:x") == 1
     line = cli._demo_estimate(out, 84, "embedded", cli.DEMO_BUDGET)
     assert line == (f"{plain}; {out / 'responses.sqlite'} already holds 3 replies of this model, and a reply found there "
-                    "takes no model time: if they are this demo's, it takes much less"), line
+                    f"takes no model time: if they are this demo's, it takes much less{tail}"), line
     # a resumed demo's cache holds its own steps' replies, which the figures per step were measured with: no note
     (out / "frozen").mkdir()
     (out / "frozen" / "log.jsonl").write_text("".join(json.dumps({"step": i, "kind": "step"}) + "\n" for i in range(10)))
@@ -293,7 +325,7 @@ def test_the_demo_estimate_says_when_the_response_cache_already_holds_replies(tm
     other = tmp_path / "d3"
     with ResponseCache(other / "responses.sqlite") as cache:
         cache.put("x", Generation(text="B", prompt_tokens=9, completion_tokens=1, latency_s=1.0, cost_usd=None, model="anthropic:x", finish_reason="stop"))
-    assert cli._demo_estimate(other, 84, "embedded", cli.DEMO_BUDGET) == plain
+    assert cli._demo_estimate(other, 84, "embedded", cli.DEMO_BUDGET) == plain + tail
 
 
 def test_demo_refuses_a_bad_model_spec_before_any_time_estimate(tmp_path, monkeypatch):
