@@ -300,3 +300,41 @@ def test_a_folder_locked_before_its_pid_is_written_says_so_without_empty_parenth
     assert code == 2 and text.endswith(f"{out} is in use by another rizz process (pid not yet written); "
                                        "wait for it or use another --out"), text
     assert _files(out) == before
+
+
+# -- a resume refused once the model is loaded -------------------------------------------------
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_a_resume_refused_for_its_model_does_not_create_the_response_cache(tmp_path, stream, loads, monkeypatch, command):
+    """The model's name is known only once it loads (an OpenAI-compatible server's spec): the
+    refusal comes before the response cache is opened, so the folder is left as it was (it
+    created responses.sqlite, which the first run, its --cache elsewhere, had not written)."""
+    import socket
+
+    from rizz.adapters.models import load_model
+
+    out = tmp_path / "r"
+    run_dir = out / "frozen" if command == "bench" else out
+    start = ("bench", str(stream), "-P", "frozen") if command == "bench" else ("run", str(stream), "--policy", "frozen")
+    assert _cli(*start, "--out", str(out), "--model", "up", "--limit", "2", "--cache", str(tmp_path / "shared.sqlite"))[0] == 0
+    assert not any(p.name.startswith("responses.sqlite") for p in out.rglob("*"))  # the cache was elsewhere
+    before = _files(out)
+    monkeypatch.setattr("rizz.apps.cli.load_model", load_model)  # the real one: it opens the cache it is given
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens: the spec names its model, so loading it asks the server nothing
+    spec = f"openai:http://127.0.0.1:{port}/v1#x"
+    code, text = _cli(*start, "--out", str(out), "--model", spec)
+    assert code == 2 and (f"{run_dir} was started with different settings; resume refused: --model: run has 'fake:up', "
+                          f"this command has '{spec}'") in text, text
+    assert _files(out) == before and not any(p.name.startswith("responses.sqlite") for p in out.rglob("*"))
+
+
+def test_a_response_cache_file_is_made_at_its_first_request(tmp_path):
+    from rizz.adapters.models.cache import ResponseCache
+
+    path = tmp_path / "c.sqlite"
+    cache = ResponseCache(path)
+    assert not path.exists() and len(cache) == 0 and not path.exists()
+    assert cache.get("k") is None and path.is_file()
+    cache.close()

@@ -10,8 +10,11 @@ costs nothing and makes no model call.
 Safe for several threads of one process (one connection, a lock) and for several processes
 on one file (sqlite's own locking, WAL journal, ``INSERT OR REPLACE``).
 
+The file is made at the first lookup or store, not when a :class:`ResponseCache` is made: a
+command refused before its first request leaves no cache behind.
+
 Corruption (specs/reliability.md): the file is only a cache, so a damaged one is never fatal. On
-open, ``PRAGMA quick_check`` runs; a file that is not a database, fails the check, or raises
+open (of a file already there: when the cache is made), ``PRAGMA quick_check`` runs; a file that is not a database, fails the check, or raises
 ``sqlite3.DatabaseError`` on a later read or write is moved aside to ``<file>.corrupt``
 (with its ``-wal``/``-shm``), a message goes to stderr, and an empty cache is created in its
 place (``rebuilt`` says why). Requests are then answered by the model again (the same
@@ -84,7 +87,9 @@ class ResponseCache:
     """sqlite3-backed map from :func:`cache_key` to :class:`Generation`.
 
     Args:
-        path: the database file; parent directories are created.
+        path: the database file; parent directories are created. A file that is not there yet
+            is made at the first lookup or store, not here: a command refused before its
+            first request (a resume with another model, known once it loads) writes no cache.
 
     Raises:
         IsADirectoryError: ``path`` is a folder (it is never moved aside as a corrupt cache).
@@ -103,9 +108,15 @@ class ResponseCache:
             raise ValueError(f"{self.path}: not a regular file (a device, a pipe or a socket), so not a response cache file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._first = threading.Lock()  # the first open of a file made later (not under _lock: _open takes it)
+        self._db: sqlite3.Connection | None = None
         self.rebuilt: str | None = None
         self.hits = 0
         self.misses = 0
+        if self.path.exists():  # checked now (a damaged file is moved aside at once); a new one at the first request
+            self._first_open()
+
+    def _first_open(self) -> None:
         try:
             self._open(check=True)
         except sqlite3.DatabaseError as e:
@@ -113,23 +124,37 @@ class ResponseCache:
                 raise disk_full(e, str(self.path)) from None
             self._rebuild(str(e))
 
+    def _conn(self) -> sqlite3.Connection:
+        """The connection, the file made and opened at the first call when it was not there."""
+        if self._db is None:
+            with self._first:
+                if self._db is None:
+                    self._first_open()
+        assert self._db is not None
+        return self._db
+
     def _open(self, check: bool) -> None:
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
+        db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
         with self._lock:
-            if check:
-                row = self._db.execute("PRAGMA quick_check").fetchone()
-                if row is None or row[0] != "ok":
-                    self._db.close()
-                    raise sqlite3.DatabaseError(f"quick_check: {row[0] if row else 'no result'}")
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(_SCHEMA)
-            self._db.commit()
+            try:
+                if check:
+                    row = db.execute("PRAGMA quick_check").fetchone()
+                    if row is None or row[0] != "ok":
+                        raise sqlite3.DatabaseError(f"quick_check: {row[0] if row else 'no result'}")
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(_SCHEMA)
+                db.commit()
+            except BaseException:
+                db.close()
+                raise
+            self._db = db  # set once ready: another thread's _conn takes it only then
 
     def _rebuild(self, why: str) -> None:
         """Move the damaged file aside and start an empty cache (caller holds no lock)."""
         try:
-            self._db.close()
-        except (AttributeError, sqlite3.Error):
+            if self._db is not None:
+                self._db.close()
+        except sqlite3.Error:
             pass
         for suffix in ("", "-wal", "-shm"):
             src = Path(str(self.path) + suffix)
@@ -146,8 +171,9 @@ class ResponseCache:
         A damaged file or row is a miss (the file is rebuilt, see the module docstring).
         """
         try:
+            db = self._conn()
             with self._lock:
-                row = self._db.execute(
+                row = db.execute(
                     "SELECT generation FROM responses WHERE key = ?", (key,)
                 ).fetchone()
         except sqlite3.DatabaseError as e:
@@ -174,9 +200,10 @@ class ResponseCache:
         fault_point("cache.put")
         for attempt in (0, 1):
             try:
+                db = self._conn()
                 with self._lock:
-                    self._db.execute(sql, row)
-                    self._db.commit()
+                    db.execute(sql, row)
+                    db.commit()
                 return
             except sqlite3.DatabaseError as e:
                 full = disk_full(e, str(self.path))
@@ -187,12 +214,16 @@ class ResponseCache:
                 self._rebuild(str(e))
 
     def __len__(self) -> int:
+        if self._db is None and not self.path.exists():  # not made yet: nothing stored
+            return 0
+        db = self._conn()
         with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+            return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
 
     def __enter__(self) -> ResponseCache:
         return self
