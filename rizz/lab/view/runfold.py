@@ -7,7 +7,9 @@ what the element's prompt showed: the core's pure retrieval (:func:`rizz.core.re
 prompt blocks, less the items the log says the compiler dropped, laid out by the compiler
 (:func:`rizz.core.compile_prompt`, every item counted as 0 tokens, so nothing more is
 dropped). The rebuilt text is checked against the logged prompt's sha256: ``exact`` says every
-block's source is the one the run used. A peer's folder (``rizz bench -P peer:NAME``) has no
+block's source is the one the run used. A tool-using episode's step shows the memory its agent
+prompts showed (:func:`_episode_prompt`: the examples as the engine's
+:func:`rizz.engine.agent_prompt.shown_examples` showed them) and its longest prompt as logged. A peer's folder (``rizz bench -P peer:NAME``) has no
 state to refold; its steps keep their answers, verdicts and token counts only.
 
 :func:`view_run` returns one JSON-ready dict per RUN_DIR (the page's ``runs[i]``)::
@@ -34,13 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from rizz.core import compile_prompt, digest, prompt_blocks, retrieve, sub_state, unwall
+from rizz.core.compiler import MEMORY_BLOCKS
 from rizz.core.routing import route_candidates
 from rizz.core.tenants import TenantStates, branch_key, decision_tenant, locate
+from rizz.engine.agent_prompt import shown_examples
 from rizz.engine.codec import decode_step
 from rizz.engine.logfold import LogFold, LogFoldError, views
 from rizz.engine.run import Stale, read_summary, summary_covers, summary_extent, summary_outcome
 from rizz.formats.logrecord import LogRecord, parse
 from rizz.formats.policy_file import parse_policy
+from rizz.formats.streams import StreamElement
 from rizz.formats.wording import fallback_label_wording
 from rizz.lab.diff import branch_rows
 from rizz.lab.episode_view import episode_lines
@@ -150,7 +155,7 @@ def _answer(fold: LogFold, rec: LogRecord, data: dict[str, Any], led: Ledger, tu
     The entry: ``step``, ``id``, ``task``, the input (``input``, ``instruction``, ``evidence``,
     ``scope``, ``shape``, ``tenant``, ``time``, ``context_only``), the route (``branch`` view key,
     ``label``, ``score``, ``spawned``, ``judge``, ``snapped``, ``cands`` [[branch, cosine, score]]),
-    ``prompt`` (:func:`_prompt`), ``overflow``, ``answer``, ``verdict``, ``expired``,
+    ``prompt`` (:func:`_prompt`; an episode's: :func:`_episode_prompt`), ``overflow``, ``answer``, ``verdict``, ``expired``,
     ``changes`` [[text, item, branch]], ``episode`` (lines), ``calls`` (model calls).
     """
     policy = fold.core.policy
@@ -187,6 +192,8 @@ def _answer(fold: LogFold, rec: LogRecord, data: dict[str, Any], led: Ledger, tu
         led.snapped(bkey, rec.step, str(sn.proposed), str(sn.snapped), sn.method, sn.score)
     if rec.prompt is not None and rec.episode is None:
         entry["prompt"] = _prompt(rec, own, policy, local, inner, led, tenant, turns, rd)
+    elif rec.prompt is not None:
+        entry["prompt"] = _episode_prompt(rec, own, policy, local, inner, led, tenant, rd)
     if rec.episode is not None:
         entry["episode"] = episode_lines(data["episode"], reward=verdict.reward if verdict else None)
     events = fold.apply(rec, inp=inp, routed=routed if rec.v != 1 else None)
@@ -248,6 +255,58 @@ def _prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: Any, led:
     if not exact:
         out["text"] = rd.prompt_text(p.sha256)
     return out
+
+
+def _episode_prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: Any, led: Ledger, tenant: str | None,
+                    rd: RunDir) -> dict[str, Any]:
+    """The memory an agent step's prompts showed, block by block, and the logged prompt text.
+
+    The examples are the retrieved ones as the policy's ``agents`` settings showed them
+    (:func:`rizz.engine.agent_prompt.shown_examples`: under ``example_values: placeholders``
+    each call's values written ``{parameter}``), those the log names (``episode_keys``: the
+    first agent prompt's, after ``examples_offered_tools`` left out the examples calling a tool
+    the element is not offered, a tool list the log does not hold); the rules are the log's
+    ``rule_ids``; other memory less what the budget dropped. The same dict as :func:`_prompt`
+    with ``exact`` None, ``episode`` True and ``text`` the episode's longest prompt as sent
+    (when its file is there); an example's item carries ``"t"``, its text as shown.
+    """
+    p = rec.prompt
+    assert p is not None
+    got = retrieve(own, policy, inp, decision)
+    source = {("examples", s.item.key): s.branch_id for s in got.episodes}  # type: ignore[attr-defined]
+    source |= {("rules", s.item.id): s.branch_id for s in got.rules}  # type: ignore[attr-defined]
+    source |= {("mistakes", s.item.key): s.branch_id for s in got.anti_patterns}  # type: ignore[attr-defined]
+    source |= {("scoped_context", s.item.key): s.branch_id for s in got.context}  # type: ignore[attr-defined]
+    blocks = prompt_blocks(got, inp.text, None, None)
+    el = StreamElement(id=rec.id, input=inp.text)  # no tool list: episode_keys name the examples offered_tools kept
+    examples = shown_examples(blocks["examples"], got, el, policy.agents)
+    gone = {(d[0], d[1]) for d in p.dropped}
+    shown = {b: [it for it in items if (b, it.id) not in gone] for b, items in blocks.items() if b in MEMORY_BLOCKS}
+    shown["examples"] = [it for it in examples if it.id in set(p.episode_keys)]
+    shown["rules"] = [it for it in shown.get("rules", []) if it.id in set(p.rule_ids)]
+    rebuilt = compile_prompt(shown, policy.compiler, lambda _: 0, _NO_BUDGET)
+    sections = []
+    for sec in rebuilt.sections:
+        kind = BLOCK_KIND.get(sec.block)
+        if kind is None or kind == "turn":  # the preamble; an episode keeps no working memory
+            continue
+        items = []
+        for it in sec.items:
+            m = led.find(tenant, kind, it.id)
+            if m is None:  # not seen written (cannot happen in a whole log; kept readable anyway)
+                m = led.add(tenant, kind, it.id, None, None, text=it.text)
+            item: dict[str, Any] = {"s": _r(it.score), "m": m, "b": branch_key(tenant, source.get((sec.block, it.id), decision.branch_id))}
+            if kind == "rule":
+                c = own.rule_ledger.get(it.id)
+                item["c"] = [c.helpful, c.harmful, c.status] if c is not None else [0, 0, "candidate"]
+            if sec.block == "examples":
+                item["t"] = it.text
+            led.use(m, rec.step)
+            items.append(item)
+        sections.append([sec.block, items])
+    dropped = [[d[0], d[1], d[2], d[3], led.find(tenant, BLOCK_KIND[d[0]], d[1]) if d[0] in BLOCK_KIND else None] for d in p.dropped]
+    return dict(tokens=p.tokens, budget=p.budget, rendering=p.rendering, exact=None, episode=True, sections=sections, dropped=dropped,
+                text=rd.prompt_text(p.sha256))
 
 
 def _finish(led: Ledger, state: Any, steps: list[dict[str, Any]]) -> None:

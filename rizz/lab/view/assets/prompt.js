@@ -14,6 +14,7 @@ function itemText(it) {
 }
 
 function blockItemText(st, block, pi, r) {
+  if (pi.t !== undefined) return pi.t;  // as an agent's prompt showed it (agents.example_values)
   if (pi.m !== undefined && pi.m !== null) return itemText(r.items[pi.m]);
   if (block === 'input') return st.input;
   if (block === 'instruction') return st.instruction;
@@ -64,7 +65,11 @@ function renderPrompt(st, r) {
   out.append(h('p', {class: 'meta'}, head.join(''), ' ',
     p.exact === true ? chip('rebuilt = logged prompt (sha256)', 'ok', {'data-testid': 'prompt-exact', title: 'The blocks below were rebuilt from the refolded state and give exactly the logged prompt text'}) :
     p.exact === false ? chip('rebuild differs from the logged prompt', 'warn', {'data-testid': 'prompt-exact'}) : ''));
-  if (p.exact === null && p.text) out.append(h('p', {class: 'meta'}, 'The answer prompt as the peer sent it (calls.jsonl); a peer\'s memory has no rizz blocks.'), pre(p.text, 'text logged'));
+  if (p.episode) {
+    out.append(h('p', {class: 'meta'}, 'A tool-using episode: its longest prompt as sent, then the memory its agent prompts showed, block by block (the examples as the policy\'s agents settings showed them, those the log names); its turns and calls are further down.'));
+    if (p.text !== undefined && p.text !== null) out.append(pre(p.text, 'text logged'));
+  }
+  if (p.exact === null && p.text && !p.episode) out.append(h('p', {class: 'meta'}, 'The answer prompt as the peer sent it (calls.jsonl); a peer\'s memory has no rizz blocks.'), pre(p.text, 'text logged'));
   if (p.exact === false) {
     out.append(h('p', {class: 'note warn'}, 'The refold could not rebuild this prompt exactly (an older log or another policy); the logged text follows, and the blocks below are the rebuild\'s.'));
     if (p.text !== undefined && p.text !== null) out.append(pre(p.text, 'text logged'));
