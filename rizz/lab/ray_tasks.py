@@ -199,7 +199,8 @@ def merge_cache_rows(path: Path, rows: Sequence[tuple[str, str, str, float]]) ->
     Returns the number of rows added. The cache's schema is made by
     :class:`~rizz.adapters.models.cache.ResponseCache` when the file is new.
     """
-    ResponseCache(path).close()  # creates the file and its table if needed
+    with ResponseCache(path) as cache:
+        cache.create()  # the file and its table, if not there yet
     with sqlite3.connect(str(path), timeout=30.0) as db:
         before = db.total_changes
         db.executemany("INSERT OR IGNORE INTO responses (key, model, generation, created) VALUES (?, ?, ?, ?)", rows)

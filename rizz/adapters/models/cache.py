@@ -220,6 +220,11 @@ class ResponseCache:
         with self._lock:
             return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
+    def create(self) -> None:
+        """Make the file and its table now, if not there yet (a caller that writes to the file
+        itself, e.g. :func:`rizz.lab.ray_tasks.merge_cache_rows`)."""
+        self._conn()
+
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
@@ -281,6 +286,11 @@ class CachedModel:
 
     def count_tokens(self, text: str) -> int:
         return self.backend.count_tokens(text)
+
+    def count_sent_tokens(self, messages: Sequence[Message], rendering: str) -> int | None:
+        """The backend's exact count of ``messages`` as sent, where it has one (else None)."""
+        exact = getattr(self.backend, "count_sent_tokens", None)
+        return exact(messages, rendering) if callable(exact) else None
 
     def generate(
         self,
