@@ -24,10 +24,11 @@ from typing import Any
 import attrs
 import numpy as np
 
-from rizz.adapters.models.base import Message, ModelBackend
+from rizz.adapters.models.base import Message, ModelBackend, sent_tokens
 from rizz.adapters.verifiers import correction_of, extract_answer, verify
 from rizz.core import (
     AdaptiveState,
+    CompiledPrompt,
     Label,
     Policy,
     PromptBudgetError,
@@ -49,8 +50,8 @@ from rizz.engine.pending import Call, Embedded, Pending
 from rizz.engine.render import TEMPLATE_SLACK, answer_settings, render
 from rizz.formats.streams import StreamElement
 
-__all__ = ["answer_element", "budget", "default_rendering", "embed_texts", "embedding_text", "evidence_text", "label_text", "step_label",
-           "verify_pending"]
+__all__ = ["answer_element", "budget", "compile_sent", "default_rendering", "embed_texts", "embedding_text", "evidence_text", "label_text",
+           "step_label", "verify_pending"]
 
 
 def default_rendering(model: ModelBackend) -> str:
@@ -84,6 +85,31 @@ def budget(policy: Policy, model: ModelBackend, shape: str | None, cap: int | No
     answer = answer_settings(shape).max_tokens if reply_tokens is None else int(reply_tokens)
     room = model.context_window - answer - thinking - TEMPLATE_SLACK
     return max(1, min(policy.compiler.token_budget, room, cap if cap is not None else room))
+
+
+def compile_sent(blocks: Any, policy: Policy, model: ModelBackend, shape: str | None, rendering: str,
+                 limit: int) -> tuple[CompiledPrompt, list[Message]]:
+    """The compiled prompt and its rendered messages, the messages **as sent** at most ``limit``
+    tokens: the answer-format line, the rendering's frame and the chat template (its default
+    system prompt included) count against the budget, not only the compiled text.
+
+    Compiles under ``limit``, counts the messages as the backend sends them
+    (:func:`~rizz.adapters.models.base.sent_tokens`: exact for the embedded models, an estimate
+    elsewhere) and, while they are over, compiles again under a limit lowered by the excess (at
+    most three times; the template's tokens do not depend on the content, so the second compile
+    fits but for a token merged at a block's edge). Raises PromptBudgetError when the
+    instruction and the input alone do not fit (the step is an overflow, scored 0)."""
+    inner = limit
+    for _ in range(3):
+        prompt = compile_prompt(blocks, policy.compiler, model.count_tokens, inner)
+        messages = render(prompt, shape, rendering)
+        over = sent_tokens(model, messages, rendering) - limit
+        if over <= 0:
+            return prompt, messages
+        inner -= over
+        if inner < 1:
+            break
+    raise PromptBudgetError(limit + over, limit)
 
 
 def step_label(el: StreamElement, seen: str, policy: Policy, model: ModelBackend | None) -> tuple[Label, JudgeLabel]:
@@ -176,13 +202,13 @@ def answer_element(core: Rizz, state: AdaptiveState, el: StreamElement, step: in
                               budget=budget(policy, model, None, budget_cap, policy.agents.reply_tokens), rendering=rendering, user=user,
                               opening=opening, data_roots=data_roots)
     try:
-        prompt = compile_prompt(blocks, policy.compiler, model.count_tokens, budget(policy, model, el.shape, budget_cap))
+        prompt, messages = compile_sent(blocks, policy, model, el.shape, rendering, budget(policy, model, el.shape, budget_cap))
     except PromptBudgetError:
         return Pending(element=el, step_input=base, prompt=None, raw_output=None, answer="", parsed=False, judge=judge, calls=tuple(calls),
                        overflow=True, rendering=rendering, routed=routed, keys=keys, time=now)
     settings = answer_settings(el.shape)
     raw = rendering == "raw"
-    gen = model.generate(render(prompt, el.shape, rendering), max_tokens=settings.max_tokens,
+    gen = model.generate(messages, max_tokens=settings.max_tokens,
                          stop=settings.stop if raw else (), rendering="raw" if raw else "chat")
     calls.append(Call.of("answer", gen))
     ext = extract_answer(gen.text, el.shape)

@@ -32,8 +32,9 @@ from rizz.store.durable import fault_point
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch, RunDirReadOnly, change_line, write_json_atomic
 
 __all__ = ["KEEP_SNAPSHOTS", "ReplayBusy", "Replayed", "Stale", "check_step", "episode_summary", "evaluated_tokens", "fold_until",
-           "records_until", "replay", "replay_differences", "replay_run", "restart_unstarted", "run_stream", "read_summary", "state_at",
-           "step_count", "summarise", "summary_covers", "summary_extent", "summary_outcome", "unstarted", "unstarted_note", "wall_seconds"]
+           "records_until", "replay", "replay_differences", "replay_run", "restart_unstarted", "run_stream", "read_summary",
+           "sent_prompt_tokens", "state_at", "step_count", "summarise", "summary_covers", "summary_extent", "summary_outcome", "unstarted",
+           "unstarted_note", "wall_seconds"]
 
 #: Snapshots a run keeps (the newest; a resume needs only the newest sound one, and the store
 #: drops the chunks of the others). ``Session.open`` keeps as many by default.
@@ -45,6 +46,18 @@ def evaluated_tokens(call: dict[str, Any]) -> int:
     0 for a response-cache hit, else its ``evaluated_tokens`` when written, else all its
     ``prompt_tokens`` (:class:`rizz.formats.logrecord.CallPart`)."""
     return 0 if call.get("cached") else int(call.get("evaluated_tokens", call["prompt_tokens"]))
+
+
+def sent_prompt_tokens(record: dict[str, Any]) -> int:
+    """The tokens of a step's answer prompt **as sent** (its answer call's ``prompt_tokens``:
+    the compiled prompt with its answer-format line and chat template), what the budget bounds
+    (:func:`rizz.engine.answering.compile_sent`); the compiled count (``prompt.tokens``) for an
+    episode (its turns are budgeted by the agent loop) or a step whose answer call was not
+    recorded. A record with a ``prompt``."""
+    sent = [int(c["prompt_tokens"]) for c in record.get("calls", ()) if c.get("kind") == "answer"]
+    if "episode" in record or not sent:
+        return int(record["prompt"]["tokens"])
+    return max(sent)
 
 
 def token_totals(calls: list[dict[str, Any]]) -> dict[str, int]:
@@ -124,8 +137,8 @@ def summarise(records: list[dict[str, Any]], state: AdaptiveState, meta: dict[st
         "usage_estimated": any(c.get("usage_estimated", False) for c in calls),
         "retried_calls": sum(1 for c in calls if c.get("attempts", 1) > 1),
         "model_requests": sum(c.get("attempts", 1) for c in calls if not c["cached"]),
-        "answer_prompt_tokens_max": max((r["prompt"]["tokens"] for r in records if "prompt" in r), default=0),
-        "budget_exceeded": sum(1 for r in records if "prompt" in r and r["prompt"]["tokens"] > r["prompt"]["budget"]),
+        "answer_prompt_tokens_max": max((sent_prompt_tokens(r) for r in records if "prompt" in r), default=0),
+        "budget_exceeded": sum(1 for r in records if "prompt" in r and sent_prompt_tokens(r) > r["prompt"]["budget"]),
         "overflow": sum(1 for r in records if r.get("overflow")),
         "cost_usd": round(sum(costs), 6) if costs else None,
         "wall_s": wall_seconds(records),

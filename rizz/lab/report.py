@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from rizz.engine.logfold import views
-from rizz.engine.run import token_totals, wall_seconds
+from rizz.engine.run import sent_prompt_tokens, token_totals, wall_seconds
 from rizz.extras import extra_needed
 from rizz.formats.wording import plural
 from rizz.lab.labels import label_markdown, label_quality
@@ -93,12 +93,12 @@ def _policy_stats(records: list[dict[str, Any]], summary: dict[str, Any], seed: 
                         "by_kind": {k: sum(1 for c in calls if c["kind"] == k) for k in kinds}},
         "calls_per_answered_step": round(len(calls) / len(answered), 4) if answered else 0.0,
         **token_totals(calls),
-        # a peer has no compiled prompt: its largest answer call stands in (rizz.lab.peers), as
-        # the server counted it (chat template included); its other calls (ACE's reflector) are not answer prompts
-        "max_prompt_tokens": max((int(p["tokens"]) for p in prompts),
+        # the largest answer prompt as sent (chat template and format line included), what the budget bounds;
+        # a peer has no compiled prompt: its largest answer call, as the server counted it; its other calls (ACE's reflector) are not answer prompts
+        "max_prompt_tokens": max((sent_prompt_tokens(r) for r in records if "prompt" in r),
                                  default=max((int(c["prompt_tokens"]) for c in calls if c["kind"] == "answer"), default=0)),
         "budget": max((int(p["budget"]) for p in prompts), default=None),
-        "budget_exceeded": sum(1 for p in prompts if p["tokens"] > p["budget"]),
+        "budget_exceeded": sum(1 for r in records if "prompt" in r and sent_prompt_tokens(r) > r["prompt"]["budget"]),
         "overflow": sum(1 for r in records if r.get("overflow")),
         # of those, the steps whose prompt an OpenAI-compatible server refused as too long (sent; "refused" call)
         **({"overflow_refused": n} if (n := sum(1 for r in records if r.get("overflow") and refused_by_server(r))) else {}),
@@ -476,10 +476,9 @@ def _markdown(results: dict[str, Any]) -> str:
             "- *calls/answered step* counts every model call (judge, answer, distill) per answered step; *prompt tokens* is their "
             "total prompt size; *evaluated prompt tokens* the part the model evaluated: not the calls the response cache answered, "
             "nor the tokens a backend read from its own prompt cache (Anthropic, an OpenAI-compatible server's prefix cache) or "
-            "reused from its KV cache (the embedded model, a whole batch at a time); *max prompt tokens* is the largest compiled answer prompt, "
-            "which must stay within the token budget "
-            "(for a `peer:` entry, which compiles none: its largest answer call's prompt as the model server counted it, chat "
-            "template included, so a few tokens above the same text compiled by rizz).",
+            "reused from its KV cache (the embedded model, a whole batch at a time); *max prompt tokens* is the largest answer prompt as sent "
+            "(the compiled prompt with its answer-format line and the chat template), which must stay within the token budget "
+            "(for a `peer:` entry, which compiles none: its largest answer call's prompt as the model server counted it).",
             *(["- *overflowed steps*: steps whose input (an agent episode's next prompt: tools, task, transcript) did not fit the "
                "prompt budget; they were not sent to the model (or, with an OpenAI-compatible server, sent and refused by it as "
                "too long for its window: a call marked `\"refused\": true`) and count as reward 0 (`\"overflow\": true` in the log); "

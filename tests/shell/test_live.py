@@ -243,6 +243,12 @@ def test_a_log_format_1_run_dir_replays_to_its_recorded_digest(tmp_path):
     got["state_digest"] = want["state_digest"]  # every other figure is the recorded one
     # every summary figure, from the joined records (call kinds added since, e.g. "verify", count 0)
     got["calls_by_kind"] = {k: n for k, n in got["calls_by_kind"].items() if k in want["calls_by_kind"] or n}
+    # answer_prompt_tokens_max is of the prompt as sent since 2026-12-05 (its answer call's prompt_tokens);
+    # the fixture recorded the compiled count, 6 tokens (the answer-format line) fewer
+    sent = [c["prompt_tokens"] for l in (run / "log.jsonl").read_text().splitlines() if "prompt" in (r := json.loads(l))
+            for c in r["calls"] if c["kind"] == "answer"]
+    assert (want["answer_prompt_tokens_max"], got["answer_prompt_tokens_max"]) == (251, max(sent)) == (251, 257)
+    got["answer_prompt_tokens_max"] = want["answer_prompt_tokens_max"]
     assert {k: got[k] for k in want} == want
     assert want["calls_by_kind"]["distill"] == 6
 
@@ -290,6 +296,8 @@ def test_rizz_run_today_gives_the_log_format_1_figures_on_the_fixture_stream(tmp
     # (the fixture's 2785 tokens, now 2776, over its 3 judge calls); every other figure is the same
     got_pt, want_pt = got.pop("prompt_tokens"), want.pop("prompt_tokens")
     assert 0 < want_pt - got_pt <= 10 * got["calls_by_kind"]["judge"]
+    # since 2026-12-05 the largest answer prompt is counted as sent (format line included): the same prompts, 6 tokens more
+    assert (got.pop("answer_prompt_tokens_max"), want.pop("answer_prompt_tokens_max")) == (257, 251)
     assert {k: v for k, v in got.items() if k != "wall_s"} == {k: v for k, v in want.items() if k not in ("wall_s", "state_digest")}
     kinds = [json.loads(l).get("kind") for l in (tmp_path / "v2" / "log.jsonl").read_text().splitlines()]
     assert kinds.count("step") == 16 and kinds.count("distill") == 6

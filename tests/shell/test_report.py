@@ -60,12 +60,13 @@ def _log(path: Path) -> list[dict[str, Any]]:
 
 # -- hand-written BENCH_DIRs ---------------------------------------------------------------------
 def _rec(step: int, id: str, task: str, reward: float | None, tokens: int = 50, budget: int = 100, *,
-         kinds=("answer",), overflow=False, cost=None) -> dict[str, Any]:
-    """A log record in the shape of ``rizz.engine.run.build_record`` (reward None: context-only)."""
+         kinds=("answer",), overflow=False, cost=None, sent: int = 10) -> dict[str, Any]:
+    """A log record in the shape of ``rizz.engine.run.build_record`` (reward None: context-only);
+    ``tokens``: the compiled prompt's, ``sent``: its answer call's prompt tokens (template included)."""
     rec: dict[str, Any] = {
         "step": step, "id": id, "task": task, "context_only": reward is None, "input": {"text": id},
         "route": {"branch": f"b{step % 2}", "score": 0.5, "spawned": step < 2},
-        "calls": [{"kind": k, "prompt_tokens": 10, "completion_tokens": 2, "latency_s": 0.1, "cost_usd": cost, "cached": False} for k in kinds],
+        "calls": [{"kind": k, "prompt_tokens": sent if k == "answer" else 10, "completion_tokens": 2, "latency_s": 0.1, "cost_usd": cost, "cached": False} for k in kinds],
         "overflow": overflow, "wall_s": 0.5,
     }
     if reward is not None:
@@ -89,10 +90,10 @@ TASKS = ["A", "A", "A", "B", "B"]
 
 @pytest.fixture
 def hand_bench(tmp_path) -> Path:
-    """default: rewards 1, 0, (context), 1, 1 with one over-budget prompt (120 > 100) and an
-    overflow; frozen: 0.5 on every answered step; single-branch: default - 0.25 per step."""
+    """default: rewards 1, 0, (context), 1, 1 with one prompt over budget as sent (compiled 90,
+    sent 120 > 100: the budget bounds the prompt as sent) and an overflow; frozen: 0.5 on every answered step; single-branch: default - 0.25 per step."""
     d = [1.0, 0.0, None, 1.0, 1.0]
-    _write(tmp_path, "default", [_rec(i, IDS[i], TASKS[i], r, tokens=120 if i == 3 else 50, kinds=("judge", "answer"),
+    _write(tmp_path, "default", [_rec(i, IDS[i], TASKS[i], r, tokens=90 if i == 3 else 50, sent=120 if i == 3 else 10, kinds=("judge", "answer"),
                                       overflow=i == 4, cost=0.01) for i, r in enumerate(d)], branches=(3, 2))
     _write(tmp_path, "frozen", [_rec(i, IDS[i], TASKS[i], None if r is None else 0.5) for i, r in enumerate(d)], branches=(1, 1))
     _write(tmp_path, "single-branch", [_rec(i, IDS[i], TASKS[i], None if r is None else r - 0.25) for i, r in enumerate(d)], branches=(1, 1))
@@ -112,7 +113,7 @@ def test_hand_values(hand_bench):
     assert "overflow" not in d["per_task"]["A"] and "overflow" not in f["per_task"]["B"]  # a task's count only when any
     assert d["model_calls"]["total"] == 10 and d["model_calls"]["by_kind"] == {"answer": 5, "distill": 0, "judge": 5}
     assert d["calls_per_answered_step"] == 2.5
-    assert d["prompt_tokens"] == 100 and d["completion_tokens"] == 20 and d["max_prompt_tokens"] == 120
+    assert d["prompt_tokens"] == 210 and d["completion_tokens"] == 20 and d["max_prompt_tokens"] == 120  # as sent, not compiled (90)
     assert d["budget_exceeded"] == 1 and d["overflow"] == 1 and d["cost_usd"] == pytest.approx(0.1)
     assert d["wall_s"] == 2.5 and d["branches"] == {"total": 3, "active": 2}
     assert f["mean_reward"] == 0.5 and f["ci95"] == [0.5, 0.5] and f["budget_exceeded"] == 0 and f["cost_usd"] is None
@@ -234,9 +235,9 @@ def test_report_md_and_terminal_table(hand_bench):
     dlo, dhi = res["deltas"]["frozen"]["default"]["ci95_pp"]
     r = res["results"]
     ev_d, ev_f = r["default"]["prompt_tokens_evaluated"], r["frozen"]["prompt_tokens_evaluated"]
-    assert f"| default | 0.750 [{lo:.3f}, {hi:.3f}] | +25.0 [{dlo:+.1f}, {dhi:+.1f}] | 2.50 | 100 | {ev_d} | 120 | 3/2 | 2.5 | 1 |" in md
-    assert f"| frozen | 0.500 [0.500, 0.500] | (baseline) | 1.25 | 50 | {ev_f} | 50 | 1/1 | 2.5 | 0 |" in md
-    assert (ev_d, ev_f) == (r["default"]["prompt_tokens_sent"], r["frozen"]["prompt_tokens_sent"]) == (100, 50)  # no cache: all evaluated
+    assert f"| default | 0.750 [{lo:.3f}, {hi:.3f}] | +25.0 [{dlo:+.1f}, {dhi:+.1f}] | 2.50 | 210 | {ev_d} | 120 | 3/2 | 2.5 | 1 |" in md
+    assert f"| frozen | 0.500 [0.500, 0.500] | (baseline) | 1.25 | 50 | {ev_f} | 10 | 1/1 | 2.5 | 0 |" in md
+    assert (ev_d, ev_f) == (r["default"]["prompt_tokens_sent"], r["frozen"]["prompt_tokens_sent"]) == (210, 50)  # no cache: all evaluated
     assert "| A | 0.500 (n=2) | 0.500 (n=2) | 0.250 (n=2) |" in md
     assert "| B | 1.000 (n=2, 1 overflowed) | 0.500 (n=2) | 0.750 (n=2) |" in md  # default's step 4 did not fit the budget
     assert "| wall s | overflowed steps |\n" in md and "): default 1 of 5 (B: 1). A larger prompt budget" in md
@@ -271,7 +272,8 @@ def test_real_pipeline_bench(real_bench):
         assert r["ci95"][0] <= r["mean_reward"] <= r["ci95"][1]
         assert r["model_calls"]["total"] == summary["model_calls"] and r["branches"] == summary["branches"]
         assert r["prompt_tokens"] == summary["prompt_tokens"] and r["budget_exceeded"] == 0
-        assert r["max_prompt_tokens"] == max(x["prompt"]["tokens"] for x in logs[p] if x.get("kind", "step") == "step")
+        sent = [c["prompt_tokens"] for x in logs[p] if x.get("kind", "step") == "step" for c in x["calls"] if c["kind"] == "answer"]
+        assert r["max_prompt_tokens"] == max(sent) <= r["budget"]  # the largest prompt as sent, within the budget
         assert {t: v["n"] for t, v in r["per_task"].items()} == {t: v["n"] for t, v in summary["per_task"].items()}
     assert res["results"]["frozen"]["model_calls"]["by_kind"]["judge"] == 0
     assert res["deltas"]["frozen"]["default"]["delta_pp"] == pytest.approx(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -37,6 +37,9 @@ __all__ = [
     "ModelConnectionError",
     "ContextWindowExceeded",
     "render_raw",
+    "sent_tokens",
+    "MESSAGE_FRAME_TOKENS",
+    "REPLY_PRIMING_TOKENS",
     "estimate_tokens",
     "check_generate_args",
     "answer_and_reasoning",
@@ -223,6 +226,35 @@ def render_raw(messages: Sequence[Message]) -> str:
     owns the whole prompt text. A single message renders to its content unchanged.
     """
     return "\n\n".join(m.content for m in messages)
+
+
+MESSAGE_FRAME_TOKENS = 4
+"""Tokens a chat backend adds around each message (role markers), when it cannot count them:
+OpenAI's "How to count tokens with tiktoken" (openai-cookbook) gives 3 per message for its
+chat models; Qwen2.5's template adds 5 (``<|im_start|>user\n`` … ``<|im_end|>\n``). 4 is the
+estimate for backends without :meth:`count_sent_tokens`."""
+
+REPLY_PRIMING_TOKENS = 3
+"""Tokens that open the assistant's reply (``<|im_start|>assistant\n``; openai-cookbook: 3)."""
+
+
+def sent_tokens(model: Any, messages: Sequence[Message], rendering: str) -> int:
+    """Tokens of ``messages`` as ``model`` sends them under ``rendering``: the contents with the
+    chat template's frame (and a system prompt the template adds by itself), or the raw prompt.
+
+    A backend that can count exactly has ``count_sent_tokens(messages, rendering) -> int | None``
+    (the embedded GGUF models: their own template and tokenizer); otherwise, and when that
+    returns None, the count is ``count_tokens`` of the raw prompt (``raw``) or of each content
+    plus :data:`MESSAGE_FRAME_TOKENS` a message and :data:`REPLY_PRIMING_TOKENS` (an estimate).
+    """
+    exact = getattr(model, "count_sent_tokens", None)
+    if callable(exact):
+        n = exact(messages, rendering)
+        if n is not None:
+            return int(n)
+    if rendering == "raw":
+        return int(model.count_tokens(render_raw(messages)))
+    return sum(int(model.count_tokens(m.content)) + MESSAGE_FRAME_TOKENS for m in messages) + REPLY_PRIMING_TOKENS
 
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")

@@ -279,12 +279,27 @@ class EmbeddedModel:
         self.context_window = int(self._llm.n_ctx())
         own = self._llm.chat_format == "chat_template.default"  # else a built-in format llama-cpp-python guessed
         self.chat_template = str(self._llm.metadata.get("tokenizer.chat_template") or "") if own else ""
+        self._formatter = llama_cpp.llama_chat_format.Jinja2ChatFormatter(  # what llama-cpp-python renders "chat" with
+            template=self.chat_template, eos_token=_token_text(self._llm, self._llm.token_eos()),
+            bos_token=_token_text(self._llm, self._llm.token_bos())) if self.chat_template else None
 
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` under the GGUF's tokenizer (no BOS; special tokens as text)."""
         if not text:
             return 0
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def count_sent_tokens(self, messages: Sequence[Message], rendering: str) -> int | None:
+        """Prompt tokens :meth:`generate` evaluates for ``messages`` (its ``prompt_tokens``):
+        under ``chat`` the GGUF's own template (its default system prompt included) tokenized
+        as llama-cpp-python's chat handler does; under ``raw`` the joined text with the BOS
+        token. None under ``chat`` for a file without its own template (a built-in format)."""
+        if rendering == "raw":
+            return len(self._llm.tokenize(render_raw(messages).encode("utf-8"), add_bos=True, special=True))
+        if self._formatter is None:
+            return None
+        out = self._formatter(messages=_plain(messages))
+        return len(self._llm.tokenize(out.prompt.encode("utf-8"), add_bos=not out.added_special, special=True))
 
     def generate(
         self,
@@ -387,6 +402,11 @@ class EmbeddedModel:
 
     def __repr__(self) -> str:
         return f"EmbeddedModel(name={self.name!r}, context_window={self.context_window})"
+
+
+def _token_text(llm: Any, token: int) -> str:
+    """A special token's text (``""`` for none, -1), as llama-cpp-python passes it to the template."""
+    return str(llm._model.token_get_text(token)) if token != -1 else ""
 
 
 def _plain(messages: Sequence[Message]) -> list[dict[str, str]]:

@@ -96,6 +96,11 @@ class FairModel:
     def count_tokens(self, text: str) -> int:
         return self.backend.count_tokens(text)
 
+    def count_sent_tokens(self, messages: Sequence[Message], rendering: str) -> int | None:
+        """The backend's exact count of ``messages`` as sent, where it has one (else None)."""
+        exact = getattr(self.backend, "count_sent_tokens", None)
+        return exact(messages, rendering) if callable(exact) else None
+
     def generate(self, messages: Sequence[Message], *, max_tokens: int, stop: Sequence[str] = (), rendering: str = "chat") -> Generation:
         return self._in_turn(lambda: self.backend.generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering),
                              lambda gen: gen)

@@ -44,13 +44,14 @@ from typing import Any
 
 from rizz.adapters.models import Message
 from rizz.adapters.verifiers import extract_answer, verify
-from rizz.core import compile_prompt, prompt_blocks
+from rizz.core import prompt_blocks
 from rizz.core.retrieval import Retrieved
 from rizz.engine.answering import (
     budget as prompt_budget,
+    compile_sent,
     evidence_text as step_evidence,  # the evidence text rizz's own answer path compiles
 )
-from rizz.engine.render import answer_settings, render
+from rizz.engine.render import answer_settings
 from rizz.errors import RizzError
 from rizz.formats.policy_file import load_policy
 from rizz.formats.streams import StreamElement, read_stream
@@ -203,9 +204,8 @@ def mem0_messages(el: StreamElement, memories: list[str], rendering: str, model:
     then gives no answer either).
     """
     frozen = load_policy("frozen")
-    prompt = compile_prompt(prompt_blocks(Retrieved(), el.input, el.instruction, step_evidence(el)), frozen.compiler, model.count_tokens,
-                            prompt_budget(frozen, model, el.shape, budget_cap))
-    msgs = render(prompt, el.shape, rendering)
+    _, msgs = compile_sent(prompt_blocks(Retrieved(), el.input, el.instruction, step_evidence(el)), frozen, model, el.shape, rendering,
+                           prompt_budget(frozen, model, el.shape, budget_cap))
     if not memories:
         return msgs
     first = msgs[0]
