@@ -691,7 +691,7 @@ def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
         line += (f"; {cache} already holds {plural(held, 'reply', 'replies')} of this model, and a reply found there takes"
                  " no model time: if they are this demo's, it takes much less")
     if threads >= 2:  # time_estimate's busy note names RIZZ_THREADS=1: say how; or say it for a job that starts later
-        line += ("; stop the demo and run it again with RIZZ_THREADS=1: it resumes" if load >= 0.5
+        line += (": stop the demo and rerun it that way (it resumes)" if load >= 0.5
                  else "; if another CPU-heavy job shares the cores, run it with RIZZ_THREADS=1")
     return line
 

@@ -212,9 +212,9 @@ def time_estimate(steps_left: Mapping[str, int], seconds_per_step: Mapping[str, 
         >>> time_estimate({"frozen": 84, "default": 84}, {"frozen": 1.7, "default": 3.0}, 0.1, 2, 2, 5.2)
         'about 6.7 min on idle cores: model load 0.1 + frozen 2.4 + default 4.2 min'
         >>> time_estimate({"frozen": 0, "default": 42}, {"frozen": 1.7, "default": 3.0}, 1.6, 2, 2, 5.2)
-        'about 2.2 min on idle cores: model load 0.1 + default 2.1 min (frozen done); the cores are busy now (1.6 of 2 in use), and 2 llama.cpp threads slow down far more than their share of the cores beside another job: expect 4–10 min (1.8–4.8×); set RIZZ_THREADS=1 for one thread, which holds up better on a shared CPU'
+        'about 2.2 min on idle cores: model load 0.1 + default 2.1 min (frozen done); the cores are busy (1.6 of 2 in use): expect 4–10 min (1.8–4.8×), as 2 llama.cpp threads lose far more than their share beside another job; one (RIZZ_THREADS=1) holds up better'
         >>> time_estimate({"default": 42}, {"default": 3.0}, 1.6, 2, 1)
-        'about 2.1 min on idle cores: default 2.1 min; the cores are busy now (1.6 of 2 in use), and with RIZZ_THREADS=1 (one llama.cpp thread) expect 3–7 min (1.3–3.2×)'
+        'about 2.1 min on idle cores: default 2.1 min; the cores are busy (1.6 of 2 in use): expect 3–7 min (1.3–3.2×) with RIZZ_THREADS=1 (one llama.cpp thread)'
         >>> time_estimate({"frozen": 3}, {"frozen": 1.7}, 0.1, 2, 2)
         'about 5 s on idle cores: frozen 5 s'
     """  # noqa: E501 - a doctest's output is one line
@@ -233,11 +233,9 @@ def time_estimate(steps_left: Mapping[str, int], seconds_per_step: Mapping[str, 
     if load >= 0.5:
         low = max(1.0, (load + threads) / cores)
         high = max(low, BUSY_SLOWDOWN[min(threads, 2)])
-        text += f"; the cores are busy now ({load:.1f} of {cores} in use), and "
+        text += f"; the cores are busy ({load:.1f} of {cores} in use): expect {_span(total * low, total * high)} ({low:.1f}–{high:.1f}×)"
         if threads >= 2:
-            text += (f"{threads} llama.cpp threads slow down far more than their share of the cores beside another job: expect "
-                     f"{_span(total * low, total * high)} ({low:.1f}–{high:.1f}×); set RIZZ_THREADS=1 for one thread, which holds"
-                     " up better on a shared CPU")
+            text += f", as {threads} llama.cpp threads lose far more than their share beside another job; one (RIZZ_THREADS=1) holds up better"
         else:
-            text += (f"with RIZZ_THREADS=1 (one llama.cpp thread) expect {_span(total * low, total * high)} ({low:.1f}–{high:.1f}×)")
+            text += " with RIZZ_THREADS=1 (one llama.cpp thread)"
     return text

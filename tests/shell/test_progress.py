@@ -243,16 +243,15 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
                                                        for kind in ("step", "distill")))
     monkeypatch.setattr(cli, "busy_cores", lambda: 2.0)
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(out), "--limit", "84"]).output.splitlines()[0]
-    assert line.endswith(": about 2.2 min on idle cores: model load 0.1 + default 2.1 min (frozen done); the cores are busy now (2.0 of"
-                         " 2 in use), and 2 llama.cpp threads slow down far more than their share of the cores beside another job:"
-                         " expect 4–10 min (2.0–4.8×); set RIZZ_THREADS=1 for one thread, which holds up better on a shared CPU;"
-                         " stop the demo and run it again with RIZZ_THREADS=1: it resumes"), line
+    assert line.endswith(": about 2.2 min on idle cores: model load 0.1 + default 2.1 min (frozen done); the cores are busy (2.0 of"
+                         " 2 in use): expect 4–10 min (2.0–4.8×), as 2 llama.cpp threads lose far more than their share beside"
+                         " another job; one (RIZZ_THREADS=1) holds up better: stop the demo and rerun it that way (it resumes)"), line
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d2"), "--model", "anthropic"]).output.splitlines()[0]
     assert line.endswith("; no time estimate for --model anthropic (the measured figures are the embedded model's)"), line
     # the default model named in full gets the estimate; the other shipped model does not
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d3"), "--model",
                                         "embedded:qwen2.5-coder-1.5b-instruct"]).output.splitlines()[0]
-    assert ": about 4.8 min on idle cores: model load 0.1 + frozen 1.7 + default 3.0 min; the cores are busy now" in line, line  # 60 steps
+    assert ": about 4.8 min on idle cores: model load 0.1 + frozen 1.7 + default 3.0 min; the cores are busy (" in line, line  # 60 steps
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d4"), "--model",
                                         "embedded:qwen2.5-coder-0.5b-instruct"]).output.splitlines()[0]
     assert "no time estimate for --model embedded:qwen2.5-coder-0.5b-instruct" in line, line
@@ -278,12 +277,11 @@ def test_the_demo_estimate_on_busy_cores_is_a_range_up_to_the_measured_slowdown_
     assert abs(total - sum(parts)) < 1e-9 and total == 7.0, line  # 0.1 + 3.5 + 3.4: 5.2 s + 209.0 s + 202.8 s
     span = re.search(r"expect (\d+)–(\d+) min \(1\.4–([\d.]+)×\)", line)
     assert span and int(span[2]) >= 4 * total and float(span[3]) == BUSY_SLOWDOWN[2] >= 4, line
-    assert "set RIZZ_THREADS=1" in line and line.endswith("; stop the demo and run it again with RIZZ_THREADS=1: it resumes"), line
+    assert "one (RIZZ_THREADS=1) holds up better" in line and line.endswith(": stop the demo and rerun it that way (it resumes)"), line
     monkeypatch.setenv("RIZZ_THREADS", "1")  # already one thread: no advice to set it, and a narrower range
     line = cli._demo_estimate(tmp_path / "demo", cli.DEMO_LIMIT, "embedded", cli.DEMO_BUDGET)
-    assert line.endswith("; the cores are busy now (0.8 of 2 in use), and with RIZZ_THREADS=1 (one llama.cpp thread) expect 7–22 min"
-                         " (1.0–3.2×)"), line
-    assert "set RIZZ_THREADS=1" not in line and "run it again" not in line, line
+    assert line.endswith("; the cores are busy (0.8 of 2 in use): expect 7–22 min (1.0–3.2×) with RIZZ_THREADS=1 (one llama.cpp thread)"), line
+    assert "holds up better" not in line and "rerun" not in line, line
 
 
 def test_the_demo_estimate_says_when_the_response_cache_already_holds_replies(tmp_path, monkeypatch):
