@@ -215,10 +215,7 @@ def _prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: Any, led:
     p = rec.prompt
     assert p is not None
     got = retrieve(own, policy, inp, decision)
-    source = {("examples", s.item.key): s.branch_id for s in got.episodes}  # type: ignore[attr-defined]
-    source |= {("rules", s.item.id): s.branch_id for s in got.rules}  # type: ignore[attr-defined]
-    source |= {("mistakes", s.item.key): s.branch_id for s in got.anti_patterns}  # type: ignore[attr-defined]
-    source |= {("scoped_context", s.item.key): s.branch_id for s in got.context}  # type: ignore[attr-defined]
+    source = _sources(got)
     blocks = prompt_blocks(got, inp.text, inp.instruction, inp.evidence)
     gone = {(d[0], d[1]) for d in p.dropped}
     shown = {b: [it for it in items if (b, it.id) not in gone] for b, items in blocks.items()}
@@ -257,6 +254,15 @@ def _prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: Any, led:
     return out
 
 
+def _sources(got: Any) -> dict[tuple[str, str], str]:
+    """(block, item id) -> the branch each retrieved memory item was read from."""
+    source = {("examples", s.item.key): s.branch_id for s in got.episodes}
+    source |= {("rules", s.item.id): s.branch_id for s in got.rules}
+    source |= {("mistakes", s.item.key): s.branch_id for s in got.anti_patterns}
+    source |= {("scoped_context", s.item.key): s.branch_id for s in got.context}
+    return source
+
+
 def _episode_prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: Any, led: Ledger, tenant: str | None,
                     rd: RunDir) -> dict[str, Any]:
     """The memory an agent step's prompts showed, block by block, and the logged prompt text.
@@ -273,10 +279,7 @@ def _episode_prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: A
     p = rec.prompt
     assert p is not None
     got = retrieve(own, policy, inp, decision)
-    source = {("examples", s.item.key): s.branch_id for s in got.episodes}  # type: ignore[attr-defined]
-    source |= {("rules", s.item.id): s.branch_id for s in got.rules}  # type: ignore[attr-defined]
-    source |= {("mistakes", s.item.key): s.branch_id for s in got.anti_patterns}  # type: ignore[attr-defined]
-    source |= {("scoped_context", s.item.key): s.branch_id for s in got.context}  # type: ignore[attr-defined]
+    source = _sources(got)
     blocks = prompt_blocks(got, inp.text, None, None)
     el = StreamElement(id=rec.id, input=inp.text)  # no tool list: episode_keys name the examples offered_tools kept
     examples = shown_examples(blocks["examples"], got, el, policy.agents)
