@@ -4,6 +4,7 @@ import json
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,10 +59,9 @@ def test_cli_run_against_an_unreachable_server_exits_2_in_one_message(tmp_path, 
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("command", ["run", "bench"])
-def test_cli_episode_stream_against_an_unreachable_server_exits_2_in_one_message(tmp_path, monkeypatch, command):
-    """An episode stream (tools: the native tool-calling agent's own request) stops as a plain
-    stream does; it was an openai.APIConnectionError traceback, exit 1."""
+def _episode_cli(tmp_path: Path, monkeypatch: Any, command: str, model: str) -> tuple[Any, str]:
+    """``rizz run``/``bench`` of three bfcl-mini episode elements against ``model``: the result
+    and everything it printed."""
     from typer.testing import CliRunner
 
     from rizz.apps import cli
@@ -73,11 +73,16 @@ def test_cli_episode_stream_against_an_unreachable_server_exits_2_in_one_message
     root = Path(__file__).resolve().parents[2]
     stream = tmp_path / "b.jsonl"
     stream.write_text("".join((root / "data/bfcl-mini/test.jsonl").read_text().splitlines(keepends=True)[:3]))
-    out = tmp_path / "out"
     policy = ["--policy", "default"] if command == "run" else ["-P", "frozen,default"]
-    res = CliRunner().invoke(cli.app, [command, str(stream), *policy, "--out", str(out),
-                                       "--model", f"openai:http://127.0.0.1:{_closed_port()}/v1#x"])
-    err = res.output + (res.stderr if res.stderr_bytes is not None else "")
+    res = CliRunner().invoke(cli.app, [command, str(stream), *policy, "--out", str(tmp_path / "out"), "--model", model])
+    return res, res.output + (res.stderr if res.stderr_bytes is not None else "")
+
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_cli_episode_stream_against_an_unreachable_server_exits_2_in_one_message(tmp_path, monkeypatch, command):
+    """An episode stream (tools: the native tool-calling agent's own request) stops as a plain
+    stream does; it was an openai.APIConnectionError traceback, exit 1."""
+    res, err = _episode_cli(tmp_path, monkeypatch, command, f"openai:http://127.0.0.1:{_closed_port()}/v1#x")
     assert res.exit_code == 2, (res.exception, err)
     assert "openai:http://127.0.0.1:" in err and "#x: cannot reach the server (APIConnectionError" in err
     assert "no step had finished, so there is nothing to keep; run the same command again to start" in err
@@ -89,27 +94,13 @@ def test_cli_episode_stream_against_a_server_that_rejects_tools_exits_2_in_one_l
     """A server that takes no ``tools`` (llama.cpp's llama-server without --jinja answers 400)
     stops an episode stream with one line naming the server, the status and the rejected tools
     request, and what to do; it was an openai.BadRequestError traceback, exit 1."""
-    from typer.testing import CliRunner
-
-    from rizz.apps import cli
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from stubs import HashEmbedder
-
     def route(method, path, body):
         if isinstance(body, dict) and "tools" in body:
             return 400, {"error": {"code": 400, "message": "tools param requires --jinja flag", "type": "invalid_request_error"}}, {}
         return 404, {"error": "no"}, {}
 
     srv = http_server(route)
-    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
-    root = Path(__file__).resolve().parents[2]
-    stream = tmp_path / "b.jsonl"
-    stream.write_text("".join((root / "data/bfcl-mini/test.jsonl").read_text().splitlines(keepends=True)[:3]))
-    out = tmp_path / "out"
-    policy = ["--policy", "default"] if command == "run" else ["-P", "frozen,default"]
-    res = CliRunner().invoke(cli.app, [command, str(stream), *policy, "--out", str(out), "--model", f"openai:{srv.url}/v1#x"])
-    err = res.output + (res.stderr if res.stderr_bytes is not None else "")
+    res, err = _episode_cli(tmp_path, monkeypatch, command, f"openai:{srv.url}/v1#x")
     assert res.exit_code == 2, (res.exception, err)
     said = (f"openai:{srv.url}/v1#x: the server at {srv.url}/v1 rejected the tools request (HTTP 400 invalid_request_error: "
             "tools param requires --jinja flag); if it takes no tools (an episode's are sent as the API's tools, "
