@@ -97,7 +97,8 @@ def compile_sent(blocks: Any, policy: Policy, model: ModelBackend, shape: str | 
     (:func:`~rizz.adapters.models.base.sent_tokens`: exact for the embedded models, an estimate
     elsewhere) and, while they are over, compiles again under a limit lowered by the excess (at
     most three times; the template's tokens do not depend on the content, so the second compile
-    fits but for a token merged at a block's edge). Raises PromptBudgetError when the
+    fits but for a token merged at a block's edge). The prompt's ``budget`` is ``limit``.
+    Raises PromptBudgetError when the
     instruction and the input alone do not fit (the step is an overflow, scored 0)."""
     inner = limit
     for _ in range(3):
@@ -105,7 +106,9 @@ def compile_sent(blocks: Any, policy: Policy, model: ModelBackend, shape: str | 
         messages = render(prompt, shape, rendering)
         over = sent_tokens(model, messages, rendering) - limit
         if over <= 0:
-            return prompt, messages
+            # the step's budget is ``limit`` (what the log's prompt.budget, summary.json's
+            # budget_exceeded and rizz diff's budget source read), not the lowered compile limit
+            return attrs.evolve(prompt, budget=limit), messages
         inner -= over
         if inner < 1:
             break

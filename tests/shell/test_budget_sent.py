@@ -80,3 +80,23 @@ def test_embedded_counts_its_prompts_as_it_sends_them():
         for msgs in ([Message("user", "Input: Zürich ist schön 😀 <|im_start|>\nAnswer:")],
                      [Message("user", "q1"), Message("assistant", "a1"), Message("user", "q2 é")]):
             assert m.count_sent_tokens(msgs, rendering) == m.generate(msgs, max_tokens=1, rendering=rendering).prompt_tokens
+
+
+def test_a_prompt_compiled_again_keeps_the_steps_budget(tmp_path: Path):
+    """compile_sent lowers the compile limit by the frame's excess; the prompt's (and the log's)
+    budget stays the step's budget: a prompt sent at exactly its 120-token budget is not counted
+    as over it, and rizz diff names --budget as its source (the lowered 84 read as neither)."""
+    blocks = prompt_blocks(Retrieved(), "question", "Choose A or B.", "\n\n".join(f"e{j}" for j in range(100)))
+    prompt, msgs = compile_sent(blocks, load_policy("evidence"), Framed(), "letter", "chat", 120)
+    assert prompt.token_count < 120 - FRAME // 2 and sent_tokens(Framed(), msgs, "chat") <= 120
+    assert prompt.budget == 120
+    stream = tmp_path / "s.jsonl"
+    rows = [{"id": f"x{i}", "instruction": "Choose A or B.", "input": f"question {i}", "evidence": [f"e{i}x{j}" for j in range(100)],
+             "reference": "A", "verifier": "exact_match", "metadata": {"shape": "letter", "task": "T"}} for i in range(4)]
+    stream.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "run"
+    summary = run_stream(stream, load_policy("evidence"), "evidence", out, Framed(), HashEmbedder(), log=lambda m: None, budget=120)
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    steps = [r for r in records if isinstance(r.get("prompt"), dict)]
+    assert len(steps) == 4 and all(r["prompt"]["budget"] == 120 and r["prompt"]["tokens"] < 120 for r in steps)
+    assert summary["answer_prompt_tokens_max"] == 120 and summary["budget_exceeded"] == 0
