@@ -53,8 +53,9 @@ def sent_prompt_tokens(record: dict[str, Any]) -> int:
     the compiled prompt with its answer-format line and chat template), what the budget bounds
     (:func:`rizz.engine.answering.compile_sent`); the compiled count (``prompt.tokens``) for an
     episode (its turns are budgeted by the agent loop) or a step whose answer call was not
-    recorded. A record with a ``prompt``."""
-    sent = [int(c["prompt_tokens"]) for c in record.get("calls", ()) if c.get("kind") == "answer"]
+    recorded or reported no prompt tokens (0: the ``oracle`` model, which sends nothing). A
+    record with a ``prompt``."""
+    sent = [n for c in record.get("calls", ()) if c.get("kind") == "answer" and (n := int(c["prompt_tokens"])) > 0]
     if "episode" in record or not sent:
         return int(record["prompt"]["tokens"])
     return max(sent)

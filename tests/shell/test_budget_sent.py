@@ -100,3 +100,19 @@ def test_a_prompt_compiled_again_keeps_the_steps_budget(tmp_path: Path):
     steps = [r for r in records if isinstance(r.get("prompt"), dict)]
     assert len(steps) == 4 and all(r["prompt"]["budget"] == 120 and r["prompt"]["tokens"] < 120 for r in steps)
     assert summary["answer_prompt_tokens_max"] == 120 and summary["budget_exceeded"] == 0
+
+
+def test_a_model_that_reports_no_prompt_tokens_keeps_the_compiled_count(tmp_path: Path):
+    """The oracle model sends nothing (its calls report 0 prompt tokens): summary.json's largest
+    answer prompt is the compiled one, not 0."""
+    from rizz.adapters.models.oracle import OracleModel
+
+    stream = tmp_path / "s.jsonl"
+    rows = [{"id": f"x{i}", "instruction": "Choose A or B.", "input": " ".join(f"t{i}w{j}" for j in range(20 + i)),
+             "reference": "A", "verifier": "exact_match", "metadata": {"shape": "letter", "task": "T"}} for i in range(3)]
+    stream.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "run"
+    summary = run_stream(stream, load_policy("frozen"), "frozen", out, OracleModel(), HashEmbedder(), log=lambda m: None)
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    compiled = [r["prompt"]["tokens"] for r in records if isinstance(r.get("prompt"), dict)]
+    assert len(compiled) == 3 and summary["answer_prompt_tokens_max"] == max(compiled) > 20
