@@ -671,9 +671,14 @@ def replay_differences(run: dict[str, Any], refold: dict[str, Any]) -> list[str]
         if a == b or key in ("policy", "answers_from", "log_records"):
             continue
         if key == "branches":
-            out.append(f"branches {a['total']} ({a['active']} active) → {b['total']} ({b['active']} active)")
+            def branches(v: dict[str, Any] | None) -> str:
+                return f"{v['total']} ({v['active']} active)" if v else "not recorded"
+
+            out.append(f"branches {branches(a)} → {branches(b)}")
         elif key == "branch_labels":
-            def labels(rows: dict[str, Any]) -> str:
+            def labels(rows: dict[str, Any] | None) -> str:  # None: a summary.json written before labels were recorded
+                if rows is None:
+                    return "not recorded"
                 names = sorted({r["label"] for r in rows.values()})
                 return ", ".join(names[:6]) + (f" (+{len(names) - 6} more)" if len(names) > 6 else "") if names else "none"
 
