@@ -116,3 +116,17 @@ def test_a_model_that_reports_no_prompt_tokens_keeps_the_compiled_count(tmp_path
     records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     compiled = [r["prompt"]["tokens"] for r in records if isinstance(r.get("prompt"), dict)]
     assert len(compiled) == 3 and summary["answer_prompt_tokens_max"] == max(compiled) > 20
+
+
+@pytest.mark.model
+def test_the_peers_server_path_counts_its_prompts_as_the_server_does():
+    """In a bench with peers rizz's entries answer through llama-cpp-python's server: the backend
+    counts with the served GGUF's own template (SentTokenCounter.of_file), as the server does."""
+    from rizz.lab.peers.setup import peer_model
+
+    with peer_model("embedded:qwen2.5-coder-0.5b-instruct", None) as pm:
+        for rendering in ("chat", "raw"):
+            for msgs in ([Message("user", "Input: Zürich ist schön 😀\nAnswer:")],
+                         [Message("user", "q1"), Message("assistant", "a1"), Message("user", "q2 é")]):
+                sent = sent_tokens(pm.backend, msgs, rendering)
+                assert sent == pm.backend.generate(msgs, max_tokens=1, rendering=rendering).prompt_tokens, (rendering, msgs)

@@ -167,9 +167,11 @@ def test_peer_model_passes_kv_reuse_to_the_llama_server_under_one_name(monkeypat
             return False
 
     monkeypatch.setattr(setup, "LlamaServer", FakeServer)
+    monkeypatch.setattr(setup.SentTokenCounter, "of_file", classmethod(lambda cls, path: ("counter of", Path(path).name)))
     gguf = tmp_path / "m.gguf"
     with setup.peer_model(f"gguf:{gguf}?kv_reuse=0", None) as pm:  # the same answers: one name
         assert pm.backend.name == "llama_cpp.server:m" and pm.upstream == "http://127.0.0.1:9/v1"
+        assert pm.backend.sent_counter == ("counter of", "m.gguf")  # the served file's template counts its prompts
     with setup.peer_model(f"gguf:{gguf}", None) as pm:
         assert pm.backend.name == "llama_cpp.server:m"
     assert made == [("m.gguf", False), ("m.gguf", True)]

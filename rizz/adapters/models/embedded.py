@@ -71,6 +71,7 @@ __all__ = [
     "EmbeddedModel",
     "KV_CACHE_BYTES",
     "PROMPT_CHUNK",
+    "SentTokenCounter",
     "default_gguf_path",
     "lean_ram_cache",
 ]
@@ -279,9 +280,7 @@ class EmbeddedModel:
         self.context_window = int(self._llm.n_ctx())
         own = self._llm.chat_format == "chat_template.default"  # else a built-in format llama-cpp-python guessed
         self.chat_template = str(self._llm.metadata.get("tokenizer.chat_template") or "") if own else ""
-        self._formatter = llama_cpp.llama_chat_format.Jinja2ChatFormatter(  # what llama-cpp-python renders "chat" with
-            template=self.chat_template, eos_token=_token_text(self._llm, self._llm.token_eos()),
-            bos_token=_token_text(self._llm, self._llm.token_bos())) if self.chat_template else None
+        self._sent = SentTokenCounter(self._llm, self.chat_template, llama_cpp)
 
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` under the GGUF's tokenizer (no BOS; special tokens as text)."""
@@ -290,16 +289,9 @@ class EmbeddedModel:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def count_sent_tokens(self, messages: Sequence[Message], rendering: str) -> int | None:
-        """Prompt tokens :meth:`generate` evaluates for ``messages`` (its ``prompt_tokens``):
-        under ``chat`` the GGUF's own template (its default system prompt included) tokenized
-        as llama-cpp-python's chat handler does; under ``raw`` the joined text with the BOS
-        token. None under ``chat`` for a file without its own template (a built-in format)."""
-        if rendering == "raw":
-            return len(self._llm.tokenize(render_raw(messages).encode("utf-8"), add_bos=True, special=True))
-        if self._formatter is None:
-            return None
-        out = self._formatter(messages=_plain(messages))
-        return len(self._llm.tokenize(out.prompt.encode("utf-8"), add_bos=not out.added_special, special=True))
+        """Prompt tokens :meth:`generate` evaluates for ``messages`` (its ``prompt_tokens``;
+        :class:`SentTokenCounter`)."""
+        return self._sent(messages, rendering)
 
     def generate(
         self,
@@ -402,6 +394,45 @@ class EmbeddedModel:
 
     def __repr__(self) -> str:
         return f"EmbeddedModel(name={self.name!r}, context_window={self.context_window})"
+
+
+class SentTokenCounter:
+    """Counts messages as llama-cpp-python sends a GGUF model them: under ``chat`` the file's
+    own chat template (its default system prompt included) tokenized as its chat handler does,
+    under ``raw`` the joined text (:func:`~rizz.adapters.models.base.render_raw`) with the BOS
+    token. Equal to the ``prompt_tokens`` llama.cpp reports, in process or through
+    ``llama_cpp.server`` (tests/shell/test_budget_sent.py).
+
+    Args:
+        llm: a ``llama_cpp.Llama`` (a vocabulary-only one is enough: :meth:`of_file`).
+        chat_template: the template ``chat`` renders (``""``: a built-in format, not counted).
+
+    Calling it returns the count, or None under ``chat`` without the file's own template.
+    """
+
+    def __init__(self, llm: Any, chat_template: str, llama_cpp: Any) -> None:
+        self._llm = llm
+        self._formatter = llama_cpp.llama_chat_format.Jinja2ChatFormatter(  # what llama-cpp-python renders "chat" with
+            template=chat_template, eos_token=_token_text(llm, llm.token_eos()),
+            bos_token=_token_text(llm, llm.token_bos())) if chat_template else None
+
+    @classmethod
+    def of_file(cls, path: str | os.PathLike[str]) -> SentTokenCounter:
+        """The counter of a GGUF file, from its vocabulary alone (no weights loaded): for a
+        model llama-cpp-python's server serves (the peers' bench). Raises ModelUnavailableError
+        without llama-cpp-python."""
+        llama_cpp = _import_llama()
+        llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        own = llm.chat_format == "chat_template.default"
+        return cls(llm, str(llm.metadata.get("tokenizer.chat_template") or "") if own else "", llama_cpp)
+
+    def __call__(self, messages: Sequence[Message], rendering: str) -> int | None:
+        if rendering == "raw":
+            return len(self._llm.tokenize(render_raw(messages).encode("utf-8"), add_bos=True, special=True))
+        if self._formatter is None:
+            return None
+        out = self._formatter(messages=_plain(messages))
+        return len(self._llm.tokenize(out.prompt.encode("utf-8"), add_bos=not out.added_special, special=True))
 
 
 def _token_text(llm: Any, token: int) -> str:

@@ -49,7 +49,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rizz.adapters.models.base import (
@@ -168,6 +168,7 @@ class OpenAICompatModel:
         root_path = parts.path[: -len("/v1")] if parts.path.endswith("/v1") else parts.path
         self.root_url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, root_path, "", ""))
         self.context_window = int(context_window)
+        self.sent_counter: Callable[[Sequence[Message], str], int | None] | None = None
         self.temperature = float(temperature)
         self._client = openai.OpenAI(
             base_url=self.api_url,
@@ -347,6 +348,13 @@ class OpenAICompatModel:
                                            "add_special_tokens": False})
             return int(out["count"])
         return estimate_tokens(text)
+
+    def count_sent_tokens(self, messages: Sequence[Message], rendering: str) -> int | None:
+        """The prompt tokens of ``messages`` as the server evaluates them, when the caller knows
+        its template (:attr:`sent_counter`: the peers' bench sets it to the served GGUF's
+        :class:`~rizz.adapters.models.embedded.SentTokenCounter`); None otherwise (the budget
+        then estimates the template, :func:`~rizz.adapters.models.base.sent_tokens`)."""
+        return self.sent_counter(messages, rendering) if self.sent_counter is not None else None
 
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` via the server's tokenizer endpoint, else the estimate."""

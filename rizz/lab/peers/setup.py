@@ -24,6 +24,8 @@ from typing import Any
 import attrs
 
 from rizz.adapters.models import CachedModel, ResponseCache, load_model
+from rizz.adapters.models.embedded import SentTokenCounter
+from rizz.adapters.models.openai_backend import OpenAICompatModel
 from rizz.adapters.models.shipped import gguf_of_spec
 from rizz.adapters.models.spec import split_options
 from rizz.lab.peers.server import MODEL_ALIAS, LlamaServer
@@ -65,6 +67,8 @@ def peer_model(spec: str, cache: str | Path | None) -> Iterator[PeerModel]:
             # response cache and resumes its RUN_DIRs
             # (kv_reuse or not: the same answers, one name)
             backend.name = f"llama_cpp.server:{server.gguf.stem}"
+            if isinstance(backend, OpenAICompatModel):  # the served file's template: the budget bounds prompts as sent
+                backend.sent_counter = SentTokenCounter.of_file(gguf)
             if cache is not None:
                 backend = CachedModel(backend, ResponseCache(cache))
             yield PeerModel(backend, server.url + "/v1", MODEL_ALIAS, rendering)
