@@ -109,3 +109,20 @@ def test_cli_episode_stream_against_a_server_that_rejects_tools_exits_2_in_one_l
     assert said in err.splitlines(), err
     assert "no step had finished, so there is nothing to keep; run the same command again to start" in err
     assert "Traceback" not in err and isinstance(res.exception, SystemExit)
+
+
+def test_a_400_about_the_context_window_is_not_called_a_rejected_tools_request(tmp_path, monkeypatch, http_server):
+    """llama.cpp's llama-server answers a prompt past its context with a 400: the line gives the
+    server's message, without the advice for a server that takes no tools."""
+    message = "the request exceeds the available context size, try increasing it"
+
+    def route(method, path, body):
+        if isinstance(body, dict) and "tools" in body:
+            return 400, {"error": {"code": 400, "message": message, "type": "exceed_context_size_error"}}, {}
+        return 404, {"error": "no"}, {}
+
+    srv = http_server(route)
+    res, err = _episode_cli(tmp_path, monkeypatch, "run", f"openai:{srv.url}/v1#x")
+    assert res.exit_code == 2, (res.exception, err)
+    assert f"openai:{srv.url}/v1#x: the server refused the request (HTTP 400 exceed_context_size_error: {message})" in err.splitlines(), err
+    assert "rejected the tools request" not in err and "Traceback" not in err

@@ -238,7 +238,8 @@ class OpenAICompatModel:
             ModelRequestError: the server refused the request (HTTP 4xx other than
                 408/409/429), in one line naming the server, the status and its message; on
                 a 400 or 422, or a message naming tools, it says the server rejected the tools
-                request and how to start one that takes tools (a server without tool-call
+                request and how to start one that takes tools (not when the message is about
+                the context window: llama-server answers a prompt past it with a 400) (a server without tool-call
                 support, such as llama.cpp's llama-server without ``--jinja``, refuses so).
             openai.APIStatusError: HTTP 408/409/429/5xx after the retries, unchanged (the agent
                 reads the server's own context-window refusal, a 500, from it).
@@ -256,7 +257,8 @@ class OpenAICompatModel:
             if not 400 <= status < 500 or status in (408, 409, 429):
                 raise
             kind, message = _server_message(err)
-            if "tools" in kwargs and (status in (400, 422) or "tool" in message.lower()):
+            about_window = any(w in message.lower() for w in ("context", "exceed", "too long", "too many tokens"))
+            if "tools" in kwargs and not about_window and (status in (400, 422) or "tool" in message.lower()):
                 raise ModelRequestError(
                     f"{self.name}: the server at {self.api_url} rejected the tools request (HTTP {status} {kind}: {message}); "
                     "if it takes no tools (an episode's are sent as the API's tools, tool_choice auto), start it with "
