@@ -681,6 +681,8 @@ def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
     head = f"rizz demo: frozen, then default, over the first {limit} elements of the shipped TRACE slice"
     if backend_name(model.strip().lower()) != backend_name("embedded"):  # the default model, by any of its names
         return f"{head}; no time estimate for --model {model} (the measured figures are the embedded model's)"
+    if not any(left.values()):  # finished: the bench reprints its table, running nothing
+        return f"{head}: {time_estimate(left, DEMO_STEP_SECONDS, 0.0, 1, 1)}"
     threads = int(os.environ.get("RIZZ_THREADS", "2"))
     load = busy_cores()
     guess = time_estimate(left, DEMO_STEP_SECONDS, load, os.cpu_count() or 1, threads, DEMO_LOAD_SECONDS)

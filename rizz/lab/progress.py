@@ -217,9 +217,13 @@ def time_estimate(steps_left: Mapping[str, int], seconds_per_step: Mapping[str, 
         'about 2.1 min on idle cores: default 2.1 min; the cores are busy (1.6 of 2 in use): expect 3–7 min (1.3–3.2×) with RIZZ_THREADS=1 (one llama.cpp thread)'
         >>> time_estimate({"frozen": 3}, {"frozen": 1.7}, 0.1, 2, 2)
         'about 5 s on idle cores: frozen 5 s'
+        >>> time_estimate({"frozen": 0, "default": 0}, {"frozen": 1.7, "default": 3.0}, 1.6, 2, 2, 5.2)
+        'nothing left to run (frozen, default done)'
     """  # noqa: E501 - a doctest's output is one line
     per = {p: n * seconds_per_step[p] for p, n in steps_left.items() if n}
     done = [p for p, n in steps_left.items() if not n]
+    if not per:  # a finished run: nothing is run, the model not loaded
+        return f"nothing left to run ({', '.join(done)} done)"
     parts = ({"model load": start_seconds} if start_seconds else {}) | per
     total = sum(parts.values())
     if total >= 90:  # each part rounded first, so that they add up to the total said

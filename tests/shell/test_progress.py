@@ -246,6 +246,10 @@ def test_demo_says_how_long_it_should_take_before_it_starts(tmp_path, monkeypatc
     assert line.endswith(": about 2.2 min on idle cores: model load 0.1 + default 2.1 min (frozen done); the cores are busy (2.0 of"
                          " 2 in use): expect 4–10 min (2.0–4.8×), as 2 llama.cpp threads lose far more than their share beside"
                          " another job; one (RIZZ_THREADS=1) holds up better: stop the demo and rerun it that way (it resumes)"), line
+    (out / "default" / "log.jsonl").write_text("".join(json.dumps({"step": i, "kind": "step"}) + "\n" for i in range(84)))
+    line = CliRunner().invoke(cli.app, ["demo", "--out", str(out), "--limit", "84"]).output.splitlines()[0]
+    # a finished demo reprints its table: no model load, no advice (it said "about 5 s: model load 5 s")
+    assert line.endswith("slice: nothing left to run (frozen, default done)"), line
     line = CliRunner().invoke(cli.app, ["demo", "--out", str(tmp_path / "d2"), "--model", "anthropic"]).output.splitlines()[0]
     assert line.endswith("; no time estimate for --model anthropic (the measured figures are the embedded model's)"), line
     # the default model named in full gets the estimate; the other shipped model does not
