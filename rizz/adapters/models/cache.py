@@ -42,6 +42,7 @@ from rizz.adapters.models.base import (
     ModelBackend,
     answer_and_reasoning,
     check_generate_args,
+    sent_tokens,
 )
 from rizz.store.durable import disk_full, fault_point
 
@@ -287,10 +288,9 @@ class CachedModel:
     def count_tokens(self, text: str) -> int:
         return self.backend.count_tokens(text)
 
-    def count_sent_tokens(self, messages: Sequence[Message], rendering: str) -> int | None:
-        """The backend's exact count of ``messages`` as sent, where it has one (else None)."""
-        exact = getattr(self.backend, "count_sent_tokens", None)
-        return exact(messages, rendering) if callable(exact) else None
+    def count_sent_tokens(self, messages: Sequence[Message], rendering: str) -> int:
+        """``messages`` as the backend sends them (:func:`~rizz.adapters.models.base.sent_tokens`)."""
+        return sent_tokens(self.backend, messages, rendering)
 
     def generate(
         self,

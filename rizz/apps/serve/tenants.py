@@ -28,7 +28,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from rizz.adapters.models.base import Generation, Message, ModelError
+from rizz.adapters.models.base import Generation, Message, ModelError, sent_tokens
 from rizz.core import Verdict
 from rizz.errors import RizzError
 from rizz.formats.wording import plural
@@ -96,10 +96,9 @@ class FairModel:
     def count_tokens(self, text: str) -> int:
         return self.backend.count_tokens(text)
 
-    def count_sent_tokens(self, messages: Sequence[Message], rendering: str) -> int | None:
-        """The backend's exact count of ``messages`` as sent, where it has one (else None)."""
-        exact = getattr(self.backend, "count_sent_tokens", None)
-        return exact(messages, rendering) if callable(exact) else None
+    def count_sent_tokens(self, messages: Sequence[Message], rendering: str) -> int:
+        """``messages`` as the backend sends them (:func:`~rizz.adapters.models.base.sent_tokens`)."""
+        return sent_tokens(self.backend, messages, rendering)
 
     def generate(self, messages: Sequence[Message], *, max_tokens: int, stop: Sequence[str] = (), rendering: str = "chat") -> Generation:
         return self._in_turn(lambda: self.backend.generate(messages, max_tokens=max_tokens, stop=stop, rendering=rendering),

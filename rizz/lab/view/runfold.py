@@ -232,13 +232,7 @@ def _prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: Any, led:
                 local = int(it.id.rpartition("-")[2])
                 item["m"] = led.add(tenant, "turn", it.id, None, turns.get((tenant, local)), text=it.text)
             elif kind is not None:
-                item["m"] = led.find(tenant, kind, it.id)
-                if item["m"] is None:  # not seen written (cannot happen in a whole log; kept readable anyway)
-                    item["m"] = led.add(tenant, kind, it.id, None, None, text=it.text)
-                item["b"] = branch_key(tenant, source.get((sec.block, it.id), decision.branch_id))
-                if kind == "rule":
-                    c = own.rule_ledger.get(it.id)
-                    item["c"] = [c.helpful, c.harmful, c.status] if c is not None else [0, 0, "candidate"]
+                item |= _memory_item(it, sec.block, kind, own, led, tenant, source, decision)
             else:  # instruction, evidence, preamble, input: the element's own text or fixed text
                 item["id"] = it.id
                 if sec.block == "evidence":
@@ -247,8 +241,8 @@ def _prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: Any, led:
                 led.use(item["m"], rec.step)
             items.append(item)
         sections.append([sec.block, items])
-    dropped = [[d[0], d[1], d[2], d[3], led.find(tenant, BLOCK_KIND[d[0]], d[1]) if d[0] in BLOCK_KIND else None] for d in p.dropped]
-    out: dict[str, Any] = dict(tokens=p.tokens, budget=p.budget, rendering=p.rendering, exact=exact, sections=sections, dropped=dropped)
+    out: dict[str, Any] = dict(tokens=p.tokens, budget=p.budget, rendering=p.rendering, exact=exact, sections=sections,
+                               dropped=_dropped(p, led, tenant))
     if not exact:
         out["text"] = rd.prompt_text(p.sha256)
     return out
@@ -295,21 +289,33 @@ def _episode_prompt(rec: LogRecord, own: Any, policy: Any, inp: Any, decision: A
             continue
         items = []
         for it in sec.items:
-            m = led.find(tenant, kind, it.id)
-            if m is None:  # not seen written (cannot happen in a whole log; kept readable anyway)
-                m = led.add(tenant, kind, it.id, None, None, text=it.text)
-            item: dict[str, Any] = {"s": _r(it.score), "m": m, "b": branch_key(tenant, source.get((sec.block, it.id), decision.branch_id))}
-            if kind == "rule":
-                c = own.rule_ledger.get(it.id)
-                item["c"] = [c.helpful, c.harmful, c.status] if c is not None else [0, 0, "candidate"]
+            item: dict[str, Any] = {"s": _r(it.score), **_memory_item(it, sec.block, kind, own, led, tenant, source, decision)}
             if sec.block == "examples":
                 item["t"] = it.text
-            led.use(m, rec.step)
+            led.use(item["m"], rec.step)
             items.append(item)
         sections.append([sec.block, items])
-    dropped = [[d[0], d[1], d[2], d[3], led.find(tenant, BLOCK_KIND[d[0]], d[1]) if d[0] in BLOCK_KIND else None] for d in p.dropped]
-    return dict(tokens=p.tokens, budget=p.budget, rendering=p.rendering, exact=None, episode=True, sections=sections, dropped=dropped,
-                text=rd.prompt_text(p.sha256))
+    return dict(tokens=p.tokens, budget=p.budget, rendering=p.rendering, exact=None, episode=True, sections=sections,
+                dropped=_dropped(p, led, tenant), text=rd.prompt_text(p.sha256))
+
+
+def _memory_item(it: Any, block: str, kind: str, own: Any, led: Ledger, tenant: str | None, source: dict[tuple[str, str], str],
+                 decision: Any) -> dict[str, Any]:
+    """A shown memory item's page fields: ``m`` (its ledger index), ``b`` (the branch it was read
+    from) and, for a rule, ``c`` [helpful, harmful, status] at that step."""
+    m = led.find(tenant, kind, it.id)
+    if m is None:  # not seen written (cannot happen in a whole log; kept readable anyway)
+        m = led.add(tenant, kind, it.id, None, None, text=it.text)
+    item: dict[str, Any] = {"m": m, "b": branch_key(tenant, source.get((block, it.id), decision.branch_id))}
+    if kind == "rule":
+        c = own.rule_ledger.get(it.id)
+        item["c"] = [c.helpful, c.harmful, c.status] if c is not None else [0, 0, "candidate"]
+    return item
+
+
+def _dropped(p: Any, led: Ledger, tenant: str | None) -> list[list[Any]]:
+    """The prompt's dropped items, each [block, id, tokens, reason, ledger index | None]."""
+    return [[d[0], d[1], d[2], d[3], led.find(tenant, BLOCK_KIND[d[0]], d[1]) if d[0] in BLOCK_KIND else None] for d in p.dropped]
 
 
 def _finish(led: Ledger, state: Any, steps: list[dict[str, Any]]) -> None:
