@@ -7,6 +7,7 @@ import pytest
 
 from rizz.adapters.models import Message, ModelRequestError, ModelUnavailableError, estimate_tokens, load_model
 from rizz.adapters.models.anthropic_backend import AnthropicModel, price_usd
+from rizz.adapters.models.base import MESSAGE_FRAME_TOKENS, REPLY_PRIMING_TOKENS, sent_tokens
 
 KEY = "sk-ant-test-key"
 
@@ -184,3 +185,31 @@ def test_price_table():
     assert price_usd("claude-haiku-4-5", 1_000_000, 0) == 1.0
     assert price_usd("claude-haiku-4-5", 0, 1_000_000) == 5.0
     assert price_usd("claude-unknown", 10, 10) is None
+
+
+def test_count_sent_tokens_counts_the_request_once(http_server):
+    """The prompt as sent is one count of the request (system field, turns, their frames), not a
+    sum of per-text counts that would each carry a frame; offline it leaves the estimate to
+    base.sent_tokens."""
+    counts = {"n": 0}
+
+    def route(method, path, body):
+        counts["n"] += 1
+        return 200, {"input_tokens": 25 + len(body["messages"]) + (3 if "system" in body else 0)}, {}
+
+    srv = http_server(route)
+    model = make(srv)
+    msgs = [Message("system", "Answer briefly."), Message("user", "Capital of France?")]
+    assert model.count_sent_tokens(msgs, "chat") == 29
+    assert srv.requests[-1]["body"] == {
+        "model": "claude-haiku-4-5", "system": "Answer briefly.",
+        "messages": [{"role": "user", "content": "Capital of France?"}]}
+    assert model.count_sent_tokens(msgs, "chat") == 29 and counts["n"] == 1  # memoised
+    assert model.count_sent_tokens(msgs, "raw") == 26  # one user turn, no system field
+    assert sent_tokens(model, msgs, "chat") == 29
+    # a text alone: one user turn (a separate memo entry)
+    assert model.count_tokens("Capital of France?") == 26
+    offline = make(srv, token_counting="estimate")
+    assert offline.count_sent_tokens(msgs, "chat") is None
+    assert sent_tokens(offline, msgs, "chat") == (estimate_tokens("Answer briefly.") + estimate_tokens(
+        "Capital of France?") + 2 * MESSAGE_FRAME_TOKENS + REPLY_PRIMING_TOKENS)

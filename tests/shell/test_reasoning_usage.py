@@ -14,6 +14,7 @@ import pytest
 
 from rizz.adapters.models import Message, load_model
 from rizz.adapters.models.anthropic_backend import AnthropicModel, price_usd
+from rizz.adapters.models.base import MESSAGE_FRAME_TOKENS, REPLY_PRIMING_TOKENS
 from rizz.adapters.models.openai_backend import OpenAICompatModel
 from rizz.adapters.models.reasoning import split_reasoning
 from rizz.adapters.models.spec import split_options
@@ -121,7 +122,11 @@ def test_missing_usage_is_counted_and_flagged(http_server):
     m = OpenAICompatModel(srv.url, max_retries=0)  # no tokenizer route: the documented estimate
     g = m.generate([Message("system", "Be brief."), Message("user", "Is this review positive?")], max_tokens=8)
     assert g.usage_estimated is True
-    assert g.prompt_tokens == m.count_tokens("Be brief.") + m.count_tokens("Is this review positive?") > 0
+    # the prompt as sent: contents, a frame a message, the reply's priming (estimated template)
+    assert g.prompt_tokens == (m.count_tokens("Be brief.") + m.count_tokens("Is this review positive?")
+                               + 2 * MESSAGE_FRAME_TOKENS + REPLY_PRIMING_TOKENS)
+    m.sent_counter = lambda messages, rendering: 41  # a served file's template: exact
+    assert m.generate([Message("user", "Is this review positive?")], max_tokens=8).prompt_tokens == 41
     assert g.completion_tokens == m.count_tokens("positive") + m.count_tokens("four words of thought") > 0
     srv2 = _chat_server(http_server, {"content": "positive"}, USAGE)
     g2 = OpenAICompatModel(srv2.url, max_retries=0).generate([Message("user", "x")], max_tokens=8)

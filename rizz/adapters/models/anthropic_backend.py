@@ -87,6 +87,7 @@ and the field the API names.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -406,26 +407,43 @@ class AnthropicModel:
         """
         if not text:
             return 0
+        n = self._api_count(text, None, [{"role": "user", "content": text}])
+        return estimate_tokens(text) if n is None else n
+
+    def count_sent_tokens(self, messages: Sequence[Message], rendering: str) -> int | None:
+        """Input tokens of ``messages`` as :meth:`generate` sends them (system field, turns,
+        their frames), from one ``messages.count_tokens`` call on that request (memoised).
+
+        Returns None with ``token_counting="estimate"`` or once the API count has failed:
+        :func:`~rizz.adapters.models.base.sent_tokens` then estimates (contents plus a frame a
+        message). Summing :meth:`count_tokens` per message would count a frame twice.
+        """
+        system, turns = self._request(messages, rendering)
+        key = "\x00request " + json.dumps([system, turns], ensure_ascii=False, sort_keys=True)
+        return self._api_count(key, system, turns)  # the prefix keeps it apart from a text's key
+
+    def _api_count(self, key: str, system: str | None, turns: list[dict]) -> int | None:
+        """``messages.count_tokens`` of (system, turns), memoised under ``key``; None when
+        counting is not online (estimate mode, or after a failure, which turns it off)."""
         if not self._count_online:
-            return estimate_tokens(text)
+            return None
         with self._lock:
-            hit = self._count_memo.get(text)
+            hit = self._count_memo.get(key)
         if hit is not None:
             return hit
+        fields: dict[str, Any] = {"model": self.model_id, "messages": turns}
+        if system is not None:
+            fields["system"] = system
         try:
             client = self._client.with_options(max_retries=1, timeout=10.0)
-            n = int(
-                client.messages.count_tokens(
-                    model=self.model_id, messages=[{"role": "user", "content": text}]
-                ).input_tokens
-            )
+            n = int(client.messages.count_tokens(**fields).input_tokens)
         except Exception:  # noqa: BLE001 - any API/transport failure -> offline estimate
             self._count_online = False
-            return estimate_tokens(text)
+            return None
         with self._lock:
             if len(self._count_memo) >= _COUNT_MEMO_MAX:
                 self._count_memo.clear()
-            self._count_memo[text] = n
+            self._count_memo[key] = n
         return n
 
     def __repr__(self) -> str:

@@ -29,8 +29,9 @@ reply message and inline ``<think>``/``<thinking>`` blocks go to ``Generation.re
 
 Missing usage: a server that returns no ``usage`` (or a zero/absent count)
 gets its tokens counted with :meth:`OpenAICompatModel.count_tokens` (the server's tokenizer,
-else the estimate): prompt = the rendered prompt (raw) or the sum over message contents
-(chat; the template's few tokens are not seen), completion = answer + reasoning. Such a
+else the estimate): prompt = :func:`~rizz.adapters.models.base.sent_tokens` (the rendered
+prompt (raw); in chat the contents plus the template's frame, exact with a ``sent_counter``,
+else estimated), completion = answer + reasoning. Such a
 ``Generation`` has ``usage_estimated=True``.
 
 Refusals: an HTTP 4xx other than 408/409/429 (a model id the server does not serve, a field
@@ -63,6 +64,7 @@ from rizz.adapters.models.base import (
     estimate_tokens,
     render_raw,
     sdk_create,
+    sent_tokens,
 )
 from rizz.extras import needs_extra
 
@@ -310,10 +312,7 @@ class OpenAICompatModel:
         estimated = False
         if n_in == 0 or (n_out == 0 and (text or reasoning)):
             estimated = True
-            prompt_text = (render_raw(messages) if rendering == "raw"
-                           else [m.content for m in messages])
-            n_in = n_in or (self.count_tokens(prompt_text) if isinstance(prompt_text, str)
-                            else sum(self.count_tokens(c) for c in prompt_text))
+            n_in = n_in or sent_tokens(self, messages, rendering)
             n_out = n_out or self.count_tokens(text) + self.count_tokens(reasoning)
         cached = _value(_value(usage, "prompt_tokens_details"), "cached_tokens")
         evaluated = max(0, n_in - int(cached)) if isinstance(cached, int) and not estimated else None
