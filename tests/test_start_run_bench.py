@@ -333,8 +333,8 @@ def test_a_resume_refused_for_its_model_does_not_create_the_response_cache(tmp_p
 def test_a_response_cache_file_is_made_at_its_first_request(tmp_path):
     from rizz.adapters.models.cache import ResponseCache
 
-    path = tmp_path / "c.sqlite"
-    cache = ResponseCache(path)
-    assert not path.exists() and len(cache) == 0 and not path.exists()
+    path = tmp_path / "not" / "yet" / "c.sqlite"
+    cache = ResponseCache(path)  # a --cache in a folder not made yet: neither is made before a request
+    assert not (tmp_path / "not").exists() and len(cache) == 0 and not (tmp_path / "not").exists()
     assert cache.get("k") is None and path.is_file()
     cache.close()

@@ -107,7 +107,6 @@ class ResponseCache:
             raise IsADirectoryError(f"{self.path}: is a folder, not a response cache file (give a file path, e.g. {self.path / 'responses.sqlite'})")
         if self.path.exists() and not self.path.is_file():  # /dev/null, a pipe: not a file sqlite can keep
             raise ValueError(f"{self.path}: not a regular file (a device, a pipe or a socket), so not a response cache file")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._first = threading.Lock()  # the first open of a file made later (not under _lock: _open takes it)
         self._db: sqlite3.Connection | None = None
@@ -118,6 +117,7 @@ class ResponseCache:
             self._first_open()
 
     def _first_open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # a refused command leaves no folder
         try:
             self._open(check=True)
         except sqlite3.DatabaseError as e:
