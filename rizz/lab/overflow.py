@@ -71,7 +71,8 @@ def overflow_note(run_dir: str | Path, summary: dict[str, Any], *, name: str | N
     is not read).
 
     ``summary``: the run's ``summary.json``; ``name``: the policy as the line names it
-    (default: ``run.json``'s); ``window``: the model's context window in tokens, when known.
+    (default: ``run.json``'s); ``window``: the model's context window in tokens, when known (else ``run.json``'s
+    ``context_window``, recorded when the run started).
 
     Example line::
 
@@ -102,7 +103,7 @@ def overflow_note(run_dir: str | Path, summary: dict[str, Any], *, name: str | N
     by_task = overflow_by_task(over)
     n = len(over)
     policy_budget = ((meta.get("policy_data") or {}).get("compiler") or {}).get("token_budget")
-    limit, hint = _limit(meta.get("budget_cap"), policy_budget, window)
+    limit, hint = _limit(meta.get("budget_cap"), policy_budget, window if window is not None else meta.get("context_window"))
     who = name or meta.get("policy") or Path(run_dir).name
     did, tasks = f"{n} of {plural(len(records), 'step')}", overflow_tasks_text(by_task)
     were = "was" if n == 1 else "were"

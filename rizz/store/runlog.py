@@ -651,12 +651,15 @@ def model_meta(model: Any) -> dict[str, Any]:
     """The ``run.json`` fields that say what each call of ``model`` sends beyond the prompt:
     ``reasoning_tokens`` (the thinking allowance, ``?reasoning=N``; 0 without) and, when the
     backend (under a cache, or :class:`~rizz.apps.serve.tenants.FairModel`) has them,
-    ``request_options`` (the Anthropic backend's sampling/thinking fields per model).
-    Recorded, not compared on resume."""
+    ``request_options`` (the Anthropic backend's sampling/thinking fields per model), and
+    ``context_window`` (tokens, when the backend says; a rerun of a finished run names it in
+    its overflow note without loading the model). Recorded, not compared on resume."""
     inner = getattr(model, "backend", model)
     opts = getattr(inner, "request_options", None)
+    window = getattr(model, "context_window", None)
     return {"reasoning_tokens": int(getattr(model, "reasoning_tokens", 0)),
-            **({"request_options": opts} if isinstance(opts, dict) else {})}
+            **({"request_options": opts} if isinstance(opts, dict) else {}),
+            **({"context_window": window} if isinstance(window, int) and window > 0 else {})}
 
 
 def _fdatasync(fd: int) -> None:

@@ -41,9 +41,10 @@ def test_run_says_which_steps_overflowed_and_a_finished_run_says_it_again(tmp_pa
     assert RUN_LINE in _err(res)
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["overflow"] == 2 and summary["per_task"]["long"] == {"n": 2, "mean_reward": 0.0}  # scoring as before
-    res = CliRunner().invoke(cli.app, args)  # already finished: said again
+    res = CliRunner().invoke(cli.app, args)  # already finished: said again, the window from run.json
     assert res.exit_code == 0 and "already finished" in _err(res)
-    assert RUN_LINE.split("; a larger")[0] in _err(res)
+    assert RUN_LINE in _err(res)
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["context_window"] == 4096
 
 
 def test_one_overflowed_step_is_said_in_the_singular(tmp_path, cli_stub):
