@@ -41,11 +41,11 @@ from rizz.formats.policy_file import (
 )
 from rizz.formats.streams import StreamError, read_stream
 from rizz.formats.wording import plural
-from rizz.lab.diff import branch_table, diff_run, inspect_run
+from rizz.lab.diff import branch_table, diff_run, inspect_run, label_from_legend
 from rizz.lab.episode_view import episode_rows, episodes_text
 from rizz.lab.overflow import overflow_note
 from rizz.lab.peers.setup import peer_model
-from rizz.lab.progress import StepProgress, busy_cores, new_progress, time_estimate
+from rizz.lab.progress import StepProgress, busy_cores, new_progress, nothing_left, time_estimate
 from rizz.lab.report import build_report, format_table
 from rizz.store.convert import ConvertError, convert_run_dir, run_dirs_in
 from rizz.store.durable import EXIT_DISK_FULL, disk_full
@@ -388,6 +388,9 @@ def inspect(run_dir: Path = typer.Argument(..., help="A RUN_DIR."), as_json: boo
     table, dropped = branch_table(rows, console.width, wide=wide)
     console.print(f"branches of {run_dir}{after}", markup=False, highlight=False)
     (Console(width=10_000) if wide else console).print(table)
+    legend = label_from_legend(run_dir, rows) if "label_from" not in dropped else None
+    if legend:
+        console.print(legend, markup=False, highlight=False)
     if dropped:  # wrapped to the terminal like the table
         console.print(f"(left out to fit {console.width} columns: {', '.join(dropped)}; --wide shows them, --json gives every field)",
                       markup=False, highlight=False)
@@ -681,8 +684,9 @@ def _demo_estimate(out: Path, limit: int, model: str, budget: int) -> str:
     head = f"rizz demo: frozen, then default, over the first {limit} elements of the shipped TRACE slice"
     if backend_name(model.strip().lower()) != backend_name("embedded"):  # the default model, by any of its names
         return f"{head}; no time estimate for --model {model} (the measured figures are the embedded model's)"
-    if not any(left.values()):  # finished: the bench reprints its table, running nothing
-        return f"{head}: {time_estimate(left, DEMO_STEP_SECONDS, 0.0, 1, 1)}"
+    finished = nothing_left(left)
+    if finished is not None:  # the bench reprints its table, running nothing
+        return f"{head}: {finished}"
     threads = int(os.environ.get("RIZZ_THREADS", "2"))
     load = busy_cores()
     guess = time_estimate(left, DEMO_STEP_SECONDS, load, os.cpu_count() or 1, threads, DEMO_LOAD_SECONDS)

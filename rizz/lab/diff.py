@@ -20,8 +20,8 @@ from rizz.formats.wording import fallback_label_wording, ordinal, plural
 from rizz.lab.episode_view import episode_lines
 from rizz.store.runlog import RunDir
 
-__all__ = ["COLUMNS", "LabelSources", "ROUTED_BY", "branch_rows", "branch_table", "budget_source", "describe_event", "diff_run",
-           "inspect_run"]
+__all__ = ["COLUMNS", "LABEL_FROM_WORDS", "LabelSources", "ROUTED_BY", "branch_rows", "branch_table", "budget_source", "describe_event", "diff_run",
+           "inspect_run", "label_from_legend"]
 
 
 
@@ -256,6 +256,31 @@ def inspect_run(run_dir: str | Path, at: int | None = None) -> list[dict[str, An
     state = fold_until(run_dir, at, each=sources.add, records=records)
     policy = parse_policy(meta["policy_data"], f"{rd.meta_path}:policy_data")
     return [{**row, **sources.row(row["branch"])} for row in branch_rows(state, policy)]
+
+
+#: What each ``label_from`` word means, for ``rizz inspect``'s legend (``fallback``'s words come
+#: from the run's policy: :func:`~rizz.formats.wording.fallback_label_wording`).
+LABEL_FROM_WORDS = {
+    "judge": "the judge model's label as it gave it",
+    "snapped": "the judge's label snapped to a known one",
+    "declared": "the input's metadata.label",
+    "context": "a context branch, named after its scope",
+    "placeholder": "no label asked (unknown/unknown, or any/global in one shared branch)",
+}
+
+
+def label_from_legend(run_dir: str | Path, rows: list[dict[str, Any]]) -> str | None:
+    """``rizz inspect``'s line saying what the ``label from`` words of ``rows`` mean, each with
+    the step its label was made at (``fallback @0``: made at step 0), e.g. ``label from @ step:
+    fallback = made from the input's task line (its instruction, else its first line) with no
+    model call (routing.judge: local)``; None when no row says where its label came from."""
+    seen = [w for w in ("judge", "fallback", "snapped", "declared", "context", "placeholder")
+            if any(r.get("label_from") == w for r in rows)]
+    if not seen:
+        return None
+    routing = (RunDir(run_dir).meta().get("policy_data") or {}).get("routing") or {}
+    words = {**LABEL_FROM_WORDS, "fallback": fallback_label_wording(routing.get("fallback_application"), routing.get("judge"))}
+    return "label from @ step: " + "; ".join(f"{w} = {words[w]}" for w in seen)
 
 
 def branch_rows(state: Any, policy: Any = None) -> list[dict[str, Any]]:

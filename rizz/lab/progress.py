@@ -197,6 +197,18 @@ def busy_cores(seconds: float = 0.5) -> float:
 BUSY_SLOWDOWN = {2: 4.8, 1: 3.2}
 
 
+def nothing_left(steps_left: Mapping[str, int]) -> str | None:
+    """``'nothing left to run (frozen, default done)'`` when no policy has a step left, else None.
+
+    Example:
+        >>> nothing_left({"frozen": 0, "default": 0})
+        'nothing left to run (frozen, default done)'
+    """
+    if any(steps_left.values()):
+        return None
+    return f"nothing left to run ({', '.join(steps_left)} done)"
+
+
 def time_estimate(steps_left: Mapping[str, int], seconds_per_step: Mapping[str, float], load: float, cores: int,
                   threads: int, start_seconds: float = 0.0) -> str:
     """A run's time, said before it starts: ``start_seconds`` (loading the model) plus
@@ -220,10 +232,11 @@ def time_estimate(steps_left: Mapping[str, int], seconds_per_step: Mapping[str, 
         >>> time_estimate({"frozen": 0, "default": 0}, {"frozen": 1.7, "default": 3.0}, 1.6, 2, 2, 5.2)
         'nothing left to run (frozen, default done)'
     """  # noqa: E501 - a doctest's output is one line
+    finished = nothing_left(steps_left)
+    if finished is not None:  # a finished run: nothing is run, the model not loaded
+        return finished
     per = {p: n * seconds_per_step[p] for p, n in steps_left.items() if n}
     done = [p for p, n in steps_left.items() if not n]
-    if not per:  # a finished run: nothing is run, the model not loaded
-        return f"nothing left to run ({', '.join(done)} done)"
     parts = ({"model load": start_seconds} if start_seconds else {}) | per
     total = sum(parts.values())
     if total >= 90:  # each part rounded first, so that they add up to the total said

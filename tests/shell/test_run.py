@@ -910,10 +910,15 @@ def test_inspect_says_where_each_label_came_from_and_how_inputs_reached_it(tmp_p
     assert row["label_from"] == "judge" and row["routed_by"] == {"judge": 1, "fallback": 0, "snapped": 2, "declared": 0, "anchor": 0, "context": 0}
     code, text = _cli("inspect", str(out), "--wide")
     assert code == 0 and "judge @0" in text and "2 snapped, 1 judge" in text, text
+    assert "label from @ step: judge = the judge model's label as it gave it" in " ".join(text.split()), text
     out = _label_run(tmp_path, "default", ["classify/stance"], 4)  # routing.judge: local: no judge call, a label from the input's task line
     (row,) = inspect_run(out)
     assert row["label_from"] == "fallback" and row["routed_by"]["judge"] == 0 and row["routed_by"]["fallback"] == 1, row
     assert "  label " in diff_run(out, 0) and "with no model call (routing.judge: local)" in diff_run(out, 0) and "judge proposed" not in diff_run(out, 0)
+    code, text = _cli("inspect", str(out), "--wide")  # the table's "fallback @0" is said in words under it
+    assert code == 0 and "fallback @0" in text and " ".join(text.split()).endswith(
+        "label from @ step: fallback = made from the input's task line (its instruction, else its first line) with no model call"
+        " (routing.judge: local)"), text
 
 
 def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path, monkeypatch):
@@ -946,7 +951,8 @@ def test_inspect_fits_an_80_column_terminal_and_wide_shows_every_column(tmp_path
         # the memory sizes stay: at 80 columns they were left out (a newcomer's terminal); here in one column
         assert "e/r/a/c/q" in res.output and f" {sizes}" in res.output and sizes.count("/") == 4, res.output
         legend = " ".join(res.output.split("memory e/r/a/c/q: ")[1].split())
-        assert legend.startswith("episodes (verified examples), rules, anti-patterns, context, quarantined (left out to fit "), legend
+        said = " label from @ step: judge = the judge model's label as it gave it" if "judge @0" in res.output else ""  # its column shown
+        assert legend.startswith(f"episodes (verified examples), rules, anti-patterns, context, quarantined{said} (left out to fit "), legend
     res = CliRunner().invoke(app, ["inspect", str(out)], env={"COLUMNS": "80"})
     assert "mean" in res.output and "traffic" in res.output and "judge @0" in res.output
     assert row["mean_reward"] is not None and f"{row['mean_reward']:.3f}" in res.output  # three decimals
