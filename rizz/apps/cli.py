@@ -431,6 +431,21 @@ def _say_bench_overflow(out: Path, results: dict[str, Any], window: int | None) 
         _say_overflow(out / p, results["results"][p], p, window)
 
 
+def _drop_unrun(out: Path, runs: list[str], made_out: bool) -> None:
+    """After a Ray bench failed: remove each ``out/<run>`` that holds nothing but its lock (the
+    driver locks every RUN_DIR while its task runs; a task that failed installed nothing), and
+    ``out`` itself when this command made it and nothing but an unused response cache is left,
+    as a failed start of a bench without Ray leaves no folder."""
+    import shutil
+
+    for run in runs:
+        folder = out / run
+        if folder.is_dir() and all(f.name in (".lock", ".lock.pid") for f in folder.iterdir()):
+            shutil.rmtree(folder, ignore_errors=True)
+    if made_out and out.is_dir() and all(f.name.startswith("responses.sqlite") for f in out.iterdir()):
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def _check_run_options(model: str, user_model: str | None, rendering: str | None, durability: str, cache: Path | None) -> None:
     """The option values ``rizz run`` and ``rizz bench`` share that are checked without the
     model or the stream, each refused in one line naming the option and the value: --rendering,
@@ -574,8 +589,10 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
                                 title=title, ray_address=ray_address, model_factory=partial(model_from_spec, model), cache=cache,
                                 log=lambda m: typer.echo(m, err=True))
         except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, ModelUnavailableError, RuntimeError) as e:
+            _drop_unrun(out, [labels[p] for p in policies], made_out)
             _fail(str(e))
         except KeyboardInterrupt:
+            _drop_unrun(out, [labels[p] for p in policies], made_out)
             _fail(f"interrupted; finished policies are in {out}/<policy>/; run the same command again to resume", 130)
         typer.echo(format_table(results))
         _say_bench_overflow(out, results, None)

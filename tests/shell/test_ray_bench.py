@@ -191,3 +191,28 @@ def test_cli_bench_on_ray_end_to_end(tmp_path, stream, local_ray, monkeypatch):
     assert res.exit_code == 0, res.output
     assert "ray.json" in res.output and json.loads((tmp_path / "b" / "ray.json").read_text())["address"] == "local"
     assert json.loads((tmp_path / "b" / "results.json").read_text())["results"]["default"]["steps"] == 8
+
+
+def test_cli_bench_on_ray_whose_model_fails_leaves_no_folder(tmp_path, stream, local_ray, monkeypatch):
+    """A Ray bench whose every task failed before a step (a server that could not be reached)
+    leaves no folder behind, as a bench without Ray does (it left each policy's folder holding
+    only the driver's lock); a folder that was there before keeps what it had."""
+    from typer.testing import CliRunner
+
+    import rizz.lab.ray_tasks as rt
+    from rizz.adapters.models import ModelUnavailableError
+    from rizz.apps.cli import app, ray_flag
+
+    def unreachable(spec, cache):
+        raise ModelUnavailableError("cannot reach the server at http://127.0.0.1:9/v1")
+
+    monkeypatch.setattr(rt, "model_from_spec", unreachable)
+    out = tmp_path / "b"
+    args = ray_flag(["bench", str(stream), "-P", "frozen,default", "--out", str(out), "--model", "embedded", "--ray"])
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and "cannot reach the server" in res.output, res.output
+    assert not out.exists()
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and sorted(f.name for f in out.iterdir()) == ["notes.txt"], res.output
