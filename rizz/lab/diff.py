@@ -270,10 +270,11 @@ LABEL_FROM_WORDS = {
 
 
 def label_from_legend(run_dir: str | Path, rows: list[dict[str, Any]]) -> str | None:
-    """``rizz inspect``'s line saying what the ``label from`` words of ``rows`` mean, each with
-    the step its label was made at (``fallback @0``: made at step 0), e.g. ``label from @ step:
-    fallback = made from the input's task line (its instruction, else its first line) with no
-    model call (routing.judge: local)``; None when no row says where its label came from."""
+    """``rizz inspect``'s line saying what the words of its "label from @ step" column mean
+    (``fallback @0``: a fallback label, made at step 0), those ``rows`` show only, e.g. ``label
+    from @ step: fallback = made from the input's task line (its instruction, else its first
+    line) with no model call (routing.judge: local)``: the fallback's words are the run's
+    policy's (``run.json``). None when no row says where its label came from."""
     seen = [w for w in ("judge", "fallback", "snapped", "declared", "context", "placeholder")
             if any(r.get("label_from") == w for r in rows)]
     if not seen:

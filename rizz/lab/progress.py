@@ -15,7 +15,8 @@ from typing import Any
 
 from rizz.extras import extra_needed
 
-__all__ = ["BUSY_SLOWDOWN", "ETA_AFTER", "LINE_EVERY", "LINE_SECONDS", "busy_cores", "clock_text", "new_progress", "StepProgress", "time_estimate"]
+__all__ = ["BUSY_SLOWDOWN", "ETA_AFTER", "LINE_EVERY", "LINE_SECONDS", "busy_cores", "clock_text", "new_progress", "nothing_left",
+           "StepProgress", "time_estimate"]
 
 #: Steps between plain progress lines when no terminal shows the bar.
 LINE_EVERY = 10
