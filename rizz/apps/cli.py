@@ -149,6 +149,17 @@ def _resume_hint(out: Path, per_policy: bool = False) -> str:
     return f"every finished step is in {out / '<policy>' / 'log.jsonl' if per_policy else out / 'log.jsonl'}; run the same command again to resume"
 
 
+def _discard_failed_start(out: Path, new_dir: bool, was_empty: bool) -> None:
+    """After ``rizz run`` failed before its first step was recorded: a RUN_DIR that was not
+    there (or was an empty folder) before is removed (emptied) when
+    :func:`~rizz.engine.run.discard_unstarted` finds it unstarted and its cache unused."""
+    # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s)
+    from rizz.engine.run import discard_unstarted
+
+    if was_empty and discard_unstarted(out) and not new_dir:
+        out.mkdir(exist_ok=True)
+
+
 @app.command(cls=Command)
 def run(
     stream: Path = typer.Argument(..., help="Stream file (JSONL, specs/stream-format.md)."),
@@ -188,6 +199,7 @@ def run(
     _check_oracle(model, stream, elements, limit)
     _check_out(out, "run.json", "RUN_DIR", also=("responses.sqlite",))
     new_dir = not out.exists()
+    was_empty = new_dir or (out.is_dir() and not any(out.iterdir()))  # a failed start leaves it as it was
     out.mkdir(parents=True, exist_ok=True)
     try:
         check_resume(out, stream, pol, budget, policy, limit, backend_name(model))  # before the model loads: refused at once
@@ -226,8 +238,10 @@ def run(
     except (StreamError, RunDirBusy, RunDirMismatch, RunDirCorrupt) as e:
         _fail(str(e))
     except KeyboardInterrupt:
+        _discard_failed_start(out, new_dir, was_empty)
         _fail(f"interrupted; {_resume_hint(out)}", 130)
     except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
+        _discard_failed_start(out, new_dir, was_empty)
         _fail(f"{e}\n{_resume_hint(out)}")
     except Exception as e:  # a full disk stops cleanly (specs/reliability.md); anything else propagates
         full = e if isinstance(e, OSError) and "disk full" in str(e) else disk_full(e, "the run", out)
@@ -431,19 +445,29 @@ def _say_bench_overflow(out: Path, results: dict[str, Any], window: int | None) 
         _say_overflow(out / p, results["results"][p], p, window)
 
 
-def _drop_unrun(out: Path, runs: list[str], made_out: bool) -> None:
-    """After a Ray bench failed: remove each ``out/<run>`` that holds nothing but its lock (the
-    driver locks every RUN_DIR while its task runs; a task that failed installed nothing), and
-    ``out`` itself when this command made it and nothing but an unused response cache is left,
-    as a failed start of a bench without Ray leaves no folder."""
+def _drop_unrun(out: Path, new_runs: list[Path], made_out: bool, was_empty: bool) -> None:
+    """After a bench failed before a run recorded a step: remove each folder of ``new_runs``
+    (this command made them) that :func:`~rizz.engine.run.discard_unstarted` finds unstarted
+    (settings, or only the lock a Ray task held, and no paid reply); then, when ``out`` was
+    empty before (``made_out``: it was not there) and nothing but an unused response cache is
+    left in it, that cache, and ``out`` itself when this command made it: a failed start leaves
+    no more than it found."""
     import shutil
 
-    for run in runs:
-        folder = out / run
-        if folder.is_dir() and all(f.name in (".lock", ".lock.pid") for f in folder.iterdir()):
-            shutil.rmtree(folder, ignore_errors=True)
-    if made_out and out.is_dir() and all(f.name.startswith("responses.sqlite") for f in out.iterdir()):
-        shutil.rmtree(out, ignore_errors=True)
+    # lazy: imports the verifiers (rouge-score pulls in nltk and scipy, ~1 s)
+    from rizz.engine.run import discard_unstarted
+
+    for folder in new_runs:
+        discard_unstarted(folder)
+    if not was_empty or not out.is_dir() or replies_held(out / "responses.sqlite", None):
+        return
+    left = list(out.iterdir())
+    if all(f.name.startswith("responses.sqlite") for f in left):
+        if made_out:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            for f in left:
+                f.unlink(missing_ok=True)
 
 
 def _check_run_options(model: str, user_model: str | None, rendering: str | None, durability: str, cache: Path | None) -> None:
@@ -565,6 +589,8 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         typer.echo(f"\nreport: {out / 'report.md'}   plots: {out}/*.png   results: {out / 'results.json'}")
         return
     made_out = not out.exists()
+    was_empty = made_out or not any(out.iterdir())
+    new_runs = [out / labels[p] for p in policies if not (out / labels[p]).exists()]  # what a failed start may remove
     out.mkdir(parents=True, exist_ok=True)
 
     def fail_before_running(message: str, code: int = 2) -> None:  # nothing ran: leave no folder behind that this command made
@@ -589,10 +615,10 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
                                 title=title, ray_address=ray_address, model_factory=partial(model_from_spec, model), cache=cache,
                                 log=lambda m: typer.echo(m, err=True))
         except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, ModelUnavailableError, RuntimeError) as e:
-            _drop_unrun(out, [labels[p] for p in policies], made_out)
+            _drop_unrun(out, new_runs, made_out, was_empty)
             _fail(str(e))
         except KeyboardInterrupt:
-            _drop_unrun(out, [labels[p] for p in policies], made_out)
+            _drop_unrun(out, new_runs, made_out, was_empty)
             _fail(f"interrupted; finished policies are in {out}/<policy>/; run the same command again to resume", 130)
         typer.echo(format_table(results))
         _say_bench_overflow(out, results, None)
@@ -623,8 +649,10 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
     except (PolicyError, StreamError, RunDirBusy, RunDirMismatch, ValueError, PeerError) as e:
         _fail(str(e))
     except (ModelRequestError, ModelConnectionError) as e:  # refused, or unreachable after the retries
+        _drop_unrun(out, new_runs, made_out, was_empty)
         _fail(f"{e}\n{_resume_hint(out, per_policy=True)}")
     except KeyboardInterrupt:
+        _drop_unrun(out, new_runs, made_out, was_empty)
         _fail(f"interrupted; {_resume_hint(out, per_policy=True)}", 130)
     finally:
         ctx.__exit__(None, None, None)

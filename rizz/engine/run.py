@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rizz.adapters.models.cache import replies_held
 from rizz.core import AdaptiveState, Policy, TenantStates, digest
 from rizz.engine.logfold import LogFold, restore_fold, snapshot_fold, views
 from rizz.engine.session import Session
@@ -31,10 +32,11 @@ from rizz.formats.wording import plural
 from rizz.store.durable import fault_point
 from rizz.store.runlog import RunDir, RunDirBusy, RunDirMismatch, RunDirReadOnly, change_line, write_json_atomic
 
-__all__ = ["KEEP_SNAPSHOTS", "ReplayBusy", "Replayed", "Stale", "check_step", "episode_summary", "evaluated_tokens", "fold_until",
-           "records_until", "replay", "replay_differences", "replay_run", "restart_unstarted", "run_stream", "read_summary",
-           "sent_prompt_tokens", "state_at", "step_count", "summarise", "summary_covers", "summary_extent", "summary_outcome", "unstarted",
-           "unstarted_note", "wall_seconds"]
+__all__ = ["KEEP_SNAPSHOTS", "ReplayBusy", "Replayed", "Stale", "check_step", "discard_unstarted", "episode_summary",
+           "evaluated_tokens", "fold_until", "records_until", "replay", "replay_differences", "replay_run",
+           "restart_unstarted", "run_stream", "read_summary", "sent_prompt_tokens", "state_at", "step_count",
+           "summarise", "summary_covers", "summary_extent", "summary_outcome", "unstarted", "unstarted_note",
+           "wall_seconds"]
 
 #: Snapshots a run keeps (the newest; a resume needs only the newest sound one, and the store
 #: drops the chunks of the others). ``Session.open`` keeps as many by default.
@@ -210,6 +212,33 @@ def restart_unstarted(run_dir: str | Path) -> bool:
         return True
     finally:
         rd.__exit__(None, None, None)
+
+
+def discard_unstarted(run_dir: str | Path) -> bool:
+    """Remove ``run_dir`` when a start that failed made it and it recorded nothing: it is
+    :func:`unstarted` (or holds nothing but its lock: a Ray task that failed before installing
+    its run), and no response cache in it holds a reply (a paid answer is kept, and with it the
+    folder). Call it only on a folder the failing command made. Returns whether it removed it;
+    False, with nothing changed, when another process holds the folder or a file cannot be
+    removed (whatever was removed by then is only settings, as :func:`restart_unstarted`)."""
+    import shutil
+
+    root = Path(run_dir)
+    lock_files = (".lock", ".lock.pid")
+    if not root.is_dir():
+        return False
+    if not all(f.name in lock_files for f in root.iterdir()):
+        if not unstarted(root) or replies_held(root / "responses.sqlite", None):
+            return False
+        if not restart_unstarted(root):  # under the lock: run.json and the other settings, or nothing
+            return False
+    for f in root.iterdir():  # what is left: the empty log, the stores of no step, the unused cache, the lock
+        if f.name not in lock_files and (f.is_dir() or f.name.startswith(("log.jsonl", "store.sqlite", "responses.sqlite"))):
+            shutil.rmtree(f, ignore_errors=True) if f.is_dir() else f.unlink(missing_ok=True)
+    if any(f.name not in lock_files for f in root.iterdir()):
+        return False
+    shutil.rmtree(root, ignore_errors=True)
+    return not root.exists()
 
 
 def unstarted_note(run_dir: str | Path, refused: RunDirMismatch) -> str:

@@ -57,6 +57,7 @@ def test_cli_run_against_an_unreachable_server_exits_2_in_one_message(tmp_path, 
     assert "cannot reach the server" in err  # at the first element: no log to name (issue #29 §6)
     assert "no step had finished, so there is nothing to keep; run the same command again to start" in err
     assert "Traceback" not in err
+    assert not out.exists()  # nothing to keep, and nothing kept: the RUN_DIR it made is gone
 
 
 def _episode_cli(tmp_path: Path, monkeypatch: Any, command: str, model: str) -> tuple[Any, str]:
@@ -87,6 +88,7 @@ def test_cli_episode_stream_against_an_unreachable_server_exits_2_in_one_message
     assert "openai:http://127.0.0.1:" in err and "#x: cannot reach the server (APIConnectionError" in err
     assert "no step had finished, so there is nothing to keep; run the same command again to start" in err
     assert "Traceback" not in err and isinstance(res.exception, SystemExit)
+    assert not (tmp_path / "out").exists()  # a bench's out/frozen/ (run.json, lock, store) went too
 
 
 @pytest.mark.parametrize("command", ["run", "bench"])
@@ -126,3 +128,86 @@ def test_a_400_about_the_context_window_is_not_called_a_rejected_tools_request(t
     assert res.exit_code == 2, (res.exception, err)
     assert f"openai:{srv.url}/v1#x: the server refused the request (HTTP 400 exceed_context_size_error: {message})" in err.splitlines(), err
     assert "rejected the tools request" not in err and "Traceback" not in err
+
+
+def _label_stream(path: Path, n: int) -> Path:
+    path.write_text("".join(json.dumps({"id": f"r{i}", "input": f"Review {i}: a wonderful film.", "metadata": {"shape": "label"},
+                                        "reference": "positive", "verifier": "label_match"}) + "\n" for i in range(n)))
+    return path
+
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_a_failed_start_into_an_empty_folder_leaves_it_empty(tmp_path, monkeypatch, command):
+    """An --out folder that was there but empty stays, and is empty again (its run.json, lock,
+    store and unused response cache removed)."""
+    from typer.testing import CliRunner
+
+    from rizz.apps import cli
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stubs import HashEmbedder
+
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    out = tmp_path / "out"
+    out.mkdir()
+    policy = ["--policy", "frozen"] if command == "run" else ["-P", "frozen,default"]
+    res = CliRunner().invoke(cli.app, [command, str(_label_stream(tmp_path / "s.jsonl", 2)), *policy, "--out", str(out),
+                                       "--model", f"openai:http://127.0.0.1:{_closed_port()}/v1#x"])
+    assert res.exit_code == 2, res.output
+    assert out.is_dir() and list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["run", "bench"])
+def test_a_run_stopped_after_a_recorded_step_keeps_everything(tmp_path, monkeypatch, http_server, command):
+    """A server that answers the first request and refuses the next: the step recorded and its
+    paid reply stay (the folder is not a failed start), and the same command resumes it."""
+    from typer.testing import CliRunner
+
+    from rizz.apps import cli
+    from rizz.store.runlog import RunDir
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stubs import HashEmbedder
+
+    monkeypatch.setattr("rizz.apps.cli.Embedder", HashEmbedder)
+    asked: list[int] = []
+
+    def route(method, path, body):
+        if not path.startswith("/v1/chat/completions"):
+            return 404, {"error": "no"}, {}
+        asked.append(1)
+        if len(asked) > 1:
+            return 400, {"error": {"code": 400, "message": "no more", "type": "invalid_request_error"}}, {}
+        return 200, {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "message": {"role": "assistant", "content": "positive"}, "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}}, {}
+
+    srv = http_server(route)
+    out = tmp_path / "out"
+    policy = ["--policy", "frozen"] if command == "run" else ["-P", "frozen"]
+    res = CliRunner().invoke(cli.app, [command, str(_label_stream(tmp_path / "s.jsonl", 2)), *policy, "--out", str(out),
+                                       "--model", f"openai:{srv.url}/v1#x"])
+    assert res.exit_code == 2, res.output
+    run_dir = out if command == "run" else out / "frozen"
+    assert [r["id"] for r in RunDir(run_dir).records() if r.get("kind") == "step"] == ["r0"]
+    assert (run_dir / "run.json").is_file() and (out / "responses.sqlite").is_file()
+
+
+def test_discard_unstarted_keeps_a_folder_whose_cache_holds_a_reply(tmp_path):
+    """A paid reply is kept, and with it the folder; without it the unstarted folder goes."""
+    from rizz.adapters.models.base import Generation
+    from rizz.adapters.models.cache import ResponseCache
+    from rizz.engine.run import discard_unstarted
+
+    for held in (True, False):
+        root = tmp_path / str(held)
+        root.mkdir()
+        (root / "run.json").write_text(json.dumps({"policy": "frozen"}))
+        (root / "log.jsonl").write_text("")
+        cache = ResponseCache(root / "responses.sqlite")
+        if held:
+            cache.put("k" * 64, Generation(text="yes", prompt_tokens=3, completion_tokens=1, latency_s=0.1, cost_usd=None, model="m", finish_reason="stop"))
+        cache.close()
+        assert discard_unstarted(root) is (not held)
+        assert root.exists() is held
+    assert discard_unstarted(tmp_path / "absent") is False

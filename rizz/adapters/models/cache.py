@@ -238,10 +238,10 @@ class ResponseCache:
         self.close()
 
 
-def replies_held(path: str | os.PathLike[str], model: str) -> int:
-    """How many replies of ``model`` (a backend ``name``) the cache file at ``path`` holds,
-    read without opening a :class:`ResponseCache` (no file, folder or table is created, no
-    check is run): 0 when there is no file or it cannot be read as one.
+def replies_held(path: str | os.PathLike[str], model: str | None) -> int:
+    """How many replies of ``model`` (a backend ``name``; None: of any model) the cache file at
+    ``path`` holds, read without opening a :class:`ResponseCache` (no file, folder or table is
+    created, no check is run): 0 when there is no file or it cannot be read as one.
 
     Example:
         >>> replies_held("no/such/cache.sqlite", "embedded:Qwen2.5-Coder-1.5B-Instruct.Q4_K_M")
@@ -252,6 +252,8 @@ def replies_held(path: str | os.PathLike[str], model: str) -> int:
     try:
         db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
         try:
+            if model is None:
+                return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
             return int(db.execute("SELECT COUNT(*) FROM responses WHERE model = ?", (model,)).fetchone()[0])
         finally:
             db.close()
