@@ -258,10 +258,11 @@ def inspect_run(run_dir: str | Path, at: int | None = None) -> list[dict[str, An
     return [{**row, **sources.row(row["branch"])} for row in branch_rows(state, policy)]
 
 
-#: What each ``label_from`` word means, for ``rizz inspect``'s legend (``fallback``'s words come
-#: from the run's policy: :func:`~rizz.formats.wording.fallback_label_wording`).
+#: What each ``label_from`` word means, in the order ``rizz inspect``'s legend gives them
+#: (``fallback``'s words there are the run's policy's: :func:`~rizz.formats.wording.fallback_label_wording`).
 LABEL_FROM_WORDS = {
     "judge": "the judge model's label as it gave it",
+    "fallback": "made from the input with no model call",
     "snapped": "the judge's label snapped to a known one",
     "declared": "the input's metadata.label",
     "context": "a context branch, named after its scope",
@@ -275,8 +276,7 @@ def label_from_legend(run_dir: str | Path, rows: list[dict[str, Any]]) -> str | 
     from @ step: fallback = made from the input's task line (its instruction, else its first
     line) with no model call (routing.judge: local)``: the fallback's words are the run's
     policy's (``run.json``). None when no row says where its label came from."""
-    seen = [w for w in ("judge", "fallback", "snapped", "declared", "context", "placeholder")
-            if any(r.get("label_from") == w for r in rows)]
+    seen = [w for w in LABEL_FROM_WORDS if any(r.get("label_from") == w for r in rows)]
     if not seen:
         return None
     routing = (RunDir(run_dir).meta().get("policy_data") or {}).get("routing") or {}
