@@ -590,7 +590,7 @@ def _bench(stream: Path, policies: list[str], out: Path, model: str, limit: int 
         return
     made_out = not out.exists()
     was_empty = made_out or not any(out.iterdir())
-    new_runs = [out / labels[p] for p in policies if not (out / labels[p]).exists()]  # what a failed start may remove
+    new_runs = [out / labels.get(p, p) for p in policies if not (out / labels.get(p, p)).exists()]  # what a failed start may remove
     out.mkdir(parents=True, exist_ok=True)
 
     def fail_before_running(message: str, code: int = 2) -> None:  # nothing ran: leave no folder behind that this command made
