@@ -124,6 +124,52 @@ def test_proxy_answers_with_a_rizz_backend_when_there_is_no_upstream(http_server
     assert sent[0]["body"]["temperature"] == 0.0  # the backend's sampling, not the request's 0.9
 
 
+def test_proxy_answers_a_tools_request_with_the_messages_apis_tools(http_server, tmp_path):
+    """ACE under ``RIZZ_PEER_ACE_MODE=tools`` on ``--model anthropic:``: instructor's forced
+    function call goes to the Messages API as a tool with ``tool_choice``, and its ``tool_use``
+    block comes back as the ``tool_calls`` the openai SDK (instructor's client) reads; it was
+    answered as plain text, which the TOOLS mode cannot parse."""
+    import openai
+
+    from rizz.adapters.models.anthropic_backend import AnthropicModel, price_usd
+
+    schema = {"type": "object", "properties": {"reasoning": {"type": "string"}, "bullet_ids": {"type": "array", "items": {"type": "string"}}},
+              "required": ["reasoning"]}
+
+    def route(method, path, body):
+        if path.startswith("/v1/messages") and "count_tokens" not in path:
+            assert body["tools"] == [{"name": "ReflectorOutput", "description": "What went wrong.", "input_schema": schema}]
+            assert body["tool_choice"] == {"type": "tool", "name": "ReflectorOutput"}
+            return 200, {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+                         "content": [{"type": "tool_use", "id": "toolu_1", "name": "ReflectorOutput",
+                                      "input": {"reasoning": "misread the unit", "bullet_ids": ["s-1"]}}],
+                         "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 40, "output_tokens": 9}}, {}
+        return 404, {"type": "error", "error": {"type": "not_found_error", "message": path}}, {}
+
+    srv = http_server(route)
+    backend = AnthropicModel("claude-haiku-4-5", api_key="sk-ant-test-key", base_url=srv.url)
+    with CallProxy(None, backend=backend, cache=tmp_path / "c.sqlite") as proxy:
+        client = openai.OpenAI(base_url=proxy.base_url("reflect"), api_key="x", max_retries=0)
+        resp = client.chat.completions.create(
+            model="claude-haiku-4-5", max_tokens=64,
+            messages=[{"role": "system", "content": "You reflect."}, {"role": "user", "content": "Why was 12 wrong?"}],
+            tools=[{"type": "function", "function": {"name": "ReflectorOutput", "description": "What went wrong.", "parameters": schema}}],
+            tool_choice={"type": "function", "function": {"name": "ReflectorOutput"}})
+        (call,) = resp.choices[0].message.tool_calls
+        assert call.function.name == "ReflectorOutput"
+        assert json.loads(call.function.arguments) == {"reasoning": "misread the unit", "bullet_ids": ["s-1"]}
+        assert resp.choices[0].finish_reason == "tool_calls" and resp.usage.prompt_tokens == 40
+        (rec,) = proxy.take()
+        assert rec["kind"] == "reflect" and rec["cost_usd"] == pytest.approx(price_usd("claude-haiku-4-5", 40, 9))
+        assert json.loads(rec["reply"]) == {"reasoning": "misread the unit", "bullet_ids": ["s-1"]}
+        with pytest.raises(openai.BadRequestError, match="tool_choice 'sometimes'"):
+            client.chat.completions.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}],
+                                           tools=[{"type": "function", "function": {"name": "F", "parameters": schema}}],
+                                           tool_choice="sometimes")
+    sent = [r["body"] for r in srv.requests if r["path"].startswith("/v1/messages")]
+    assert len(sent) == 1 and sent[0]["system"] == "You reflect."
+
+
 def test_proxy_turns_a_model_failure_into_502(http_server):
     from rizz.adapters.models.anthropic_backend import AnthropicModel
 

@@ -267,7 +267,7 @@ class AnthropicModel:
         )
 
     @staticmethod
-    def _request(messages: Sequence[Message], rendering: str, cache_min: int | None = None) -> tuple[str | None, list[dict]]:
+    def wire_messages(messages: Sequence[Message], rendering: str, cache_min: int | None = None) -> tuple[str | None, list[dict]]:
         """(system, messages) in the Messages wire format; with ``cache_min`` (tokens) a user
         turn whose ``cache_prefix`` is at least that long (estimated) is sent as two text blocks,
         the prefix marked ``cache_control`` (the same text either way)."""
@@ -303,7 +303,7 @@ class AnthropicModel:
             anthropic.APIError: the API still failed after the retries.
         """
         check_generate_args(messages, max_tokens, stop, rendering)
-        system, turns = self._request(messages, rendering, cache_min_tokens(self.model_id))
+        system, turns = self.wire_messages(messages, rendering, cache_min_tokens(self.model_id))
         kwargs = self.request_fields(max_tokens)
         kwargs["messages"] = turns
         if system is not None:
@@ -418,7 +418,7 @@ class AnthropicModel:
         :func:`~rizz.adapters.models.base.sent_tokens` then estimates (contents plus a frame a
         message). Summing :meth:`count_tokens` per message would count a frame twice.
         """
-        system, turns = self._request(messages, rendering)
+        system, turns = self.wire_messages(messages, rendering)
         key = "\x00request " + json.dumps([system, turns], ensure_ascii=False, sort_keys=True)
         return self._api_count(key, system, turns)  # the prefix keeps it apart from a text's key
 

@@ -12,7 +12,10 @@ Without an OpenAI-compatible upstream (``--model anthropic:…``), ``backend`` (
 of list contents joined), ``max_tokens`` (or ``max_completion_tokens``; 256 when absent) and
 ``stop`` go to ``backend.generate``, and the reply comes back as an OpenAI ``chat.completion``
 with the backend's ``usage`` (and its price, ``rizz_cost_usd``, which the call record keeps
-as ``cost_usd``); a legacy ``/completions`` ``prompt`` is one user turn. Sampling
+as ``cost_usd``); a legacy ``/completions`` ``prompt`` is one user turn. A request with
+``tools`` (ACE's roles under ``RIZZ_PEER_ACE_MODE=tools``: instructor's TOOLS mode) goes to an
+Anthropic backend as a Messages call with those tools and ``tool_choice`` translated, and its
+``tool_use`` blocks come back as ``tool_calls`` (:func:`_anthropic_tools`). Sampling
 fields (temperature, seed, …) and ``response_format`` are the backend's own, as the embedded
 path pins them. ``GET /v1/models`` lists the backend's name. A model failure is HTTP 502.
 
@@ -48,6 +51,62 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return "" if content is None else str(content)
+
+
+def _named(name: str, error: Exception) -> str:
+    """``error``'s message, opening with the backend's ``name`` (once: rizz's model errors already do)."""
+    return str(error) if str(error).startswith(name) else f"{name}: {error}"
+
+
+def _tool_choice(choice: Any) -> dict[str, Any] | None:
+    """An OpenAI ``tool_choice`` as the Messages API's: a named function → ``{"type": "tool",
+    "name"}``, ``"required"`` → ``any``, ``"auto"`` → ``auto``, ``"none"`` → ``none``; absent → None."""
+    if choice is None:
+        return None
+    if isinstance(choice, dict):
+        return {"type": "tool", "name": str(choice["function"]["name"])}
+    kinds = {"required": "any", "auto": "auto", "none": "none"}
+    if choice not in kinds:
+        raise ValueError(f"tool_choice {choice!r} is not one of a function, {', '.join(kinds)}")
+    return {"type": kinds[choice]}
+
+
+def _anthropic_tools(backend: Any, req: dict[str, Any], messages: list[Message], max_tokens: int, stop: tuple[str, ...],
+                     body: bytes) -> dict[str, Any]:
+    """An OpenAI function-calling ``chat.completion`` answered by an Anthropic backend's
+    Messages call with ``tools``: each OpenAI function (name, description, ``parameters``) as a
+    tool (``input_schema``), ``tool_choice`` as :func:`_tool_choice`; the reply's ``tool_use``
+    blocks come back as ``tool_calls`` (``arguments``: the input as JSON) with finish reason
+    ``tool_calls``, its text blocks as ``content``. Raises ModelError from the backend, and
+    KeyError/TypeError/ValueError on a malformed ``tools``."""
+    from rizz.adapters.models.anthropic_backend import price_usd
+
+    system, turns = backend.wire_messages(messages, "chat")
+    kwargs = backend.request_fields(max_tokens)
+    kwargs["messages"] = turns
+    if system is not None:
+        kwargs["system"] = system
+    kwargs["tools"] = [{"name": str(t["function"]["name"]), "description": str(t["function"].get("description") or ""),
+                        "input_schema": t["function"].get("parameters") or {"type": "object", "properties": {}}}
+                       for t in req["tools"]]
+    if (choice := _tool_choice(req.get("tool_choice"))) is not None:
+        kwargs["tool_choice"] = choice
+    if stops := [s for s in stop if s.strip()]:
+        kwargs["stop_sequences"] = stops
+    resp, _ = backend.create_counted(**kwargs)
+    text = "".join(getattr(b, "text", "") or "" for b in resp.content if b.type == "text")
+    calls = [{"id": str(b.id), "type": "function", "function": {"name": str(b.name), "arguments": json.dumps(b.input)}}
+             for b in resp.content if b.type == "tool_use"]
+    usage = getattr(resp, "usage", None)
+    n_in, n_out = int(getattr(usage, "input_tokens", 0) or 0), int(getattr(usage, "output_tokens", 0) or 0)
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = calls
+    finish = "tool_calls" if calls else "length" if resp.stop_reason == "max_tokens" else "stop"
+    return {"id": "rizz-" + hashlib.sha256(body).hexdigest()[:16], "object": "chat.completion", "created": 0,
+            "model": backend.name, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
+            "rizz_cost_usd": price_usd(backend.model_id, n_in, n_out)}
 
 
 class _Cache:
@@ -180,10 +239,17 @@ class CallProxy:
             max_tokens = int(req.get("max_tokens") or req.get("max_completion_tokens") or 256)
         except (ValueError, KeyError, TypeError) as e:
             return 400, json.dumps({"error": {"message": f"bad completion request: {e}"}}).encode()
+        if path == "/chat/completions" and req.get("tools") and callable(getattr(self.backend, "create_counted", None)):
+            try:  # a function-calling request (instructor's TOOLS mode): the Messages API's own tools
+                return 200, json.dumps(_anthropic_tools(self.backend, req, messages, max_tokens, stop, body)).encode()
+            except ModelError as e:
+                return 502, json.dumps({"error": {"message": _named(name, e)}}).encode()
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                return 400, json.dumps({"error": {"message": f"bad tools request: {e}"}}).encode()
         try:
             gen = self.backend.generate(messages, max_tokens=max_tokens, stop=stop, rendering="chat")
         except ModelError as e:
-            return 502, json.dumps({"error": {"message": f"{name}: {e}"}}).encode()
+            return 502, json.dumps({"error": {"message": _named(name, e)}}).encode()
         finish = gen.finish_reason if gen.finish_reason in ("stop", "length") else "stop"
         choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
         if path == "/completions":
