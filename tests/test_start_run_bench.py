@@ -1,8 +1,10 @@
-"""How ``rizz run`` and ``rizz bench`` start: a start that failed leaves a folder its rerun
+"""How ``rizz run`` and ``rizz bench`` start: a start that failed (a server that cannot be
+reached) leaves no folder it made, one killed before its first step leaves a folder its rerun
 takes, ``rizz replay`` of a run with no step says so and writes nothing, and every option value
 is refused before the stream is read, the model loads or a folder is written.
 
-A fake model (replies from the prompt's hash; or a server that cannot be reached) and a hash
+A fake model (replies from the prompt's hash; a server that cannot be reached; or a process
+killed at the first call, as ``kill -9`` leaves a folder) and a hash
 embedder stand in for the real ones: no model runs.
 """
 
@@ -26,8 +28,9 @@ LINES = [l for l in (ROOT / "data" / "trace-mini" / "test.jsonl").read_text().sp
 
 
 class FakeModel:
-    """Answers a letter chosen by the prompt's hash (a distiller's prompt gets a rule); ``up``
-    False: every call fails as a server that cannot be reached."""
+    """Answers a letter chosen by the prompt's hash (a distiller's prompt gets a rule); ``down…``:
+    every call fails as a server that cannot be reached; ``crash…``: the first call ends the
+    process as ``kill -9`` would (an error nothing handles: the folder stays as it was)."""
 
     context_window = 4096
     temperature = 0.0
@@ -35,11 +38,14 @@ class FakeModel:
     def __init__(self, spec: str) -> None:
         self.name = f"fake:{spec}"
         self.up = not spec.startswith("down")
+        self.crash = spec.startswith("crash")
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
     def generate(self, messages: Sequence[Message], *, max_tokens: int, stop: Sequence[str] = (), rendering: str = "chat") -> Generation:
+        if self.crash:
+            raise SystemError(f"{self.name}: killed at its first call")
         if not self.up:
             raise ModelConnectionError(f"{self.name}: cannot reach the server (after the client's retries)")
         text = messages[-1].content
@@ -53,7 +59,8 @@ class FakeModel:
 @pytest.fixture
 def loads(monkeypatch) -> list[str]:
     """``rizz.apps.cli.load_model`` as :class:`FakeModel` (the specs it was asked for), the hash
-    embedder, and any --model spec taken (``down...`` is a model whose server is down)."""
+    embedder, and any --model spec taken (``down...`` is a model whose server is down,
+    ``crash...`` one whose process is killed at its first call)."""
     asked: list[str] = []
 
     def load(spec, **kw):
@@ -84,29 +91,32 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 # -- a start that failed ---------------------------------------------------------------------
 
-def test_a_run_whose_start_failed_is_started_anew_by_a_rerun_with_other_settings(tmp_path, stream, loads):
+def test_a_start_that_failed_leaves_no_folder_and_one_killed_is_started_anew_by_a_rerun_with_other_settings(tmp_path, stream, loads):
     out = tmp_path / "r"
     code, text = _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "down")
     assert code == 2 and "fake:down: cannot reach the server" in text and "no step had finished" in text, text
+    assert not out.exists()  # nothing to keep, and nothing kept
+    code, text = _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "crash")
+    assert code == 1  # killed: its folder holds run.json and no step
     assert (out / "run.json").is_file() and RunDir(out).finished_steps() == 0
     (out / "summary.json").write_text(json.dumps({"steps": 0, "state_digest": "sha256:0"}))  # as `rizz replay` wrote one before
 
     # the corrected command: another model (known only once loaded) and another policy (known before)
     code, text = _cli("run", str(stream), "--out", str(out), "--policy", "default", "--model", "up")
     assert code == 0, text
-    assert (f"{out}: started before with other settings (--model: run has 'fake:down', this command has 'fake:up'; "
+    assert (f"{out}: started before with other settings (--model: run has 'fake:crash', this command has 'fake:up'; "
             "policy: run has 'frozen', this command has 'default' (differing fields:" in text
             and "but no step was recorded; its run.json is replaced by this command's settings" in text), text
     meta = json.loads((out / "run.json").read_text())
     assert (meta["policy"], meta["model"]) == ("default", "fake:up")
     assert json.loads((out / "summary.json").read_text())["steps"] == len(LINES)
-    assert loads == ["down", "up"]
+    assert loads == ["down", "crash", "up"]
 
 
-def test_the_same_command_after_a_failed_start_runs_without_a_note(tmp_path, stream, loads):
+def test_the_same_command_after_a_killed_start_runs_without_a_note(tmp_path, stream, loads):
     out = tmp_path / "r"
-    assert _cli("run", str(stream), "--out", str(out), "--model", "down")[0] == 2
-    (out / "run.json").write_text((out / "run.json").read_text().replace('"fake:down"', '"fake:up"'))  # as if the server came back
+    assert _cli("run", str(stream), "--out", str(out), "--model", "crash")[0] == 1
+    (out / "run.json").write_text((out / "run.json").read_text().replace('"fake:crash"', '"fake:up"'))  # as if it came back
     code, text = _cli("run", str(stream), "--out", str(out), "--model", "up")
     assert code == 0 and "started before with other settings" not in text, text
 
@@ -124,7 +134,7 @@ def test_a_run_with_recorded_steps_is_refused_as_before_and_keeps_every_file(tmp
 
 def test_a_log_that_cannot_be_read_counts_as_started(tmp_path, stream, loads):
     out = tmp_path / "r"
-    assert _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "down")[0] == 2
+    assert _cli("run", str(stream), "--out", str(out), "--policy", "frozen", "--model", "crash")[0] == 1
     (out / "log.jsonl").write_text("{not json\n")
     code, text = _cli("run", str(stream), "--out", str(out), "--policy", "default", "--model", "up")
     assert code == 2 and "resume refused" in text, text
@@ -136,9 +146,13 @@ def test_a_bench_whose_start_failed_with_its_cache_elsewhere_takes_the_same_and_
     bench = ("bench", str(stream), "-P", "frozen,default", "--out", str(out), "--cache", str(cache))
     code, text = _cli(*bench, "--model", "down")
     assert code == 2 and "no step had finished" in text, text
+    assert not out.exists()  # the folders it made are gone (the cache is elsewhere)
+    assert _cli(*bench, "--model", "crash")[0] == 1  # killed: out/frozen/ holds run.json and no step
     assert sorted(p.name for p in out.iterdir()) == ["frozen"] and (out / "frozen" / "run.json").is_file()
     code, text = _cli(*bench, "--model", "down")  # the same command: its folder, not "other files (frozen)"
     assert code == 2 and "cannot reach the server" in text and "holds other files" not in text, text
+    assert "(--model: run has 'fake:crash', this command has 'fake:down')" in text
+    assert (out / "frozen" / "run.json").is_file()  # a folder it did not make stays, with this command's settings
     code, text = _cli(*bench, "--model", "up")
     assert code == 0, text
     assert f"{out / 'frozen'}: started before with other settings (--model: run has 'fake:down', this command has 'fake:up')" in text
@@ -154,7 +168,7 @@ def test_a_bench_whose_start_failed_with_its_cache_elsewhere_takes_the_same_and_
 
 def test_replay_of_a_run_with_no_step_says_so_and_writes_nothing(tmp_path, stream, loads):
     out = tmp_path / "r"
-    assert _cli("run", str(stream), "--out", str(out), "--model", "down")[0] == 2
+    assert _cli("run", str(stream), "--out", str(out), "--model", "crash")[0] == 1
     before = _files(out)
     for extra in ([], ["--policy", "frozen"]):
         res = CliRunner().invoke(cli.app, ["replay", str(out), *extra])
