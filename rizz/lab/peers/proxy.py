@@ -39,6 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from rizz.adapters.models.anthropic_backend import price_usd
 from rizz.adapters.models.base import Message, ModelError
 
 __all__ = ["CallProxy"]
@@ -79,8 +80,6 @@ def _anthropic_tools(backend: Any, req: dict[str, Any], messages: list[Message],
     blocks come back as ``tool_calls`` (``arguments``: the input as JSON) with finish reason
     ``tool_calls``, its text blocks as ``content``. Raises ModelError from the backend, and
     KeyError/TypeError/ValueError on a malformed ``tools``."""
-    from rizz.adapters.models.anthropic_backend import price_usd
-
     system, turns = backend.wire_messages(messages, "chat")
     kwargs = backend.request_fields(max_tokens)
     kwargs["messages"] = turns
