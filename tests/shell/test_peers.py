@@ -672,3 +672,22 @@ def test_bench_refuses_a_bad_peer_setting_before_writing(tmp_path, monkeypatch):
     text = " ".join(res.output.replace("│", " ").split())
     assert res.exit_code == 2 and text.startswith("RIZZ_PEER_ACE_MODE='xml': ACE's structured-output mode is one of"), text
     assert not out.exists()
+
+
+@pytest.mark.model
+def test_the_peers_server_keeps_only_the_sampled_tokens_logits():
+    """llama_cpp.server keeps every evaluated token's logits by default (a vocabulary-sized
+    float32 row per prompt token, and a copy of them in every saved prompt state); rizz's server
+    keeps the sampled token's only, as the in-process backend does."""
+    pytest.importorskip("llama_cpp")
+    from llama_cpp.server import app as server_app
+
+    from rizz.adapters.models.embedded import PROMPT_CHUNK
+    from rizz.lab.peers.server import MODEL_ALIAS, LlamaServer
+
+    with LlamaServer(n_ctx=1024, n_threads=1) as srv:
+        llama = server_app._llama_proxy._current_model
+        reply = _post(srv.url + "/v1/chat/completions", {"model": MODEL_ALIAS, "max_tokens": 4,
+                                                         "messages": [{"role": "user", "content": "Say yes. " * 100}]})
+        assert reply["usage"]["prompt_tokens"] > PROMPT_CHUNK  # more tokens than one batch's rows
+        assert llama._logits_all is False and llama.scores.shape[0] == PROMPT_CHUNK  # not n_ctx rows

@@ -17,6 +17,10 @@ Determinism (the same settings as :class:`rizz.adapters.models.embedded.Embedded
   prompts and ACE's role prompts open with the same several thousand tokens on every call, so
   this is what makes those peers affordable on 2 cores. With ``kv_reuse=False``
   (``--model embedded?kv_reuse=0``) the context is reset before every request instead;
+- only the sampled token's logits are kept (``logits_all`` False, as the in-process backend;
+  ``llama_cpp.server``'s own default keeps a vocabulary-sized row per evaluated token: with the
+  1.5B, 8.5 GB peak RSS against 3.3 GB and 40 against 51 prompt tokens/s, the same replies;
+  ``benchmarks/peer_server_memory.py``, results/2026-12-05-peer-server-logits.md);
 - every completion request is pinned to greedy decoding as the in-process backend runs it
   (:data:`PINNED`: temperature 0, seed 0, and llama-cpp-python's library default
   ``repeat_penalty`` 1.0 where the server's own default is 1.1), whatever the client sends:
@@ -124,6 +128,12 @@ class LlamaServer:
       kv_reuse: keep the KV cache between requests and cache recent prompts' states, reusing
         whole batches only (module docstring; the same answers); False: every request starts
         from an empty context.
+      logits_all: keep every evaluated token's logits, as ``llama_cpp.server`` does by default
+        (only ``logprobs`` needs them, which no peer asks for). False (rizz's default, as the
+        in-process backend): only the sampled token's, so a prompt costs no output projection
+        per token and no vocabulary-sized row of RAM per token (151,936 float32 = 594 KiB with
+        the Qwen2.5-Coder models: a 9,000-token mem0 prompt touched 5.2 GB, and every saved
+        prompt state copied them; ``benchmarks/peer_server_memory.py`` prints both).
 
     Use as a context manager, or :meth:`start` / :meth:`stop`. ``url`` is the server root
     (``openai:{url}#smollm2`` is its rizz model spec).
@@ -135,13 +145,15 @@ class LlamaServer:
     """
 
     def __init__(self, gguf: str | Path | None = None, *, n_ctx: int = 0, n_threads: int | None = None,
-                 port: int | None = None, chat_format: str | None = None, kv_reuse: bool = True) -> None:
+                 port: int | None = None, chat_format: str | None = None, kv_reuse: bool = True,
+                 logits_all: bool = False) -> None:
         self.gguf = Path(gguf) if gguf is not None else default_gguf_path()
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads or os.environ.get("RIZZ_THREADS", "2"))
         self.port = int(port or _free_port())
         self.chat_format = chat_format
         self.kv_reuse = bool(kv_reuse)
+        self.logits_all = bool(logits_all)
         self.url = f"http://127.0.0.1:{self.port}"
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -161,7 +173,8 @@ class LlamaServer:
             raise ModelUnavailableError(f"llama_cpp.server needs its extras ({e}); pip install 'rizz[peers]'") from None
         ms = ModelSettings(model=str(self.gguf), model_alias=MODEL_ALIAS, n_ctx=self.n_ctx, n_threads=self.n_threads,
                            n_threads_batch=self.n_threads, seed=0, verbose=False, n_batch=PROMPT_CHUNK,
-                           n_ubatch=PROMPT_CHUNK, chat_format=self.chat_format, cache=self.kv_reuse)
+                           n_ubatch=PROMPT_CHUNK, chat_format=self.chat_format, cache=self.kv_reuse,
+                           logits_all=self.logits_all)
         app = server_app.create_app(server_settings=ServerSettings(host="127.0.0.1", port=self.port), model_settings=[ms])
         if self.kv_reuse:  # the same cap, without a copy of the logits per state (lean_ram_cache)
             llama: Any = getattr(server_app._llama_proxy, "_current_model", None)  # loaded by create_app
