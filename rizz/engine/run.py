@@ -218,9 +218,9 @@ def discard_unstarted(run_dir: str | Path) -> bool:
     """Remove ``run_dir`` when a start that failed made it and it recorded nothing: it is
     :func:`unstarted` (or holds nothing but its lock: a Ray task that failed before installing
     its run), and no response cache in it holds a reply (a paid answer is kept, and with it the
-    folder). Call it only on a folder the failing command made. Returns whether it removed it;
-    False, with nothing changed, when another process holds the folder or a file cannot be
-    removed (whatever was removed by then is only settings, as :func:`restart_unstarted`)."""
+    folder). Call it only on a folder the failing command made. Returns whether it removed it.
+    False leaves a started folder, or one another process holds, unchanged; where a file cannot
+    be removed it may have lost only what :func:`restart_unstarted` removes (its settings)."""
     import shutil
 
     root = Path(run_dir)
@@ -233,8 +233,12 @@ def discard_unstarted(run_dir: str | Path) -> bool:
         if not restart_unstarted(root):  # under the lock: run.json and the other settings, or nothing
             return False
     for f in root.iterdir():  # what is left: the empty log, the stores of no step, the unused cache, the lock
-        if f.name not in lock_files and (f.is_dir() or f.name.startswith(("log.jsonl", "store.sqlite", "responses.sqlite"))):
-            shutil.rmtree(f, ignore_errors=True) if f.is_dir() else f.unlink(missing_ok=True)
+        if f.name in lock_files:
+            continue
+        if f.is_dir():
+            shutil.rmtree(f, ignore_errors=True)
+        elif f.name.startswith(("log.jsonl", "store.sqlite", "responses.sqlite")):
+            f.unlink(missing_ok=True)
     if any(f.name not in lock_files for f in root.iterdir()):
         return False
     shutil.rmtree(root, ignore_errors=True)
